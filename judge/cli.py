@@ -1,0 +1,221 @@
+"""Command line: ``python -m judge list|show|init|submit|test``.
+
+Exit codes: 0 accepted; 1 judged and not accepted; 2 usage error (unknown
+problem, missing file, bad option); 3 internal error of the judge. Every
+error is one line on stderr; with --json, stdout holds the report and nothing
+else.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+EXIT_AC, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _err(message: str) -> None:
+    click.echo(f"judge: {message}", err=True)
+
+
+def _usage(message: str):
+    _err(message)
+    sys.exit(EXIT_USAGE)
+
+
+def _problem(key: str):
+    from judge.problems import ProblemError, find_problem, valid_keys
+
+    try:
+        problem = find_problem(key)
+        if problem is None:
+            _usage(f"unknown problem '{key}'; valid: {valid_keys()}")
+    except ProblemError as exc:
+        _err(f"internal error: a problem directory is malformed: {exc}")
+        sys.exit(EXIT_INTERNAL)
+    return problem
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="triton-judge", message="%(version)s")
+def cli():
+    """Judge Triton kernel exercises: correctness by property tests against a float64 golden model."""
+
+
+@cli.command("list")
+def list_cmd():
+    """List the problems."""
+    from judge.problems import all_problems
+
+    for p in all_problems():
+        click.echo(f"{p.id:>4}  {p.slug:<26} {p.title:<34} {p.signature}")
+
+
+@cli.command()
+@click.argument("problem")
+def show(problem):
+    """Print a problem's statement."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    p = _problem(problem)
+    Console().print(Markdown(p.statement_path.read_text()))
+
+
+@cli.command()
+@click.argument("problem")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
+def init(problem, path, force):
+    """Write a problem's skeleton to PATH (default: ./<slug>.py)."""
+    p = _problem(problem)
+    path = path or Path(f"{p.slug.replace('-', '_')}.py")
+    if path.is_dir():
+        path = path / f"{p.slug.replace('-', '_')}.py"
+    if path.exists() and not force:
+        _usage(f"{path} exists; pass --force to overwrite it")
+    path.write_text(p.skeleton_path.read_text())
+    click.echo(f"wrote {path}: fill in the kernel, then run: python -m judge submit {p.id} {path}")
+
+
+def _judge_options(fn):
+    options = [
+        click.option("--json", "as_json", is_flag=True, help="Print a JSON report (and nothing else) on stdout."),
+        click.option("--seed", type=int, default=None, help="Seed for the drawn cases (default: random)."),
+        click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None,
+                     help="Where tensors live (default: cuda when a GPU is there, else cpu)."),
+        click.option("--interpret", is_flag=True, help="Run kernels in Triton's interpreter (always so on cpu)."),
+        click.option("--sandbox", default="process", show_default=True, help="Sandbox backend for the worker."),
+        click.option("--group", default=None, help="Run only this test group."),
+        click.option("--case", "case_json", default=None, help="Run only this case (JSON from a report)."),
+        click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0)."),
+        click.option("--max-examples", type=int, default=None, help="Drawn cases per group (default: the spec's)."),
+        click.option("--time-limit", type=float, default=None, help="Seconds per case (overrides the spec)."),
+        click.option("--memory-limit", type=int, default=None, help="MiB of host memory (overrides the spec)."),
+    ]
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+def _resolve_device(device, interpret):
+    """(device, interpret, note) - the default is the GPU when one is there."""
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if device is None:
+        device = "cuda" if has_cuda else "cpu"
+        if not has_cuda:
+            return device, True, ("no CUDA GPU found: running kernels in Triton's interpreter on the CPU "
+                                  "(slow, small shapes, bfloat16 skipped)")
+    if device == "cuda" and not has_cuda:
+        _usage("--device cuda: no CUDA GPU is available here; use --device cpu")
+    if device == "cpu":
+        return device, True, "running kernels in Triton's interpreter on the CPU" if not interpret else None
+    return device, interpret, None
+
+
+def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
+         max_examples, time_limit, memory_limit):
+    p = _problem(problem)
+    if not file.exists():
+        _usage(f"no such file: {file}")
+    if file.is_dir():
+        _usage(f"{file} is a directory; give the submission's .py file")
+    from judge.sandbox import backend_names
+
+    if sandbox not in backend_names():
+        _usage(f"unknown sandbox '{sandbox}'; valid: {', '.join(backend_names())}")
+    case = None
+    if case_json is not None:
+        try:
+            case = json.loads(case_json)
+        except json.JSONDecodeError as exc:
+            _usage(f"--case is not valid JSON: {exc.msg}")
+        if not isinstance(case, dict):
+            _usage("--case must be a JSON object")
+        if group is None:
+            _usage("--case needs --group (the reproduce line in a report has both)")
+    if group is not None and group not in [g.name for g in p.groups]:
+        _usage(f"unknown group '{group}' for problem {p.id}; valid: {', '.join(g.name for g in p.groups)}")
+    device, interpret, note = _resolve_device(device, interpret)
+    if note:
+        _err(note)
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "big") >> 1
+
+    from judge.session import Options, Session
+    from judge.verdicts import Verdict
+
+    options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
+                      case=case, gpu=gpu, max_examples=max_examples,
+                      limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
+                              "memory_mb": memory_limit})
+    try:
+        report = Session(p, file, options).run()
+    except ValueError as exc:
+        if case is not None:
+            _usage(str(exc))
+        raise
+    except KeyboardInterrupt:
+        _err("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - any bug of ours is IE, reported in one line
+        if os.environ.get("JUDGE_DEBUG"):
+            raise
+        message = f"{type(exc).__name__}: {exc}"
+        if as_json:
+            click.echo(json.dumps({"version": 1, "verdict": Verdict.IE.value, "score": 0,
+                                   "problem": {"id": p.id, "slug": p.slug}, "message": message}))
+        _err(f"internal error: {message} (set JUDGE_DEBUG=1 for the traceback)")
+        sys.exit(EXIT_INTERNAL)
+
+    if as_json:
+        from judge.report import to_json
+
+        click.echo(to_json(report))
+    else:
+        from rich.console import Console
+
+        from judge.report import render
+
+        render(report, Console(highlight=False))
+    if report.verdict is Verdict.AC:
+        sys.exit(EXIT_AC)
+    sys.exit(EXIT_INTERNAL if report.verdict is Verdict.IE else EXIT_REJECTED)
+
+
+@cli.command()
+@click.argument("problem")
+@click.argument("file", type=click.Path(path_type=Path))
+@_judge_options
+def submit(problem, file, **kw):
+    """Judge FILE for PROBLEM (id or slug): every test group, a verdict and a score."""
+    _run(problem, file, quick=False, **kw)
+
+
+@cli.command()
+@click.argument("problem")
+@click.argument("file", type=click.Path(path_type=Path))
+@_judge_options
+def test(problem, file, **kw):
+    """Quick correctness check of FILE: the edge cases and a few drawn ones per group."""
+    _run(problem, file, quick=True, **kw)
+
+
+def main():
+    try:
+        cli(standalone_mode=False)
+    except click.exceptions.Abort:
+        _err("aborted")
+        sys.exit(130)
+    except click.exceptions.ClickException as exc:
+        _err(exc.format_message())
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    sys.exit(0)

@@ -1,0 +1,118 @@
+"""Helpers for problem authors: what a problem's golden.py builds inputs with.
+
+``make_inputs(params, gen)`` returns a list with one entry per positional
+argument of the entry point: a :class:`TensorInput` for a tensor, or a plain
+Python value (float, bool, None) for a scalar. A TensorInput holds the logical
+values in the target dtype plus how they are laid out in memory; the judge
+builds that layout (padding filled with NaN, so reading it shows up) and the
+worker receives exactly those bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class TensorInput:
+    values: torch.Tensor  # logical values, already in the target dtype, on the CPU
+    order: tuple | None = None  # storage order of the dims, outermost first; None = row-major
+    pad: int = 0  # extra elements after each run of the innermost stored dim
+    offset: int = 0  # storage offset of the first element
+    step: int = 1  # every stride multiplied by this (step 2 = every other element)
+
+    def __post_init__(self):
+        self.values = self.values.detach().to("cpu").contiguous()
+        nd = self.values.dim()
+        if self.order is None:
+            self.order = tuple(range(nd))
+        self.order = tuple(int(d) for d in self.order)
+        if sorted(self.order) != list(range(nd)):
+            raise ValueError(f"order {self.order} is not a permutation of {nd} dims")
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.values.dtype
+
+    def strides(self) -> list[int]:
+        shape = self.values.shape
+        strides = [0] * len(shape)
+        step = 1
+        for i, d in enumerate(reversed(self.order)):
+            strides[d] = step
+            step *= shape[d] + (self.pad if i == 0 else 0)
+        return [s * self.step for s in strides]
+
+    def storage_numel(self) -> int:
+        shape = self.values.shape
+        if any(s == 0 for s in shape):
+            return self.offset
+        return self.offset + 1 + sum((s - 1) * st for s, st in zip(shape, self.strides()))
+
+    def storage(self) -> torch.Tensor:
+        """The full storage: values in their layout, every gap NaN (or -1 for integers)."""
+        fill = float("nan") if self.dtype.is_floating_point else -1
+        storage = torch.full((self.storage_numel(),), fill, dtype=self.dtype)
+        view = torch.as_strided(storage, self.values.shape, self.strides(), self.offset)
+        view.copy_(self.values)
+        return storage
+
+
+def generator(seed: int) -> torch.Generator:
+    return torch.Generator(device="cpu").manual_seed(int(seed) & ((1 << 63) - 1))
+
+
+def normal(shape, gen: torch.Generator, dtype: torch.dtype, std: float = 1.0, mean: float = 0.0) -> torch.Tensor:
+    """Normal samples drawn in float32 on the CPU, then rounded to ``dtype``."""
+    x = torch.randn(tuple(shape), generator=gen, dtype=torch.float32) * std + mean
+    return x.to(dtype)
+
+
+def uniform(shape, gen: torch.Generator, dtype: torch.dtype, low: float = -1.0, high: float = 1.0) -> torch.Tensor:
+    x = torch.rand(tuple(shape), generator=gen, dtype=torch.float32) * (high - low) + low
+    return x.to(dtype)
+
+
+def dtype_of(name: str) -> torch.dtype:
+    return getattr(torch, name)
+
+
+def round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Round a float tensor to ``dtype`` and back to float32: one rounding step."""
+    return x.to(dtype).to(torch.float32)
+
+
+def round_tf32(x: torch.Tensor) -> torch.Tensor:
+    """Round float32 values to TF32 (10 explicit mantissa bits), nearest-even."""
+    bits = x.contiguous().view(torch.int32)
+    lsb = (bits >> 13) & 1
+    rounded = (bits + 0x0FFF + lsb) & ~0x1FFF
+    out = rounded.view(torch.float32)
+    return torch.where(torch.isfinite(x), out, x)
+
+
+def layout(name: str, ndim: int) -> tuple[tuple, int]:
+    """Named layouts used in problem specs -> (order, pad).
+
+    ``contiguous``: row-major. ``padded``: row-major with gaps after each row.
+    ``transposed``: the last two dims swapped in memory (a .t() / .mT view).
+    ``bnhd``: for (B, H, N, D) tensors stored as (B, N, H, D), i.e. heads interleaved.
+    """
+    order = tuple(range(ndim))
+    if name == "contiguous":
+        return order, 0
+    if name == "padded":
+        return order, 3
+    if name == "transposed":
+        return order[:-2] + (order[-1], order[-2]), 0
+    if name == "transposed-padded":
+        return order[:-2] + (order[-1], order[-2]), 5
+    if name == "bnhd":
+        if ndim != 4:
+            raise ValueError("bnhd layout needs 4 dims")
+        return (0, 2, 1, 3), 0
+    if name == "bnhd-padded":
+        return (0, 2, 1, 3), 8
+    raise ValueError(f"unknown layout {name!r}")

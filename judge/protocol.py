@@ -1,0 +1,212 @@
+"""The wire protocol between the trusted judge and the untrusted worker.
+
+Everything that crosses the trust boundary goes through this module, in both
+directions, and nothing else does: no pickle (unpickling a hostile worker's
+bytes would run its code in the judge), only length-prefixed frames holding
+either a JSON object or the raw bytes of one tensor.
+
+A *message* is one JSON frame; when its ``tensors`` list is non-empty, one raw
+frame per listed tensor follows, each exactly ``numel * itemsize`` bytes long.
+
+The worker imports this module too, so it depends on the standard library and
+torch only (and imports torch lazily, so the judge can frame messages before
+torch is loaded).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import struct
+import time
+
+PROTOCOL_VERSION = 1
+
+# Tensors may cross only in these dtypes; anything else in a reply is a protocol
+# violation, not something the judge tries to interpret.
+DTYPES = {
+    "float64": 8,
+    "float32": 4,
+    "float16": 2,
+    "bfloat16": 2,
+    "int64": 8,
+    "int32": 4,
+    "int16": 2,
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+}
+
+_LEN = struct.Struct(">Q")
+MAX_JSON_FRAME = 1 << 20  # a JSON frame over 1 MiB is never legitimate
+
+
+class ProtocolError(Exception):
+    """The other side sent something that is not a well-formed message."""
+
+
+class ChannelClosed(ProtocolError):
+    """The other side closed its end (usually: the worker died)."""
+
+
+class ChannelTimeout(ProtocolError):
+    """No complete message arrived before the deadline."""
+
+
+class OutputLimitExceeded(ProtocolError):
+    """A reply declared more tensor bytes than the judge allows."""
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_frame(fd: int, payload: bytes) -> None:
+    _write_all(fd, _LEN.pack(len(payload)))
+    _write_all(fd, payload)
+
+
+def _write_all(fd: int, data: bytes | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view[:1 << 20])
+        view = view[n:]
+
+
+def send(fd: int, message: dict, tensors: list | None = None) -> None:
+    """Send ``message``; ``tensors`` are (descriptor, bytes) pairs appended in order."""
+    tensors = tensors or []
+    message = dict(message)
+    message["tensors"] = [desc for desc, _ in tensors]
+    write_frame(fd, json.dumps(message, allow_nan=True).encode())
+    for _, payload in tensors:
+        write_frame(fd, payload)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+class Reader:
+    """Reads frames from a file descriptor with a deadline and size limits."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self._buf = bytearray()
+
+    def _fill(self, n: int, deadline: float | None) -> None:
+        while len(self._buf) < n:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise ChannelTimeout("timed out waiting for the worker")
+                ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
+                if not ready:
+                    continue
+            chunk = os.read(self.fd, max(n - len(self._buf), 1 << 16))
+            if not chunk:
+                raise ChannelClosed("the other side closed the channel")
+            self._buf += chunk
+
+    def _take(self, n: int) -> bytes:
+        out = bytes(self._buf[:n])
+        del self._buf[:n]
+        return out
+
+    def read_frame(self, max_len: int, deadline: float | None = None) -> bytes:
+        self._fill(_LEN.size, deadline)
+        (length,) = _LEN.unpack(self._buf[: _LEN.size])
+        if length > max_len:
+            raise OutputLimitExceeded(f"a frame of {length} bytes exceeds the limit of {max_len}")
+        self._fill(_LEN.size + length, deadline)
+        del self._buf[: _LEN.size]
+        return self._take(length)
+
+    def recv(self, max_tensor_bytes: int, deadline: float | None = None):
+        """Read one message; returns (dict, [bytes, ...]) after validating framing."""
+        raw = self.read_frame(MAX_JSON_FRAME, deadline)
+        try:
+            message = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ProtocolError(f"malformed message: {exc}") from None
+        if not isinstance(message, dict):
+            raise ProtocolError("a message must be a JSON object")
+        descs = message.get("tensors", [])
+        if not isinstance(descs, list):
+            raise ProtocolError("'tensors' must be a list")
+        sizes = [tensor_nbytes(d) for d in descs]
+        if sum(sizes) > max_tensor_bytes:
+            raise OutputLimitExceeded(
+                f"the reply declares {sum(sizes)} bytes of tensors; the limit is {max_tensor_bytes}"
+            )
+        payloads = []
+        for size in sizes:
+            payload = self.read_frame(size, deadline)
+            if len(payload) != size:
+                raise ProtocolError(f"a tensor frame holds {len(payload)} bytes, expected {size}")
+            payloads.append(payload)
+        return message, payloads
+
+
+# --------------------------------------------------------------------------- tensors
+
+
+def tensor_nbytes(desc) -> int:
+    """Validate a tensor descriptor from the wire and return its byte size."""
+    if not isinstance(desc, dict):
+        raise ProtocolError("a tensor descriptor must be an object")
+    dtype = desc.get("dtype")
+    shape = desc.get("shape")
+    if dtype not in DTYPES:
+        raise ProtocolError(f"dtype {dtype!r} may not cross the boundary")
+    if not isinstance(shape, list) or len(shape) > 8:
+        raise ProtocolError("a shape must be a list of at most 8 sizes")
+    for s in shape:
+        if not isinstance(s, int) or isinstance(s, bool) or s < 0 or s > 1 << 40:
+            raise ProtocolError(f"bad size {s!r} in shape")
+    return math.prod(shape) * DTYPES[dtype]
+
+
+def torch_dtype(name: str):
+    import torch
+
+    return getattr(torch, name)
+
+
+def dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def tensor_to_wire(t) -> tuple[dict, bytes]:
+    """A tensor's logical values, row-major, as (descriptor, bytes)."""
+    import torch
+
+    t = t.detach().to("cpu").contiguous()
+    desc = {"dtype": dtype_name(t.dtype), "shape": list(t.shape)}
+    if t.numel() == 0:
+        return desc, b""
+    return desc, t.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def tensor_from_wire(desc: dict, payload: bytes):
+    """The inverse of tensor_to_wire; validates before touching torch."""
+    import torch
+
+    size = tensor_nbytes(desc)
+    if size != len(payload):
+        raise ProtocolError(f"tensor bytes ({len(payload)}) do not match its descriptor ({size})")
+    dtype = torch_dtype(desc["dtype"])
+    if size == 0:
+        return torch.empty(desc["shape"], dtype=dtype)
+    flat = torch.frombuffer(bytearray(payload), dtype=torch.uint8).view(dtype)
+    return flat.reshape(desc["shape"])
+
+
+def storage_to_wire(storage_tensor) -> bytes:
+    """Raw bytes of a 1-D contiguous tensor used as a storage."""
+    import torch
+
+    t = storage_tensor.detach().to("cpu").contiguous()
+    if t.numel() == 0:
+        return b""
+    return t.reshape(-1).view(torch.uint8).numpy().tobytes()

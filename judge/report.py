@@ -1,0 +1,97 @@
+"""Rendering a Report: a rich terminal view for people, JSON for programs."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from judge.verdicts import Report, Verdict
+
+STYLE = {Verdict.AC: "bold green", Verdict.IE: "bold magenta"}
+
+
+def to_json(report: Report) -> str:
+    return json.dumps(report.to_json(), indent=2, allow_nan=False, default=_jsonable)
+
+
+def _jsonable(x):
+    if isinstance(x, float):
+        return repr(x)
+    return str(x)
+
+
+def _clean(text: str, limit: int = 2000) -> str:
+    """Text that came from the worker: no control characters, bounded, escaped for rich."""
+    text = "".join(ch if ch in "\n\t" or ch.isprintable() else "?" for ch in str(text))
+    if len(text) > limit:
+        text = text[:limit] + " [...]"
+    return escape(text)
+
+
+def render(report: Report, console: Console) -> None:
+    p = report.problem
+    mode = report.mode
+    where = "Triton interpreter on the CPU" if mode["interpret"] and mode["device"] == "cpu" else (
+        f"Triton interpreter, tensors on {mode['device']}" if mode["interpret"] else "GPU (compiled Triton)")
+    device_name = report.worker.get("device_name")
+    if device_name and not mode["interpret"]:
+        where += f": {device_name}"
+    console.print(f"[bold]Problem {p['id']} · {escape(p['title'])}[/bold]   {escape(report.submission['path'])}")
+    console.print(f"[dim]mode: {where} · sandbox {mode['sandbox']} · seed {report.seed}"
+                  f"{' · quick test' if mode.get('quick') else ''}[/dim]")
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("")
+    table.add_column("group")
+    table.add_column("cases", justify="right")
+    table.add_column("points", justify="right")
+    table.add_column("")
+    for g in report.groups:
+        if g.passed:
+            mark, note = "[green]✓[/green]", ""
+        elif g.skipped:
+            mark, note = "[dim]–[/dim]", "[dim]not run[/dim]"
+        else:
+            mark, note = "[red]✗[/red]", f"[red]{g.verdict.value}[/red]"
+        table.add_row(mark, escape(g.name), str(g.cases_run), f"{g.earned:g}/{g.points:g}", note)
+    console.print(table)
+
+    for g in report.groups:
+        if g.passed or g.skipped:
+            continue
+        console.print(f"\n[bold red]✗ {escape(g.name)}[/bold red] [dim]({escape(g.about)})[/dim]")
+        console.print(f"  {g.verdict.value}: {_clean(g.message)}")
+        if g.case is not None:
+            console.print(f"  case: [cyan]{escape(json.dumps(g.case))}[/cyan]")
+        d = g.details or {}
+        if d.get("pattern"):
+            console.print(f"  wrong at: {escape(d['pattern'])}")
+        if d.get("hint"):
+            console.print(f"  hint: {escape(d['hint'])}")
+        for s in (d.get("samples") or [])[:3]:
+            console.print(f"    {d.get('output', 'out')}{escape(str(list(s['index'])))}: got {s['got']:.6g}, "
+                          f"expected {s['expected']:.6g} (allowed error {s['allowed_error']:.2g})")
+        err = d.get("error") or {}
+        for f in (err.get("frames") or [])[-3:]:
+            console.print(f"    line {f['line']} in {escape(f['function'])}: {_clean(f['code'], 200)}")
+        if g.repro:
+            console.print(f"  reproduce: [dim]{escape(g.repro)}[/dim]")
+
+    if report.output.strip():
+        console.print("\n[bold]printed by the submission[/bold] [dim](truncated)[/dim]")
+        console.print(_clean(report.output[-1500:], 1500))
+    for note in report.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+    speed = report.speed
+    if not speed.get("scored"):
+        console.print(f"[dim]speed ({speed.get('max_points', 0):g} points): {escape(speed.get('reason', ''))}[/dim]")
+
+    style = STYLE.get(report.verdict, "bold red")
+    console.print(f"\n[{style}]{report.verdict.value}[/{style}] {report.verdict.meaning} — "
+                  f"{_clean(report.message, 400)}")
+    console.print(f"[bold]score {report.score:g} / {report.max_score:g}[/bold] "
+                  f"[dim](correctness {report.score:g} of {report.correctness_points:g}; "
+                  f"{report.elapsed_seconds:.1f} s)[/dim]")

@@ -1,0 +1,139 @@
+"""The interface every sandbox backend implements.
+
+A backend starts one worker process for a job and hands back its three pipes;
+the judge speaks the protocol over stdin/stdout and drains stderr. Backends
+differ only in how much of the machine the worker can see and use.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+# The directory that holds the ``judge`` package; sandboxes expose only
+# judge/__init__.py, judge/protocol.py and judge/worker/ from it.
+CODE_ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Limits:
+    case_seconds: float  # wall clock for one case, first-call compilation included
+    run_seconds: float  # wall clock for a whole submission
+    memory_mb: int  # host memory of the worker (GPU memory is the device's)
+    output_bytes: int  # what the worker may print (stdout and stderr together)
+    processes: int  # tasks the worker may hold at once (threads count)
+    startup_seconds: float = 120.0  # importing torch, triton and the submission
+
+
+@dataclass(frozen=True)
+class Job:
+    submission: Path  # host path of the submission file
+    scratch: Path  # per-run directory the worker may write
+    device: str  # "cuda" or "cpu"
+    interpret: bool
+    limits: Limits
+    gpu: int | None = None  # host index of the GPU assigned to this job
+
+
+class Proc:
+    """A running worker. Subclasses fill in how it was started."""
+
+    pid: int
+    stdin: int  # write end: requests to the worker
+    stdout: int  # read end: replies from the worker
+    stderr: int  # read end: whatever the submission prints
+    submission_path: str  # the submission's path as the worker sees it
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        raise NotImplementedError
+
+    def memory_bytes(self) -> int | None:
+        """Resident host memory of the worker and its children, if known."""
+        return None
+
+    def oom_killed(self) -> bool:
+        return False
+
+
+class Backend:
+    name = "?"
+    isolated = False  # does this backend contain a hostile submission?
+
+    def unavailable(self) -> str | None:
+        """None when usable here, otherwise a one-line reason."""
+        return None
+
+    def spawn(self, job: Job) -> Proc:
+        raise NotImplementedError
+
+
+def worker_env(job: Job, *, code_root: str, scratch: str) -> dict[str, str]:
+    """The whole environment a worker gets: nothing of the judge's leaks in."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": scratch,
+        "TMPDIR": scratch,
+        "PYTHONPATH": code_root,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONSAFEPATH": "1",
+        "LANG": "C.UTF-8",
+        "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    # Toolchain locations a GPU host may need; they carry no judge state.
+    for key in ("LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH"):
+        if key in os.environ:
+            env[key] = os.environ[key]
+    if job.device == "cuda":
+        env["CUDA_VISIBLE_DEVICES"] = str(job.gpu if job.gpu is not None else 0)
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    else:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+def process_tree_rss(root: int) -> int | None:
+    """Sum of resident memory of ``root`` and its descendants, from /proc."""
+    try:
+        parents: dict[int, int] = {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            after = stat.rsplit(b")", 1)[1].split()
+            parents[int(name)] = int(after[1])
+        tree, frontier = {root}, [root]
+        while frontier:
+            p = frontier.pop()
+            for child, parent in parents.items():
+                if parent == p and child not in tree:
+                    tree.add(child)
+                    frontier.append(child)
+        total = 0
+        for pid in tree:
+            try:
+                with open(f"/proc/{pid}/statm", "rb") as f:
+                    total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            except OSError:
+                continue
+        return total
+    except OSError:
+        return None
+
+
+def signal_name(code: int) -> str:
+    try:
+        return signal.Signals(code).name
+    except ValueError:
+        return f"signal {code}"

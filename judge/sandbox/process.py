@@ -1,0 +1,82 @@
+"""The process backend: a plain child process with rlimits and the judge's timers.
+
+Nothing is isolated: the submission runs as you, sees your files and your
+network. It is for practising on your own code; use docker or bwrap for
+anybody else's.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+
+from judge.sandbox.base import CODE_ROOT, Backend, Job, Proc, process_tree_rss, worker_env
+
+
+class _ChildProc(Proc):
+    def __init__(self, popen: subprocess.Popen, submission_path: str):
+        self.popen = popen
+        self.pid = popen.pid
+        self.stdin = popen.stdin.fileno()
+        self.stdout = popen.stdout.fileno()
+        self.stderr = popen.stderr.fileno()
+        self.submission_path = submission_path
+
+    def kill(self) -> None:
+        # The worker leads its own session: kill everything it started too.
+        for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: self.popen.kill()):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def wait(self, timeout=None):
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def memory_bytes(self):
+        return process_tree_rss(self.pid)
+
+    def close(self):
+        for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def _set_limits(job: Job):
+    def apply():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))
+        if job.device == "cpu":
+            # CUDA reserves huge virtual ranges, so an address-space cap is only
+            # safe without a GPU; with one, the judge's RSS watchdog enforces it.
+            cap = (job.limits.memory_mb << 20) + (8 << 30)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+    return apply
+
+
+class ProcessBackend(Backend):
+    name = "process"
+    isolated = False
+
+    def spawn(self, job: Job) -> Proc:
+        env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch))
+        popen = subprocess.Popen(
+            [sys.executable, "-P", "-m", "judge.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=job.scratch,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_set_limits(job),
+        )
+        return _ChildProc(popen, str(job.submission.resolve()))

@@ -1,0 +1,530 @@
+"""One judging run: submission in, Report out.
+
+Data flows one way: the session draws cases (Hypothesis), builds their inputs,
+sends them to the worker, computes the golden and naive answers while the
+worker runs, checks the reply, and turns the outcomes into group results and a
+verdict. This process never imports the submission.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings
+from hypothesis.errors import HypothesisException
+
+from judge import checker, kit, precheck
+from judge.cases import canonical, derive_seed, expand_examples, params_strategy, validate_case
+from judge.problems import Group, Problem
+from judge.sandbox import Job, Limits, get_backend
+from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
+from judge.workers import WorkerClient, WorkerDied
+
+BF16_NOTE = ("bfloat16 was not tested: Triton's interpreter computes bfloat16 on raw bits, "
+             "so its results would be wrong for any kernel; it is tested on a GPU")
+DEATH_VERDICTS = {
+    "timeout": Verdict.TLE,
+    "memory": Verdict.MLE,
+    "output": Verdict.OLE,
+    "crash": Verdict.RTE,
+    "protocol": Verdict.RJ,
+}
+SHORT_CIRCUIT = {Verdict.TLE, Verdict.MLE, Verdict.OLE}
+ERROR_VERDICTS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE}
+
+
+@dataclass
+class Options:
+    device: str = "cpu"  # where tensors live: "cuda" or "cpu"
+    interpret: bool = True  # run kernels in Triton's interpreter
+    sandbox: str = "process"
+    seed: int = 0
+    quick: bool = False  # `judge test`: edge examples and a few drawn cases
+    group: str | None = None  # only this group
+    case: dict | None = None  # only this case (needs group)
+    gpu: int | None = None
+    max_examples: int | None = None  # override the spec's per-group count
+    shrink_seconds: float = 60.0
+    threads: int | None = 1
+    limits: dict = field(default_factory=dict)  # overrides of the spec's limits
+
+
+class CaseFailed(Exception):
+    def __init__(self, params: dict, outcome: Outcome):
+        super().__init__(outcome.message)
+        self.params = params
+        self.outcome = outcome
+
+
+def limits_for(problem: Problem, options: Options) -> Limits:
+    spec = dict(problem.limits)
+    spec.update({k: v for k, v in options.limits.items() if v is not None})
+    interp = options.interpret
+    return Limits(
+        case_seconds=float(spec.get("case_seconds_interpret" if interp else "case_seconds",
+                                    spec.get("case_seconds", 60))),
+        run_seconds=float(spec.get("run_seconds_interpret" if interp else "run_seconds",
+                                   spec.get("run_seconds", 900))),
+        memory_mb=int(spec.get("memory_mb", 8192)),
+        output_bytes=int(spec.get("output_kb", 1024)) << 10,
+        processes=int(spec.get("processes", 256)),
+        startup_seconds=float(spec.get("startup_seconds", 60)),
+    )
+
+
+class Session:
+    def __init__(self, problem: Problem, submission: Path, options: Options):
+        self.problem = problem
+        self.submission = Path(submission)
+        self.options = options
+        self.limits = limits_for(problem, options)
+        self.backend = get_backend(options.sandbox)
+        self.golden_device = "cuda" if options.device == "cuda" else "cpu"
+        self.worker: WorkerClient | None = None
+        self.worker_info: dict = {}
+        self.printed: list[str] = []
+        self.notes: list[str] = []
+        self.case_counter = 0
+        self.restarts = 0
+        self.started = 0.0
+        self.scratch: Path | None = None
+        self._cache: dict[str, Outcome] = {}
+        self._frozen: str | None = None  # after a worker death, only that case is replayed
+
+    # ------------------------------------------------------------------ entry
+
+    def run(self) -> Report:
+        self.started = time.monotonic()
+        reason, _line = precheck.check_source(self.submission)
+        if reason:
+            return self._report(Verdict.CE, reason, [])
+        self.scratch = Path(tempfile.mkdtemp(prefix="judge-run-"))
+        try:
+            failure = self._start_worker()
+            if failure is not None:
+                return self._report(failure.verdict, failure.message, [], failure.details)
+            groups = []
+            for g in self._selected_groups():
+                if groups and groups[-1].verdict in SHORT_CIRCUIT:
+                    # Groups grow in size: a case that hung, or ran out of memory
+                    # or output, here would do so there too, at a full limit each.
+                    last = groups[-1].verdict
+                    groups.append(GroupResult(g.name, g.about, g.points, False, 0, last,
+                                              skipped=f"not run: an earlier group ended with {last.value}"))
+                    continue
+                groups.append(self._run_group(g))
+            verdict = worst(g.verdict for g in groups)
+            message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
+                           "all tests passed")
+            return self._report(verdict, message, groups)
+        finally:
+            self._stop_worker()
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _selected_groups(self) -> list[Group]:
+        if self.options.group is None:
+            return list(self.problem.groups)
+        return [g for g in self.problem.groups if g.name == self.options.group]
+
+    # ------------------------------------------------------------------ worker
+
+    def _job(self) -> Job:
+        return Job(submission=self.submission, scratch=self.scratch, device=self.options.device,
+                   interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu)
+
+    def _start_worker(self) -> Outcome | None:
+        """Start a worker and load the submission; an Outcome if that failed."""
+        try:
+            self.worker = WorkerClient(self.backend, self._job())
+            hello = self.worker.start(submission_entry=self.problem.entry_point, arity=self.problem.arity,
+                                      threads=self.options.threads)
+        except WorkerDied as died:
+            self._collect_output()
+            self.worker = None
+            verdict = DEATH_VERDICTS[died.reason]
+            text = died.detail
+            if died.reason == "timeout":
+                text = f"no answer within {self.limits.startup_seconds:g} s (killed)"
+            return Outcome(verdict, f"while loading the submission: {text}")
+        self.worker_info = {"versions": hello.get("versions", {}), "device_name": hello.get("device_name")}
+        if hello.get("status") != "ok":
+            err = hello.get("error", {})
+            self._stop_worker()
+            return Outcome(ERROR_VERDICTS.get(err.get("category"), Verdict.RTE), _error_text(err),
+                           {"error": err})
+        return None
+
+    def _stop_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self._collect_output()
+            self.worker = None
+
+    def _collect_output(self) -> None:
+        if self.worker is not None:
+            text = self.worker.output_text()
+            if text:
+                self.printed.append(text)
+
+    # ------------------------------------------------------------------ cases
+
+    def _over_time(self) -> bool:
+        return time.monotonic() - self.started > self.limits.run_seconds
+
+    def run_case(self, group: Group, params: dict) -> Outcome:
+        key = f"{group.name}|{canonical(params)}"
+        if key in self._cache:
+            return self._cache[key]
+        if self._frozen is not None:
+            # A worker died on an earlier case of this group; shrinking it
+            # further would cost a full timeout or restart per try.
+            return Outcome(Verdict.AC, "not run")
+        if self._over_time():
+            outcome = Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
+            self._frozen = key
+            self._cache[key] = outcome
+            return outcome
+        outcome = self._execute(group, params)
+        self._cache[key] = outcome
+        if outcome.details.get("worker_died"):
+            self._frozen = key
+        return outcome
+
+    def _execute(self, group: Group, params: dict) -> Outcome:
+        if self.worker is None:
+            self.restarts += 1
+            failure = self._start_worker()
+            if failure is not None:
+                return failure
+        problem = self.problem
+        gen = kit.generator(params["seed"])
+        inputs = problem.golden.make_inputs(dict(params), gen)
+        wire_args, payloads, input_bytes = [], [], 0
+        for arg in inputs:
+            if isinstance(arg, kit.TensorInput):
+                storage = arg.storage()
+                desc, raw = _storage_payload(storage)
+                wire_args.append({"kind": "tensor", "storage": desc, "shape": list(arg.values.shape),
+                                  "strides": arg.strides(), "offset": arg.offset})
+                payloads.append((desc, raw))
+                input_bytes += len(raw)
+            elif arg is None:
+                wire_args.append({"kind": "none"})
+            elif isinstance(arg, (bool, int, float)):
+                wire_args.append({"kind": "scalar", "value": arg})
+            else:
+                raise TypeError(f"make_inputs returned an unsupported argument {type(arg).__name__}")
+        self.case_counter += 1
+        message = {"type": "case", "id": self.case_counter, "args": wire_args}
+        max_bytes = 8 * input_bytes + (1 << 20)
+        try:
+            # The worker computes while the golden answers are made here.
+            self.worker._send(message, payloads)
+            expected = self._expected(inputs, params)
+            reply, tensors = self.worker._recv(self.limits.case_seconds, max_bytes)
+        except WorkerDied as died:
+            self._collect_output()
+            self.worker = None
+            verdict = DEATH_VERDICTS[died.reason]
+            text = died.detail
+            if died.reason == "timeout":
+                text = f"no answer within {self.limits.case_seconds:g} s (killed)"
+            return Outcome(verdict, text, {"worker_died": died.reason})
+        outcome = self._evaluate(reply, tensors, expected, inputs)
+        if reply.get("status") == "error" and reply.get("error", {}).get("fatal"):
+            self._stop_worker()  # a CUDA error poisons the context: start afresh
+        return outcome
+
+    def _expected(self, inputs, params):
+        dev = self.golden_device
+        gold_args, naive_args = [], []
+        for arg in inputs:
+            if isinstance(arg, kit.TensorInput):
+                gold_args.append(arg.values.to(dev).to(torch.float64))
+                naive_args.append(arg.values.to(dev))
+            else:
+                gold_args.append(arg)
+                naive_args.append(arg)
+        golden = _as_list(self.problem.golden.golden(*gold_args))
+        naive = _as_list(self.problem.golden.naive(*naive_args))
+        dtypes = []
+        for out in self.problem.outputs:
+            dtypes.append(kit.dtype_of(params["dtype"] if out.dtype == "input" else out.dtype))
+        return golden, naive, dtypes
+
+    def _evaluate(self, reply, tensors, expected, inputs) -> Outcome:
+        problem = self.problem
+        name = self.submission.name
+        if reply.get("type") != "result":
+            return Outcome(Verdict.RJ, "the worker sent something other than a result")
+        if reply.get("status") == "error":
+            err = reply.get("error", {}) if isinstance(reply.get("error"), dict) else {}
+            return Outcome(ERROR_VERDICTS.get(err.get("category"), Verdict.RTE), _error_text(err), {"error": err})
+        ev = reply.get("evidence", {}) if isinstance(reply.get("evidence"), dict) else {}
+        ops = ev.get("torch_ops") or {}
+        if ops:
+            listed = ", ".join(f"torch {op}" for op in sorted(ops))
+            return Outcome(Verdict.RJ, f"the answer was computed with PyTorch operators ({listed}); "
+                                       "only allocation, views and copies may run outside your Triton kernels",
+                           {"torch_ops": ops})
+        if not ev.get("own_launches"):
+            other = ev.get("other_launches") or {}
+            more = f" (it launched only kernels defined elsewhere: {', '.join(other)})" if other else ""
+            return Outcome(Verdict.RJ, f"no Triton kernel defined in {name} was launched{more}",
+                           {"other_launches": other})
+
+        golden, naive, dtypes = expected
+        want = len(problem.outputs)
+        outs = reply.get("outputs", [])
+        returned = reply.get("returned", "?")
+        names = [o.name for o in problem.outputs]
+        if want == 1:
+            if returned != "torch.Tensor":
+                return Outcome(Verdict.WA, f"{problem.entry_point} must return the tensor {names[0]} itself, "
+                                           f"not a {returned}")
+        elif returned not in ("tuple", "list") or len(outs) != want:
+            return Outcome(Verdict.WA, f"{problem.entry_point} must return a tuple ({', '.join(names)}); "
+                                       f"it returned {returned if returned not in ('tuple', 'list') else f'{len(outs)} items'}")
+        expect_device = "cuda" if self.options.device == "cuda" else "cpu"
+        tensor_iter = iter(tensors)
+        got_tensors = []
+        for i, out in enumerate(outs):
+            oname = names[i]
+            if out.get("kind") != "tensor":
+                return Outcome(Verdict.WA, f"{oname} must be exactly a torch.Tensor, not {out.get('type')}")
+            got = _tensor_from(out, next(tensor_iter))
+            device = str(out.get("device", ""))
+            if device.split(":")[0] != expect_device:
+                return Outcome(Verdict.WA, f"{oname} is on {device}; expected it on the input's device ({expect_device})")
+            if got.dtype != dtypes[i]:
+                return Outcome(Verdict.WA, f"{oname} has dtype {_dn(got.dtype)}; expected {_dn(dtypes[i])}")
+            if list(got.shape) != list(golden[i].shape):
+                return Outcome(Verdict.WA, f"{oname} has shape {tuple(got.shape)}; expected {tuple(golden[i].shape)}")
+            got_tensors.append(got)
+        modified = reply.get("inputs_modified") or []
+        if modified:
+            which = ", ".join(f"argument {i + 1}" for i in modified)
+            return Outcome(Verdict.WA, f"the entry point wrote into its inputs ({which}); "
+                                       "it must leave them unchanged and return new tensors")
+        for i, out in enumerate(outs):
+            if out.get("aliases_input"):
+                return Outcome(Verdict.WA, f"{names[i]} shares memory with an input; return a new tensor")
+        for i, got in enumerate(got_tensors):
+            out = problem.outputs[i]
+            mismatch = checker.compare(out.name, got, golden[i], naive[i], dtypes[i], out.scope, problem.check,
+                                       problem.check.get("dim_names", {}).get(out.name))
+            if mismatch is not None:
+                return Outcome(Verdict.WA, mismatch.message, {
+                    "output": mismatch.output, "pattern": mismatch.pattern, "hint": mismatch.hint,
+                    "bad": mismatch.bad, "total": mismatch.total,
+                    "samples": [{"index": list(s[0]), "got": s[1], "expected": s[2], "allowed_error": s[3]}
+                                for s in mismatch.samples],
+                })
+        for i, out in enumerate(outs):
+            if not out.get("kernel_wrote"):
+                return Outcome(Verdict.RJ, f"{names[i]} is right but none of your Triton kernels was given its "
+                                           "memory: it was computed some other way")
+        return Outcome(Verdict.AC)
+
+    # ------------------------------------------------------------------ groups
+
+    def _run_group(self, group: Group) -> GroupResult:
+        opts = self.options
+        interp = opts.interpret
+        domain = group.domain(interp)
+        salt = f"{opts.seed}:{self.problem.id}:{group.name}"
+        self._frozen = None
+        ran = {"n": 0}
+
+        if opts.case is not None:
+            problem = validate_case(opts.case, domain)
+            if problem:
+                raise ValueError(f"--case does not fit group {group.name}: {problem}")
+            cases = [opts.case]
+        else:
+            cases = expand_examples(group.examples, domain, interp, salt)
+        if "dtype" in domain and interp and "bfloat16" in (domain["dtype"] if isinstance(domain["dtype"], list)
+                                                           else [domain["dtype"]]):
+            if BF16_NOTE not in self.notes:
+                self.notes.append(BF16_NOTE)
+
+        def body(params):
+            outcome = self.run_case(group, params)
+            if outcome.message != "not run":
+                ran["n"] += 1
+            if not outcome.passed:
+                raise CaseFailed(params, outcome)
+
+        failure: CaseFailed | None = None
+        try:
+            if opts.case is not None:
+                for params in cases:
+                    body(params)
+            else:
+                n = opts.max_examples if opts.max_examples is not None else (
+                    group.max_examples_interpret if interp else group.max_examples)
+                if opts.quick:
+                    n = min(n, 2)
+                failure = self._hypothesis(group, domain, cases, n, salt, body)
+        except CaseFailed as exc:
+            failure = exc
+        if failure is None:
+            return GroupResult(group.name, group.about, group.points, True, ran["n"])
+        return GroupResult(
+            name=group.name, about=group.about, points=group.points, passed=False, cases_run=ran["n"],
+            verdict=failure.outcome.verdict, case=failure.params, message=failure.outcome.message,
+            details=failure.outcome.details, repro=self._repro(group, failure.params),
+        )
+
+    def _hypothesis(self, group, domain, examples, n, salt, body) -> CaseFailed | None:
+        import hypothesis.internal.conjecture.engine as engine
+
+        engine.MAX_SHRINKING_SECONDS = self.options.shrink_seconds
+        first: list[CaseFailed] = []
+
+        def prop(params):
+            try:
+                body(params)
+            except CaseFailed as exc:
+                if not first:
+                    first.append(exc)
+                raise
+
+        test = given(params=params_strategy(domain, self.options.interpret))(prop)
+        for ex in reversed(examples):
+            test = example(params=ex)(test)
+        test = settings(
+            max_examples=max(n, 1),
+            deadline=None,
+            database=None,
+            derandomize=False,
+            suppress_health_check=list(HealthCheck),
+            report_multiple_bugs=False,
+            verbosity=Verbosity.quiet,
+            phases=[Phase.explicit, Phase.generate, Phase.shrink] if n > 0 else [Phase.explicit],
+            print_blob=False,
+        )(test)
+        test = seed(derive_seed(salt))(test)
+        try:
+            test()
+        except CaseFailed as exc:
+            return exc
+        except (HypothesisException, BaseExceptionGroup) as exc:
+            # A flaky submission (passes on replay) still failed once: report that.
+            inner = _find_case_failed(exc)
+            if inner is not None:
+                return inner
+            if first:
+                return first[0]
+            raise
+        return None
+
+    def _repro(self, group: Group, params: dict) -> str:
+        parts = ["python", "-m", "judge", "test", str(self.problem.id), str(self.submission),
+                 "--group", group.name, "--case", json.dumps(params, separators=(",", ":"))]
+        if self.options.interpret and self.options.device == "cpu":
+            parts += ["--device", "cpu"]
+        elif self.options.interpret:
+            parts += ["--device", self.options.device, "--interpret"]
+        else:
+            parts += ["--device", self.options.device]
+        return shlex.join(parts)
+
+    # ------------------------------------------------------------------ report
+
+    def _report(self, verdict: Verdict, message: str, groups: list[GroupResult], details=None) -> Report:
+        if not groups:
+            groups = [GroupResult(g.name, g.about, g.points, False, 0, verdict, skipped="not run: " + message)
+                      for g in self._selected_groups()]
+            if details:
+                groups[0].details = details if groups else {}
+        notes = list(self.notes)
+        if not self.backend.isolated:
+            notes.append("sandbox 'process': the submission ran as you, with nothing isolated "
+                         "(use it for your own code)")
+        data = self.submission.read_bytes() if self.submission.is_file() else b""
+        return Report(
+            problem={"id": self.problem.id, "slug": self.problem.slug, "title": self.problem.title},
+            submission={"path": str(self.submission), "sha256": hashlib.sha256(data).hexdigest()},
+            mode={"device": self.options.device, "interpret": self.options.interpret,
+                  "sandbox": self.options.sandbox, "quick": self.options.quick},
+            seed=self.options.seed,
+            verdict=verdict,
+            message=message,
+            groups=groups,
+            notes=notes,
+            max_score=100.0,
+            speed={"scored": False, "points": 0, "max_points": self.problem.speed_points,
+                   "reason": "speed is not scored yet: this judge checks correctness only"},
+            elapsed_seconds=time.monotonic() - self.started,
+            worker=self.worker_info,
+            output="\n".join(self.printed)[-8192:],
+        )
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _storage_payload(storage: torch.Tensor):
+    from judge import protocol
+
+    desc = {"dtype": protocol.dtype_name(storage.dtype), "shape": [storage.numel()]}
+    return desc, protocol.storage_to_wire(storage)
+
+
+def _tensor_from(out: dict, payload: bytes) -> torch.Tensor:
+    from judge import protocol
+
+    return protocol.tensor_from_wire({"dtype": out["dtype"], "shape": out["shape"]}, payload)
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+def _dn(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _find_case_failed(exc):
+    if isinstance(exc, CaseFailed):
+        return exc
+    for inner in getattr(exc, "exceptions", ()) or ():
+        found = _find_case_failed(inner)
+        if found is not None:
+            return found
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and cause is not exc:
+        return _find_case_failed(cause)
+    return None
+
+
+def _error_text(err: dict) -> str:
+    category = err.get("category", "runtime")
+    kind = err.get("type", "Error")
+    message = (err.get("message") or "").strip()
+    first = message.splitlines()[0] if message else ""
+    where = ""
+    frames = err.get("frames") or []
+    if frames:
+        f = frames[-1]
+        where = f" (line {f['line']}: {f['code']})" if f.get("code") else f" (line {f['line']})"
+    elif err.get("line"):
+        where = f" (line {err['line']})"
+    if category == "compile" and kind not in ("SyntaxError", "MissingEntryPoint", "BadEntryPoint", "WrongArity",
+                                              "ModuleNotFoundError", "ImportError", "IndentationError"):
+        return f"Triton could not compile the kernel{where}: {first}"
+    if kind in ("MissingEntryPoint", "BadEntryPoint", "WrongArity", "SyntaxError", "IndentationError"):
+        return first
+    if kind in ("ModuleNotFoundError", "ImportError"):
+        return first
+    prefix = "error while importing the submission: " if err.get("at_import") else ""
+    return f"{prefix}{kind}: {first}{where}"

@@ -1,0 +1,154 @@
+"""Verdicts, per-group results, the score, and the report as data.
+
+One verdict per submission, chosen by priority (as DMOJ does) among the
+failures of its groups: a rule violation outranks a compile error, which
+outranks limits, crashes and wrong answers. Score: the points of every group
+that passed, except that RJ, CE before any test, and IE score 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+REPORT_VERSION = 1
+
+
+class Verdict(str, Enum):
+    AC = "AC"
+    WA = "WA"
+    RTE = "RTE"
+    TLE = "TLE"
+    MLE = "MLE"
+    OLE = "OLE"
+    CE = "CE"
+    RJ = "RJ"
+    IE = "IE"
+
+    @property
+    def meaning(self) -> str:
+        return MEANINGS[self]
+
+
+MEANINGS = {
+    Verdict.AC: "accepted",
+    Verdict.WA: "wrong answer",
+    Verdict.RTE: "run-time error",
+    Verdict.TLE: "time limit exceeded",
+    Verdict.MLE: "memory limit exceeded",
+    Verdict.OLE: "output limit exceeded",
+    Verdict.CE: "compile error",
+    Verdict.RJ: "rejected (rule violation)",
+    Verdict.IE: "internal error of the judge",
+}
+
+PRIORITY = [Verdict.IE, Verdict.RJ, Verdict.CE, Verdict.TLE, Verdict.MLE, Verdict.OLE, Verdict.RTE, Verdict.WA]
+
+
+def worst(verdicts) -> Verdict:
+    verdicts = set(verdicts)
+    for v in PRIORITY:
+        if v in verdicts:
+            return v
+    return Verdict.AC
+
+
+@dataclass
+class Outcome:
+    """What happened to one case."""
+
+    verdict: Verdict
+    message: str = ""
+    details: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict is Verdict.AC
+
+
+@dataclass
+class GroupResult:
+    name: str
+    about: str
+    points: float
+    passed: bool
+    cases_run: int
+    verdict: Verdict = Verdict.AC
+    case: dict | None = None  # the (shrunk) failing case
+    message: str = ""
+    details: dict = field(default_factory=dict)
+    repro: str = ""
+    skipped: str = ""  # why the group did not run, if it did not
+
+    @property
+    def earned(self) -> float:
+        return self.points if self.passed else 0.0
+
+
+@dataclass
+class Report:
+    problem: dict
+    submission: dict
+    mode: dict
+    seed: int
+    verdict: Verdict
+    message: str
+    groups: list[GroupResult]
+    notes: list[str]
+    max_score: float
+    speed: dict
+    elapsed_seconds: float
+    worker: dict = field(default_factory=dict)
+    output: str = ""  # what the submission printed (truncated)
+
+    @property
+    def score(self) -> float:
+        if self.verdict in (Verdict.RJ, Verdict.IE) or not self.groups:
+            return 0.0
+        return round(sum(g.earned for g in self.groups), 2)
+
+    @property
+    def correctness_points(self) -> float:
+        return sum(g.points for g in self.groups)
+
+    def to_json(self) -> dict:
+        return {
+            "version": REPORT_VERSION,
+            "verdict": self.verdict.value,
+            "verdict_meaning": self.verdict.meaning,
+            "score": self.score,
+            "max_score": self.max_score,
+            "message": self.message,
+            "problem": self.problem,
+            "submission": self.submission,
+            "mode": self.mode,
+            "seed": self.seed,
+            "groups": [
+                {
+                    "name": g.name,
+                    "about": g.about,
+                    "points": g.points,
+                    "earned": g.earned,
+                    "passed": g.passed,
+                    "verdict": g.verdict.value,
+                    "cases_run": g.cases_run,
+                    "skipped": g.skipped or None,
+                    "failure": None if g.passed else {
+                        "case": g.case,
+                        "message": g.message,
+                        "details": g.details,
+                        "reproduce": g.repro,
+                    },
+                }
+                for g in self.groups
+            ],
+            "speed": self.speed,
+            "notes": self.notes,
+            "worker": self.worker,
+            "output": self.output,
+            "elapsed_seconds": round(self.elapsed_seconds, 3),
+        }
+
+
+def as_dict(obj) -> dict:
+    return asdict(obj)

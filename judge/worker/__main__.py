@@ -1,0 +1,5 @@
+import sys
+
+from judge.worker.runner import main
+
+sys.exit(main())

@@ -1,0 +1,166 @@
+"""What the worker records about one call of the submission's entry point.
+
+Two things decide whether a Triton kernel did the work, and both are recorded
+here as plain data for the judge to rule on:
+
+* every launch of a ``@triton.jit`` kernel (on the GPU and in the interpreter),
+  with where the kernel was defined and which buffers it was given;
+* every PyTorch operator the call dispatches *outside* a Triton launch, so
+  that ``torch.softmax(x)`` or ``a @ b`` shows up by name. Allocation, views,
+  metadata and same-device copies are allowed: a wrapper needs those to set up
+  a kernel, and none of them computes an answer.
+
+The worker is in the submission's process, so none of this is tamper-proof on
+its own; the judge treats it as evidence, and the values are still checked.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import Counter
+
+# Operators a wrapper may use around its kernels: they allocate, describe or
+# move data but compute nothing from it.
+ALLOWED_OPS = frozenset(
+    """
+    empty empty_like empty_strided new_empty new_empty_strided
+    zeros zeros_like new_zeros ones ones_like new_ones full full_like new_full
+    fill_ zero_
+    view _unsafe_view reshape _reshape_alias as_strided permute transpose t
+    expand expand_as select slice unsqueeze squeeze flatten unflatten narrow
+    split split_with_sizes chunk unbind detach alias view_as movedim
+    lift_fresh lift_fresh_copy contiguous clone copy_ _to_copy to cat stack
+    sym_size sym_stride sym_numel sym_storage_offset is_contiguous
+    """.split()
+)
+
+
+def _device_of(x):
+    return getattr(x, "device", None)
+
+
+def _op_is_allowed(func, args, kwargs) -> bool:
+    name = func.overloadpacket.__name__
+    if name not in ALLOWED_OPS:
+        return False
+    if name == "fill_" and len(args) > 1 and hasattr(args[1], "dim"):
+        return False  # fill_ from a tensor value reads data; only scalar fills
+    if name == "_to_copy":
+        target = kwargs.get("device")
+        return target is None or _device_of(args[0]) == target
+    if name == "copy_" and len(args) > 1:
+        return _device_of(args[0]) == _device_of(args[1])
+    return True
+
+
+class Watch:
+    """The record of one entry-point call."""
+
+    def __init__(self):
+        self.own_launches: Counter = Counter()  # kernels defined in the submission
+        self.other_launches: Counter = Counter()  # kernels defined anywhere else
+        self.ops: Counter = Counter()  # disallowed torch operators, by name
+        self.kernel_buffers: list[tuple[int, int]] = []  # storage ranges given to own kernels
+        self.threads_before = threading.active_count()
+
+
+class _State:
+    watch: Watch | None = None
+    depth = 0  # > 0 while a Triton launch (or autotuning) is on the stack
+    submission = ""
+
+
+_state = _State()
+
+
+def _record_launch(kernel, args, kwargs):
+    watch = _state.watch
+    if watch is None:
+        return
+    fn = getattr(kernel, "fn", None)
+    code = getattr(fn, "__code__", None)
+    name = getattr(fn, "__name__", type(kernel).__name__)
+    if code is not None and os.path.realpath(code.co_filename) == _state.submission:
+        watch.own_launches[name] += 1
+        for a in list(args) + list(kwargs.values()):
+            if hasattr(a, "untyped_storage") and hasattr(a, "data_ptr"):
+                try:
+                    st = a.untyped_storage()
+                    watch.kernel_buffers.append((st.data_ptr(), st.data_ptr() + st.nbytes()))
+                except Exception:  # noqa: BLE001 - a non-tensor that looks like one
+                    pass
+    else:
+        where = code.co_filename if code is not None else "?"
+        watch.other_launches[f"{name} ({os.path.basename(where)})"] += 1
+
+
+def _wrap_launcher(cls, count: bool):
+    original = cls.run
+    if getattr(original, "_judge_wrapped", False):
+        return
+
+    def run(self, *args, **kwargs):
+        if count and not kwargs.get("warmup", False):
+            _record_launch(self, args, kwargs)
+        _state.depth += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _state.depth -= 1
+
+    run._judge_wrapped = True
+    cls.run = run
+
+
+def install(submission_path: str) -> None:
+    """Patch Triton's launchers; call after importing triton, before the submission."""
+    _state.submission = os.path.realpath(submission_path)
+    from triton.runtime import jit
+
+    _wrap_launcher(jit.JITFunction, count=True)
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+
+        _wrap_launcher(InterpretedFunction, count=True)
+    except ImportError:  # pragma: no cover - every supported Triton has it
+        pass
+    try:
+        from triton.runtime.autotuner import Autotuner, Heuristics
+
+        # These only forward to JITFunction.run (which counts); wrapping them
+        # keeps the benchmarking they do between launches out of the op watch.
+        _wrap_launcher(Autotuner, count=False)
+        _wrap_launcher(Heuristics, count=False)
+    except ImportError:  # pragma: no cover
+        pass
+
+
+def watching():
+    """Context manager: record launches and torch operators during one call."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _OpWatch(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if _state.depth == 0 and _state.watch is not None and not _op_is_allowed(func, args, kwargs):
+                _state.watch.ops[str(func.overloadpacket.__name__)] += 1
+            return func(*args, **kwargs)
+
+    class _Ctx:
+        def __enter__(self):
+            self.watch = Watch()
+            _state.watch = self.watch
+            _state.depth = 0
+            self.mode = _OpWatch()
+            self.mode.__enter__()
+            return self.watch
+
+        def __exit__(self, *exc):
+            try:
+                self.mode.__exit__(*exc)
+            finally:
+                _state.watch = None
+            return False
+
+    return _Ctx()

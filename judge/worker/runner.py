@@ -1,0 +1,377 @@
+"""The untrusted worker: the only process that imports a submission.
+
+It speaks the protocol in ``judge.protocol`` over two private file descriptors
+taken from its stdin/stdout before anything else runs; the submission's own
+prints land on stderr, which the judge drains and caps. It receives cases as
+data (tensor storages, strides, scalars), calls the entry point, and sends back
+the outputs and what it saw (kernel launches, torch operators, whether inputs
+changed). It decides nothing: verdicts are the judge's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+
+from judge import protocol
+
+
+def _take_protocol_fds() -> tuple[int, int]:
+    proto_in = os.dup(0)
+    proto_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)  # print() now goes to stderr, which the judge caps
+    return proto_in, proto_out
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _frames_in(exc: BaseException, path: str) -> list[dict]:
+    """The traceback frames that are in the submission file, innermost last."""
+    frames = []
+    seen = set()
+    chain = []
+    e = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for e in chain:  # outermost first, so the innermost frame ends the list
+        for fs in traceback.extract_tb(e.__traceback__):
+            if os.path.realpath(fs.filename) == path:
+                frames.append({"line": fs.lineno, "function": fs.name, "code": (fs.line or "").strip()})
+    return frames[-8:]
+
+
+def _innermost_file(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    last = ""
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last
+
+
+def classify(exc: BaseException, path: str) -> dict:
+    """Describe an exception as data: its category decides the verdict in the judge."""
+    category = "runtime"
+    message = str(exc)
+    kind = type(exc).__name__
+    line = None
+    root = exc
+    # The interpreter wraps kernel errors in InterpreterError(repr(e)) from e.
+    while kind == "InterpreterError" and root.__cause__ is not None:
+        root = root.__cause__
+        kind = type(root).__name__
+        message = str(root)
+    try:
+        from triton.compiler.errors import CompilationError
+    except Exception:  # noqa: BLE001
+        CompilationError = ()  # noqa: N806
+    if isinstance(root, MemoryError) or "out of memory" in message.lower() or "can't allocate memory" in message:
+        category = "memory"
+    elif CompilationError and isinstance(root, CompilationError):
+        category = "compile"
+        line = _compile_error_line(root)
+        message = getattr(root, "error_message", None) or message.splitlines()[-1]
+    elif root is not exc or kind in ("ValueError", "TypeError", "AssertionError", "AttributeError", "NameError"):
+        # In the interpreter, Triton's semantic checks (what the GPU compiler
+        # would reject) raise from triton/language; call those compile errors.
+        inner = _innermost_file(root)
+        if f"{os.sep}triton{os.sep}language{os.sep}" in inner:
+            category = "compile"
+    cuda_fatal = "CUDA error" in message or "illegal memory access" in message or "device-side assert" in message
+    frames = _frames_in(exc, path)
+    if line is None and frames:
+        line = frames[-1]["line"]
+    return {
+        "category": category,
+        "type": kind,
+        "message": message[:4000],
+        "line": line,
+        "frames": frames,
+        "fatal": bool(cuda_fatal),
+    }
+
+
+def _compile_error_line(err) -> int | None:
+    node = getattr(err, "node", None)
+    lineno = getattr(node, "lineno", None)
+    if lineno is None:
+        return None
+    base = getattr(err, "_judge_def_line", None)
+    return lineno if base is None else base + lineno - 1
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_submission(path: str, entry: str, arity: int):
+    """Import the submission and find its entry point; returns (fn, None) or (None, error)."""
+    name = os.path.basename(path)
+    try:
+        spec = importlib.util.spec_from_file_location("submission", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["submission"] = module
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        return None, {
+            "category": "compile",
+            "type": type(exc).__name__,
+            "message": f"{exc.msg} ({name}, line {exc.lineno})",
+            "line": exc.lineno,
+            "frames": [],
+        }
+    except ImportError as exc:
+        missing = getattr(exc, "name", None)
+        err = classify(exc, path)
+        err["category"] = "compile"
+        if missing:
+            err["message"] = f"cannot import module '{missing}': it is not available to submissions"
+        return None, err
+    except BaseException as exc:  # noqa: BLE001 - anything at import is the submission's fault
+        err = classify(exc, path)
+        err["at_import"] = True
+        return None, err
+
+    fn = getattr(module, entry, None)
+    expected = f"def {entry}({', '.join(_param_names(arity))})"
+    if fn is None:
+        return None, {
+            "category": "compile",
+            "type": "MissingEntryPoint",
+            "message": f"{name} does not define '{entry}'; expected {expected}",
+            "line": None,
+            "frames": [],
+        }
+    if not callable(fn) or type(fn).__module__.startswith("triton"):
+        return None, {
+            "category": "compile",
+            "type": "BadEntryPoint",
+            "message": f"'{entry}' must be a plain Python function that launches your kernel; expected {expected}",
+            "line": None,
+            "frames": [],
+        }
+    try:
+        inspect.signature(fn).bind(*range(arity))
+    except TypeError:
+        try:
+            got = f"def {entry}{inspect.signature(fn)}"
+        except (TypeError, ValueError):
+            got = "an uninspectable callable"
+        return None, {
+            "category": "compile",
+            "type": "WrongArity",
+            "message": f"'{entry}' must accept {arity} positional arguments: expected {expected}, found {got}",
+            "line": getattr(getattr(fn, "__code__", None), "co_firstlineno", None),
+            "frames": [],
+        }
+    except ValueError:
+        pass
+    return fn, None
+
+
+def _param_names(arity: int) -> list[str]:
+    return [f"arg{i}" for i in range(arity)]
+
+
+# --------------------------------------------------------------------------- cases
+
+
+class Worker:
+    def __init__(self, reader, out_fd, setup):
+        import torch
+
+        self.torch = torch
+        self.reader = reader
+        self.out_fd = out_fd
+        self.nonce = setup["nonce"]
+        self.path = os.path.realpath(setup["submission"])
+        self.device = setup["device"]
+        self.fn = None
+
+    def reply(self, message: dict, tensors=None):
+        message["nonce"] = self.nonce
+        protocol.send(self.out_fd, message, tensors)
+
+    def build_args(self, msg, payloads):
+        torch = self.torch
+        args, storages = [], []
+        it = iter(payloads)
+        for spec in msg["args"]:
+            kind = spec["kind"]
+            if kind == "tensor":
+                desc = spec["storage"]
+                raw = next(it)
+                storage = protocol.tensor_from_wire(desc, raw).to(self.device)
+                view = torch.as_strided(storage, spec["shape"], spec["strides"], spec["offset"])
+                args.append(view)
+                storages.append((storage, hashlib.sha256(raw).hexdigest()))
+            elif kind == "scalar":
+                args.append(spec["value"])
+                storages.append(None)
+            elif kind == "none":
+                args.append(None)
+                storages.append(None)
+            else:
+                raise ValueError(f"unknown argument kind {kind!r}")
+        return args, storages
+
+    def run_case(self, msg, payloads):
+        import threading
+
+        from judge.worker import guard
+
+        torch = self.torch
+        args, storages = self.build_args(msg, payloads)
+        cuda = self.device.startswith("cuda")
+        if cuda:
+            torch.cuda.synchronize()
+        watch = None
+        try:
+            with guard.watching() as watch:
+                result = self.fn(*args)
+            if cuda:
+                torch.cuda.synchronize()
+        except BaseException as exc:  # noqa: BLE001
+            err = classify(exc, self.path)
+            self.reply({"type": "result", "id": msg["id"], "status": "error", "error": err,
+                        "evidence": _evidence(watch)})
+            return not err.get("fatal")
+
+        outputs, tensors = self.describe_outputs(result, args)
+        modified = []
+        for i, entry in enumerate(storages):
+            if entry is None:
+                continue
+            storage, digest = entry
+            after = hashlib.sha256(protocol.storage_to_wire(storage)).hexdigest()
+            if after != digest:
+                modified.append(i)
+        evidence = _evidence(watch)
+        evidence["threads_after"] = threading.active_count()
+        for out in outputs:
+            if out.get("ptr_range"):
+                lo, hi = out.pop("ptr_range")
+                out["kernel_wrote"] = any(a < hi and lo < b for a, b in watch.kernel_buffers)
+                out["aliases_input"] = any(
+                    e is not None and _overlaps((lo, hi), e[0]) for e in storages
+                )
+        self.reply(
+            {"type": "result", "id": msg["id"], "status": "ok", "returned": _kind(result),
+             "outputs": outputs, "inputs_modified": modified, "evidence": evidence},
+            tensors,
+        )
+        return True
+
+    def describe_outputs(self, result, args):
+        torch = self.torch
+        items = list(result) if type(result) in (tuple, list) else [result]
+        outputs, tensors = [], []
+        for item in items[:16]:
+            if type(item) is not torch.Tensor:
+                # Never call into an object of unknown type: a tensor subclass
+                # could run code on any method call. Its type name is enough.
+                outputs.append({"kind": "other", "type": f"{type(item).__module__}.{type(item).__qualname__}"})
+                continue
+            st = item.untyped_storage()
+            info = {
+                "kind": "tensor",
+                "dtype": protocol.dtype_name(item.dtype),
+                "shape": list(item.shape),
+                "strides": list(item.stride()),
+                "device": str(item.device),
+                "ptr_range": (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None,
+            }
+            outputs.append(info)
+            tensors.append(protocol.tensor_to_wire(item))
+        if len(items) > 16:
+            outputs.append({"kind": "other", "type": f"... {len(items) - 16} more items"})
+        return outputs, tensors
+
+
+def _overlaps(rng, storage_tensor) -> bool:
+    st = storage_tensor.untyped_storage()
+    lo, hi = st.data_ptr(), st.data_ptr() + st.nbytes()
+    return rng[0] < hi and lo < rng[1]
+
+
+def _kind(result) -> str:
+    if type(result) is tuple:
+        return "tuple"
+    if type(result) is list:
+        return "list"
+    return f"{type(result).__module__}.{type(result).__qualname__}"
+
+
+def _evidence(watch) -> dict:
+    if watch is None:
+        return {}
+    return {
+        "own_launches": dict(watch.own_launches),
+        "other_launches": dict(watch.other_launches),
+        "torch_ops": dict(watch.ops),
+        "threads_before": watch.threads_before,
+    }
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    proto_in, proto_out = _take_protocol_fds()
+    reader = protocol.Reader(proto_in)
+    setup, _ = reader.recv(0)
+    if setup.get("type") != "setup":
+        return 2
+    nonce = setup["nonce"]
+    if setup.get("interpret"):
+        os.environ["TRITON_INTERPRET"] = "1"
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
+
+    import torch
+    import torch.utils.deterministic
+
+    # Memory the submission allocates but never writes reads as NaN, so an
+    # output element its kernel skipped cannot pass by luck.
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    if setup.get("threads"):
+        torch.set_num_threads(int(setup["threads"]))
+
+    import triton
+
+    from judge.worker import guard
+
+    guard.install(setup["submission"])
+    worker = Worker(reader, proto_out, setup)
+    fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
+    hello = {
+        "type": "hello",
+        "status": "ok" if err is None else "error",
+        "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__},
+        "device_name": torch.cuda.get_device_name() if worker.device.startswith("cuda") else "cpu",
+    }
+    if err is not None:
+        hello["error"] = err
+    worker.reply(hello)
+    if err is not None:
+        return 0
+    worker.fn = fn
+    while True:
+        msg, payloads = reader.recv(1 << 40)
+        if msg.get("nonce") != nonce:
+            return 2
+        if msg.get("type") == "exit":
+            return 0
+        if msg.get("type") == "case":
+            if not worker.run_case(msg, payloads):
+                return 0  # the CUDA context is gone; the judge starts a new worker

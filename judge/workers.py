@@ -1,0 +1,166 @@
+"""The judge's handle on one worker: start it, send cases, enforce the limits.
+
+Limits are enforced from here, outside the worker: a wall-clock deadline on
+every reply, a cap on what the worker prints (drained on a thread), and a
+memory watchdog. When a worker dies or is killed, the reason is recorded as
+data (``WorkerDied.reason``) and the session starts a fresh one.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import threading
+import time
+
+from judge import protocol
+from judge.sandbox import Backend, Job
+from judge.sandbox.base import signal_name
+
+KEEP_OUTPUT = 16 << 10  # bytes of the submission's prints kept for the report
+
+
+class WorkerDied(Exception):
+    """The worker stopped answering. ``reason``: timeout, memory, output, crash, protocol."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+
+
+class WorkerClient:
+    def __init__(self, backend: Backend, job: Job):
+        self.job = job
+        self.limits = job.limits
+        self.nonce = secrets.token_hex(16)
+        self.proc = backend.spawn(job)
+        self.reader = protocol.Reader(self.proc.stdout)
+        self.printed = bytearray()
+        self.printed_total = 0
+        self.killed_for: tuple[str, str] | None = None
+        self.peak_memory = 0
+        self._done = threading.Event()
+        self._threads = [
+            threading.Thread(target=self._drain_stderr, daemon=True),
+            threading.Thread(target=self._watch_memory, daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+        self.hello: dict | None = None
+
+    # ------------------------------------------------------------------ watchdogs
+
+    def _kill(self, reason: str, detail: str) -> None:
+        if self.killed_for is None:
+            self.killed_for = (reason, detail)
+        self.proc.kill()
+
+    def _drain_stderr(self) -> None:
+        fd = self.proc.stderr
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self.printed_total += len(chunk)
+            room = KEEP_OUTPUT - len(self.printed)
+            if room > 0:
+                self.printed += chunk[:room]
+            if self.printed_total > self.limits.output_bytes:
+                self._kill("output", f"printed more than {self.limits.output_bytes} bytes")
+
+    def _watch_memory(self) -> None:
+        limit = self.limits.memory_mb << 20
+        while not self._done.wait(0.1):
+            used = self.proc.memory_bytes()
+            if used is None:
+                continue
+            self.peak_memory = max(self.peak_memory, used)
+            if used > limit:
+                self._kill("memory", f"used {used >> 20} MiB of host memory; the limit is {self.limits.memory_mb} MiB")
+                return
+
+    # ------------------------------------------------------------------ protocol
+
+    def _died(self, exc: Exception) -> WorkerDied:
+        if isinstance(exc, protocol.ChannelTimeout):
+            self._kill("timeout", str(exc))
+        code = self.proc.wait(timeout=5)
+        if self.killed_for is not None:
+            return WorkerDied(*self.killed_for)
+        if isinstance(exc, protocol.OutputLimitExceeded):
+            self._kill("output", str(exc))
+            return WorkerDied("output", str(exc))
+        if isinstance(exc, protocol.ChannelClosed):
+            if self.proc.oom_killed():
+                return WorkerDied("memory", "killed by the out-of-memory killer")
+            if code is None:
+                self.proc.kill()
+                return WorkerDied("crash", "the worker closed its channel but kept running")
+            if code < 0:
+                return WorkerDied("crash", f"the process was killed by {signal_name(-code)}")
+            return WorkerDied("crash", f"the process exited with status {code} in the middle of a case")
+        self._kill("protocol", str(exc))
+        return WorkerDied("protocol", f"the worker's reply was not valid: {exc}")
+
+    def _recv(self, timeout: float, max_bytes: int):
+        deadline = time.monotonic() + timeout
+        try:
+            message, payloads = self.reader.recv(max_bytes, deadline)
+        except (protocol.ProtocolError, OSError) as exc:
+            raise self._died(exc) from None
+        if message.get("nonce") != self.nonce:
+            self._kill("protocol", "a reply did not carry this run's secret")
+            raise WorkerDied("protocol", "a reply did not carry this run's secret (forged or corrupt)")
+        return message, payloads
+
+    def _send(self, message: dict, tensors=None) -> None:
+        message["nonce"] = self.nonce
+        try:
+            protocol.send(self.proc.stdin, message, tensors)
+        except OSError as exc:
+            raise self._died(protocol.ChannelClosed(str(exc))) from None
+
+    def start(self, *, submission_entry: str, arity: int, threads: int | None) -> dict:
+        self._send({
+            "type": "setup",
+            "version": protocol.PROTOCOL_VERSION,
+            "submission": self.proc.submission_path,
+            "entry": submission_entry,
+            "arity": arity,
+            "device": self.job.device,
+            "interpret": self.job.interpret,
+            "threads": threads,
+        })
+        message, _ = self._recv(self.limits.startup_seconds, 0)
+        if message.get("type") != "hello":
+            raise WorkerDied("protocol", "the worker did not introduce itself")
+        self.hello = message
+        return message
+
+    def run_case(self, message: dict, tensors, *, timeout: float, max_bytes: int):
+        self._send(message, tensors)
+        return self._recv(timeout, max_bytes)
+
+    def close(self) -> None:
+        if self.proc.wait(timeout=0) is None:
+            try:
+                self._send({"type": "exit"})
+            except WorkerDied:
+                pass
+            if self.proc.wait(timeout=2) is None:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        self._done.set()
+        close = getattr(self.proc, "close", None)
+        if close:
+            close()
+
+    def output_text(self) -> str:
+        text = self.printed.decode("utf-8", errors="replace")
+        if self.printed_total > len(self.printed):
+            text += f"\n[... {self.printed_total - len(self.printed)} more bytes not shown]"
+        return text

@@ -1,0 +1,3 @@
+# café au lait
+def add(x, y):
+    return x
