@@ -90,6 +90,8 @@ def expand_examples(examples, domain: dict, interpret: bool, salt: str) -> list[
     for i, partial in enumerate(examples):
         base = {k: _domain_default(v) for k, v in domain.items()}
         base.update(partial)
+        if any(not _in_domain(base[k], spec) for k, spec in domain.items() if k != "dtype"):
+            continue  # e.g. a GPU-sized example in interpreter mode
         choices = [base["dtype"]] if "dtype" in partial else dtypes
         for dtype in choices:
             if dtype not in dtypes and "dtype" in domain:

@@ -79,7 +79,7 @@ def describe_pattern(bad: torch.Tensor, names=None) -> str:
     if bad.dim() == 0:
         return "the scalar"
     shape = list(bad.shape)
-    names = names or (["rows", "cols"] if bad.dim() == 2 else [f"dim {d}" for d in range(bad.dim())])
+    names = names or {1: ["elements"], 2: ["rows", "cols"]}.get(bad.dim(), [f"dim {d}" for d in range(bad.dim())])
     parts = []
     for d in range(bad.dim()):
         other = [i for i in range(bad.dim()) if i != d]
@@ -143,7 +143,7 @@ def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tenso
     # Show the worst elements first (by how far past the allowance they are).
     excess = torch.where(value_bad, err / allowed.clamp_min(1e-300), torch.zeros_like(err)).flatten()
     excess = torch.where(nonfinite_bad.flatten(), torch.full_like(excess, float("inf")), excess)
-    order = flat_bad[torch.argsort(excess[flat_bad], descending=True)][:5]
+    order = flat_bad[torch.argsort(excess[flat_bad], descending=True, stable=True)][:5]
     samples = []
     for flat in order.tolist():
         idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), gold.shape)) if gold.dim() else ()

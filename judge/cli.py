@@ -183,7 +183,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
 
         from judge.report import render
 
-        render(report, Console(highlight=False))
+        render(report, Console(highlight=False, soft_wrap=True))
     if report.verdict is Verdict.AC:
         sys.exit(EXIT_AC)
     sys.exit(EXIT_INTERNAL if report.verdict is Verdict.IE else EXIT_REJECTED)
