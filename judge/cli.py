@@ -207,6 +207,40 @@ def test(problem, file, **kw):
     _run(problem, file, quick=True, **kw)
 
 
+@cli.command()
+@click.argument("problems", nargs=-1)
+@click.option("--only", default=None, help="Only submissions whose path contains this text.")
+@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
+@click.option("--interpret", is_flag=True)
+@click.option("--sandbox", default="process", show_default=True)
+def selftest(problems, only, seed, device, interpret, sandbox):
+    """Judge the problems' own corpora (default: all) and check every declared verdict."""
+    from judge.problems import all_problems
+    from judge.selftest import corpus_of, judge_one
+    from judge.session import Options
+
+    chosen = [_problem(k) for k in problems] or all_problems()
+    device, interpret, note = _resolve_device(device, interpret)
+    if note:
+        _err(note)
+    base = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed)
+    bad = 0
+    for p in chosen:
+        for expected, path in corpus_of(p):
+            if only and only not in str(path):
+                continue
+            check = judge_one(p, expected, path, base)
+            bad += not check.ok
+            mark = "ok " if check.ok else "BAD"
+            click.echo(f"{mark} {p.id} {expected:<4} got {check.report.verdict.value:<4} {check.seconds:5.1f}s "
+                       f"{path.parent.name}/{path.name}: {check.report.message[:160]}")
+            if check.expect_text and check.report.verdict.value == expected and not check.ok:
+                click.echo(f"    expected the report to mention: {check.expect_text}")
+    click.echo(f"{bad} mismatches" if bad else "all verdicts as declared")
+    sys.exit(EXIT_REJECTED if bad else EXIT_AC)
+
+
 def main():
     try:
         cli(standalone_mode=False)
