@@ -143,6 +143,13 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     if group is not None and group not in [g.name for g in p.groups]:
         _usage(f"unknown group '{group}' for problem {p.id}; valid: {', '.join(g.name for g in p.groups)}")
     device, interpret, note = _resolve_device(device, interpret)
+    if case is not None:
+        from judge.cases import validate_case
+
+        chosen = next(g for g in p.groups if g.name == group)
+        why = validate_case(case, chosen.domain(interpret))
+        if why:
+            _usage(f"--case does not fit group {group}: {why}")
     if note:
         _err(note)
     if seed is None:
@@ -157,10 +164,16 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
                               "memory_mb": memory_limit})
     try:
         report = Session(p, file, options).run()
-    except ValueError as exc:
-        if case is not None:
-            _usage(str(exc))
-        raise
+        if as_json:
+            from judge.report import to_json
+
+            click.echo(to_json(report))
+        else:
+            from rich.console import Console
+
+            from judge.report import render
+
+            render(report, Console(highlight=False, soft_wrap=True))
     except KeyboardInterrupt:
         _err("interrupted")
         sys.exit(130)
@@ -173,17 +186,6 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
                                    "problem": {"id": p.id, "slug": p.slug}, "message": message}))
         _err(f"internal error: {message} (set JUDGE_DEBUG=1 for the traceback)")
         sys.exit(EXIT_INTERNAL)
-
-    if as_json:
-        from judge.report import to_json
-
-        click.echo(to_json(report))
-    else:
-        from rich.console import Console
-
-        from judge.report import render
-
-        render(report, Console(highlight=False, soft_wrap=True))
     if report.verdict is Verdict.AC:
         sys.exit(EXIT_AC)
     sys.exit(EXIT_INTERNAL if report.verdict is Verdict.IE else EXIT_REJECTED)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 from rich.console import Console
 from rich.markup import escape
@@ -14,12 +15,19 @@ STYLE = {Verdict.AC: "bold green", Verdict.IE: "bold magenta"}
 
 
 def to_json(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2, allow_nan=False, default=_jsonable)
+    return json.dumps(finite_json(report.to_json()), indent=2, allow_nan=False)
 
 
-def _jsonable(x):
+def finite_json(x):
+    """JSON has no NaN or infinity: such floats become the strings "nan", "inf", "-inf"."""
     if isinstance(x, float):
-        return repr(x)
+        return x if math.isfinite(x) else repr(x)
+    if isinstance(x, dict):
+        return {str(k): finite_json(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [finite_json(v) for v in x]
+    if x is None or isinstance(x, (str, int, bool)):
+        return x
     return str(x)
 
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, sett
 from hypothesis.errors import HypothesisException
 
 from judge import checker, kit, precheck
-from judge.cases import canonical, derive_seed, expand_examples, params_strategy, validate_case
+from judge.cases import canonical, derive_seed, expand_examples, params_strategy
 from judge.problems import Group, Problem
 from judge.sandbox import Job, Limits, get_backend
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
@@ -345,9 +345,6 @@ class Session:
         ran = {"n": 0}
 
         if opts.case is not None:
-            problem = validate_case(opts.case, domain)
-            if problem:
-                raise ValueError(f"--case does not fit group {group.name}: {problem}")
             cases = [opts.case]
         else:
             cases = expand_examples(group.examples, domain, interp, salt)

@@ -1,0 +1,74 @@
+"""Problem 94, row-wise softmax: inputs, the float64 answer, and the same-precision naive one.
+
+Parameters of a case: M, N (the shape), dtype, layout ("contiguous" or
+"padded": 3 NaN elements after every row, so x.stride(0) == N + 3) and
+values, the kind of logits:
+
+* ``normal``   - N(0, 2^2) logits;
+* ``extreme``  - per row, either uniform in [-1e4, 1e4] or a cluster of
+  width ~30 around a centre c with |c| in [5e3, 1e4]: exp() of them without
+  subtracting the row maximum overflows (or underflows every term to 0);
+* ``dominant`` - N(0, 1) logits plus one logit per row raised by 10^U(1.5, 4)
+  (about 32 to 1e4): the answer is close to one-hot;
+* ``constant`` - every logit of a row equal (0, +-1e4 or a random value):
+  the answer is exactly 1/N;
+* ``negative`` - logits N(-c, 1) with c in [100, 1e4]: every logit is far
+  below zero, so a masked lane that reads 0.0 instead of -inf wins the max;
+* ``ramp``     - logits rising along the row (0 to 30, plus N(0, 0.1)
+  noise), so the running maximum of a tiled pass grows in every tile.
+
+All values are drawn in float32 and rounded once to the case's dtype; +-1e4
+is exact-ish and finite in float16 and bfloat16 too.
+"""
+
+import torch
+
+from judge import kit
+
+
+def _logits(p, gen):
+    m, n, kind = p["M"], p["N"], p["values"]
+    if kind == "normal":
+        return kit.normal((m, n), gen, torch.float32, std=2.0)
+    if kind == "extreme":
+        wide = kit.uniform((m, n), gen, torch.float32, -1e4, 1e4)
+        sign = torch.where(torch.rand((m, 1), generator=gen) < 0.5, -1.0, 1.0)
+        centre = sign * kit.uniform((m, 1), gen, torch.float32, 5e3, 1e4)
+        cluster = (centre + kit.normal((m, n), gen, torch.float32, std=10.0)).clamp(-1e4, 1e4)
+        pick = torch.rand((m, 1), generator=gen) < 0.5
+        return torch.where(pick, wide, cluster)
+    if kind == "dominant":
+        x = kit.normal((m, n), gen, torch.float32)
+        col = torch.randint(0, n, (m,), generator=gen)
+        lift = 10.0 ** kit.uniform((m,), gen, torch.float32, 1.5, 4.0)
+        x[torch.arange(m), col] += lift
+        return x
+    if kind == "constant":
+        choice = torch.randint(0, 4, (m, 1), generator=gen)
+        value = torch.where(choice == 0, 0.0, torch.where(choice == 1, 1e4, torch.where(
+            choice == 2, -1e4, kit.normal((m, 1), gen, torch.float32, std=100.0))))
+        return value.expand(m, n).clone()
+    if kind == "negative":
+        centre = 10.0 ** kit.uniform((m, 1), gen, torch.float32, 2.0, 4.0)
+        return kit.normal((m, n), gen, torch.float32) - centre
+    if kind == "ramp":
+        ramp = torch.linspace(0.0, 30.0, n).expand(m, n)
+        return ramp + kit.normal((m, n), gen, torch.float32, std=0.1)
+    raise ValueError(f"unknown values kind {kind!r}")
+
+
+def make_inputs(p, gen):
+    dtype = kit.dtype_of(p["dtype"])
+    x = _logits(p, gen).to(dtype)
+    order, pad = kit.layout(p["layout"], 2)
+    return [kit.TensorInput(x, order=order, pad=pad)]
+
+
+def golden(x):
+    return torch.softmax(x, dim=-1)
+
+
+def naive(x):
+    # What a PyTorch user writes; for float16/bfloat16 PyTorch computes in
+    # float32 internally and rounds the result once.
+    return torch.softmax(x, dim=-1)

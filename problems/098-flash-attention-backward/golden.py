@@ -1,0 +1,127 @@
+"""Problem 98, FlashAttention backward: inputs, the float64 gradients, and the same-precision naive ones.
+
+The inputs are what a FlashAttention forward hands its backward: q, k, v, the
+output o (rounded to the dtype) and the natural-log logsumexp lse of each query
+row (float32), both from an exact float64 forward, plus the incoming gradient
+do. Every (batch, head) slice is handled on its own so that the N x N score
+matrices stay small (N = 4096 is 128 MiB of float64 per slice).
+"""
+
+import math
+
+import torch
+
+from judge import kit
+
+# make_inputs builds q, k, v, o and do with these layouts (lse is 3-D). "mixed"
+# gives the five 4-D tensors five different layouts, so that a kernel that
+# borrows one tensor's strides for another reads the wrong elements.
+MIXED = {
+    "q": ("bnhd", 3),
+    "k": ("padded", 0),
+    "v": ("bnhd-padded", 5),
+    "o": ("contiguous", 2),
+    "do": ("bnhd-padded", 1),
+    "lse": ("padded", 4),
+}
+
+
+def _scale(sm_scale, d):
+    return 1.0 / math.sqrt(d) if sm_scale is None else float(sm_scale)
+
+
+def _scores(q, k, scale, causal):
+    """Scaled scores of one (batch, head) slice, causally masked with -inf."""
+    s = (q @ k.transpose(-1, -2)) * scale
+    if causal:
+        n = s.shape[-1]
+        keep = torch.ones(n, n, dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~keep, float("-inf"))
+    return s
+
+
+def _tensor(values, layout, offset=0):
+    order, pad = kit.layout(layout, values.dim())
+    return kit.TensorInput(values, order=order, pad=pad, offset=offset)
+
+
+def make_inputs(p, gen):
+    dtype = kit.dtype_of(p["dtype"])
+    b, h, n, d = p["b"], p["h"], p["n"], p["d"]
+    causal = bool(p["causal"])
+    sm_scale = None if p["sm_scale"] == "default" else float(p["sm_scale"])
+    scale = _scale(sm_scale, d)
+    shape = (b, h, n, d)
+    q = kit.normal(shape, gen, dtype, std=p["qk_std"])
+    k = kit.normal(shape, gen, dtype, std=p["qk_std"])
+    v = kit.normal(shape, gen, dtype)
+    do = kit.normal(shape, gen, dtype, std=p["do_std"])
+
+    # The golden forward, in float64 from the rounded q, k, v.
+    o = torch.empty(shape, dtype=dtype)
+    lse = torch.empty((b, h, n), dtype=torch.float32)
+    for i in range(b):
+        for j in range(h):
+            s = _scores(q[i, j].double(), k[i, j].double(), scale, causal)
+            m = torch.logsumexp(s, dim=-1)
+            o[i, j] = (torch.exp(s - m[:, None]) @ v[i, j].double()).to(dtype)
+            lse[i, j] = m.to(torch.float32)
+
+    layout = p["layout"]
+    tensors = {"q": q, "k": k, "v": v, "o": o, "do": do, "lse": lse}
+    if layout == "mixed":
+        made = {name: _tensor(t, *MIXED[name]) for name, t in tensors.items()}
+    else:
+        lse_layout = "padded" if layout.endswith("padded") else "contiguous"
+        made = {name: _tensor(t, layout if t.dim() == 4 else lse_layout) for name, t in tensors.items()}
+    return [made["q"], made["k"], made["v"], made["o"], made["lse"], made["do"], causal, sm_scale]
+
+
+def golden(q, k, v, o, lse, do, causal, sm_scale):
+    """Exact gradients: P recomputed from q, k; D_i from the exact output (o and lse unused)."""
+    b, h, n, d = q.shape
+    scale = _scale(sm_scale, d)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    for i in range(b):
+        for j in range(h):
+            s = _scores(q[i, j], k[i, j], scale, causal)
+            p = torch.softmax(s, dim=-1)
+            g = do[i, j]
+            out = p @ v[i, j]
+            dv[i, j] = p.transpose(-1, -2) @ g
+            dp = g @ v[i, j].transpose(-1, -2)
+            delta = (g * out).sum(-1, keepdim=True)
+            ds = p * (dp - delta)
+            dq[i, j] = (ds @ k[i, j]) * scale
+            dk[i, j] = (ds.transpose(-1, -2) @ q[i, j]) * scale
+    return dq, dk, dv
+
+
+def naive(q, k, v, o, lse, do, causal, sm_scale):
+    """The textbook backward in float32, rounded to the dtype where fp16/bf16 PyTorch would round.
+
+    It uses the given o and lse, as a real backward must: S, P, dV, dP, dS, dQ
+    and dK are each rounded once to the input dtype.
+    """
+    dtype = q.dtype
+    b, h, n, d = q.shape
+    scale = _scale(sm_scale, d)
+
+    def r(x):
+        return kit.round_to(x, dtype)
+
+    dq = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    dk, dv = torch.empty_like(dq), torch.empty_like(dq)
+    for i in range(b):
+        for j in range(h):
+            qf, kf, vf = q[i, j].float(), k[i, j].float(), v[i, j].float()
+            of, gf, lf = o[i, j].float(), do[i, j].float(), lse[i, j].float()
+            s = r(_scores(qf, kf, scale, causal))
+            p = r(torch.exp(s - lf[:, None]))
+            dv[i, j] = r(p.transpose(-1, -2) @ gf)
+            dp = r(gf @ vf.transpose(-1, -2))
+            delta = (gf * of).sum(-1, keepdim=True)
+            ds = r(p * (dp - delta))
+            dq[i, j] = r((ds @ kf) * scale)
+            dk[i, j] = r((ds.transpose(-1, -2) @ qf) * scale)
+    return dq, dk, dv

@@ -1,0 +1,141 @@
+"""The command line: exit codes, one-line errors, --json, init. Runs the real CLI."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from judge.problems import find_problem
+
+VECTOR_ADD = find_problem("93")
+GOOD = VECTOR_ADD.directory / "submissions" / "accepted" / "masked_block.py"
+WRONG = VECTOR_ADD.directory / "submissions" / "wrong_answer" / "tail_dropped.py"
+
+
+def judge(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "judge", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+def one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+def test_list_names_all_problems():
+    r = judge("list")
+    assert r.returncode == 0
+    for pid in ("93", "94", "95", "96", "97", "98"):
+        assert pid in r.stdout
+
+
+def test_show_prints_the_statement():
+    r = judge("show", "vector-add")
+    assert r.returncode == 0 and "add(x, y)" in r.stdout
+
+
+def test_unknown_problem_is_a_usage_error_listing_valid_ones():
+    r = judge("submit", "999", GOOD)
+    assert r.returncode == 2
+    line = one_line(r.stderr)
+    assert "unknown problem '999'" in line and "93 (vector-add)" in line and "98" in line
+
+
+def test_missing_file_is_a_usage_error(tmp_path):
+    r = judge("submit", "93", tmp_path / "nope.py")
+    assert r.returncode == 2 and "no such file" in one_line(r.stderr)
+
+
+def test_directory_is_a_usage_error(tmp_path):
+    r = judge("submit", "93", tmp_path)
+    assert r.returncode == 2 and "is a directory" in one_line(r.stderr)
+
+
+def test_bad_option_is_a_usage_error():
+    r = judge("submit", "93", GOOD, "--device", "tpu")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_oversized_file_is_a_compile_error(tmp_path):
+    big = tmp_path / "big.py"
+    big.write_text("# padding\n" * 120_000 + "def add(x, y):\n    return x\n")
+    r = judge("submit", "93", big, "--json")
+    assert r.returncode == 1
+    report = json.loads(r.stdout)
+    assert report["verdict"] == "CE" and "1 MiB" in report["message"] and report["score"] == 0
+
+
+def test_accepted_json_report(tmp_path):
+    r = judge("submit", "93", GOOD, "--json", "--seed", "5", "--device", "cpu")
+    assert r.returncode == 0, r.stderr
+    report = json.loads(r.stdout)  # stdout holds the JSON and nothing else
+    assert report["version"] == 1 and report["verdict"] == "AC"
+    assert report["problem"] == {"id": 93, "slug": "vector-add", "title": "Vector addition"}
+    assert report["score"] == 70 and report["max_score"] == 100
+    assert report["speed"]["scored"] is False
+    assert all(g["passed"] for g in report["groups"])
+    assert report["mode"] == {"device": "cpu", "interpret": True, "sandbox": "process", "quick": False}
+
+
+def test_failure_reports_a_reproducible_case():
+    r = judge("submit", "vector-add", WRONG, "--json", "--seed", "2", "--device", "cpu")
+    assert r.returncode == 1
+    report = json.loads(r.stdout)
+    assert report["verdict"] == "WA"
+    failed = [g for g in report["groups"] if not g["passed"]]
+    repro = failed[0]["failure"]["reproduce"]
+    assert repro.startswith("python -m judge test 93 ")
+    # The reproduce line replays exactly the failing case, and fails the same way.
+    import shlex
+
+    argv = shlex.split(repro)[3:]
+    again = judge(*argv, "--json")
+    assert again.returncode == 1
+    rerun = json.loads(again.stdout)
+    groups = [g for g in rerun["groups"] if g["name"] == failed[0]["name"]]
+    assert groups[0]["failure"]["case"] == failed[0]["failure"]["case"]
+    assert groups[0]["cases_run"] == 1
+
+
+def test_human_report_shows_groups_verdict_and_score():
+    r = judge("submit", "93", WRONG, "--seed", "2", "--device", "cpu")
+    assert r.returncode == 1
+    assert "✗" in r.stdout and "WA wrong answer" in r.stdout and "score" in r.stdout
+    assert "reproduce:" in r.stdout and "never written" in r.stdout
+    assert "Triton's interpreter" in r.stderr
+
+
+def test_bad_case_json_is_a_usage_error():
+    r = judge("test", "93", GOOD, "--group", "small-ragged", "--case", "{bad")
+    assert r.returncode == 2 and "not valid JSON" in one_line(r.stderr)
+
+
+def test_case_outside_the_domain_is_a_usage_error():
+    r = judge("test", "93", GOOD, "--group", "small-ragged", "--case", '{"n": 5, "seed": 1}')
+    assert r.returncode == 2 and "lacks" in one_line(r.stderr)
+
+
+def test_init_writes_the_skeleton_and_never_overwrites(tmp_path):
+    target = tmp_path / "mine.py"
+    r = judge("init", "93", target)
+    assert r.returncode == 0 and target.read_text() == VECTOR_ADD.skeleton_path.read_text()
+    target.write_text("# my work\n")
+    r = judge("init", "93", target)
+    assert r.returncode == 2 and "--force" in one_line(r.stderr)
+    assert target.read_text() == "# my work\n"
+    r = judge("init", "93", target, "--force")
+    assert r.returncode == 0 and target.read_text() == VECTOR_ADD.skeleton_path.read_text()
+
+
+def test_init_default_name_in_cwd(tmp_path):
+    r = judge("init", "matmul", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "matmul.py").is_file()
+
+
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help(flag):
+    r = judge(flag)
+    assert r.returncode == 0 and "submit" in r.stdout

@@ -1,0 +1,35 @@
+"""Every self-test submission of every problem gets its declared verdict.
+
+Kattis and DMOJ style: the directory a submission sits in names the verdict it
+must get; the reference solution must be accepted; an '# expect:' line must be
+found in what the report says. Judged in Triton's interpreter on the CPU here;
+tests/gpu/ runs the same corpus compiled on a GPU.
+"""
+
+import os
+
+import pytest
+
+from judge.problems import all_problems
+from judge.selftest import corpus_of, judge_one
+from judge.session import Options
+
+ITEMS = [(p, verdict, path) for p in all_problems() for verdict, path in corpus_of(p)]
+
+
+def _id(item):
+    p, verdict, path = item
+    return f"{p.id}-{path.parent.name}-{path.stem}"
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("item", ITEMS, ids=[_id(i) for i in ITEMS])
+def test_declared_verdict(item):
+    problem, expected, path = item
+    device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")
+    options = Options(device=device, interpret=device == "cpu", seed=int(os.environ.get("JUDGE_TEST_SEED", "1")))
+    check = judge_one(problem, expected, path, options)
+    detail = f"{check.report.verdict.value}: {check.report.message}"
+    assert check.report.verdict.value == expected, detail
+    if check.expect_text:
+        assert check.expect_text in check.text, f"report lacks {check.expect_text!r}; {detail}"

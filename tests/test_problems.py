@@ -1,0 +1,62 @@
+"""Every problem package is complete and self-consistent (problems are data)."""
+
+import ast
+import re
+
+import pytest
+
+from judge.cases import allowed_dtypes, expand_examples, validate_case
+from judge.problems import VERDICT_DIRS, all_problems, find_problem
+
+PROBLEMS = all_problems()
+EXPECTED_IDS = {93: "vector-add", 94: "softmax", 95: "matmul", 96: "rmsnorm",
+                97: "flash-attention-forward", 98: "flash-attention-backward"}
+
+
+def test_the_six_problems_exist():
+    assert {p.id: p.slug for p in PROBLEMS} == EXPECTED_IDS
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.slug)
+def test_package_files(problem):
+    for name in ("problem.toml", "statement.md", "skeleton.py", "golden.py"):
+        assert (problem.directory / name).is_file(), name
+    assert problem.reference_path.is_file()
+    assert problem.directory.name == f"{problem.id:03d}-{problem.slug}"
+    ast.parse(problem.skeleton_path.read_text())
+    # The statement names the entry point as the spec does.
+    assert problem.signature.split("(")[0] in problem.statement_path.read_text()
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.slug)
+def test_ids_and_slugs_resolve(problem):
+    assert find_problem(str(problem.id)) is problem or find_problem(str(problem.id)).id == problem.id
+    assert find_problem(problem.slug).id == problem.id
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.slug)
+def test_corpus_meets_the_minimum(problem):
+    counts = {d: 0 for d in VERDICT_DIRS.values()}
+    for verdict, path in problem.corpus():
+        counts[verdict] += 1
+        text = path.read_bytes().decode("utf-8", errors="replace")
+        if verdict in ("WA", "RJ") and path.stat().st_size:
+            assert re.search(r"^# expect: .+$", text, re.M), f"{path.name} lacks an '# expect:' line"
+    assert counts["AC"] >= 2, "at least two accepted solutions"
+    assert counts["WA"] >= 4, "at least four wrong answers"
+    assert counts["RJ"] >= 1
+
+
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.slug)
+def test_group_domains_are_well_formed(problem):
+    names = [g.name for g in problem.groups]
+    assert len(names) == len(set(names))
+    for g in problem.groups:
+        for interpret in (False, True):
+            domain = g.domain(interpret)
+            dtypes = allowed_dtypes(domain, interpret)
+            assert dtypes, f"{g.name}: no dtype to test (interpret={interpret})"
+            for case in expand_examples(g.examples, domain, interpret, "t"):
+                assert validate_case(case, domain) is None, (g.name, case)
+            assert set(g.interpret) <= set(g.params), f"{g.name}: interpret overrides unknown params"
+        assert g.points > 0
