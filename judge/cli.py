@@ -96,6 +96,8 @@ def _judge_options(fn):
         click.option("--max-examples", type=int, default=None, help="Drawn cases per group (default: the spec's)."),
         click.option("--time-limit", type=float, default=None, help="Seconds per case (overrides the spec)."),
         click.option("--memory-limit", type=int, default=None, help="MiB of host memory (overrides the spec)."),
+        click.option("--startup-limit", type=float, default=None,
+                     help="Seconds to import torch, triton and the submission (overrides the spec)."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -120,7 +122,7 @@ def _resolve_device(device, interpret):
 
 
 def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
-         max_examples, time_limit, memory_limit):
+         max_examples, time_limit, memory_limit, startup_limit):
     p = _problem(problem)
     if not file.exists():
         _usage(f"no such file: {file}")
@@ -161,7 +163,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
                       case=case, gpu=gpu, max_examples=max_examples,
                       limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
-                              "memory_mb": memory_limit})
+                              "memory_mb": memory_limit, "startup_seconds": startup_limit})
     try:
         report = Session(p, file, options).run()
         if as_json:
@@ -216,10 +218,13 @@ def test(problem, file, **kw):
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
 @click.option("--interpret", is_flag=True)
 @click.option("--sandbox", default="process", show_default=True)
-def selftest(problems, only, seed, device, interpret, sandbox):
+@click.option("--jobs", type=int, default=1, show_default=True, help="Submissions judged at once.")
+def selftest(problems, only, seed, device, interpret, sandbox, jobs):
     """Judge the problems' own corpora (default: all) and check every declared verdict."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from judge.problems import all_problems
-    from judge.selftest import corpus_of, judge_one
+    from judge.selftest import corpus_of, judge_one, judge_via_cli
     from judge.session import Options
 
     chosen = [_problem(k) for k in problems] or all_problems()
@@ -227,19 +232,21 @@ def selftest(problems, only, seed, device, interpret, sandbox):
     if note:
         _err(note)
     base = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed)
+    items = [(p, expected, path) for p in chosen for expected, path in corpus_of(p)
+             if not only or only in str(path)]
+    run = judge_one if jobs <= 1 else judge_via_cli
     bad = 0
-    for p in chosen:
-        for expected, path in corpus_of(p):
-            if only and only not in str(path):
-                continue
-            check = judge_one(p, expected, path, base)
+    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+        futures = [pool.submit(run, p, expected, path, base) for p, expected, path in items]
+        for future in futures:
+            check = future.result()
             bad += not check.ok
             mark = "ok " if check.ok else "BAD"
-            click.echo(f"{mark} {p.id} {expected:<4} got {check.report.verdict.value:<4} {check.seconds:5.1f}s "
-                       f"{path.parent.name}/{path.name}: {check.report.message[:160]}")
-            if check.expect_text and check.report.verdict.value == expected and not check.ok:
-                click.echo(f"    expected the report to mention: {check.expect_text}")
-    click.echo(f"{bad} mismatches" if bad else "all verdicts as declared")
+            click.echo(f"{mark} {check.problem.id} {check.expected:<4} got {check.verdict:<4} {check.seconds:5.1f}s "
+                       f"{check.path.parent.name}/{check.path.name}: {check.message[:160]}")
+            for text in check.missing_text if check.verdict == check.expected else []:
+                click.echo(f"    expected the report to mention: {text}")
+    click.echo(f"{bad} of {len(items)} mismatched" if bad else f"all {len(items)} verdicts as declared")
     sys.exit(EXIT_REJECTED if bad else EXIT_AC)
 
 

@@ -1,47 +1,62 @@
 """Judge a problem's own corpus and check every declared verdict (Kattis's verifyproblem).
 
 Each file in ``submissions/<verdict>/`` must get that verdict, the reference
-solution must be accepted, and a ``# expect: TEXT`` line in a file must appear
-in what the report says about it, so the intended check is the one that fired.
+solution must be accepted, and an ``# expect: TEXT`` line in a file must
+appear in what the report says about it, so that the intended check is the
+one that fired. ``# expect-cpu:`` / ``# expect-gpu:`` lines apply only in
+interpreter mode / compiled on a GPU (some checks can only fire in one).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from judge.problems import Problem
 from judge.session import Options, Session
-from judge.verdicts import Report
 
-EXPECT = re.compile(r"^# expect: (.+)$", re.M)
+EXPECT = re.compile(r"^# expect(-cpu|-gpu)?: (.+)$", re.M)
 # Hangs are judged with a short limit: the verdict is the same, the wait is not.
 SHORT_LIMITS = {"TLE": {"case_seconds": 10, "case_seconds_interpret": 10, "startup_seconds": 20}}
 
 
 @dataclass
 class Check:
+    problem: Problem
     path: Path
     expected: str
-    report: Report
-    expect_text: str | None
+    report: dict  # the JSON report
+    expect_texts: list[str]
     seconds: float
 
     @property
+    def verdict(self) -> str:
+        return self.report.get("verdict", "?")
+
+    @property
+    def message(self) -> str:
+        return self.report.get("message", "")
+
+    @property
     def text(self) -> str:
-        parts = [self.report.message]
-        for g in self.report.groups:
-            parts += [g.message, json.dumps(g.details), json.dumps(g.case)]
+        parts = [self.message]
+        for g in self.report.get("groups", []):
+            failure = g.get("failure") or {}
+            parts += [failure.get("message", ""), json.dumps(failure.get("details")), json.dumps(failure.get("case"))]
         return "\n".join(parts)
 
     @property
+    def missing_text(self) -> list[str]:
+        return [t for t in self.expect_texts if t not in self.text]
+
+    @property
     def ok(self) -> bool:
-        if self.report.verdict.value != self.expected:
-            return False
-        return self.expect_text is None or self.expect_text in self.text
+        return self.verdict == self.expected and not self.missing_text
 
 
 def corpus_of(problem: Problem, include_reference: bool = True) -> list[tuple[str, Path]]:
@@ -49,15 +64,44 @@ def corpus_of(problem: Problem, include_reference: bool = True) -> list[tuple[st
     return items + problem.corpus()
 
 
-def expect_text(path: Path) -> str | None:
-    m = EXPECT.search(path.read_bytes().decode("utf-8", errors="replace"))
-    return m.group(1).strip() if m else None
+def expect_texts(path: Path, interpret: bool) -> list[str]:
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    wanted = {None, "-cpu" if interpret else "-gpu"}
+    return [m.group(2).strip() for m in EXPECT.finditer(text) if m.group(1) in wanted]
+
+
+def _limits(expected: str, base: dict) -> dict:
+    limits = dict(base)
+    limits.update(SHORT_LIMITS.get(expected, {}))
+    return limits
 
 
 def judge_one(problem: Problem, expected: str, path: Path, base: Options) -> Check:
-    limits = dict(base.limits)
-    limits.update(SHORT_LIMITS.get(expected, {}))
-    options = Options(**{**base.__dict__, "limits": limits})
+    """Judge in this process (the test suite's way)."""
+    from judge.report import finite_json
+
+    options = Options(**{**base.__dict__, "limits": _limits(expected, base.limits)})
     t = time.monotonic()
     report = Session(problem, path, options).run()
-    return Check(path, expected, report, expect_text(path), time.monotonic() - t)
+    return Check(problem, path, expected, finite_json(report.to_json()), expect_texts(path, options.interpret),
+                 time.monotonic() - t)
+
+
+def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options) -> Check:
+    """Judge through ``python -m judge submit --json`` in a child process (for --jobs)."""
+    limits = _limits(expected, base.limits)
+    argv = [sys.executable, "-m", "judge", "submit", str(problem.id), str(path), "--json",
+            "--seed", str(base.seed), "--device", base.device, "--sandbox", base.sandbox]
+    if base.interpret and base.device == "cuda":
+        argv.append("--interpret")
+    if "case_seconds" in limits:
+        argv += ["--time-limit", str(limits["case_seconds_interpret" if base.interpret else "case_seconds"])]
+    if "startup_seconds" in limits:
+        argv += ["--startup-limit", str(limits["startup_seconds"])]
+    t = time.monotonic()
+    proc = subprocess.run(argv, capture_output=True, text=True)
+    try:
+        report = json.loads(proc.stdout)
+    except json.JSONDecodeError:
+        report = {"verdict": "IE", "message": f"no JSON report (exit {proc.returncode}): {proc.stderr[-300:]}"}
+    return Check(problem, path, expected, report, expect_texts(path, base.interpret), time.monotonic() - t)

@@ -29,7 +29,6 @@ def test_declared_verdict(item):
     device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")
     options = Options(device=device, interpret=device == "cpu", seed=int(os.environ.get("JUDGE_TEST_SEED", "1")))
     check = judge_one(problem, expected, path, options)
-    detail = f"{check.report.verdict.value}: {check.report.message}"
-    assert check.report.verdict.value == expected, detail
-    if check.expect_text:
-        assert check.expect_text in check.text, f"report lacks {check.expect_text!r}; {detail}"
+    detail = f"{check.verdict}: {check.message}"
+    assert check.verdict == expected, detail
+    assert not check.missing_text, f"report lacks {check.missing_text}; {detail}"

@@ -17,6 +17,7 @@ its own; the judge treats it as evidence, and the values are still checked.
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections import Counter
 
@@ -106,11 +107,26 @@ def _wrap_launcher(cls, count: bool):
         _state.depth += 1
         try:
             return original(self, *args, **kwargs)
+        except Exception as exc:
+            if count and type(exc).__name__ == "CompilationError":
+                exc._judge_def_line = _def_line(self)
+            raise
         finally:
             _state.depth -= 1
 
     run._judge_wrapped = True
     cls.run = run
+
+
+def _def_line(kernel) -> int | None:
+    """The file line of a kernel's ``def``: compile errors count lines from there."""
+    raw = getattr(kernel, "raw_src", None)
+    start = getattr(kernel, "starting_line_number", None)
+    if not raw or start is None:
+        return None
+    text = "".join(raw)
+    m = re.search(r"^\s*def\s+\w+\s*\(", text, re.M)
+    return start + text[: m.start()].count("\n") if m else None
 
 
 def install(submission_path: str) -> None:

@@ -1,5 +1,6 @@
 # Computes with NumPy and never launches a kernel (on a GPU, .cpu() is refused first).
-# expect: numpy_no_kernel.py
+# expect-cpu: no Triton kernel defined in numpy_no_kernel.py
+# expect-gpu: PyTorch operators
 import torch
 
 
