@@ -191,11 +191,16 @@ def all_problems() -> list[Problem]:
 
 
 def find_problem(key: str) -> Problem | None:
-    """Look a problem up by id ("95") or slug ("matmul")."""
+    """Look a problem up by id ("95") or slug ("matmul"); loads only that problem."""
     key = str(key).strip().lower()
-    for p in all_problems():
-        if key in (str(p.id), p.slug, p.directory.name):
-            return p
+    if not PROBLEMS_DIR.is_dir():
+        return None
+    for d in sorted(PROBLEMS_DIR.iterdir()):
+        num, _, slug = d.name.partition("-")
+        if (d / "problem.toml").is_file() and key in (d.name, slug, num, num.lstrip("0")):
+            problem = load_problem(d)
+            if key in (str(problem.id), problem.slug, d.name):
+                return problem
     return None
 
 

@@ -25,7 +25,7 @@ from collections import Counter
 # move data but compute nothing from it.
 ALLOWED_OPS = frozenset(
     """
-    empty empty_like empty_strided new_empty new_empty_strided
+    arange empty empty_like empty_strided new_empty new_empty_strided
     zeros zeros_like new_zeros ones ones_like new_ones full full_like new_full
     fill_ zero_
     view _unsafe_view reshape _reshape_alias as_strided permute transpose t
@@ -129,7 +129,25 @@ def _def_line(kernel) -> int | None:
     return start + text[: m.start()].count("\n") if m else None
 
 
-def install(submission_path: str) -> None:
+def _first_config_only(autotuner_cls) -> None:
+    """In the interpreter, autotune with the first config that survives pruning.
+
+    Benchmarking configs needs a GPU (Triton fails with "0 active drivers"),
+    and timing the interpreter would mean nothing; every config is still
+    exercised on a GPU.
+    """
+    original = getattr(autotuner_cls, "prune_configs", None)
+    if original is None or getattr(original, "_judge_wrapped", False):
+        return
+
+    def prune_configs(self, *args, **kwargs):
+        return list(original(self, *args, **kwargs))[:1]
+
+    prune_configs._judge_wrapped = True
+    autotuner_cls.prune_configs = prune_configs
+
+
+def install(submission_path: str, interpret: bool = False) -> None:
     """Patch Triton's launchers; call after importing triton, before the submission."""
     _state.submission = os.path.realpath(submission_path)
     from triton.runtime import jit
@@ -148,6 +166,8 @@ def install(submission_path: str) -> None:
         # keeps the benchmarking they do between launches out of the op watch.
         _wrap_launcher(Autotuner, count=False)
         _wrap_launcher(Heuristics, count=False)
+        if interpret:
+            _first_config_only(Autotuner)
     except ImportError:  # pragma: no cover
         pass
 

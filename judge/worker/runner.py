@@ -351,7 +351,7 @@ def main() -> int:
 
     from judge.worker import guard
 
-    guard.install(setup["submission"])
+    guard.install(setup["submission"], interpret=bool(setup.get("interpret")))
     worker = Worker(reader, proto_out, setup)
     fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
     hello = {
