@@ -246,6 +246,9 @@ def selftest(problems, only, seed, device, interpret, sandbox, jobs):
                        f"{check.path.parent.name}/{check.path.name}: {check.message[:160]}")
             for text in check.missing_text if check.verdict == check.expected else []:
                 click.echo(f"    expected the report to mention: {text}")
+            if not check.ok and check.report.get("output"):
+                tail = check.report["output"].strip().splitlines()[-12:]
+                click.echo("    the worker printed:\n" + "\n".join(f"      {line}" for line in tail))
     click.echo(f"{bad} of {len(items)} mismatched" if bad else f"all {len(items)} verdicts as declared")
     sys.exit(EXIT_REJECTED if bad else EXIT_AC)
 

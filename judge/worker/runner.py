@@ -373,5 +373,13 @@ def main() -> int:
         if msg.get("type") == "exit":
             return 0
         if msg.get("type") == "case":
-            if not worker.run_case(msg, payloads):
+            try:
+                alive = worker.run_case(msg, payloads)
+            except BaseException as exc:  # noqa: BLE001 - e.g. an output object that breaks on inspection
+                traceback.print_exc()
+                err = classify(exc, worker.path)
+                err["message"] = f"while the worker handled the result: {err['message']}"
+                worker.reply({"type": "result", "id": msg.get("id"), "status": "error", "error": err})
+                alive = not err.get("fatal")
+            if not alive:
                 return 0  # the CUDA context is gone; the judge starts a new worker
