@@ -37,7 +37,7 @@ DEATH_VERDICTS = {
     "crash": Verdict.RTE,
     "protocol": Verdict.RJ,
 }
-SHORT_CIRCUIT = {Verdict.TLE, Verdict.MLE, Verdict.OLE}
+SHORT_CIRCUIT = {Verdict.RJ, Verdict.TLE, Verdict.MLE, Verdict.OLE}
 ERROR_VERDICTS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE}
 
 

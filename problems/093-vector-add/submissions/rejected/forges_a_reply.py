@@ -1,0 +1,20 @@
+# Writes a fake "all good" reply into every pipe it can find, hoping the judge
+# reads it instead of the worker's real one. Replies must carry a per-run secret.
+# expect: secret
+import json
+import os
+import struct
+
+
+def add(x, y):
+    fake = json.dumps({"type": "result", "id": 1, "status": "ok", "returned": "torch.Tensor",
+                       "outputs": [], "evidence": {"own_launches": {"add_kernel": 1}}, "tensors": []}).encode()
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd < 3:
+            continue
+        try:
+            os.write(fd, struct.pack(">Q", len(fake)) + fake)
+        except OSError:
+            pass
+    return x
