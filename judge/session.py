@@ -115,7 +115,8 @@ class Session:
             for g in self._selected_groups():
                 if groups and groups[-1].verdict in SHORT_CIRCUIT:
                     # Groups grow in size: a case that hung, or ran out of memory
-                    # or output, here would do so there too, at a full limit each.
+                    # or output, here would do so there too, at a full limit each;
+                    # and after a rule violation the score is 0 whatever follows.
                     last = groups[-1].verdict
                     groups.append(GroupResult(g.name, g.about, g.points, False, 0, last,
                                               skipped=f"not run: an earlier group ended with {last.value}"))
