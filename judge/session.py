@@ -442,8 +442,6 @@ class Session:
         if not groups:
             groups = [GroupResult(g.name, g.about, g.points, False, 0, verdict, skipped="not run: " + message)
                       for g in self._selected_groups()]
-            if details:
-                groups[0].details = details if groups else {}
         notes = list(self.notes)
         if not self.backend.isolated:
             notes.append("sandbox 'process': the submission ran as you, with nothing isolated "
@@ -465,6 +463,7 @@ class Session:
             elapsed_seconds=time.monotonic() - self.started,
             worker=self.worker_info,
             output="\n".join(self.printed)[-8192:],
+            details=details or {},
         )
 
 

@@ -100,6 +100,7 @@ class Report:
     elapsed_seconds: float
     worker: dict = field(default_factory=dict)
     output: str = ""  # what the submission printed (truncated)
+    details: dict = field(default_factory=dict)  # e.g. the error, when loading the submission failed
 
     @property
     def score(self) -> float:
@@ -119,6 +120,7 @@ class Report:
             "score": self.score,
             "max_score": self.max_score,
             "message": self.message,
+            "details": self.details,
             "problem": self.problem,
             "submission": self.submission,
             "mode": self.mode,
