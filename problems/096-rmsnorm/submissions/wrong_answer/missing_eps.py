@@ -1,0 +1,27 @@
+# Bug: eps is accepted but never used: rstd = 1 / sqrt(mean(x^2)). An all-zero row
+# then gives 0 * inf = NaN, and rows of magnitude ~1e-3 are scaled far too much
+# when eps is 1e-2 (eps-matters group: values "tiny").
+# expect: "values": "tiny"
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, n_cols, stride_x, stride_y, eps, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride_x + cols, mask=mask, other=0.0).to(tl.float32)
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    mean_sq = tl.sum(x * x, axis=0) / n_cols
+    rstd = 1.0 / tl.sqrt(mean_sq)
+    y = x * rstd * w
+    tl.store(y_ptr + row * stride_y + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def rmsnorm(x, weight, eps):
+    M, N = x.shape
+    y = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    rmsnorm_kernel[(M,)](x, weight, y, N, x.stride(0), y.stride(0), eps, BLOCK=triton.next_power_of_2(N))
+    return y
