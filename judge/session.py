@@ -511,7 +511,10 @@ def _error_text(err: dict) -> str:
     first = message.splitlines()[0] if message else ""
     where = ""
     frames = err.get("frames") or []
-    if frames:
+    if category == "compile" and err.get("line"):
+        # The kernel's own line, not the launch that triggered the compilation.
+        where = f" (line {err['line']}: {err.get('code', '')})" if err.get("code") else f" (line {err['line']})"
+    elif frames:
         f = frames[-1]
         where = f" (line {f['line']}: {f['code']})" if f.get("code") else f" (line {f['line']})"
     elif err.get("line"):

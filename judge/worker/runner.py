@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import inspect
+import linecache
 import os
 import sys
 import traceback
@@ -91,11 +92,13 @@ def classify(exc: BaseException, path: str) -> dict:
     frames = _frames_in(exc, path)
     if line is None and frames:
         line = frames[-1]["line"]
+    code = linecache.getline(path, line).strip() if line else ""
     return {
         "category": category,
         "type": kind,
         "message": message[:4000],
         "line": line,
+        "code": code[:300],
         "frames": frames,
         "fatal": bool(cuda_fatal),
     }
