@@ -41,7 +41,7 @@ def test_corpus_meets_the_minimum(problem):
         counts[verdict] += 1
         text = path.read_bytes().decode("utf-8", errors="replace")
         if verdict in ("WA", "RJ") and path.stat().st_size:
-X
+            assert re.search(r"^# expect(-cpu|-gpu)?: .+$", text, re.M), f"{path.name} lacks an '# expect:' line"
     assert counts["AC"] >= 2, "at least two accepted solutions"
     assert counts["WA"] >= 4, "at least four wrong answers"
     assert counts["RJ"] >= 1

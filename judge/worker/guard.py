@@ -172,6 +172,31 @@ def install(submission_path: str, interpret: bool = False) -> None:
         pass
 
 
+def _tensors(args, kwargs):
+    import torch
+
+    stack = list(args) if isinstance(args, (list, tuple)) else [args]
+    stack += list(kwargs.values())
+    for a in stack:
+        if isinstance(a, torch.Tensor):
+            yield a
+        elif isinstance(a, (list, tuple)):
+            yield from _tensors(a, {})
+
+
+def _storage_range(t):
+    try:
+        st = t.untyped_storage()
+        return (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _in_kernel_buffers(watch, t) -> bool:
+    rng = _storage_range(t)
+    return rng is not None and any(a < rng[1] and rng[0] < b for a, b in watch.kernel_buffers)
+
+
 def watching():
     """Context manager: record launches and torch operators during one call."""
     from torch.utils._python_dispatch import TorchDispatchMode
@@ -179,9 +204,21 @@ def watching():
     class _OpWatch(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
-            if _state.depth == 0 and _state.watch is not None and not _op_is_allowed(func, args, kwargs):
-                _state.watch.ops[str(func.overloadpacket.__name__)] += 1
-            return func(*args, **kwargs)
+            watch = _state.watch
+            if _state.depth > 0 or watch is None:
+                return func(*args, **kwargs)
+            if not _op_is_allowed(func, args, kwargs):
+                watch.ops[str(func.overloadpacket.__name__)] += 1
+                return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            # A copy, cast or view of a buffer a kernel was given counts as that
+            # kernel's output (e.g. an fp32 accumulator cast to fp16 with .to()).
+            if any(_in_kernel_buffers(watch, t) for t in _tensors(args, kwargs)):
+                for t in _tensors(result, {}):
+                    rng = _storage_range(t)
+                    if rng is not None:
+                        watch.kernel_buffers.append(rng)
+            return result
 
     class _Ctx:
         def __enter__(self):
