@@ -84,12 +84,17 @@ def round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x.to(dtype).to(torch.float32)
 
 
-def round_tf32(x: torch.Tensor) -> torch.Tensor:
-    """Round float32 values to TF32 (10 explicit mantissa bits), nearest-even."""
+def truncate_tf32(x: torch.Tensor) -> torch.Tensor:
+    """float32 -> TF32 by dropping the 13 low mantissa bits (towards zero).
+
+    That is what the tensor cores do with float32 operands of ``tl.dot`` on an
+    H200 (seen with Triton 3.6: 1 + 3*2^-12 multiplies as 1.0, where rounding
+    to nearest would give 1 + 2^-10). Truncation errs more than rounding and
+    always towards zero, so a naive model built on it keeps a correct TF32
+    kernel inside the tolerance, and a kernel that rounds better passes too.
+    """
     bits = x.contiguous().view(torch.int32)
-    lsb = (bits >> 13) & 1
-    rounded = (bits + 0x0FFF + lsb) & ~0x1FFF
-    out = rounded.view(torch.float32)
+    out = (bits & ~0x1FFF).view(torch.float32)
     return torch.where(torch.isfinite(x), out, x)
 
 

@@ -1,0 +1,38 @@
+# Bug: the accumulator has the input dtype. Each BLOCK_K step's tl.dot is
+# float32, but it is rounded to float16/bfloat16 and added to a float16/bfloat16
+# running sum, so every one of the K / BLOCK_K additions loses bits. The long-K
+# group's big-then-small values expose it: once the sum is near 45000 its ulp is
+# 32 in float16, each block of small terms adds less than half of that and
+# rounds away, and the tail of the dot product is lost. float32 is unaffected.
+# expect: big-then-small
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=c_ptr.dtype.element_ty)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * sam + kk[None, :] * sak,
+                    mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * sbk + offs_n[None, :] * sbn,
+                    mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc += tl.dot(a, b).to(c_ptr.dtype.element_ty)
+    tl.store(c_ptr + offs_m[:, None] * scm + offs_n[None, :] * scn, acc,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def matmul(a, b):
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    grid = (triton.cdiv(M, 32), triton.cdiv(N, 32))
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), BLOCK_M=32, BLOCK_N=32, BLOCK_K=32)
+    return c

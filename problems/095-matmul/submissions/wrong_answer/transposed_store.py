@@ -1,0 +1,37 @@
+# Bug: the tile is computed right but stored transposed: the store uses the
+# column indices for c's rows and the row indices for its columns (the mask is
+# swapped with them, so it stays in bounds), i.e. it writes c[j, i] = (a @ b)[i, j].
+# Only the diagonal of a square product comes out right; elsewhere values land
+# in the wrong place (and where (j, i) is outside a @ b, zeros are stored).
+# expect: elements wrong
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + offs_k
+        a = tl.load(a_ptr + offs_m[:, None] * sam + kk[None, :] * sak,
+                    mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + kk[:, None] * sbk + offs_n[None, :] * sbn,
+                    mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    c_ptrs = c_ptr + offs_n[None, :] * scm + offs_m[:, None] * scn
+    tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_n[None, :] < M) & (offs_m[:, None] < N))
+
+
+def matmul(a, b):
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    n_tiles = triton.cdiv(max(M, N), 64)
+    matmul_kernel[(n_tiles, n_tiles)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                      c.stride(0), c.stride(1), BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    return c
