@@ -103,8 +103,10 @@ def _hint(got: torch.Tensor, gold: torch.Tensor, bad: torch.Tensor) -> str:
     if bad.dim() >= 1 and bad.shape[-1] > 1:
         cols = bad.reshape(-1, bad.shape[-1]).any(dim=0).nonzero().flatten()
         n = bad.shape[-1]
-        if len(cols) and int(cols.min()) > 0 and int(cols.max()) == n - 1 and len(cols) == n - int(cols.min()):
-            return f"only the last {len(cols)} elements of each row are wrong: check the tail of the last dimension"
+        if (len(cols) and int(cols.min()) > 0 and int(cols.max()) == n - 1 and len(cols) == n - int(cols.min())
+                and len(cols) <= n // 2):
+            where = "of each row " if bad.dim() > 1 else ""
+            return f"only the last {len(cols)} elements {where}are wrong: check the tail of the last dimension"
     ok = torch.isfinite(g) & torch.isfinite(r) & (r.abs() > 1e-6)
     if ok.sum() >= 4:
         ratio = g[ok] / r[ok]

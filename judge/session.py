@@ -236,9 +236,14 @@ class Session:
             self.worker = None
             verdict = DEATH_VERDICTS[died.reason]
             text = died.detail
+            details = {"worker_died": died.reason}
             if died.reason == "timeout":
                 text = f"no answer within {self.limits.case_seconds:g} s (killed)"
-            return Outcome(verdict, text, {"worker_died": died.reason})
+            if died.reason == "crash" and self.options.interpret and any(
+                    sig in text for sig in ("SIGSEGV", "SIGABRT", "SIGBUS")):
+                details["hint"] = ("the interpreter does not check bounds: a kernel that loads or stores outside "
+                                   "its tensors (a missing mask, or another tensor's strides) corrupts memory")
+            return Outcome(verdict, text, details)
         outcome = self._evaluate(reply, tensors, expected, inputs)
         if reply.get("status") == "error" and reply.get("error", {}).get("fatal"):
             self._stop_worker()  # a CUDA error poisons the context: start afresh
@@ -268,7 +273,11 @@ class Session:
             return Outcome(Verdict.RJ, "the worker sent something other than a result")
         if reply.get("status") == "error":
             err = reply.get("error", {}) if isinstance(reply.get("error"), dict) else {}
-            return Outcome(ERROR_VERDICTS.get(err.get("category"), Verdict.RTE), _error_text(err), {"error": err})
+            details = {"error": err}
+            if "illegal memory access" in str(err.get("message", "")):
+                details["hint"] = ("a kernel loaded or stored outside its tensors: check masks, and that each "
+                                   "tensor is addressed with its own strides")
+            return Outcome(ERROR_VERDICTS.get(err.get("category"), Verdict.RTE), _error_text(err), details)
         ev = reply.get("evidence", {}) if isinstance(reply.get("evidence"), dict) else {}
         ops = ev.get("torch_ops") or {}
         if ops:
