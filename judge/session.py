@@ -26,7 +26,7 @@ from judge.cases import canonical, derive_seed, expand_examples, params_strategy
 from judge.problems import Group, Problem
 from judge.sandbox import Job, Limits, get_backend
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
-from judge.workers import WorkerClient, WorkerDied
+from judge.workers import WorkerClient, WorkerDied, WorkerStartFailed
 
 BF16_NOTE = ("bfloat16 was not tested: Triton's interpreter computes bfloat16 on raw bits, "
              "so its results would be wrong for any kernel; it is tested on a GPU")
@@ -147,9 +147,11 @@ class Session:
             self.worker = WorkerClient(self.backend, self._job())
             hello = self.worker.start(submission_entry=self.problem.entry_point, arity=self.problem.arity,
                                       threads=self.options.threads)
+        except WorkerStartFailed as exc:
+            self._stop_worker()
+            return Outcome(Verdict.IE, str(exc))
         except WorkerDied as died:
-            self._collect_output()
-            self.worker = None
+            self._stop_worker()
             verdict = DEATH_VERDICTS[died.reason]
             text = died.detail
             if died.reason == "timeout":
@@ -164,6 +166,7 @@ class Session:
         return None
 
     def _stop_worker(self) -> None:
+        """Close the worker, dead or alive: kill what is left, free its pipes and cgroup."""
         if self.worker is not None:
             self.worker.close()
             self._collect_output()
@@ -232,8 +235,7 @@ class Session:
             expected = self._expected(inputs, params)
             reply, tensors = self.worker._recv(self.limits.case_seconds, max_bytes)
         except WorkerDied as died:
-            self._collect_output()
-            self.worker = None
+            self._stop_worker()
             verdict = DEATH_VERDICTS[died.reason]
             text = died.detail
             details = {"worker_died": died.reason}

@@ -29,6 +29,10 @@ class WorkerDied(Exception):
         self.detail = detail
 
 
+class WorkerStartFailed(Exception):
+    """The worker died before the submission was even imported: the judge's environment is broken."""
+
+
 class WorkerClient:
     def __init__(self, backend: Backend, job: Job):
         self.job = job
@@ -135,11 +139,25 @@ class WorkerClient:
             "interpret": self.job.interpret,
             "threads": threads,
         })
-        message, _ = self._recv(self.limits.startup_seconds, 0)
+        deadline = self.limits.startup_seconds
+        try:
+            message, _ = self._recv(deadline, 0)
+        except WorkerDied as died:
+            if died.reason in ("crash", "protocol", "timeout"):
+                raise WorkerStartFailed(f"the worker could not start ({died.detail}): {self._last_line()}") from None
+            raise
+        if message.get("type") != "ready":
+            raise WorkerStartFailed("the worker did not report ready")
+        message, _ = self._recv(deadline, 0)
         if message.get("type") != "hello":
             raise WorkerDied("protocol", "the worker did not introduce itself")
         self.hello = message
         return message
+
+    def _last_line(self) -> str:
+        time.sleep(0.2)  # let the stderr thread drain what the dying worker printed
+        lines = [ln for ln in self.printed.decode("utf-8", errors="replace").splitlines() if ln.strip()]
+        return lines[-1].strip() if lines else "it printed nothing"
 
     def run_case(self, message: dict, tensors, *, timeout: float, max_bytes: int):
         self._send(message, tensors)

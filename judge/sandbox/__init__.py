@@ -6,7 +6,7 @@ from judge.sandbox.base import Backend, Job, Limits, Proc  # noqa: F401
 
 
 def backend_names() -> list[str]:
-    return ["process"]
+    return ["auto", "docker", "bwrap", "process"]
 
 
 def get_backend(name: str) -> Backend:
@@ -14,4 +14,8 @@ def get_backend(name: str) -> Backend:
         from judge.sandbox.process import ProcessBackend
 
         return ProcessBackend()
+    if name == "bwrap":
+        from judge.sandbox.bwrap import BwrapBackend
+
+        return BwrapBackend()
     raise KeyError(name)

@@ -25,6 +25,7 @@ class Limits:
     output_bytes: int  # what the worker may print (stdout and stderr together)
     processes: int  # tasks the worker may hold at once (threads count)
     startup_seconds: float = 120.0  # importing torch, triton and the submission
+    scratch_mb: int = 1024  # the worker's private writable space (Triton's cache lives there)
 
 
 @dataclass(frozen=True)

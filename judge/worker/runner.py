@@ -356,6 +356,9 @@ def main() -> int:
 
     guard.install(setup["submission"], interpret=bool(setup.get("interpret")))
     worker = Worker(reader, proto_out, setup)
+    # Up to here nothing of the submission has run: a failure before this
+    # message is the judge's environment's, not the submission's.
+    worker.reply({"type": "ready"})
     fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
     hello = {
         "type": "hello",

@@ -1,0 +1,133 @@
+"""A cgroup per worker, for the limits bubblewrap does not have (memory, processes).
+
+Works with cgroup v2 (one unified tree) and v1 (a directory per controller)
+when the judge may create cgroups (as root, or in a delegated subtree). When it
+may not, ``Cgroup.create`` returns None and the caller falls back to rlimits
+and the judge's memory watchdog (and says so).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import time
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+
+
+def _write(path: Path, value) -> bool:
+    try:
+        path.write_text(str(value))
+        return True
+    except OSError:
+        return False
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+class Cgroup:
+    def __init__(self, dirs: list[Path], v2: bool):
+        self.dirs = dirs
+        self.v2 = v2
+
+    @classmethod
+    def create(cls, memory_bytes: int, pids: int) -> Cgroup | None:
+        name = f"triton-judge-{os.getpid()}-{secrets.token_hex(4)}"
+        if (ROOT / "cgroup.controllers").is_file():
+            parent = ROOT / _own_v2_path()
+            d = parent / name
+            try:
+                d.mkdir()
+            except OSError:
+                return None
+            group = cls([d], v2=True)
+            ok = _write(d / "memory.max", memory_bytes) and _write(d / "pids.max", pids)
+            _write(d / "memory.swap.max", 0)
+            if not ok:
+                group.remove()
+                return None
+            return group
+        mem, pid_dir = ROOT / "memory" / name, ROOT / "pids" / name
+        try:
+            mem.mkdir()
+            pid_dir.mkdir()
+        except OSError:
+            cls([p for p in (mem, pid_dir) if p.exists()], v2=False).remove()
+            return None
+        group = cls([mem, pid_dir], v2=False)
+        ok = _write(mem / "memory.limit_in_bytes", memory_bytes) and _write(pid_dir / "pids.max", pids)
+        _write(mem / "memory.memsw.limit_in_bytes", memory_bytes)  # absent without swap accounting
+        if not ok:
+            group.remove()
+            return None
+        return group
+
+    def enter(self, pid: int | None = None) -> None:
+        """Move ``pid`` (default: this process) into the cgroup; children follow."""
+        pid = os.getpid() if pid is None else pid
+        for d in self.dirs:
+            (d / "cgroup.procs").write_text(str(pid))
+
+    def pids(self) -> set[int]:
+        out = set()
+        for d in self.dirs:
+            for line in _read(d / "cgroup.procs").split():
+                out.add(int(line))
+        return out
+
+    def memory_bytes(self) -> int | None:
+        text = _read(self.dirs[0] / ("memory.current" if self.v2 else "memory.usage_in_bytes")).strip()
+        return int(text) if text.isdigit() else None
+
+    def oom_killed(self) -> bool:
+        if self.v2:
+            events = _read(self.dirs[0] / "memory.events")
+        else:
+            events = _read(self.dirs[0] / "memory.oom_control")
+        for line in events.splitlines():
+            key, _, value = line.partition(" ")
+            if key == "oom_kill" and value.strip().isdigit() and int(value) > 0:
+                return True
+        return False
+
+    def kill_all(self, timeout: float = 5.0) -> None:
+        if self.v2 and _write(self.dirs[0] / "cgroup.kill", 1):
+            pass
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            left = self.pids()
+            if not left:
+                return
+            for pid in left:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.05)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for d in self.dirs:
+            for _ in range(50):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def _own_v2_path() -> str:
+    """This process's cgroup in the unified tree, e.g. 'user.slice/...' ('' for the root)."""
+    for line in _read(Path("/proc/self/cgroup")).splitlines():
+        if line.startswith("0::"):
+            return line[3:].strip().lstrip("/")
+    return ""

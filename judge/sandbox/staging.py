@@ -1,0 +1,43 @@
+"""What a sandbox mounts: a copy of the worker code, and nothing else of the judge.
+
+A sandboxed worker sees ``judge/__init__.py``, ``judge/protocol.py`` and
+``judge/worker/`` (copied into a staging directory mounted read-only), the
+submission file (read-only), and its own scratch space. Never the problems,
+the reference solutions, the judge's other modules or its results.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from judge.sandbox.base import CODE_ROOT
+
+WORKER_FILES = ("judge/__init__.py", "judge/protocol.py")
+WORKER_DIRS = ("judge/worker",)
+
+
+def stage_worker_code(dest: Path) -> Path:
+    """Copy the worker's code under ``dest``; returns the directory to put on PYTHONPATH."""
+    root = dest / "code"
+    for rel in WORKER_FILES:
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(CODE_ROOT / rel, target)
+    for rel in WORKER_DIRS:
+        shutil.copytree(CODE_ROOT / rel, root / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                        dirs_exist_ok=True)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    return root
+
+
+def stage_submission(src: Path, dest: Path) -> Path:
+    """A private read-only copy of the submission (the original may change or vanish)."""
+    folder = dest / "submission"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / src.name
+    shutil.copyfile(src, target)
+    target.chmod(0o644)
+    folder.chmod(0o755)
+    return target
