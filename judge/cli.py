@@ -253,6 +253,47 @@ def selftest(problems, only, seed, device, interpret, sandbox, jobs):
     sys.exit(EXIT_REJECTED if bad else EXIT_AC)
 
 
+@cli.group()
+def sandbox():
+    """Sandbox backends: what is available here, and building the Docker images."""
+
+
+@sandbox.command("status")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cpu", show_default=True)
+def sandbox_status(device):
+    """Which backends can run here, and what `--sandbox auto` picks."""
+    from judge.sandbox import choose_auto, get_backend
+
+    for name in ("docker", "bwrap", "process"):
+        backend = get_backend(name)
+        why = backend.unavailable(device) if name == "docker" else backend.unavailable()
+        click.echo(f"{name:<8} {'available' if why is None else 'unavailable: ' + why}")
+    chosen, note = choose_auto(device)
+    click.echo(f"auto     -> {chosen.name}" + (f" ({note})" if note else ""))
+
+
+@sandbox.command("build")
+@click.option("--kind", type=click.Choice(["cpu", "gpu"]), default="cpu", show_default=True)
+@click.option("--base", default=None, help="Base image (cpu: judge-base:bookworm from sandbox/make-base.sh).")
+@click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="CA bundle for pip inside the build (TLS-intercepting networks).")
+@click.option("--wheels", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Install these wheels instead of fetching them.")
+@click.option("--online", is_flag=True, help="Let pip inside the build download the packages.")
+@click.option("--tag", default=None)
+def sandbox_build(kind, base, ca_bundle, wheels, online, tag):
+    """Build the worker image for the docker backend."""
+    from judge.sandbox.images import build
+
+    try:
+        built = build(kind, base=base, ca_bundle=ca_bundle, wheels=wheels, online=online, tag=tag,
+                      log=lambda m: click.echo(m, err=True))
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback
+        _err(f"image build failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc) else ''}")
+        sys.exit(EXIT_INTERNAL)
+    click.echo(built)
+
+
 def main():
     try:
         cli(standalone_mode=False)

@@ -92,12 +92,11 @@ class WorkerClient:
     def _died(self, exc: Exception) -> WorkerDied:
         if isinstance(exc, protocol.ChannelTimeout):
             self._kill("timeout", str(exc))
+        elif isinstance(exc, protocol.OutputLimitExceeded):
+            self._kill("output", str(exc))
         code = self.proc.wait(timeout=5)
         if self.killed_for is not None:
             return WorkerDied(*self.killed_for)
-        if isinstance(exc, protocol.OutputLimitExceeded):
-            self._kill("output", str(exc))
-            return WorkerDied("output", str(exc))
         if isinstance(exc, protocol.ChannelClosed):
             if self.proc.oom_killed():
                 return WorkerDied("memory", "killed by the out-of-memory killer")
@@ -173,6 +172,8 @@ class WorkerClient:
                 self.proc.kill()
                 self.proc.wait(timeout=5)
         self._done.set()
+        for t in self._threads:
+            t.join(timeout=2)  # the stderr pipe ends with the process; then its fd may close
         close = getattr(self.proc, "close", None)
         if close:
             close()

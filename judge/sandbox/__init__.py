@@ -18,4 +18,28 @@ def get_backend(name: str) -> Backend:
         from judge.sandbox.bwrap import BwrapBackend
 
         return BwrapBackend()
+    if name == "docker":
+        from judge.sandbox.docker_engine import DockerBackend
+
+        return DockerBackend()
+    if name == "auto":
+        return choose_auto("cpu")[0]
     raise KeyError(name)
+
+
+def choose_auto(device: str) -> tuple[Backend, str | None]:
+    """docker if the engine answers and the image exists, else bwrap, else process (with a warning)."""
+    from judge.sandbox.bwrap import BwrapBackend
+    from judge.sandbox.docker_engine import DockerBackend
+    from judge.sandbox.process import ProcessBackend
+
+    docker = DockerBackend()
+    why_docker = docker.unavailable(device)
+    if why_docker is None:
+        return docker, None
+    bwrap = BwrapBackend()
+    why_bwrap = bwrap.unavailable()
+    if why_bwrap is None:
+        return bwrap, None
+    return ProcessBackend(), (f"no sandbox available (docker: {why_docker}; bwrap: {why_bwrap}): "
+                              "the submission runs unisolated, as you")
