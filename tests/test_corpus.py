@@ -15,19 +15,25 @@ from judge.selftest import corpus_of, judge_one
 from judge.session import Options
 
 ITEMS = [(p, verdict, path) for p in all_problems() for verdict, path in corpus_of(p)]
+# The corpus runs in full under the process backend, and in quick mode (each
+# group's edge cases and two drawn ones) under the sandboxes JUDGE_TEST_SANDBOXES
+# names (CI: docker and bwrap), which proves them with every kind of submission.
+SANDBOXES = [s for s in os.environ.get("JUDGE_TEST_SANDBOXES", "").split(",") if s]
+RUNS = [("process", item) for item in ITEMS] + [(s, item) for s in SANDBOXES for item in ITEMS]
 
 
-def _id(item):
-    p, verdict, path = item
-    return f"{p.id}-{path.parent.name}-{path.stem}"
+def _id(run):
+    sandbox, (p, verdict, path) = run
+    return f"{sandbox}-{p.id}-{path.parent.name}-{path.stem}"
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("item", ITEMS, ids=[_id(i) for i in ITEMS])
-def test_declared_verdict(item):
-    problem, expected, path = item
+@pytest.mark.parametrize("run", RUNS, ids=[_id(r) for r in RUNS])
+def test_declared_verdict(run):
+    sandbox, (problem, expected, path) = run
     device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")
-    options = Options(device=device, interpret=device == "cpu", seed=int(os.environ.get("JUDGE_TEST_SEED", "1")))
+    options = Options(device=device, interpret=device == "cpu", seed=int(os.environ.get("JUDGE_TEST_SEED", "1")),
+                      sandbox=sandbox, quick=sandbox != "process")
     check = judge_one(problem, expected, path, options)
     detail = f"{check.verdict}: {check.message}"
     assert check.verdict == expected, detail

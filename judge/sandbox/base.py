@@ -100,35 +100,49 @@ def worker_env(job: Job, *, code_root: str, scratch: str) -> dict[str, str]:
     return env
 
 
-def process_tree_rss(root: int) -> int | None:
-    """Sum of resident memory of ``root`` and its descendants, from /proc."""
+def _descendants(root: int) -> set[int]:
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        after = stat.rsplit(b")", 1)[1].split()
+        parents[int(name)] = int(after[1])
+    tree, frontier = {root}, [root]
+    while frontier:
+        p = frontier.pop()
+        for child, parent in parents.items():
+            if parent == p and child not in tree:
+                tree.add(child)
+                frontier.append(child)
+    return tree
+
+
+def _pss(pid: int) -> int:
+    """Proportional set size: shared pages split among their users, so forked
+    children that share their parent's memory are not counted twice."""
     try:
-        parents: dict[int, int] = {}
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            after = stat.rsplit(b")", 1)[1].split()
-            parents[int(name)] = int(after[1])
-        tree, frontier = {root}, [root]
-        while frontier:
-            p = frontier.pop()
-            for child, parent in parents.items():
-                if parent == p and child not in tree:
-                    tree.add(child)
-                    frontier.append(child)
-        total = 0
-        for pid in tree:
-            try:
-                with open(f"/proc/{pid}/statm", "rb") as f:
-                    total += int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            except OSError:
-                continue
-        return total
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as f:
+            for line in f:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) << 10
+    except OSError:
+        pass
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def process_tree_memory(root: int) -> int | None:
+    """Memory of ``root`` and its descendants (PSS where the kernel has it)."""
+    try:
+        return sum(_pss(pid) for pid in _descendants(root))
     except OSError:
         return None
 

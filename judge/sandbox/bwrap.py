@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from judge.sandbox.base import Backend, Job, Proc, process_tree_rss, worker_env
+from judge.sandbox.base import Backend, Job, Proc, process_tree_memory, worker_env
 from judge.sandbox.cgroups import Cgroup
 from judge.sandbox.staging import stage_submission, stage_worker_code
 
@@ -68,9 +68,13 @@ class _BwrapProc(Proc):
         return code
 
     def memory_bytes(self):
-        # Resident memory, not the cgroup's usage: that counts the page cache of
-        # every library read (torch alone is gigabytes) and the cgroup reclaims it.
-        return process_tree_rss(self.pid)
+        # The cgroup's anonymous memory (not its whole usage: that counts the
+        # page cache of every library read, which it reclaims), else PSS.
+        if self.cgroup is not None:
+            used = self.cgroup.memory_bytes()
+            if used is not None:
+                return used
+        return process_tree_memory(self.pid)
 
     def oom_killed(self) -> bool:
         return self.cgroup is not None and self.cgroup.oom_killed()
@@ -159,6 +163,9 @@ class BwrapBackend(Backend):
             args += ["--ro-bind", "/sys", "/sys"]
         for key, value in env.items():
             args += ["--setenv", key, value]
+        # The sandbox's root (where bwrap made the mount points) becomes
+        # read-only too: only /scratch and /tmp can be written.
+        args += ["--remount-ro", "/"]
         # sys.executable, not its real path: a venv is recognised by the path it is run from.
         return args + ["--", sys.executable, "-P", "-m", "judge.worker"]
 

@@ -83,8 +83,16 @@ class Cgroup:
         return out
 
     def memory_bytes(self) -> int | None:
-        text = _read(self.dirs[0] / ("memory.current" if self.v2 else "memory.usage_in_bytes")).strip()
-        return int(text) if text.isdigit() else None
+        """Anonymous and shared-memory pages (the page cache is not counted: it is reclaimable)."""
+        stat = {}
+        for line in _read(self.dirs[0] / "memory.stat").splitlines():
+            key, _, value = line.partition(" ")
+            if value.strip().isdigit():
+                stat[key] = int(value)
+        keys = ("anon", "shmem") if self.v2 else ("total_rss", "total_shmem")
+        if keys[0] not in stat:
+            return None
+        return sum(stat.get(k, 0) for k in keys)
 
     def oom_killed(self) -> bool:
         if self.v2:

@@ -237,7 +237,10 @@ class DockerBackend(Backend):
             tty=False,
             network_mode="none",
             read_only=True,
-            tmpfs={SCRATCH: f"size={job.limits.scratch_mb}m,mode=1777", "/tmp": "size=16m,mode=1777"},
+            # Owned by the worker's user (a working_dir resets the mode), and exec:
+            # Triton builds its launcher there as a shared object and loads it.
+            tmpfs={SCRATCH: f"rw,exec,size={job.limits.scratch_mb}m,mode=1777,uid=65534,gid=65534",
+                   "/tmp": "rw,size=16m,mode=1777,uid=65534,gid=65534"},
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             pids_limit=job.limits.processes,

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 
-from judge.sandbox.base import CODE_ROOT, Backend, Job, Proc, process_tree_rss, worker_env
+from judge.sandbox.base import CODE_ROOT, Backend, Job, Proc, process_tree_memory, worker_env
 
 
 class _ChildProc(Proc):
@@ -40,7 +40,7 @@ class _ChildProc(Proc):
             return None
 
     def memory_bytes(self):
-        return process_tree_rss(self.pid)
+        return process_tree_memory(self.pid)
 
     def close(self):
         for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):

@@ -1,0 +1,38 @@
+# Searches the whole file system for the problem's reference solution, its golden
+# model and specs, and any other submission.
+import os
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add_kernel(x_ptr, y_ptr, out_ptr, n, sx, sy, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * sx, mask=mask) + tl.load(y_ptr + offs * sy, mask=mask), mask=mask)
+
+
+def honest_add(x, y):
+    n = x.numel()
+    out = torch.empty(n, dtype=x.dtype, device=x.device)
+    _add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, x.stride(0), y.stride(0), BLOCK=1024)
+    return out
+
+
+WANTED = ("093-vector-add.py", "golden.py", "problem.toml", "masked_block.py", "selftest.py")
+
+
+def add(x, y):
+    me = os.path.abspath(__file__)
+    for root, dirs, files in os.walk("/"):
+        dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/sys", "/dev")]
+        for name in files:
+            path = os.path.join(root, name)
+            if name in WANTED and path != me:
+                try:
+                    open(path).read(64)
+                except OSError:
+                    continue
+                raise RuntimeError(f"ESCAPED: read {path}")
+    return honest_add(x, y)

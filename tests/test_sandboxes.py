@@ -1,0 +1,111 @@
+"""The hostile-submission suite against every real sandbox available here.
+
+Each file in sandbox/hostile/<verdict>/ must get that verdict under docker and
+under bwrap; afterwards nothing it started may be left (processes, containers,
+cgroups, staging directories, files on the host), and the judge must have
+answered within its limits plus a few seconds. A backend that is missing is
+skipped, unless JUDGE_REQUIRE_SANDBOXES names it (CI does), then it fails.
+"""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from judge import session as session_module
+from judge.problems import VERDICT_DIRS, find_problem
+from judge.sandbox import get_backend
+from judge.selftest import expect_texts
+from judge.session import Options, Session
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = sorted((ROOT / "sandbox" / "hostile").glob("*/*.py"))
+BACKENDS = ["docker", "bwrap"]
+REQUIRED = {b for b in os.environ.get("JUDGE_REQUIRE_SANDBOXES", "").split(",") if b}
+CASE_SECONDS = 10
+MARKER = "judge-hostile-marker-5b1f"
+DAEMON = b"sleep\x00987654"
+
+
+def usable(name):
+    backend = get_backend(name)
+    why = backend.unavailable()
+    if why is not None:
+        if name in REQUIRED:
+            pytest.fail(f"sandbox {name} is required here but unavailable: {why}")
+        pytest.skip(f"sandbox {name} unavailable: {why}")
+    return backend
+
+
+class Recording:
+    """Wraps a backend and keeps every worker it starts, to inspect afterwards."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.name = backend.name
+        self.isolated = backend.isolated
+        self.procs = []
+
+    def spawn(self, job):
+        proc = self.backend.spawn(job)
+        self.procs.append(proc)
+        return proc
+
+
+def _daemons() -> list[int]:
+    found = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                if DAEMON in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    found.append(int(pid))
+            except OSError:
+                pass
+    return found
+
+
+def _assert_nothing_left(backend_name, procs):
+    for proc in procs:
+        if backend_name == "docker":
+            import docker
+
+            with pytest.raises(docker.errors.NotFound):
+                proc.container.reload()
+        else:
+            assert proc.popen.poll() is not None, "the bwrap process is still alive"
+            if proc.cgroup is not None:
+                assert not any(d.exists() for d in proc.cgroup.dirs), "a cgroup was left behind"
+        assert not proc.stage.exists(), "a staging directory was left behind"
+    for place in (Path("/"), Path("/tmp"), Path("/etc"), Path("/var/tmp"), ROOT, *(p.parent for p in HOSTILE)):
+        assert not (place / MARKER).exists(), f"a file escaped the sandbox: {place / MARKER}"
+
+
+@pytest.mark.parametrize("backend_name", BACKENDS)
+@pytest.mark.parametrize("path", HOSTILE, ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
+def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
+    recording = Recording(usable(backend_name))
+    monkeypatch.setattr(session_module, "get_backend", lambda name: recording)
+    expected = VERDICT_DIRS[path.parent.name]
+    options = Options(sandbox=backend_name, seed=1,
+                      limits={"case_seconds_interpret": CASE_SECONDS, "case_seconds": CASE_SECONDS,
+                              "startup_seconds": 60})
+    started = time.monotonic()
+    report = Session(find_problem("93"), path, options).run()
+    elapsed = time.monotonic() - started
+
+    assert report.verdict.value == expected, f"{report.verdict.value}: {report.message}"
+    text = report.message + " ".join(g.message for g in report.groups)
+    for wanted in expect_texts(path, interpret=True):
+        assert wanted in text, f"the report does not say {wanted!r}: {report.message}"
+    # A hang costs one case limit (later groups are skipped), plus start-up.
+    if expected == "TLE":
+        assert elapsed < CASE_SECONDS + 20, f"the judge took {elapsed:.1f} s to give up"
+    assert elapsed < 120, f"the judge took {elapsed:.1f} s"
+    assert recording.procs, "no worker was started"
+    _assert_nothing_left(backend_name, recording.procs)
+    if path.stem == "daemon_outlives":
+        deadline = time.monotonic() + 15  # another test may be running its own daemon right now
+        while _daemons() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not _daemons(), "a daemon outlived the run"
