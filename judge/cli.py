@@ -89,7 +89,8 @@ def _judge_options(fn):
         click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None,
                      help="Where tensors live (default: cuda when a GPU is there, else cpu)."),
         click.option("--interpret", is_flag=True, help="Run kernels in Triton's interpreter (always so on cpu)."),
-        click.option("--sandbox", default="process", show_default=True, help="Sandbox backend for the worker."),
+        click.option("--sandbox", default="auto", show_default=True,
+                     help="docker, bwrap, process, or auto: docker if its image is there, else bwrap, else process."),
         click.option("--group", default=None, help="Run only this test group."),
         click.option("--case", "case_json", default=None, help="Run only this case (JSON from a report)."),
         click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0)."),
@@ -145,6 +146,12 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     if group is not None and group not in [g.name for g in p.groups]:
         _usage(f"unknown group '{group}' for problem {p.id}; valid: {', '.join(g.name for g in p.groups)}")
     device, interpret, note = _resolve_device(device, interpret)
+    if sandbox != "auto":
+        from judge.sandbox import get_backend
+
+        why = get_backend(sandbox).unavailable(device)
+        if why:
+            _usage(f"--sandbox {sandbox}: {why}")
     if case is not None:
         from judge.cases import validate_case
 
@@ -266,7 +273,7 @@ def sandbox_status(device):
 
     for name in ("docker", "bwrap", "process"):
         backend = get_backend(name)
-        why = backend.unavailable(device) if name == "docker" else backend.unavailable()
+        why = backend.unavailable(device)
         click.echo(f"{name:<8} {'available' if why is None else 'unavailable: ' + why}")
     chosen, note = choose_auto(device)
     click.echo(f"auto     -> {chosen.name}" + (f" ({note})" if note else ""))

@@ -24,7 +24,7 @@ from hypothesis.errors import HypothesisException
 from judge import checker, kit, precheck
 from judge.cases import canonical, derive_seed, expand_examples, params_strategy
 from judge.problems import Group, Problem
-from judge.sandbox import Job, Limits, get_backend
+from judge.sandbox import Job, Limits, choose_auto, get_backend
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 from judge.workers import WorkerClient, WorkerDied, WorkerStartFailed
 
@@ -86,12 +86,17 @@ class Session:
         self.submission = Path(submission)
         self.options = options
         self.limits = limits_for(problem, options)
-        self.backend = get_backend(options.sandbox)
+        self.notes: list[str] = []
+        if options.sandbox == "auto":
+            self.backend, why = choose_auto(options.device)
+            if why:
+                self.notes.append(why)
+        else:
+            self.backend = get_backend(options.sandbox)
         self.golden_device = "cuda" if options.device == "cuda" else "cpu"
         self.worker: WorkerClient | None = None
         self.worker_info: dict = {}
         self.printed: list[str] = []
-        self.notes: list[str] = []
         self.case_counter = 0
         self.restarts = 0
         self.started = 0.0
@@ -454,15 +459,15 @@ class Session:
             groups = [GroupResult(g.name, g.about, g.points, False, 0, verdict, skipped="not run: " + message)
                       for g in self._selected_groups()]
         notes = list(self.notes)
-        if not self.backend.isolated:
-            notes.append("sandbox 'process': the submission ran as you, with nothing isolated "
-                         "(use it for your own code)")
+        caveat = self.backend.caveat()
+        if caveat:
+            notes.append(caveat)
         data = self.submission.read_bytes() if self.submission.is_file() else b""
         return Report(
             problem={"id": self.problem.id, "slug": self.problem.slug, "title": self.problem.title},
             submission={"path": str(self.submission), "sha256": hashlib.sha256(data).hexdigest()},
             mode={"device": self.options.device, "interpret": self.options.interpret,
-                  "sandbox": self.options.sandbox, "quick": self.options.quick},
+                  "sandbox": self.backend.name, "quick": self.options.quick},
             seed=self.options.seed,
             verdict=verdict,
             message=message,

@@ -1,6 +1,7 @@
 """The command line: exit codes, one-line errors, --json, init. Runs the real CLI."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -69,7 +70,7 @@ def test_oversized_file_is_a_compile_error(tmp_path):
 
 
 def test_accepted_json_report(tmp_path):
-    r = judge("submit", "93", GOOD, "--json", "--seed", "5", "--device", "cpu")
+    r = judge("submit", "93", GOOD, "--json", "--seed", "5", "--device", "cpu", "--sandbox", "process")
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout)  # stdout holds the JSON and nothing else
     assert report["version"] == 1 and report["verdict"] == "AC"
@@ -106,6 +107,25 @@ def test_human_report_shows_groups_verdict_and_score():
     assert "✗" in r.stdout and "WA wrong answer" in r.stdout and "score" in r.stdout
     assert "reproduce:" in r.stdout and "never written" in r.stdout
     assert "Triton's interpreter" in r.stderr
+
+
+def test_default_sandbox_is_auto_and_said():
+    r = judge("submit", "93", GOOD, "--json", "--seed", "5", "--device", "cpu")
+    report = json.loads(r.stdout)
+    assert report["mode"]["sandbox"] in ("docker", "bwrap", "process")
+    if report["mode"]["sandbox"] == "process":
+        assert any("no sandbox available" in n for n in report["notes"])
+
+
+def test_unavailable_sandbox_is_a_usage_error(monkeypatch, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(GOOD), "--sandbox", "bwrap"],
+                       capture_output=True, text=True, env={**os.environ, "PATH": str(tmp_path)})
+    assert r.returncode == 2 and "bubblewrap" in one_line(r.stderr)
+
+
+def test_unknown_sandbox_is_a_usage_error():
+    r = judge("submit", "93", GOOD, "--sandbox", "chroot")
+    assert r.returncode == 2 and "valid: auto, docker, bwrap, process" in one_line(r.stderr)
 
 
 def test_bad_case_json_is_a_usage_error():

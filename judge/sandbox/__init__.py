@@ -38,8 +38,7 @@ def choose_auto(device: str) -> tuple[Backend, str | None]:
     if why_docker is None:
         return docker, None
     bwrap = BwrapBackend()
-    why_bwrap = bwrap.unavailable()
+    why_bwrap = bwrap.unavailable(device)
     if why_bwrap is None:
         return bwrap, None
-    return ProcessBackend(), (f"no sandbox available (docker: {why_docker}; bwrap: {why_bwrap}): "
-                              "the submission runs unisolated, as you")
+    return ProcessBackend(), f"no sandbox available (docker: {why_docker}; bwrap: {why_bwrap})"

@@ -65,8 +65,12 @@ class Backend:
     name = "?"
     isolated = False  # does this backend contain a hostile submission?
 
-    def unavailable(self) -> str | None:
-        """None when usable here, otherwise a one-line reason."""
+    def unavailable(self, device: str = "cpu") -> str | None:
+        """None when usable here for that device, otherwise a one-line reason."""
+        return None
+
+    def caveat(self) -> str | None:
+        """What this backend cannot enforce here, for the report's notes."""
         return None
 
     def spawn(self, job: Job) -> Proc:

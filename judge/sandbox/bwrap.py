@@ -126,13 +126,21 @@ class BwrapBackend(Backend):
     def __init__(self):
         self.use_userns = None
 
-    def unavailable(self) -> str | None:
+    def unavailable(self, device: str = "cpu") -> str | None:
         if bwrap_path() is None:
             return "bubblewrap (bwrap) is not installed"
         probe = subprocess.run([bwrap_path(), "--unshare-all", "--ro-bind", "/", "/", "--", "true"],
                                capture_output=True, text=True)
         if probe.returncode != 0:
             return f"bwrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
+        return None
+
+    def caveat(self) -> str | None:
+        probe = Cgroup.create(1 << 30, 64)
+        if probe is None:
+            return ("bwrap could not create a cgroup here (run as root or in a delegated cgroup): the worker's "
+                    "processes are not capped and its memory is watched, not capped")
+        probe.remove()
         return None
 
     def _userns_args(self) -> list[str]:

@@ -67,6 +67,9 @@ class ProcessBackend(Backend):
     name = "process"
     isolated = False
 
+    def caveat(self) -> str | None:
+        return "sandbox 'process': the submission ran as you, with nothing isolated (use it for your own code)"
+
     def spawn(self, job: Job) -> Proc:
         env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch))
         popen = subprocess.Popen(
