@@ -99,6 +99,11 @@ def _judge_options(fn):
         click.option("--memory-limit", type=int, default=None, help="MiB of host memory (overrides the spec)."),
         click.option("--startup-limit", type=float, default=None,
                      help="Seconds to import torch, triton and the submission (overrides the spec)."),
+        click.option("--run-limit", type=float, default=None, help="Seconds for the whole run (overrides the spec)."),
+        click.option("--output-limit", type=int, default=None,
+                     help="KiB the submission may print (overrides the spec)."),
+        click.option("--processes", type=int, default=None,
+                     help="Processes and threads the worker may hold (sandboxes; overrides the spec)."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -123,7 +128,7 @@ def _resolve_device(device, interpret):
 
 
 def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
-         max_examples, time_limit, memory_limit, startup_limit):
+         max_examples, time_limit, memory_limit, startup_limit, run_limit, output_limit, processes):
     p = _problem(problem)
     if not file.exists():
         _usage(f"no such file: {file}")
@@ -170,7 +175,9 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
                       case=case, gpu=gpu, max_examples=max_examples,
                       limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
-                              "memory_mb": memory_limit, "startup_seconds": startup_limit})
+                              "memory_mb": memory_limit, "startup_seconds": startup_limit,
+                              "run_seconds": run_limit, "run_seconds_interpret": run_limit,
+                              "output_kb": output_limit, "processes": processes})
     try:
         report = Session(p, file, options).run()
         if as_json:
