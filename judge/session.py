@@ -98,7 +98,6 @@ class Session:
         self.worker_info: dict = {}
         self.printed: list[str] = []
         self.case_counter = 0
-        self.restarts = 0
         self.started = 0.0
         self.scratch: Path | None = None
         self._cache: dict[str, Outcome] = {}
@@ -209,7 +208,6 @@ class Session:
 
     def _execute(self, group: Group, params: dict) -> Outcome:
         if self.worker is None:
-            self.restarts += 1
             failure = self._start_worker()
             if failure is not None:
                 return failure
@@ -236,9 +234,9 @@ class Session:
         max_bytes = 8 * input_bytes + (1 << 20)
         try:
             # The worker computes while the golden answers are made here.
-            self.worker._send(message, payloads)
+            self.worker.send_case(message, payloads)
             expected = self._expected(inputs, params)
-            reply, tensors = self.worker._recv(self.limits.case_seconds, max_bytes)
+            reply, tensors = self.worker.receive_result(timeout=self.limits.case_seconds, max_bytes=max_bytes)
         except WorkerDied as died:
             self._stop_worker()
             verdict = DEATH_VERDICTS[died.reason]

@@ -158,8 +158,11 @@ class WorkerClient:
         lines = [ln for ln in self.printed.decode("utf-8", errors="replace").splitlines() if ln.strip()]
         return lines[-1].strip() if lines else "it printed nothing"
 
-    def run_case(self, message: dict, tensors, *, timeout: float, max_bytes: int):
+    def send_case(self, message: dict, tensors) -> None:
+        """Send a case; the judge computes its expected answers while the worker runs."""
         self._send(message, tensors)
+
+    def receive_result(self, *, timeout: float, max_bytes: int):
         return self._recv(timeout, max_bytes)
 
     def close(self) -> None:
