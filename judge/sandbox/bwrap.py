@@ -154,14 +154,16 @@ class BwrapBackend(Backend):
     def argv(self, job: Job, code: Path, submission: Path, env: dict) -> list[str]:
         scratch_bytes = int(job.limits.scratch_mb) << 20
         args = [bwrap_path(), "--unshare-all", *self._userns_args(), "--die-with-parent", "--new-session",
-                "--clearenv", "--cap-drop", "ALL", *_system_binds()]
+                "--clearenv", "--cap-drop", "ALL", *_system_binds(),
+                "--proc", "/proc", "--dev", "/dev",
+                "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
+                "--size", str(16 << 20), "--tmpfs", "/tmp"]
+        # After the tmpfs mounts: a Python living under /tmp (a venv there) must
+        # be bound on top of the private /tmp, not hidden by it.
         for root in _python_roots():
             args += ["--ro-bind", root, root]
         args += ["--ro-bind", str(code), INSIDE_CODE,
                  "--ro-bind", str(submission), f"{INSIDE_SUBMISSION}/{submission.name}",
-                 "--proc", "/proc", "--dev", "/dev",
-                 "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
-                 "--size", str(16 << 20), "--tmpfs", "/tmp",
                  "--chdir", SCRATCH]
         if job.device == "cuda":
             gpu = job.gpu if job.gpu is not None else 0
