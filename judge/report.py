@@ -67,6 +67,8 @@ def render(report: Report, console: Console) -> None:
         table.add_row(mark, escape(g.name), str(g.cases_run), f"{g.earned:g}/{g.points:g}", note)
     console.print(table)
 
+    for f in (report.details.get("findings") or [])[:8]:
+        console.print(f"    line {f['line']}: {escape(f['code'])} - {escape(f['why'])}")
     for f in ((report.details.get("error") or {}).get("frames") or [])[-3:]:
         console.print(f"    line {f['line']} in {escape(f['function'])}: {_clean(f['code'], 200)}")
     for g in report.groups:

@@ -21,7 +21,7 @@ import torch
 from hypothesis import HealthCheck, Phase, Verbosity, example, given, seed, settings
 from hypothesis.errors import HypothesisException
 
-from judge import checker, kit, precheck
+from judge import checker, kit, precheck, staticscan
 from judge.cases import canonical, derive_seed, expand_examples, params_strategy
 from judge.problems import Group, Problem
 from judge.sandbox import Job, Limits, choose_auto, get_backend
@@ -38,7 +38,7 @@ DEATH_VERDICTS = {
     "protocol": Verdict.RJ,
 }
 SHORT_CIRCUIT = {Verdict.RJ, Verdict.TLE, Verdict.MLE, Verdict.OLE}
-ERROR_VERDICTS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE}
+ERROR_VERDICTS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE, "rule": Verdict.RJ}
 
 
 @dataclass
@@ -55,6 +55,7 @@ class Options:
     shrink_seconds: float = 60.0
     threads: int | None = 1
     limits: dict = field(default_factory=dict)  # overrides of the spec's limits
+    static_scan: bool = True  # reject tampering found in the source (off only to test the sandboxes)
 
 
 class CaseFailed(Exception):
@@ -102,6 +103,7 @@ class Session:
         self.scratch: Path | None = None
         self._cache: dict[str, Outcome] = {}
         self._frozen: str | None = None  # after a worker death, only that case is replayed
+        self._refilled: set[str] = set()  # groups whose first passing case was re-run in place
 
     # ------------------------------------------------------------------ entry
 
@@ -110,6 +112,12 @@ class Session:
         reason, _line = precheck.check_source(self.submission)
         if reason:
             return self._report(Verdict.CE, reason, [])
+        if self.options.static_scan:
+            findings = staticscan.scan(self.submission.read_text())
+            if findings:
+                more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
+                return self._report(Verdict.RJ, f"not allowed in a submission: {findings[0].message()}{more}", [],
+                                    {"findings": [{"line": f.line, "code": f.code, "why": f.why} for f in findings]})
         self.scratch = Path(tempfile.mkdtemp(prefix="judge-run-"))
         try:
             failure = self._start_worker()
@@ -211,9 +219,38 @@ class Session:
             failure = self._start_worker()
             if failure is not None:
                 return failure
-        problem = self.problem
-        gen = kit.generator(params["seed"])
-        inputs = problem.golden.make_inputs(dict(params), gen)
+        inputs, wire_args, payloads, input_bytes = self._inputs(params)
+        self.case_counter += 1
+        message = {"type": "case", "id": self.case_counter, "args": wire_args}
+        outcome, first = self._exchange(message, payloads, inputs, params, input_bytes)
+        if not outcome.passed or not self._wants_refill(group, params):
+            return outcome
+        # The same input memory with new values: the answer must change with it.
+        params2 = dict(params, seed=derive_seed("refill", params["seed"]))
+        inputs2, _, payloads2, _ = self._inputs(params2)
+        self.case_counter += 1
+        outcome2, second = self._exchange({"type": "refill", "id": self.case_counter}, payloads2, inputs2,
+                                          params2, input_bytes)
+        if outcome2.passed:
+            return outcome
+        same = (first is not None and second is not None and len(first) == len(second)
+                and all(a.shape == b.shape and torch.equal(a.nan_to_num(), b.nan_to_num())
+                        for a, b in zip(first, second)))
+        if same or outcome2.details.get("no_kernel"):
+            return Outcome(Verdict.RJ, "when the same input memory held new values, the entry point returned its "
+                                       "previous answer without computing it (a result cached by address)")
+        outcome2.message = f"on a second call with new values in the same memory: {outcome2.message}"
+        return outcome2
+
+    def _wants_refill(self, group: Group, params: dict) -> bool:
+        """The first passing case of each group, and one drawn case in eight."""
+        if group.name not in self._refilled:
+            self._refilled.add(group.name)
+            return True
+        return derive_seed("refill?", canonical(params)) % 8 == 0
+
+    def _inputs(self, params: dict):
+        inputs = self.problem.golden.make_inputs(dict(params), kit.generator(params["seed"]))
         wire_args, payloads, input_bytes = [], [], 0
         for arg in inputs:
             if isinstance(arg, kit.TensorInput):
@@ -229,11 +266,12 @@ class Session:
                 wire_args.append({"kind": "scalar", "value": arg})
             else:
                 raise TypeError(f"make_inputs returned an unsupported argument {type(arg).__name__}")
-        self.case_counter += 1
-        message = {"type": "case", "id": self.case_counter, "args": wire_args}
+        return inputs, wire_args, payloads, input_bytes
+
+    def _exchange(self, message, payloads, inputs, params, input_bytes):
+        """Send a case (or refill), make the expected answers meanwhile, judge the reply."""
         max_bytes = 8 * input_bytes + (1 << 20)
         try:
-            # The worker computes while the golden answers are made here.
             self.worker.send_case(message, payloads)
             expected = self._expected(inputs, params)
             reply, tensors = self.worker.receive_result(timeout=self.limits.case_seconds, max_bytes=max_bytes)
@@ -248,11 +286,11 @@ class Session:
                     sig in text for sig in ("SIGSEGV", "SIGABRT", "SIGBUS")):
                 details["hint"] = ("the interpreter does not check bounds: a kernel that loads or stores outside "
                                    "its tensors (a missing mask, or another tensor's strides) corrupts memory")
-            return Outcome(verdict, text, details)
-        outcome = self._evaluate(reply, tensors, expected, inputs)
+            return Outcome(verdict, text, details), None
+        outcome, got = self._evaluate(reply, tensors, expected)
         if reply.get("status") == "error" and reply.get("error", {}).get("fatal"):
             self._stop_worker()  # a CUDA error poisons the context: start afresh
-        return outcome
+        return outcome, got
 
     def _expected(self, inputs, params):
         dev = self.golden_device
@@ -271,30 +309,43 @@ class Session:
             dtypes.append(kit.dtype_of(params["dtype"] if out.dtype == "input" else out.dtype))
         return golden, naive, dtypes
 
-    def _evaluate(self, reply, tensors, expected, inputs) -> Outcome:
+    def _evaluate(self, reply, tensors, expected):
+        """Judge one reply: (Outcome, the returned tensors when they could be read)."""
         problem = self.problem
         name = self.submission.name
         if reply.get("type") != "result":
-            return Outcome(Verdict.RJ, "the worker sent something other than a result")
+            return Outcome(Verdict.RJ, "the worker sent something other than a result"), None
         if reply.get("status") == "error":
             err = reply.get("error", {}) if isinstance(reply.get("error"), dict) else {}
             details = {"error": err}
             if "illegal memory access" in str(err.get("message", "")):
                 details["hint"] = ("a kernel loaded or stored outside its tensors: check masks, and that each "
                                    "tensor is addressed with its own strides")
-            return Outcome(ERROR_VERDICTS.get(err.get("category"), Verdict.RTE), _error_text(err), details)
+            return Outcome(ERROR_VERDICTS.get(err.get("category"), Verdict.RTE), _error_text(err), details), None
         ev = reply.get("evidence", {}) if isinstance(reply.get("evidence"), dict) else {}
+        got = _decode_outputs(reply, tensors)
+        if ev.get("tampered"):
+            return Outcome(Verdict.RJ, "the call changed what the judge relies on: " + ", ".join(ev["tampered"]),
+                           {"tampered": ev["tampered"]}), got
+        if ev.get("threads_left"):
+            return Outcome(Verdict.RJ, "threads the submission started were still running after it returned "
+                                       f"({', '.join(ev['threads_left'])}): all work must be done by then",
+                           {"threads_left": ev["threads_left"]}), got
+        for out in reply.get("outputs", []):
+            if out.get("tensor_subclass"):
+                return Outcome(Verdict.RJ, f"the result is a torch.Tensor subclass ({out.get('type')}): results "
+                                           "must be plain tensors (a subclass can compute inside the judge's checks)"), got
         ops = ev.get("torch_ops") or {}
         if ops:
             listed = ", ".join(f"torch {op}" for op in sorted(ops))
             return Outcome(Verdict.RJ, f"the answer was computed with PyTorch operators ({listed}); "
                                        "only allocation, views and copies may run outside your Triton kernels",
-                           {"torch_ops": ops})
+                           {"torch_ops": ops}), got
         if not ev.get("own_launches"):
             other = ev.get("other_launches") or {}
             more = f" (it launched only kernels defined elsewhere: {', '.join(other)})" if other else ""
             return Outcome(Verdict.RJ, f"no Triton kernel defined in {name} was launched{more}",
-                           {"other_launches": other})
+                           {"other_launches": other, "no_kernel": True}), got
 
         golden, naive, dtypes = expected
         want = len(problem.outputs)
@@ -304,34 +355,34 @@ class Session:
         if want == 1:
             if returned != "torch.Tensor":
                 return Outcome(Verdict.WA, f"{problem.entry_point} must return the tensor {names[0]} itself, "
-                                           f"not a {returned}")
+                                           f"not a {returned}"), None
         elif returned not in ("tuple", "list") or len(outs) != want:
             return Outcome(Verdict.WA, f"{problem.entry_point} must return a tuple ({', '.join(names)}); "
-                                       f"it returned {returned if returned not in ('tuple', 'list') else f'{len(outs)} items'}")
+                                       f"it returned {returned if returned not in ('tuple', 'list') else f'{len(outs)} items'}"), None
         expect_device = "cuda" if self.options.device == "cuda" else "cpu"
         tensor_iter = iter(tensors)
         got_tensors = []
         for i, out in enumerate(outs):
             oname = names[i]
             if out.get("kind") != "tensor":
-                return Outcome(Verdict.WA, f"{oname} must be exactly a torch.Tensor, not {out.get('type')}")
+                return Outcome(Verdict.WA, f"{oname} must be exactly a torch.Tensor, not {out.get('type')}"), None
             got = _tensor_from(out, next(tensor_iter))
             device = str(out.get("device", ""))
             if device.split(":")[0] != expect_device:
-                return Outcome(Verdict.WA, f"{oname} is on {device}; expected it on the input's device ({expect_device})")
+                return Outcome(Verdict.WA, f"{oname} is on {device}; expected it on the input's device ({expect_device})"), None
             if got.dtype != dtypes[i]:
-                return Outcome(Verdict.WA, f"{oname} has dtype {_dn(got.dtype)}; expected {_dn(dtypes[i])}")
+                return Outcome(Verdict.WA, f"{oname} has dtype {_dn(got.dtype)}; expected {_dn(dtypes[i])}"), None
             if list(got.shape) != list(golden[i].shape):
-                return Outcome(Verdict.WA, f"{oname} has shape {tuple(got.shape)}; expected {tuple(golden[i].shape)}")
+                return Outcome(Verdict.WA, f"{oname} has shape {tuple(got.shape)}; expected {tuple(golden[i].shape)}"), None
             got_tensors.append(got)
         modified = reply.get("inputs_modified") or []
         if modified:
             which = ", ".join(f"argument {i + 1}" for i in modified)
             return Outcome(Verdict.WA, f"the entry point wrote into its inputs ({which}); "
-                                       "it must leave them unchanged and return new tensors")
+                                       "it must leave them unchanged and return new tensors"), None
         for i, out in enumerate(outs):
             if out.get("aliases_input"):
-                return Outcome(Verdict.WA, f"{names[i]} shares memory with an input; return a new tensor")
+                return Outcome(Verdict.WA, f"{names[i]} shares memory with an input; return a new tensor"), None
         for i, got in enumerate(got_tensors):
             out = problem.outputs[i]
             mismatch = checker.compare(out.name, got, golden[i], naive[i], dtypes[i], out.scope, problem.check,
@@ -342,12 +393,12 @@ class Session:
                     "bad": mismatch.bad, "total": mismatch.total,
                     "samples": [{"index": list(s[0]), "got": s[1], "expected": s[2], "allowed_error": s[3]}
                                 for s in mismatch.samples],
-                })
+                }), got_tensors
         for i, out in enumerate(outs):
             if not out.get("kernel_wrote"):
                 return Outcome(Verdict.RJ, f"{names[i]} is right but none of your Triton kernels was given its "
-                                           "memory: it was computed some other way")
-        return Outcome(Verdict.AC)
+                                           "memory: it was computed some other way"), got_tensors
+        return Outcome(Verdict.AC), got_tensors
 
     # ------------------------------------------------------------------ groups
 
@@ -495,6 +546,17 @@ def _tensor_from(out: dict, payload: bytes) -> torch.Tensor:
     from judge import protocol
 
     return protocol.tensor_from_wire({"dtype": out["dtype"], "shape": out["shape"]}, payload)
+
+
+def _decode_outputs(reply, tensors) -> list | None:
+    """The returned tensors, when every returned item is a tensor (else None)."""
+    outs = reply.get("outputs") or []
+    if not outs or any(o.get("kind") != "tensor" for o in outs) or len(tensors) != len(outs):
+        return None
+    try:
+        return [_tensor_from(o, t) for o, t in zip(outs, tensors)]
+    except Exception:  # noqa: BLE001 - malformed output descriptors are judged later
+        return None
 
 
 def _as_list(x):

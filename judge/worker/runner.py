@@ -199,6 +199,8 @@ class Worker:
         self.path = os.path.realpath(setup["submission"])
         self.device = setup["device"]
         self.fn = None
+        self.last = None  # (args, storages) of the last case, for a refill
+        self.baseline: dict = {}
 
     def reply(self, message: dict, tensors=None):
         message["nonce"] = self.nonce
@@ -228,24 +230,48 @@ class Worker:
         return args, storages
 
     def run_case(self, msg, payloads):
+        """A new case: build its inputs, call the entry point, reply."""
+        self.last = self.build_args(msg, payloads)
+        return self.call(msg["id"], *self.last)
+
+    def refill(self, msg, payloads):
+        """The same input memory, new values: a result cached by address must show."""
+        if self.last is None:
+            raise ValueError("refill before any case")
+        args, storages = self.last
+        fresh = iter(zip(msg["tensors"], payloads))
+        for i, entry in enumerate(storages):
+            if entry is None:
+                continue
+            storage, _ = entry
+            desc, raw = next(fresh)
+            new = protocol.tensor_from_wire(desc, raw)
+            if new.numel() != storage.numel() or new.dtype != storage.dtype:
+                raise ValueError("refill does not match the last case's storages")
+            storage.copy_(new.to(storage.device))
+            storages[i] = (storage, hashlib.sha256(raw).hexdigest())
+        return self.call(msg["id"], args, storages)
+
+    def call(self, case_id, args, storages):
         import threading
 
-        from judge.worker import guard
+        from judge.worker import guard, integrity
 
         torch = self.torch
-        args, storages = self.build_args(msg, payloads)
         cuda = self.device.startswith("cuda")
         if cuda:
             torch.cuda.synchronize()
         watch = None
+        threads_before = {t.ident for t in threading.enumerate()}
         try:
             with guard.watching() as watch:
                 result = self.fn(*args)
             if cuda:
+                # Device-wide: work queued on any stream is finished (and counted).
                 torch.cuda.synchronize()
         except BaseException as exc:  # noqa: BLE001
             err = classify(exc, self.path)
-            self.reply({"type": "result", "id": msg["id"], "status": "error", "error": err,
+            self.reply({"type": "result", "id": case_id, "status": "error", "error": err,
                         "evidence": _evidence(watch)})
             return not err.get("fatal")
 
@@ -259,7 +285,8 @@ class Worker:
             if after != digest:
                 modified.append(i)
         evidence = _evidence(watch)
-        evidence["threads_after"] = threading.active_count()
+        evidence["threads_left"] = _new_threads(threads_before, self.path)
+        evidence["tampered"] = integrity.changed(self.baseline)
         for out in outputs:
             if out.get("ptr_range"):
                 lo, hi = out.pop("ptr_range")
@@ -268,7 +295,7 @@ class Worker:
                     e is not None and _overlaps((lo, hi), e[0]) for e in storages
                 )
         self.reply(
-            {"type": "result", "id": msg["id"], "status": "ok", "returned": _kind(result),
+            {"type": "result", "id": case_id, "status": "ok", "returned": _kind(result),
              "outputs": outputs, "inputs_modified": modified, "evidence": evidence},
             tensors,
         )
@@ -282,7 +309,8 @@ class Worker:
             if type(item) is not torch.Tensor:
                 # Never call into an object of unknown type: a tensor subclass
                 # could run code on any method call. Its type name is enough.
-                outputs.append({"kind": "other", "type": f"{type(item).__module__}.{type(item).__qualname__}"})
+                outputs.append({"kind": "other", "type": f"{type(item).__module__}.{type(item).__qualname__}",
+                                "tensor_subclass": issubclass(type(item), torch.Tensor)})
                 continue
             st = item.untyped_storage()
             info = {
@@ -298,6 +326,25 @@ class Worker:
         if len(items) > 16:
             outputs.append({"kind": "other", "type": f"... {len(items) - 16} more items"})
         return outputs, tensors
+
+
+def _new_threads(before: set, path: str) -> list[str]:
+    """Threads started during the call that are still running, if the
+    submission started them (directly, or through a thread pool)."""
+    import threading
+
+    found = []
+    for t in threading.enumerate():
+        if t.ident in before or not t.is_alive():
+            continue
+        target = getattr(t, "_target", None)
+        while hasattr(target, "func"):  # functools.partial
+            target = target.func
+        code = getattr(target, "__code__", None) or getattr(getattr(type(t), "run", None), "__code__", None)
+        where = os.path.realpath(code.co_filename) if code is not None else ""
+        if where == path or "concurrent" in where or type(t).__module__ == "submission":
+            found.append(t.name)
+    return found
 
 
 def _overlaps(rng, storage_tensor) -> bool:
@@ -356,10 +403,18 @@ def main() -> int:
 
     guard.install(setup["submission"], interpret=bool(setup.get("interpret")))
     worker = Worker(reader, proto_out, setup)
+    from judge.worker import integrity
+
+    worker.baseline = integrity.snapshot()
     # Up to here nothing of the submission has run: a failure before this
     # message is the judge's environment's, not the submission's.
     worker.reply({"type": "ready"})
     fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
+    if err is None:
+        tampered = integrity.changed(worker.baseline)
+        if tampered:
+            err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
+                   "message": "importing the submission changed " + ", ".join(tampered)}
     hello = {
         "type": "hello",
         "status": "ok" if err is None else "error",
@@ -378,9 +433,10 @@ def main() -> int:
             return 2
         if msg.get("type") == "exit":
             return 0
-        if msg.get("type") == "case":
+        if msg.get("type") in ("case", "refill"):
             try:
-                alive = worker.run_case(msg, payloads)
+                handler = worker.run_case if msg["type"] == "case" else worker.refill
+                alive = handler(msg, payloads)
             except BaseException as exc:  # noqa: BLE001 - e.g. an output object that breaks on inspection
                 traceback.print_exc()
                 err = classify(exc, worker.path)

@@ -1,0 +1,241 @@
+"""A static scan of a submission's source for tampering, before anything runs.
+
+A kernel exercise needs torch, triton, math and numbers; it never needs to walk
+the garbage collector or the call stack, load C libraries, start processes or
+threads, read the environment, write raw file descriptors, run generated code,
+swap out functions of torch, triton or the clock, or reach into the judge.
+Each of those is how a published kernel-judge exploit worked; each is reported
+as RJ with its line. Tuned so that no accepted solution in the corpus, and none
+of the course material's kernels, raises anything.
+
+This reads and parses the source; it never imports or runs it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+# module -> why importing it is a rule violation in a kernel exercise
+FORBIDDEN_MODULES = {
+    "ctypes": "loads native code and pokes at memory",
+    "cffi": "loads native code",
+    "subprocess": "starts other programs",
+    "multiprocessing": "starts other processes",
+    "threading": "starts threads (work can hide from the judge there)",
+    "_thread": "starts threads",
+    "concurrent": "starts threads or processes",
+    "socket": "opens network connections",
+    "gc": "walks the interpreter's objects",
+    "inspect": "inspects the call stack and the judge's frames",
+    "importlib": "imports modules by computed names",
+    "builtins": "replaces built-in functions",
+    "judge": "reaches into the judge's worker",
+    "pickle": "runs code hidden in data",
+    "marshal": "loads code objects",
+    "signal": "changes how the worker is stopped",
+    "resource": "changes the worker's limits",
+    "mmap": "maps memory directly",
+}
+# Attribute chains (as written in the source) that are tampering.
+FORBIDDEN_ATTRIBUTES = {
+    "sys._getframe": "walks the call stack",
+    "sys.modules": "swaps modules",
+    "sys.settrace": "traces the judge's code",
+    "sys.setprofile": "traces the judge's code",
+    "os.environ": "reads the environment",
+    "os.getenv": "reads the environment",
+    "os.putenv": "changes the environment",
+    "os.system": "runs shell commands",
+    "os.popen": "runs shell commands",
+    "os.fork": "starts processes",
+    "os.forkpty": "starts processes",
+    "os.kill": "signals processes",
+    "os.killpg": "signals processes",
+    "os.write": "writes raw file descriptors (the judge's channel)",
+    "os.dup": "duplicates file descriptors",
+    "os.dup2": "duplicates file descriptors",
+    "os.execv": "replaces the process",
+    "os.execve": "replaces the process",
+    "os.execl": "replaces the process",
+    "os.spawnv": "starts processes",
+    "os.posix_spawn": "starts processes",
+    "torch._C": "reaches below PyTorch's public API",
+    "torch.utils._python_dispatch": "meddles with PyTorch's dispatcher",
+    "torch._dynamo": "meddles with PyTorch's compiler",
+    "torch.Tensor._make_subclass": "makes lazy tensor subclasses",
+    "torch.cuda.Stream": "runs work on a side stream the timer may not see",
+    "torch.cuda.stream": "runs work on a side stream the timer may not see",
+    "torch.cuda.CUDAGraph": "replays captured work",
+    "torch.cuda.graph": "replays captured work",
+    "torch.cuda.set_sync_debug_mode": "changes global CUDA state",
+    "torch.set_float32_matmul_precision": "changes global precision settings",
+    "torch.use_deterministic_algorithms": "changes global settings the judge relies on",
+    "torch.backends": "changes global precision settings",
+    "torch.utils.deterministic": "changes global settings the judge relies on",
+}
+FORBIDDEN_CALLS = {
+    "exec": "runs generated code",
+    "eval": "runs generated code",
+    "compile": "compiles generated code",
+    "__import__": "imports modules by computed names",
+    "globals": "reaches into module globals",
+    "vars": "reaches into object internals",
+    "setattr": "changes attributes by name",
+    "delattr": "removes attributes by name",
+    "breakpoint": "stops the worker",
+}
+FORBIDDEN_NAMES = {
+    "__torch_function__": "defines a tensor subclass that intercepts PyTorch",
+    "__torch_dispatch__": "defines a tensor subclass that intercepts PyTorch",
+    "__builtins__": "reaches the built-ins",
+    "__subclasses__": "walks the class hierarchy",
+    "__globals__": "reaches into function globals",
+    "__code__": "rewrites code objects",
+}
+# Assigning to an attribute of these modules (torch.cuda.synchronize = ...)
+# swaps out the judge's own tools or the clock.
+PROTECTED_ROOTS = {"torch", "triton", "tl", "time", "os", "sys", "math", "numpy", "np", "json", "struct"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    line: int
+    code: str  # the rule, e.g. "import ctypes"
+    why: str
+
+    def message(self) -> str:
+        return f"line {self.line}: {self.code} ({self.why})"
+
+
+def _dotted(node) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _Scanner(ast.NodeVisitor):
+    def __init__(self):
+        self.findings: list[Finding] = []
+        self.aliases: dict[str, str] = {}  # local name -> module path ("np" -> "numpy")
+
+    def add(self, node, code, why):
+        self.findings.append(Finding(getattr(node, "lineno", 0), code, why))
+
+    def _check_module(self, node, module: str):
+        root = module.split(".")[0]
+        if root in FORBIDDEN_MODULES:
+            self.add(node, f"import {module}", FORBIDDEN_MODULES[root])
+        for chain, why in FORBIDDEN_ATTRIBUTES.items():
+            if module == chain or module.startswith(chain + "."):
+                self.add(node, f"import {module}", why)
+
+    def visit_Import(self, node):
+        for alias in node.names:
+            self._check_module(node, alias.name)
+            self.aliases[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else \
+                alias.name.split(".")[0]
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node):
+        module = node.module or ""
+        if node.level:
+            self.add(node, "a relative import", "imports from outside the submission file")
+        self._check_module(node, module)
+        for alias in node.names:
+            full = f"{module}.{alias.name}" if module else alias.name
+            for chain, why in FORBIDDEN_ATTRIBUTES.items():
+                if full == chain or full.startswith(chain + "."):
+                    self.add(node, f"from {module} import {alias.name}", why)
+            self.aliases[alias.asname or alias.name] = full
+        self.generic_visit(node)
+
+    def _resolve(self, dotted: str) -> str:
+        head, _, rest = dotted.partition(".")
+        base = self.aliases.get(head, head)
+        return f"{base}.{rest}" if rest else base
+
+    def visit_Attribute(self, node):
+        dotted = _dotted(node)
+        if dotted is not None:
+            full = self._resolve(dotted)
+            for chain, why in FORBIDDEN_ATTRIBUTES.items():
+                if full == chain or full.startswith(chain + "."):
+                    self.add(node, dotted, why)
+                    break
+        if node.attr in FORBIDDEN_NAMES:
+            self.add(node, node.attr, FORBIDDEN_NAMES[node.attr])
+        self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id in FORBIDDEN_NAMES:
+            self.add(node, node.id, FORBIDDEN_NAMES[node.id])
+        full = self.aliases.get(node.id)
+        if full and full != node.id:
+            for chain, why in FORBIDDEN_ATTRIBUTES.items():
+                if full == chain or full.startswith(chain + "."):
+                    self.add(node, node.id, why)
+                    break
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node):
+        if node.name in FORBIDDEN_NAMES:
+            self.add(node, f"def {node.name}", FORBIDDEN_NAMES[node.name])
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
+            self.add(node, f"{node.func.id}()", FORBIDDEN_CALLS[node.func.id])
+        self.generic_visit(node)
+
+    def _check_target(self, target, node):
+        if isinstance(target, ast.Attribute):
+            dotted = _dotted(target)
+            if dotted is not None:
+                root = self._resolve(dotted).split(".")[0]
+                if dotted.split(".")[0] in PROTECTED_ROOTS or root in PROTECTED_ROOTS:
+                    self.add(node, f"{dotted} = ...", "replaces part of a library the judge relies on")
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self._check_target(t, node)
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            self._check_target(target, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._check_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        self._check_target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node):
+        for target in node.targets:
+            self._check_target(target, node)
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        # Rebinding module state from a function is fine; nothing to flag.
+        self.generic_visit(node)
+
+
+def scan(source: str) -> list[Finding]:
+    """Findings in source order; empty when nothing looks like tampering."""
+    scanner = _Scanner()
+    scanner.visit(ast.parse(source))
+    seen, out = set(), []
+    for f in sorted(scanner.findings, key=lambda f: (f.line, f.code)):
+        if (f.line, f.code) not in seen:
+            seen.add((f.line, f.code))
+            out.append(f)
+    return out

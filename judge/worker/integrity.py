@@ -1,0 +1,86 @@
+"""What must not change while a submission runs: global settings and the tools.
+
+Before the submission is imported the worker takes a snapshot of the settings
+that change numerics (TF32, matmul precision, the NaN fill of fresh memory)
+and of the identity of every function the judge's evidence depends on (the
+clock, CUDA events and sync, Triton's launchers as the worker wrapped them,
+the worker's own channel and recording code). After the import and after
+every call it compares: a difference is reported by name, and the judge
+rejects the submission. A determined cheat could restore things in time; the
+static scan and the sandbox are the other layers.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+SETTINGS = {
+    "torch.backends.cuda.matmul.allow_tf32": lambda t: t.backends.cuda.matmul.allow_tf32,
+    "torch.backends.cudnn.allow_tf32": lambda t: t.backends.cudnn.allow_tf32,
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
+        lambda t: t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
+        lambda t: t.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+    "torch.get_float32_matmul_precision()": lambda t: t.get_float32_matmul_precision(),
+    "torch.are_deterministic_algorithms_enabled()": lambda t: t.are_deterministic_algorithms_enabled(),
+    "torch.utils.deterministic.fill_uninitialized_memory": lambda t: t.utils.deterministic.fill_uninitialized_memory,
+}
+
+IDENTITIES = [
+    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic", "time.monotonic_ns",
+    "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
+    "torch.cuda.Event.synchronize", "torch.cuda.Stream", "torch.empty", "torch.empty_like", "torch.zeros",
+    "torch.Tensor.copy_", "torch.Tensor.to", "torch.Tensor.cpu", "torch.Tensor.contiguous",
+    "torch.as_strided", "torch.frombuffer",
+    "torch.utils._python_dispatch.TorchDispatchMode.__enter__",
+    "torch.utils._python_dispatch.TorchDispatchMode.__exit__",
+    "triton.runtime.jit.JITFunction.run", "triton.runtime.jit.KernelInterface.__getitem__",
+    "triton.runtime.interpreter.InterpretedFunction.run", "triton.runtime.autotuner.Autotuner.run",
+    "triton.runtime.autotuner.Autotuner.prune_configs", "triton.runtime.autotuner.Heuristics.run",
+    "triton.testing.do_bench",
+    "threading.enumerate", "threading.active_count", "json.dumps", "json.loads", "hashlib.sha256",
+    "os.write", "os.read", "os.dup",
+    "judge.protocol.send", "judge.protocol.write_frame", "judge.protocol.Reader.recv",
+    "judge.protocol.tensor_to_wire", "judge.protocol.storage_to_wire", "judge.protocol.tensor_from_wire",
+    "judge.worker.guard._record_launch", "judge.worker.guard._op_is_allowed", "judge.worker.guard.watching",
+    "judge.worker.guard._in_kernel_buffers", "judge.worker.runner.Worker.reply",
+    "judge.worker.runner.Worker.run_case", "judge.worker.runner.Worker.call",
+    "judge.worker.runner.Worker.describe_outputs", "judge.worker.runner.classify",
+    "judge.worker.integrity.snapshot", "judge.worker.integrity.changed",
+]
+
+
+def _resolve(dotted: str):
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise LookupError(dotted)
+
+
+def snapshot() -> dict:
+    import torch
+
+    state = {}
+    for name, read in SETTINGS.items():
+        try:
+            state[name] = repr(read(torch))
+        except Exception:  # noqa: BLE001 - e.g. no CUDA build
+            state[name] = "<absent>"
+    for name in IDENTITIES:
+        try:
+            state[name] = id(_resolve(name))
+        except Exception:  # noqa: BLE001
+            state[name] = "<absent>"
+    return state
+
+
+def changed(before: dict) -> list[str]:
+    """Names whose value or identity differs from ``before``."""
+    now = snapshot()
+    return sorted(name for name in before if now.get(name) != before[name])
