@@ -181,11 +181,22 @@ def tensor_to_wire(t) -> tuple[dict, bytes]:
     """A tensor's logical values, row-major, as (descriptor, bytes)."""
     import torch
 
-    t = t.detach().to("cpu").contiguous()
+    t = _dense_cpu(t)
     desc = {"dtype": dtype_name(t.dtype), "shape": list(t.shape)}
     if t.numel() == 0:
         return desc, b""
     return desc, t.reshape(-1).view(torch.uint8).numpy().tobytes()
+
+
+def _dense_cpu(t):
+    """A row-major CPU copy with standard strides. Not ``.contiguous()``: it
+    counts a (1,) tensor with stride (2,) as contiguous and returns it as it
+    is, and then the byte view below fails (seen on the GPU)."""
+    import torch
+
+    out = torch.empty(tuple(t.shape), dtype=t.dtype, device="cpu")
+    out.copy_(t.detach())
+    return out
 
 
 def tensor_from_wire(desc: dict, payload: bytes):
@@ -206,7 +217,7 @@ def storage_to_wire(storage_tensor) -> bytes:
     """Raw bytes of a 1-D contiguous tensor used as a storage."""
     import torch
 
-    t = storage_tensor.detach().to("cpu").contiguous()
+    t = _dense_cpu(storage_tensor)
     if t.numel() == 0:
         return b""
     return t.reshape(-1).view(torch.uint8).numpy().tobytes()

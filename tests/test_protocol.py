@@ -37,6 +37,16 @@ def test_noncontiguous_tensor_is_sent_by_logical_value():
     assert torch.equal(protocol.tensor_from_wire(desc, raw), base.t())
 
 
+def test_single_element_view_with_a_stride_is_sent():
+    # torch counts a (1,) tensor with stride (2,) as contiguous; the byte view
+    # of it failed on the GPU for a one-element strided output.
+    x = torch.arange(4.0)[::2][:1]
+    assert x.stride() == (2,) and x.is_contiguous()
+    desc, raw = protocol.tensor_to_wire(x)
+    assert torch.equal(protocol.tensor_from_wire(desc, raw), x)
+    assert protocol.storage_to_wire(x) == raw
+
+
 def test_message_with_tensors_round_trip():
     r, w = os.pipe()
     t = torch.randn(4, 3)
