@@ -88,7 +88,9 @@ def _assert_nothing_left(backend_name, procs):
 @pytest.mark.parametrize("path", HOSTILE, ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
 def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
     backend = usable(backend_name)
-    if backend.caveat() and path.parent.name in ("time_limit_exceeded", "memory_limit_exceeded"):
+    # Without cgroups nothing caps the number of processes, and memory is
+    # watched rather than capped: only these two would harm the host then.
+    if backend.caveat() and path.stem in ("fork_bomb", "host_memory_bomb"):
         pytest.skip(f"not safe to run here: {backend.caveat()}")
     recording = Recording(backend)
     monkeypatch.setattr(session_module, "get_backend", lambda name: recording)

@@ -15,9 +15,12 @@ from __future__ import annotations
 import argparse
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the judge without installing it (the GPU machine)
 
 from judge.problems import find_problem
 from judge.sandbox import get_backend

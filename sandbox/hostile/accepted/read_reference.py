@@ -21,6 +21,9 @@ def honest_add(x, y):
 
 
 WANTED = ("093-vector-add.py", "golden.py", "problem.toml", "masked_block.py", "selftest.py")
+# Other packages have files with these names too (a "golden.py" in an
+# optimisation library turned up on the GPU machine): only the judge's count.
+OURS = (b"make_inputs", b"entry_point", b"add_kernel", b"# expect", b"judge")
 
 
 def add(x, y):
@@ -31,8 +34,10 @@ def add(x, y):
             path = os.path.join(root, name)
             if name in WANTED and path != me:
                 try:
-                    open(path).read(64)
+                    with open(path, "rb") as f:
+                        head = f.read(1 << 16)
                 except OSError:
                     continue
-                raise RuntimeError(f"ESCAPED: read {path}")
+                if any(mark in head for mark in OURS):
+                    raise RuntimeError(f"ESCAPED: read {path}")
     return honest_add(x, y)
