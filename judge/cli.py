@@ -1,4 +1,4 @@
-"""Command line: ``python -m judge list|show|init|submit|test``.
+"""Command line: ``python -m judge list|show|init|submit|test`` (and grade, gradescope, prairielearn, serve).
 
 Exit codes: 0 accepted; 1 judged and not accepted; 2 usage error (unknown
 problem, missing file, bad option); 3 internal error of the judge. Every
@@ -306,6 +306,11 @@ def sandbox_build(kind, base, ca_bundle, wheels, online, tag):
         _err(f"image build failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc) else ''}")
         sys.exit(EXIT_INTERNAL)
     click.echo(built)
+
+
+from judge.grading.cli import register  # noqa: E402 - the course-grading commands use the helpers above
+
+register(cli)
 
 
 def main():

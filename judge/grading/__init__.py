@@ -1,0 +1,15 @@
+"""Course grading on top of the judge: a roster in, stored and exported results out.
+
+The judge itself (``judge.session``) judges one file. This package runs it
+many times and projects its report into what courses use:
+
+* ``roster``       who submitted what (a directory or a CSV) and the file-picking rule;
+* ``rubric``       the course's TOML: points per group, speed mapping, visibility, secret seed;
+* ``job``          one judging job in its own process (``python -m judge.grading.job``);
+* ``executors``    where jobs run: local worker processes (one per GPU, or N on the CPU) or Ray tasks;
+* ``store``        SQLite (WAL): one row per (student, problem, submission sha256), written as each job ends;
+* ``batch``        ``judge grade``: roster -> executor -> store -> reports, CSV, summary;
+* ``gradescope``   the autograder bundle and its ``results.json``;
+* ``prairielearn`` the external-grader entry point and its ``results.json``;
+* ``forward``      the GPU grading service (``judge serve``) and its client (``--forward URL``).
+"""

@@ -1,0 +1,152 @@
+"""Where grading jobs run: local worker processes, or Ray tasks (one host or many).
+
+Both executors take (key, job) pairs and call ``on_result(key, report)`` in
+the driver's thread as each job ends, in the order they end; only that thread
+writes the store. Each job is a child ``python -m judge.grading.job`` (see
+``job.py``), so a crashing judge costs one job, never the others.
+
+GPUs: one job per GPU at a time, each job seeing only its GPU
+(``CUDA_VISIBLE_DEVICES``; with Ray, the GPU Ray assigned to the task).
+On the CPU: N jobs at once, each in Triton's interpreter.
+"""
+
+from __future__ import annotations
+
+import base64
+import queue
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import Callable, Iterable
+
+from judge.grading.job import REPO_ROOT, ie_report, run_subprocess
+
+OnResult = Callable[[object, dict], None]
+
+
+class ExecutorError(Exception):
+    """The executor cannot start (e.g. Ray missing): a usage error, one line."""
+
+
+class LocalExecutor:
+    """N jobs at once on this host: one slot per GPU (exclusive), or N interpreter slots on the CPU."""
+
+    name = "local"
+
+    def __init__(self, slots: list[int | None], timeout: float):
+        self.slots = slots
+        self.timeout = timeout
+
+    def run(self, jobs: Iterable[tuple[object, dict]], on_result: OnResult) -> None:
+        free: queue.Queue = queue.Queue()
+        for slot in self.slots:
+            free.put(slot)
+
+        def one(spec):
+            gpu = free.get()  # a GPU is held by exactly one job at a time
+            try:
+                return run_subprocess(spec, timeout=self.timeout, gpu=gpu)
+            finally:
+                free.put(gpu)
+
+        jobs = list(jobs)
+        with ThreadPoolExecutor(max_workers=len(self.slots)) as pool:
+            pending = {pool.submit(one, spec): key for key, spec in jobs}
+            while pending:
+                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    key = pending.pop(future)
+                    try:
+                        report = future.result()
+                    except Exception as exc:  # noqa: BLE001 - a bug in the thread, not the job: IE, go on
+                        report = ie_report(None, f"{type(exc).__name__}: {exc}")
+                    on_result(key, report)
+
+
+def _ray():
+    try:
+        import ray  # noqa: F401 - imported only when --executor ray is asked for
+    except ImportError:
+        raise ExecutorError("--executor ray: Ray is not installed; install it with: "
+                            "pip install -e '.[grade]'") from None
+    return ray
+
+
+def _ray_task(spec: dict, timeout: float, use_gpu: bool) -> dict:
+    """Body of one Ray task: the same child-process job as locally, on the GPU Ray gave this task."""
+    gpu = None
+    if use_gpu:
+        import ray
+
+        ids = ray.get_gpu_ids()
+        gpu = int(ids[0]) if ids else None
+    return run_subprocess(spec, timeout=timeout, gpu=gpu)
+
+
+class RayExecutor:
+    """Each job a Ray task asking for one GPU (or one CPU in interpreter mode); results return to the driver.
+
+    Without an address, a local Ray instance is started with as many CPUs (or
+    GPUs) as the grading asks for, which is also how CI tests it. With one, the
+    tasks go to that cluster: every node needs the judge installed (the same
+    checkout at the same path, or the package) and, for GPU work, its GPUs
+    registered with Ray. The submission's bytes travel with the task, so nodes
+    need no shared file system.
+    """
+
+    name = "ray"
+
+    def __init__(self, *, address: str | None, slots: list[int | None], use_gpu: bool, timeout: float):
+        self.ray = _ray()
+        self.address = address
+        self.slots = slots
+        self.workers = len(slots)
+        self.use_gpu = use_gpu
+        self.timeout = timeout
+
+    def _init(self) -> None:
+        import logging
+
+        runtime_env = {"env_vars": {"PYTHONPATH": str(REPO_ROOT)}}
+        # A local instance only carries job specs and reports: a small object store is plenty.
+        local = {"include_dashboard": False, "object_store_memory": 100 << 20}
+        if self.address:
+            self.ray.init(address=self.address, runtime_env=runtime_env, logging_level=logging.ERROR,
+                          log_to_driver=False)
+        elif self.use_gpu:
+            import os
+
+            # The local instance gets exactly the GPUs asked for; Ray hands their host indices to the tasks.
+            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.slots)
+            os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+            self.ray.init(num_cpus=self.workers, num_gpus=self.workers, runtime_env=runtime_env,
+                          logging_level=logging.ERROR, log_to_driver=False, **local)
+        else:
+            self.ray.init(num_cpus=self.workers, num_gpus=0, runtime_env=runtime_env,
+                          logging_level=logging.ERROR, log_to_driver=False, **local)
+
+    def run(self, jobs: Iterable[tuple[object, dict]], on_result: OnResult) -> None:
+        ray = self.ray
+        self._init()
+        try:
+            resources = {"num_gpus": 1, "num_cpus": 1} if self.use_gpu else {"num_cpus": 1}
+            # max_retries=0: a job that killed its Ray worker is an IE for that job, recorded once.
+            task = ray.remote(**resources, max_retries=0)(_ray_task)
+            pending = {}
+            for key, spec in jobs:
+                spec = dict(spec)
+                path = Path(spec["path"])
+                spec["source"] = base64.b64encode(path.read_bytes()).decode()
+                spec["filename"] = path.name
+                pending[task.remote(spec, self.timeout, self.use_gpu)] = key
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    key = pending.pop(ref)
+                    try:
+                        report = ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - a dead task is this job's IE
+                        report = ie_report(None, f"the Ray task failed: {type(exc).__name__}: "
+                                                 f"{str(exc).strip().splitlines()[0][:200] if str(exc) else ''}")
+                    on_result(key, report)
+        finally:
+            ray.shutdown()

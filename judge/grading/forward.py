@@ -1,0 +1,177 @@
+"""The GPU grading service (``judge serve``) and its client (``--forward URL``).
+
+Gradescope and PrairieLearn give graders no GPU, so their container can post
+the submission to a host of ours that has one. The protocol, all JSON:
+
+``POST {URL}/grade``, header ``Authorization: Bearer TOKEN`` when the service
+has a token, body ``{"problem": "94", "filename": "softmax.py",
+"source": BASE64, "seed": INT or null}``. The seed is the per-problem seed
+derived from the rubric's secret (never the secret itself); null draws one.
+
+* 200: the judge's JSON report (version 1, as ``judge submit --json``), without its seed;
+* 400 ``{"error": ...}``: a malformed request or an unknown problem;
+* 401: a missing or wrong token; 413: a body over 2 MiB;
+* 500 ``{"error": ...}``: the service failed (the client reports an internal error).
+
+``GET {URL}/health`` answers ``{"ok": true, "device": ..., "slots": N, "problems": [...]}``.
+
+The service judges each request exactly as ``judge grade`` judges a job (a
+child process per submission, one per GPU at a time), so a hostile submission
+meets the same sandbox there. Scoring under the rubric stays with the client.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import json
+import os
+import queue
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from judge.grading.job import run_subprocess
+
+MAX_BODY = 2 << 20
+
+
+class ForwardError(Exception):
+    """The grading service could not judge the submission (unreachable, refused, failed)."""
+
+
+def post_submission(url: str, problem, path: Path, seed: int | None, token: str | None,
+                    timeout: float = 1800) -> dict:
+    body = json.dumps({"problem": str(problem), "filename": path.name,
+                       "source": base64.b64encode(path.read_bytes()).decode(), "seed": seed}).encode()
+    request = urllib.request.Request(url.rstrip("/") + "/grade", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            report = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            why = json.loads(exc.read()).get("error", "")
+        except (ValueError, AttributeError):
+            why = ""
+        raise ForwardError(f"the grading service answered {exc.code} {exc.reason}" + (f": {why}" if why else "")) \
+            from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise ForwardError(f"the grading service at {url} could not be reached: "
+                           f"{getattr(exc, 'reason', None) or exc}") from None
+    if not isinstance(report, dict) or "verdict" not in report:
+        raise ForwardError("the grading service answered something that is not a judge report")
+    return report
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "triton-judge"
+    service = None  # set by make_server
+
+    def log_message(self, fmt, *args):  # one line per request on stderr, no client-controlled escapes
+        self.service.log(f"{self.address_string()} {fmt % args}".encode("ascii", "replace").decode())
+
+    def _send(self, code: int, payload: dict) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if self.path.rstrip("/") != "/health":
+            return self._send(404, {"error": "not found; use POST /grade or GET /health"})
+        from judge.problems import all_problems
+
+        s = self.service
+        self._send(200, {"ok": True, "device": s.device, "slots": s.slot_count,
+                         "problems": [p.id for p in all_problems()]})
+
+    def do_POST(self):
+        s = self.service
+        if self.path.rstrip("/") != "/grade":
+            return self._send(404, {"error": "not found; use POST /grade"})
+        if s.token:
+            given = self.headers.get("Authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {s.token}".encode()):
+                return self._send(401, {"error": "missing or wrong token"})
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            return self._send(400, {"error": "Content-Length is required"})
+        if length > MAX_BODY:
+            return self._send(413, {"error": f"the request is over {MAX_BODY >> 20} MiB"})
+        try:
+            request = json.loads(self.rfile.read(length))
+            if not isinstance(request, dict):
+                raise ValueError("not an object")
+            source = base64.b64decode(request["source"], validate=True)
+            seed = request.get("seed")
+            if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool) or seed < 0):
+                raise ValueError("seed must be a non-negative integer or null")
+        except (ValueError, KeyError, TypeError) as exc:
+            return self._send(400, {"error": f"malformed request: {exc}"})
+        from judge.problems import find_problem
+
+        problem = find_problem(str(request.get("problem", "")))
+        if problem is None:
+            return self._send(400, {"error": f"unknown problem '{request.get('problem')}'"})
+        name = Path(str(request.get("filename") or "submission.py")).name
+        if not name.endswith(".py") or name.startswith("."):
+            name = "submission.py"
+        try:
+            report = s.judge(problem.id, name, source, seed)
+        except Exception as exc:  # noqa: BLE001 - the client gets one line, the service keeps serving
+            return self._send(500, {"error": f"{type(exc).__name__}: {exc}"})
+        report.pop("seed", None)
+        self._send(200, report)
+
+
+class Service:
+    """What ``judge serve`` runs: a slot per GPU (or N CPU slots), a child judging process per request."""
+
+    def __init__(self, *, device: str, slots: list[int | None], sandbox: str, token: str | None,
+                 timeout: float, log=print):
+        self.device = device
+        self.slots: queue.Queue = queue.Queue()
+        for slot in slots:
+            self.slots.put(slot)
+        self.slot_count = len(slots)
+        self.sandbox = sandbox
+        self.token = token
+        self.timeout = timeout
+        self.log = log
+
+    def judge(self, problem_id: int, filename: str, source: bytes, seed: int | None) -> dict:
+        tmp = Path(tempfile.mkdtemp(prefix="judge-serve-"))
+        try:
+            path = tmp / filename
+            path.write_bytes(source)
+            if seed is None:
+                seed = int.from_bytes(os.urandom(4), "big") >> 1
+            spec = {"problem": problem_id, "path": str(path), "seed": seed, "device": self.device,
+                    "interpret": self.device == "cpu", "sandbox": self.sandbox}
+            gpu = self.slots.get()  # waits while every GPU is busy: one submission per GPU
+            try:
+                report = run_subprocess(spec, timeout=self.timeout, gpu=gpu)
+            finally:
+                self.slots.put(gpu)
+            # Paths in the report (reproduce lines) name this temporary folder: show the bare file name.
+            report = json.loads(json.dumps(report).replace(json.dumps(str(tmp) + "/")[1:-1], ""))
+            report.setdefault("submission", {})["path"] = filename
+            return report
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def make_server(service: Service, host: str, port: int) -> ThreadingHTTPServer:
+    handler = type("Handler", (_Handler,), {"service": service})
+    server = ThreadingHTTPServer((host, port), handler)
+    server.daemon_threads = True
+    return server

@@ -1,0 +1,141 @@
+"""One judging job in a process of its own: ``python -m judge.grading.job`` reads a job on stdin.
+
+Why a process per job: a judge that crashes, leaks memory or hangs takes only
+its own job with it; the driver records an IE for that job and carries on.
+Why stdin and not the command line: the job's seed (derived from the course's
+secret) must not show in ``ps`` or in /proc/<pid>/cmdline, which a submission
+running under the process backend could read.
+
+Job (JSON object on stdin): ``problem`` (id or slug), ``path``, ``seed``,
+``device`` ("cpu"/"cuda"), ``interpret``, ``sandbox``, ``gpu`` (host index or
+null); optional ``source`` (the file's text, base64) and ``filename`` for a
+job whose file is not on this host (Ray, the grading service).
+Reply: the judge's JSON report (version 1) on stdout, exit 0, whatever the
+verdict; exit 2 with one line on stderr for a bad job; 3 for an internal error.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def ie_report(problem, message: str, elapsed: float = 0.0) -> dict:
+    """The report of a job that produced none (the judge crashed, timed out or was killed)."""
+    pid = getattr(problem, "id", problem)
+    return {"version": 1, "verdict": "IE", "verdict_meaning": "internal error of the judge", "score": 0,
+            "max_score": 100.0, "message": message, "details": {}, "problem": {"id": pid}, "groups": [],
+            "speed": {"scored": False}, "notes": [], "elapsed_seconds": round(elapsed, 3)}
+
+
+def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None) -> dict:
+    """Run one job in a child ``python -m judge.grading.job``; always returns a report (IE on failure).
+
+    With a GPU, the child sees only that GPU (CUDA_VISIBLE_DEVICES, in PCI bus
+    order as the judge's workers use): the golden model, computed in the
+    judge's own process on "cuda", then runs on the job's GPU too.
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        spec = dict(spec, gpu=gpu)
+    started = time.monotonic()
+    try:
+        proc = subprocess.run([sys.executable, "-m", "judge.grading.job"], input=json.dumps(spec),
+                              capture_output=True, text=True, timeout=timeout, env=env, cwd=str(REPO_ROOT))
+    except subprocess.TimeoutExpired:
+        return ie_report(spec.get("problem"), f"the judging job did not finish within {timeout:g} s",
+                         time.monotonic() - started)
+    if proc.returncode == 0:
+        try:
+            report = json.loads(proc.stdout)
+            if isinstance(report, dict) and "verdict" in report:
+                return report
+        except json.JSONDecodeError:
+            pass
+    tail = (proc.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1][:300]
+    return ie_report(spec.get("problem"), f"the judging job failed (exit {proc.returncode}): {tail}",
+                     time.monotonic() - started)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux for SIGTERM when the driver dies, so a killed `grade` leaves no judging behind."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _fail(code: int, message: str):
+    print(f"judge: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def main() -> None:
+    parent = os.getppid()
+    _die_with_parent()
+    # SIGTERM unwinds (SystemExit) so the session's finally stops its worker.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if os.getppid() != parent:  # the driver died before the death signal was armed
+        sys.exit(143)
+    try:
+        spec = json.loads(sys.stdin.read())
+        if not isinstance(spec, dict):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        _fail(2, f"bad job: {exc}")
+
+    from judge.problems import find_problem
+    from judge.report import finite_json
+    from judge.session import Options, Session
+
+    problem = find_problem(str(spec.get("problem", "")))
+    if problem is None:
+        _fail(2, f"bad job: unknown problem '{spec.get('problem')}'")
+    tmp = None
+    path = Path(str(spec.get("path", "")))
+    if spec.get("source") is not None and not path.is_file():
+        # The file is not on this host: write the bytes that came with the job, under the student's file name.
+        tmp = tempfile.mkdtemp(prefix="judge-job-")
+        path = Path(tmp) / Path(str(spec.get("filename") or path.name or "submission.py")).name
+        path.write_bytes(base64.b64decode(spec["source"]))
+    if not path.is_file():
+        _fail(2, f"bad job: no such file: {path}")
+    device = spec.get("device", "cpu")
+    options = Options(device=device, interpret=bool(spec.get("interpret", device == "cpu")),
+                      sandbox=str(spec.get("sandbox", "auto")), seed=int(spec.get("seed", 0)),
+                      gpu=spec.get("gpu"))
+    try:
+        report = Session(problem, path, options).run()
+        out = finite_json(report.to_json())
+        if tmp is not None:
+            # Reproduce lines name the temporary copy: give them the student's path back.
+            original = str(spec.get("path") or path.name)
+            out = json.loads(json.dumps(out).replace(json.dumps(str(path))[1:-1], json.dumps(original)[1:-1]))
+            out["submission"]["path"] = original
+        sys.stdout.write(json.dumps(out))
+    except Exception as exc:  # noqa: BLE001 - one line; the driver records IE
+        _fail(3, f"internal error: {type(exc).__name__}: {exc}")
+    finally:
+        if tmp is not None:
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,298 @@
+"""Course grading end to end with the real judge (Triton's interpreter, process sandbox).
+
+A sample roster is made of problem corpora: each "student" hands in corpus
+files, whose folder names the verdict they must get. Everything runs through
+the real CLI in child processes (``python -m judge grade ...``), the way staff
+run it; nothing is mocked. Kept small: every judged file costs seconds.
+"""
+
+import csv
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from judge.problems import find_problem
+
+ROOT = Path(__file__).resolve().parent.parent
+P93 = find_problem("93")
+P94 = find_problem("94")
+SECRET = "tests-secret-seed-0xC0FFEE"
+VERDICT = {"accepted": "AC", "wrong_answer": "WA", "compile_error": "CE", "rejected": "RJ"}
+
+
+def corpus(problem, rel: str) -> Path:
+    return problem.directory / "submissions" / rel
+
+
+def expected_of(path: Path) -> str:
+    return VERDICT[path.parent.name]
+
+
+def judge(*args, env=None, timeout=900, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "judge", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})})
+
+
+def one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+# The sample roster: (student, problem, corpus file or None for "handed nothing in").
+ROSTER = [
+    ("s01", P93, "accepted/masked_block.py", "93.py"),
+    ("s01", P94, "accepted/row_per_program.py", "softmax.py"),
+    ("s02", P93, "wrong_answer/tail_dropped.py", "vector_add.py"),
+    ("s02", P94, "rejected/torch_softmax.py", "094-softmax.py"),
+    ("s03", P93, "compile_error/syntax_error.py", "093.py"),
+    ("s03", P94, None, None),
+    ("s04", P93, "rejected/torch_add.py", "vector-add.py"),
+    ("s04", P94, "compile_error/arange_not_power_of_two.py", "94.py"),
+]
+
+RUBRIC = f"""
+deadline = 2999-01-01T00:00:00Z
+secret_seed = "{SECRET}"
+
+[problems.93]
+points = {{ small-ragged = 30, large = 5 }}
+visible_before_deadline = ["small-ragged", "block-edges", "views"]
+visible_after_deadline = ["small-ragged", "block-edges", "views", "extreme-values"]
+"""
+
+
+def expected_verdicts():
+    return {(s, p.id): (expected_of(corpus(p, rel)) if rel else "CE") for s, p, rel, _ in ROSTER}
+
+
+def test_grade_sample_roster_end_to_end(tmp_path):
+    """Grade the sample roster (2 interpreter jobs), run the same command again, check every output.
+
+    One test on purpose: under pytest-xdist a shared fixture would judge the roster once per worker.
+    """
+    base = tmp_path
+    roster = base / "roster"
+    for student, problem, rel, name in ROSTER:
+        (roster / student).mkdir(parents=True, exist_ok=True)
+        if rel:
+            (roster / student / name).write_bytes(corpus(problem, rel).read_bytes())
+    rubric = base / "rubric.toml"
+    rubric.write_text(RUBRIC)
+    out = base / "out"
+    args = ["grade", roster, "--problem", "93", "--problem", "softmax", "--out", out, "--rubric", rubric,
+            "--device", "cpu", "--jobs", "2", "--sandbox", "process", "--csv", out / "grades.csv"]
+    first = judge(*args)
+    second = judge(*args, "--no-progress")
+    graded = {"first": first, "second": second, "out": out, "rubric": rubric, "roster": roster}
+    check_verdicts_match_the_corpus(graded)
+    check_rerun_judges_nothing_and_duplicates_nothing(graded)
+    check_rubric_points_and_csv_export(graded)
+    check_student_reports_hide_groups_before_the_deadline(graded)
+    check_the_secret_seed_never_reaches_outputs(graded)
+
+
+def _rows(db: Path):
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT student, problem, sha256, verdict, score, graded_at FROM results").fetchall()
+
+
+def check_verdicts_match_the_corpus(graded):
+    r = graded["first"]
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = _rows(graded["out"] / "results.sqlite")
+    got = {(s, p): v for s, p, _h, v, _sc, _t in rows}
+    assert got == expected_verdicts()
+    assert "problem 93 vector-add: 4 students" in r.stdout and "problem 94 softmax: 4 students" in r.stdout
+
+
+def check_rerun_judges_nothing_and_duplicates_nothing(graded):
+    r = graded["second"]
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((graded["out"] / "summary.json").read_text())
+    assert summary["run"]["judged"] == 0 and summary["run"]["already_done"] == len(ROSTER)
+    assert len(_rows(graded["out"] / "results.sqlite")) == len(ROSTER)
+
+
+def check_rubric_points_and_csv_export(graded):
+    with open(graded["out"] / "grades.csv") as f:
+        rows = {(r["student"], r["problem"]): r for r in csv.DictReader(f)}
+    assert len(rows) == len(ROSTER)
+    ac93 = rows[("s01", "93")]
+    # problem.toml: 20+15+15+10+10 = 70 for correctness; the rubric makes small-ragged 30, large 5.
+    assert ac93["verdict"] == "AC" and float(ac93["score"]) == 30 + 15 + 15 + 10 + 5
+    assert float(ac93["max_score"]) == 30 + 15 + 15 + 10 + 5 + 30
+    assert float(rows[("s01", "94")]["score"]) == 70.0
+    assert rows[("s03", "94")]["sha256"] == "missing" and rows[("s03", "94")]["verdict"] == "CE"
+    assert all(float(rows[k]["score"]) == 0 for k in rows if rows[k]["verdict"] != "AC")
+
+
+def check_student_reports_hide_groups_before_the_deadline(graded):
+    report = json.loads((graded["out"] / "reports" / "s02.json").read_text())
+    assert report["student"] == "s02" and not report["deadline_passed"]
+    p93 = next(p for p in report["problems"] if p["problem"]["id"] == 93)
+    shown = {g["name"] for g in p93["groups"] if not g.get("hidden")}
+    assert shown == {"small-ragged", "block-edges", "views"}
+    hidden = [g for g in p93["groups"] if g.get("hidden")]
+    assert all(set(g) == {"name", "hidden", "about"} for g in hidden)
+    assert p93["hidden_points"] == 10 + 5 and p93["verdict"] == "WA"
+
+
+def check_the_secret_seed_never_reaches_outputs(graded):
+    from judge.grading.rubric import load_rubric
+
+    rubric = load_rubric(graded["rubric"])
+    derived = {str(rubric.seed_for(p)) for p in (P93, P94)}
+    out = graded["out"]
+    texts = [graded["first"].stdout, graded["first"].stderr, (out / "grades.csv").read_text(),
+             (out / "summary.json").read_text()] + [p.read_text() for p in (out / "reports").glob("*.json")]
+    with sqlite3.connect(out / "results.sqlite") as c:
+        texts += [r[0] for r in c.execute("SELECT report FROM results")]
+    for text in texts:
+        assert SECRET not in text
+        for seed in derived:
+            assert f'"seed": {seed}' not in text and f"--seed {seed}" not in text
+
+
+def test_kill_mid_run_then_resume(tmp_path):
+    """SIGKILL the grading process after its first stored result; the rerun judges only the rest."""
+    files = [corpus(P93, "compile_error/syntax_error.py"), corpus(P93, "compile_error/empty.py"),
+             corpus(P93, "accepted/masked_block.py"), corpus(P93, "compile_error/wrong_arity.py")]
+    lines = ["student,problem,path"] + [f"k{i},vector-add,{f}" for i, f in enumerate(files)]
+    roster = tmp_path / "roster.csv"
+    roster.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out"
+    argv = [sys.executable, "-m", "judge", "grade", str(roster), "--out", str(out), "--device", "cpu",
+            "--jobs", "1", "--sandbox", "process", "--seed", "7", "--no-progress"]
+    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = out / "results.sqlite"
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline:
+            if db.exists():
+                try:
+                    if len(_rows(db)) >= 1:
+                        break
+                except sqlite3.OperationalError:
+                    pass  # the table is not created yet
+            assert proc.poll() is None, "grade ended before it could be killed"
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    before = _rows(db)
+    assert 1 <= len(before) < len(files), "the kill must land mid-run"
+    r = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stderr[-2000:]
+    after = _rows(db)
+    assert len(after) == len(files) == len({(s, p, h) for s, p, h, *_ in after})
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"]["already_done"] == len(before)
+    assert summary["run"]["judged"] == len(files) - len(before)
+    assert set(before) <= set(after)  # rows written before the kill are kept as they were
+    assert {s: v for s, _p, _h, v, *_ in after} == {f"k{i}": expected_of(f) for i, f in enumerate(files)}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ray_executor_local_cluster(tmp_path, workers):
+    if os.environ.get("JUDGE_REQUIRE_RAY") != "1":  # CI sets it: there a missing Ray fails, never skips
+        pytest.importorskip("ray")
+    files = [corpus(P93, "accepted/masked_block.py"), corpus(P93, "compile_error/syntax_error.py"),
+             corpus(P93, "wrong_answer/tail_dropped.py")]
+    roster = tmp_path / "roster"
+    for i, f in enumerate(files):
+        (roster / f"r{i}").mkdir(parents=True)
+        (roster / f"r{i}" / "93.py").write_bytes(f.read_bytes())
+    out = tmp_path / "out"
+    r = judge("grade", roster, "--problem", "93", "--out", out, "--executor", "ray", "--device", "cpu",
+              "--jobs", workers, "--sandbox", "process", "--seed", "3", "--no-progress")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = {s: v for s, _p, _h, v, *_ in _rows(out / "results.sqlite")}
+    assert got == {f"r{i}": expected_of(f) for i, f in enumerate(files)}
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"]["executor"] == "ray" and summary["run"]["judged"] == len(files)
+
+
+def test_ray_missing_is_a_usage_error(tmp_path):
+    fake = tmp_path / "fake" / "ray"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('no ray here')\n")
+    roster = tmp_path / "roster"
+    roster.mkdir()
+    (roster / "a.py").write_text("x = 1\n")
+    r = judge("grade", roster, "--problem", "93", "--out", tmp_path / "out", "--executor", "ray",
+              "--device", "cpu", env={"PYTHONPATH": str(fake.parent)})
+    assert r.returncode == 2
+    assert "Ray is not installed" in one_line(r.stderr)
+
+
+@pytest.mark.parametrize("args, text", [
+    (["--problem", "93", "--problem", "94"], "only allowed when grading one problem"),
+    (["--problem", "999"], "unknown problem '999'"),
+    ([], "needs --problem"),
+    (["--problem", "93", "--gpus", "x"], "--gpus must be GPU indices"),
+])
+def test_bad_roster_or_options_are_one_line_usage_errors(tmp_path, args, text):
+    roster = tmp_path / "roster"
+    roster.mkdir()
+    (roster / "alice.py").write_text("x = 1\n")
+    r = judge("grade", roster, "--out", tmp_path / "out", "--device", "cpu", *args)
+    assert r.returncode == 2 and text in one_line(r.stderr)
+
+
+@pytest.mark.parametrize("rubric, text", [
+    ("[problems.93]\npoints = { nope = 3 }\n", "unknown group 'nope'"),
+    ("[problems.93]\nvisible_before_deadline = ['large']\nvisible_after_deadline = ['views']\n",
+     "must stay visible after it"),
+    ("secret_seed = 'short'\n", "at least 8 characters"),
+    ("deadline = 2026-01-01T00:00:00\n", "with a time zone"),
+    ("[problems.93.speed]\ncurve = [[2.0, 1.0], [1.0, 0.5]]\n", "increasing speedups"),
+    ("colour = 1\n", "unknown key(s) colour"),
+])
+def test_bad_rubric_is_a_one_line_usage_error(tmp_path, rubric, text):
+    (tmp_path / "r.toml").write_text(rubric)
+    roster = tmp_path / "roster"
+    roster.mkdir()
+    (roster / "alice.py").write_text("x = 1\n")
+    r = judge("grade", roster, "--problem", "93", "--rubric", tmp_path / "r.toml", "--out", tmp_path / "out",
+              "--device", "cpu")
+    assert r.returncode == 2 and text in one_line(r.stderr)
+
+
+def test_folder_rule_and_csv_roster(tmp_path):
+    from judge.grading.roster import load_roster, pick_file
+
+    d = tmp_path / "bob"
+    d.mkdir()
+    (d / "notes.py").write_text("")
+    assert pick_file(d, P94, single_problem=True) == d / "notes.py"  # the only .py file, one problem
+    assert pick_file(d, P94, single_problem=False) is None
+    (d / "softmax.py").write_text("")
+    (d / "094-softmax.py").write_text("")
+    assert pick_file(d, P94, single_problem=True) == d / "094-softmax.py"  # <NNN-slug> before <slug>
+    (d / "94.py").write_text("")
+    assert pick_file(d, P94, single_problem=False) == d / "94.py"
+    (tmp_path / "r.csv").write_text("student,problem,path\nbob,softmax,bob/94.py\nann,93,ann/none.py\n"
+                                    "bob,softmax,bob/94.py\n")
+    entries = load_roster(tmp_path / "r.csv", [])
+    assert [(e.student, e.problem.id, e.path and e.path.name) for e in entries] == [
+        ("bob", 94, "94.py"), ("ann", 93, None)]  # a listed file that is not there: "no submission"
+
+
+def test_speed_curve_maps_the_reported_speedup():
+    from judge.grading.rubric import ProblemRubric, speed_points
+
+    pr = ProblemRubric(speed={"max_points": 30, "curve": [[0.5, 0.0], [1.0, 0.5], [2.0, 1.0]]})
+    assert speed_points(pr, {"scored": True, "speedup": 1.5, "max_points": 30}, P94) == (22.5, 30)
+    assert speed_points(pr, {"scored": True, "speedup": 9.0, "max_points": 30}, P94) == (30.0, 30)
+    assert speed_points(pr, {"scored": False, "max_points": 30}, P94) == (0.0, 30)
+    # Without a curve the report's own points are rescaled to the rubric's maximum.
+    assert speed_points(ProblemRubric(speed={"max_points": 10}),
+                        {"scored": True, "points": 15, "max_points": 30}, P94) == (5.0, 10)
