@@ -317,3 +317,30 @@ def test_submit_in_interpreter_mode_says_speed_is_not_scored(tmp_path):
     assert report.speed["scored"] is False and "interpreter mode" in report.speed["reason"]
     assert report.speed_points == 0 and report.score == 20
     assert report.timing["worker_starts"] == 1 and report.timing["cases"] >= 1
+
+
+def test_speed_table_shows_rates_roofline_and_flags_spills():
+    import io
+
+    from rich.console import Console
+
+    from judge.timing.render import plot, render_speed
+
+    row = {"params": {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}, "mode": "events", "time_s": 2.3e-4,
+           "speedup": 0.95, "ci": [0.94, 0.96], "vs_pytorch": 0.9, "reference_vs_pytorch": 0.95,
+           "gbps": None, "tflops": 597.6, "roofline_pct": 89.0}
+    speed = {"shapes": [row], "geomean_speedup": 0.95, "ci": [0.94, 0.96], "rounds": 7, "stopped": "ci",
+             "timing_mode": "cuda",
+             "kernels": [{"name": "matmul_kernel", "registers": 255, "spills": 12, "shared_bytes": 98304,
+                          "num_warps": 8, "num_stages": 4}],
+             "ceilings": {"key": {"name": "NVIDIA H200"}, "copy_bytes_per_s": 4.27e12,
+                          "matmul_flops_per_s": {"float16": 6.71e14}}, "notes": []}
+    buf = io.StringIO()
+    render_speed(speed, Console(file=buf, width=200))
+    text = buf.getvalue()
+    for want in ("597.6", "89.0%", "0.950x [0.940, 0.960]", "255 registers", "spills!", "4,270 GB/s", "7 rounds"):
+        assert want in text, want
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert "matplotlib is not installed" in plot(speed, "/nonexistent/x.png")

@@ -71,7 +71,7 @@ def measure(gpu: int) -> dict:
         src = torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device=dev)
         dst = torch.empty_like(src)
         dst.copy_(src)
-        t = _median_seconds(lambda: dst.copy_(src), 20)
+        t = _median_seconds(lambda d=dst, s=src: d.copy_(s), 20)
         out["copy_bytes_per_s"] = 2 * nbytes / t
         del src, dst
         rates = {}
@@ -84,7 +84,7 @@ def measure(gpu: int) -> dict:
             torch.backends.cuda.matmul.allow_tf32 = name == "float32_tf32"
             try:
                 torch.matmul(a, b)
-                t = _median_seconds(lambda: torch.matmul(a, b), 10)
+                t = _median_seconds(lambda x=a, y=b: torch.matmul(x, y), 10)
             finally:
                 torch.backends.cuda.matmul.allow_tf32 = old
             rates[name] = 2 * n**3 / t

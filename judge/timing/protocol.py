@@ -67,6 +67,10 @@ def config_for(problem, *, interpret: bool, overrides: dict | None = None) -> Be
                        torch_baseline=bool(spec.get("torch_baseline", True)))
 
 
+class _BaselineLost(Exception):
+    """The PyTorch baseline failed: the report goes on without it (it carries no points)."""
+
+
 class BenchFailed(Exception):
     """The speed run ended the judging: verdict (a code) and a one-line reason."""
 
@@ -144,6 +148,15 @@ class Bench:
                 raise BenchFailed("RTE" if name == "submission" else "IE",
                                   f"{who} did not load: {err.get('type')}: {str(err.get('message', ''))[:300]}")
 
+    def _drop_baseline(self, lost: Exception) -> None:
+        for c in [c for c in self.contenders if c.name == "pytorch"]:
+            self.contenders.remove(c)
+            try:
+                c.client.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.notes.append(f"the PyTorch baseline failed and was left out: {str(lost)[:300]}")
+
     def _close(self) -> None:
         for c in self.contenders:
             try:
@@ -161,6 +174,8 @@ class Bench:
             reply, payloads = c.client.receive_result(timeout=c.timeout, max_bytes=KEEP_BYTES + (1 << 20))
         except WorkerDied as died:
             verdict = {"timeout": "TLE", "memory": "MLE", "output": "OLE", "crash": "RTE", "protocol": "RJ"}
+            if c.name == "pytorch":
+                raise _BaselineLost(died.detail) from None
             if c.trusted:
                 raise BenchFailed("IE", f"the {c.name} worker died while timed: {died.detail}") from None
             raise BenchFailed(verdict[died.reason], f"while timed: {died.detail}") from None
@@ -168,6 +183,8 @@ class Bench:
         if reply.get("status") == "error":
             err = reply.get("error", {}) if isinstance(reply.get("error"), dict) else {}
             text = f"{err.get('type', 'Error')}: {str(err.get('message', '')).strip().splitlines()[0][:300] if err.get('message') else ''}"
+            if c.name == "pytorch":
+                raise _BaselineLost(text)
             if c.trusted:
                 raise BenchFailed("IE", f"the {c.name} worker failed while timed: {text}")
             category = {"compile": "CE", "memory": "MLE", "rule": "RJ"}.get(err.get("category"), "RTE")
@@ -182,12 +199,16 @@ class Bench:
         specs = golden.bench_args(dict(params))
         set_bytes = max(1, benchgen.nbytes(specs))
         l2 = int(self.ceilings.get("l2_bytes", 0)) if self.cuda else 0
-        estimates, kernels, out_bytes = {}, [], 0
-        for c in self.contenders:
+        estimates, out_bytes = {}, 0
+        for c in list(self.contenders):
             msg = {"type": "bench", "id": f"{s}-warmup", "shape": s, "args": specs, "calls": 2,
                    "mode": "events" if self.cuda else "cpu", "seed": secrets.randbits(62), "sets": 1,
                    "flush_bytes": 2 * l2, "keep": False, "watch": True, "prepare": c.name == "pytorch"}
-            reply, _, _ = self._request(c, msg)
+            try:
+                reply, _, _ = self._request(c, msg)
+            except _BaselineLost as lost:
+                self._drop_baseline(lost)
+                continue
             if c.name == "submission":
                 self._rule_checks(reply, params, warmup=True)
                 out_bytes = int(reply.get("out_bytes") or 0)
@@ -287,7 +308,10 @@ class Bench:
                 for s, plan in enumerate(plans):
                     got = {}
                     for c in order:
-                        got[c.name], _ = self._time(c, s, plan)
+                        try:
+                            got[c.name], _ = self._time(c, s, plan)
+                        except _BaselineLost as lost:
+                            self._drop_baseline(lost)
                     this[s] = (got["reference"], got["submission"])
                     if "pytorch" in got:
                         torch_times[s].append(got["pytorch"])
@@ -353,7 +377,6 @@ class Bench:
     def _result(self, plans, rounds, torch_times, stopped, checked, phases) -> dict:
         intervals, gm = stats.speedups(rounds, self.score.clamp)
         shapes = []
-        kernels = {}
         sub = next(c for c in self.contenders if c.name == "submission")
         ref = next(c for c in self.contenders if c.name == "reference")
         for s, plan in enumerate(plans):
@@ -390,11 +413,7 @@ class Bench:
                                             "skipped or the timing forged", {"shape": params})
             row["checked_calls"] = checked[s]["calls"]
             shapes.append(row)
-            for info in (sub.last[s][0].get("kernels") or []):
-                if info.get("own"):
-                    kernels[(info["name"], info.get("registers"), info.get("spills"), info.get("shared_bytes"),
-                             info.get("num_warps"), info.get("num_stages"))] = info
-        kernel_list = list(kernels.values())
+        kernel_list = _own_kernels(sub)
         spills = [k for k in kernel_list if k.get("spills")]
         notes = list(self.notes)
         if spills:
@@ -422,8 +441,18 @@ class Bench:
             "phases": phases,
             "timing_mode": "cuda" if self.cuda else "cpu (not a speed claim)",
             "reference": str(self.problem.reference_path.name),
-            "reference_kernels": [k for k in (ref.last[0][0].get("kernels") or []) if k.get("own")] if ref.last else [],
+            "reference_kernels": _own_kernels(ref),
         }
+
+
+def _own_kernels(c: Contender) -> list[dict]:
+    """The distinct compiled kernels of a worker's own file launched in its last requests."""
+    seen = {}
+    for reply, _ in c.last.values():
+        for info in reply.get("kernels") or []:
+            if info.get("own"):
+                seen[tuple(sorted((k, str(v)) for k, v in info.items()))] = info
+    return list(seen.values())
 
 
 def _net_times(reply: dict) -> list[float]:

@@ -110,7 +110,9 @@ class BenchState:
                     torch.cuda.synchronize()
                 evidence.update(own_launches=dict(watch.own_launches), other_launches=dict(watch.other_launches),
                                 torch_ops=dict(watch.ops))
-            if mode == "graph" and cuda and self._prepare() is None:
+            if mode == "graph" and (not cuda or self._prepare() is not None):
+                mode = "events"  # a prepared baseline (autograd) is not captured
+            if mode == "graph":
                 result = self._graph(shape, specs, calls, base, int(msg.get("graph_calls", 16)))
                 if isinstance(result, str):
                     note = f"CUDA graph capture failed ({result}); timed with events instead"
@@ -118,9 +120,8 @@ class BenchState:
                 else:
                     times, host, kept, launches, ids = result
                     overhead = []
-            if mode != "graph" or not cuda:
-                if not cuda:
-                    mode = "cpu"
+            if mode != "graph":
+                mode = "events" if cuda else "cpu"
                 times, host, overhead, kept, launches, ids = self._calls(shape, specs, calls, base, mode,
                                                                         int(msg.get("sets", 2)),
                                                                         int(msg.get("flush_bytes", 0)), keep)
