@@ -142,7 +142,7 @@ def _speed_options(fn):
                      help="Seconds of timed rounds at most (default: the problem's [bench] budget_seconds)."),
         click.option("--max-rounds", type=int, default=None, help="Rounds at most (default 30)."),
         click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
-                     help="Write a PNG of the speed results here (needs matplotlib)."),
+                     help="Write a PNG of the speed results here (needs matplotlib: pip install -e '.[plot]')."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
