@@ -127,13 +127,44 @@ def _resolve_device(device, interpret):
     return device, interpret, None
 
 
-def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
-         max_examples, time_limit, memory_limit, startup_limit, run_limit, output_limit, processes):
-    p = _problem(problem)
+def _check_file(file):
     if not file.exists():
         _usage(f"no such file: {file}")
     if file.is_dir():
         _usage(f"{file} is a directory; give the submission's .py file")
+
+
+def _speed_options(fn):
+    options = [
+        click.option("--ci-target", type=float, default=None,
+                     help="Stop timing when the speedup's 95% interval is within +-this (default 0.01: 1%)."),
+        click.option("--speed-budget", type=float, default=None,
+                     help="Seconds of timed rounds at most (default: the problem's [bench] budget_seconds)."),
+        click.option("--max-rounds", type=int, default=None, help="Rounds at most (default 30)."),
+        click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
+                     help="Write a PNG of the speed results here (needs matplotlib: pip install -e '.[plot]')."),
+    ]
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+def _bench_overrides(ci_target, speed_budget, max_rounds, **extra):
+    return {"ci_target": ci_target, "budget_seconds": speed_budget, "max_rounds": max_rounds, **extra}
+
+
+def _plot(speed, path):
+    if path is not None and speed.get("shapes"):
+        from judge.timing.render import plot
+
+        _err(plot(speed, path))
+
+
+def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
+         max_examples, time_limit, memory_limit, startup_limit, run_limit, output_limit, processes,
+         speed=True, bench=None, plot_path=None):
+    p = _problem(problem)
+    _check_file(file)
     from judge.sandbox import backend_names
 
     if sandbox not in backend_names():
@@ -177,7 +208,8 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
                       limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
                               "memory_mb": memory_limit, "startup_seconds": startup_limit,
                               "run_seconds": run_limit, "run_seconds_interpret": run_limit,
-                              "output_kb": output_limit, "processes": processes})
+                              "output_kb": output_limit, "processes": processes},
+                      speed=speed, bench=bench or {}, log=lambda m: _err(m))
     try:
         report = Session(p, file, options).run()
         if as_json:
@@ -190,6 +222,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             from judge.report import render
 
             render(report, Console(highlight=False, soft_wrap=True))
+        _plot(report.speed, plot_path)
     except KeyboardInterrupt:
         _err("interrupted")
         sys.exit(130)
@@ -211,9 +244,81 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
 @click.argument("problem")
 @click.argument("file", type=click.Path(path_type=Path))
 @_judge_options
-def submit(problem, file, **kw):
-    """Judge FILE for PROBLEM (id or slug): every test group, a verdict and a score."""
-    _run(problem, file, quick=False, **kw)
+@click.option("--no-speed", is_flag=True, help="Skip the speed run (on a GPU it follows the tests).")
+@_speed_options
+def submit(problem, file, no_speed, ci_target, speed_budget, max_rounds, plot_path, **kw):
+    """Judge FILE for PROBLEM (id or slug): every test group, then speed on a GPU; a verdict and a score."""
+    _run(problem, file, quick=False, speed=not no_speed, plot_path=plot_path,
+         bench=_bench_overrides(ci_target, speed_budget, max_rounds), **kw)
+
+
+@cli.command("bench")
+@click.argument("problem")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON report (and nothing else) on stdout.")
+@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None,
+              help="Where to run (default: cuda when a GPU is there; cpu runs the interpreter: no speed claim).")
+@click.option("--interpret", is_flag=True, help="Run kernels in Triton's interpreter (always so on cpu).")
+@click.option("--sandbox", default="auto", show_default=True, help="docker, bwrap, process, or auto.")
+@click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0).")
+@click.option("--shapes", default=None, help="Only these bench shapes, by index (e.g. 0,2).")
+@click.option("--no-pytorch", is_flag=True, help="Do not time the PyTorch baseline.")
+@_speed_options
+def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, no_pytorch, ci_target, speed_budget,
+              max_rounds, plot_path):
+    """Time FILE against the reference (and PyTorch) on PROBLEM's bench shapes: speedups with 95% intervals."""
+    p = _problem(problem)
+    _check_file(file)
+    from judge.sandbox import backend_names
+
+    if sandbox not in backend_names():
+        _usage(f"unknown sandbox '{sandbox}'; valid: {', '.join(backend_names())}")
+    only = None
+    if shapes:
+        try:
+            only = [int(x) for x in shapes.split(",") if x.strip()]
+        except ValueError:
+            _usage("--shapes takes indices separated by commas, e.g. 0,2")
+    device, interpret, note = _resolve_device(device, interpret)
+    if note:
+        _err(note)
+    from judge.session import Options
+    from judge.timing.command import bench
+
+    overrides = _bench_overrides(ci_target, speed_budget, max_rounds, only=only)
+    if no_pytorch:
+        overrides["torch_baseline"] = False
+    options = Options(device=device, interpret=interpret, sandbox=sandbox, gpu=gpu, bench=overrides,
+                      log=lambda m: _err(m))
+    try:
+        report = bench(p, file, options)
+    except KeyboardInterrupt:
+        _err("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback
+        if os.environ.get("JUDGE_DEBUG"):
+            raise
+        _err(f"internal error: {type(exc).__name__}: {exc} (set JUDGE_DEBUG=1 for the traceback)")
+        sys.exit(EXIT_INTERNAL)
+    if as_json:
+        from judge.report import finite_json
+
+        click.echo(json.dumps(finite_json(report), indent=2, allow_nan=False))
+    else:
+        from rich.console import Console
+        from rich.markup import escape
+
+        from judge.timing.render import render_speed
+
+        console = Console(highlight=False, soft_wrap=True)
+        console.print(f"[bold]Problem {p.id} · {escape(p.title)}[/bold]   {escape(str(file))}  "
+                      f"[dim]speed run, sandbox {report['mode']['sandbox']}[/dim]")
+        render_speed(report.get("speed") or {}, console)
+        for n in report.get("notes") or []:
+            console.print(f"[yellow]note:[/yellow] {escape(n)}")
+        console.print(f"{report['verdict']}: {escape(report['message'])}")
+    _plot(report.get("speed") or {}, plot_path)
+    sys.exit(EXIT_AC if report["verdict"] == "AC" else EXIT_INTERNAL if report["verdict"] == "IE" else EXIT_REJECTED)
 
 
 @cli.command()

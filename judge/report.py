@@ -98,12 +98,21 @@ def render(report: Report, console: Console) -> None:
     for note in report.notes:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
     speed = report.speed
+    if speed.get("shapes"):
+        from judge.timing.render import render_speed
+
+        console.print()
+        render_speed(speed, console)
     if not speed.get("scored"):
         console.print(f"[dim]speed ({speed.get('max_points', 0):g} points): {escape(speed.get('reason', ''))}[/dim]")
+    else:
+        console.print(f"speed: {speed.get('points', 0):g} / {speed.get('max_points', 0):g} points - "
+                      f"{_clean(speed.get('reason', ''), 400)}")
 
     style = STYLE.get(report.verdict, "bold red")
     console.print(f"\n[{style}]{report.verdict.value}[/{style}] {report.verdict.meaning} — "
                   f"{_clean(report.message, 400)}")
+    correctness = report.score - report.speed_points
     console.print(f"[bold]score {report.score:g} / {report.max_score:g}[/bold] "
-                  f"[dim](correctness {report.score:g} of {report.correctness_points:g}; "
-                  f"{report.elapsed_seconds:.1f} s)[/dim]")
+                  f"[dim](correctness {correctness:g} of {report.correctness_points:g}; speed "
+                  f"{report.speed_points:g} of {speed.get('max_points', 0):g}; {report.elapsed_seconds:.1f} s)[/dim]")

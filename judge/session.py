@@ -56,6 +56,9 @@ class Options:
     threads: int | None = 1
     limits: dict = field(default_factory=dict)  # overrides of the spec's limits
     static_scan: bool = True  # reject tampering found in the source (off only to test the sandboxes)
+    speed: bool = True  # measure speed after every group passed (GPU only; submit --no-speed turns it off)
+    bench: dict = field(default_factory=dict)  # overrides of the problem's [bench] settings
+    log: object = None  # callable(str) for progress lines on stderr (the GPU lock's wait), or None
 
 
 class CaseFailed(Exception):
@@ -104,6 +107,10 @@ class Session:
         self._cache: dict[str, Outcome] = {}
         self._frozen: str | None = None  # after a worker death, only that case is replayed
         self._refilled: set[str] = set()  # groups whose first passing case was re-run in place
+        # Where the time goes (the report's "timing"): worker starts, cases, golden model, compiles, speed.
+        self.timing = {"worker_starts": 0, "worker_start_seconds": 0.0, "cases": 0, "worker_seconds": 0.0,
+                       "golden_seconds": 0.0, "kernels_compiled": 0, "compile_seconds": 0.0}
+        self._compile_seen = {"compiled": 0, "compile_seconds": 0.0}
 
     # ------------------------------------------------------------------ entry
 
@@ -124,6 +131,7 @@ class Session:
             if failure is not None:
                 return self._report(failure.verdict, failure.message, [], failure.details)
             groups = []
+            self._groups_started = time.monotonic()
             for g in self._selected_groups():
                 if groups and groups[-1].verdict in SHORT_CIRCUIT:
                     # Groups grow in size: a case that hung, or ran out of memory
@@ -137,7 +145,11 @@ class Session:
             verdict = worst(g.verdict for g in groups)
             message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
                            "all tests passed")
-            return self._report(verdict, message, groups)
+            self.timing["tests_seconds"] = round(time.monotonic() - self._groups_started, 3)
+            speed, failed = self._speed(verdict)
+            if failed is not None:
+                verdict, message = failed
+            return self._report(verdict, message, groups, speed=speed)
         finally:
             self._stop_worker()
             shutil.rmtree(self.scratch, ignore_errors=True)
@@ -155,10 +167,14 @@ class Session:
 
     def _start_worker(self) -> Outcome | None:
         """Start a worker and load the submission; an Outcome if that failed."""
+        t0 = time.monotonic()
         try:
             self.worker = WorkerClient(self.backend, self._job())
             hello = self.worker.start(submission_entry=self.problem.entry_point, arity=self.problem.arity,
                                       threads=self.options.threads)
+            self.timing["worker_starts"] += 1
+            self.timing["worker_start_seconds"] += time.monotonic() - t0
+            self._compile_seen = {"compiled": 0, "compile_seconds": 0.0}
         except WorkerStartFailed as exc:
             self._stop_worker()
             return Outcome(Verdict.IE, str(exc))
@@ -272,9 +288,15 @@ class Session:
         """Send a case (or refill), make the expected answers meanwhile, judge the reply."""
         max_bytes = 8 * input_bytes + (1 << 20)
         try:
+            t0 = time.monotonic()
             self.worker.send_case(message, payloads)
             expected = self._expected(inputs, params)
+            t1 = time.monotonic()
             reply, tensors = self.worker.receive_result(timeout=self.limits.case_seconds, max_bytes=max_bytes)
+            self.timing["cases"] += 1
+            self.timing["golden_seconds"] += t1 - t0
+            self.timing["worker_seconds"] += time.monotonic() - t1
+            self._count_compiles(reply)
         except WorkerDied as died:
             self._stop_worker()
             verdict = DEATH_VERDICTS[died.reason]
@@ -291,6 +313,61 @@ class Session:
         if reply.get("status") == "error" and reply.get("error", {}).get("fatal"):
             self._stop_worker()  # a CUDA error poisons the context: start afresh
         return outcome, got
+
+    def _count_compiles(self, reply) -> None:
+        """Kernels the worker compiled so far (one per constexpr combination) and the time in those launches."""
+        ev = reply.get("evidence") if isinstance(reply.get("evidence"), dict) else {}
+        stats = ev.get("compile") if isinstance(ev.get("compile"), dict) else None
+        if not stats:
+            return
+        n, secs = int(stats.get("compiled", 0)), float(stats.get("compile_seconds", 0.0))
+        self.timing["kernels_compiled"] += max(0, n - self._compile_seen["compiled"])
+        self.timing["compile_seconds"] += max(0.0, secs - self._compile_seen["compile_seconds"])
+        self._compile_seen = {"compiled": n, "compile_seconds": secs}
+
+    # ------------------------------------------------------------------ speed
+
+    def _speed(self, verdict: Verdict):
+        """The speed section, and (verdict, message) when the speed run itself failed the submission."""
+        from judge.timing.score import SpeedScore
+
+        opts = self.options
+        base = {"scored": False, "points": 0, "max_points": self.problem.speed_points}
+        if self.problem.speed_points <= 0:
+            return {**base, "reason": "this problem has no speed points"}, None
+        if opts.quick:
+            return {**base, "reason": "not measured by a quick test: submit measures it"}, None
+        if opts.interpret or opts.device != "cuda":
+            return {**base, "reason": "speed is not scored in interpreter mode: kernels run one program at a "
+                                      "time on the CPU, so their times say nothing about a GPU (submit on a "
+                                      "machine with a GPU to score it)"}, None
+        if not opts.speed:
+            return {**base, "reason": "not measured (--no-speed)"}, None
+        if opts.group is not None or opts.case is not None:
+            return {**base, "reason": "not measured: only part of the tests ran (--group/--case)"}, None
+        if verdict is not Verdict.AC:
+            return {**base, "reason": "no speed points without correctness: not every test group passed"}, None
+        from judge.timing.protocol import Bench, BenchFailed, config_for
+
+        self._stop_worker()  # the correctness worker's memory and context are not needed any more
+        t0 = time.monotonic()
+        try:
+            bench = Bench(self.problem, self.submission, device=opts.device, interpret=opts.interpret, gpu=opts.gpu,
+                          backend=self.backend, limits=self.limits, scratch=self.scratch,
+                          config=config_for(self.problem, interpret=opts.interpret, overrides=opts.bench),
+                          log=opts.log)
+            result = bench.run()
+        except BenchFailed as exc:
+            self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
+            speed = {**base, "scored": True, "reason": f"{exc.verdict} in the speed run: {exc.message}",
+                     "verdict": exc.verdict, "details": exc.details}
+            return speed, (Verdict(exc.verdict), f"speed run: {exc.message}")
+        self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
+        score = SpeedScore.from_spec(self.problem.spec.get("score", {}), self.problem.speed_points)
+        points = score.points(result["geomean_speedup"], eligible=True)
+        return {**base, **result, "scored": True, "points": points,
+                "reason": f"{result['geomean_speedup']:.3f}x the reference's speed (geometric mean over "
+                          f"{len(result['shapes'])} shapes): {points:g} of {self.problem.speed_points:g} points"}, None
 
     def _expected(self, inputs, params):
         dev = self.golden_device
@@ -503,7 +580,8 @@ class Session:
 
     # ------------------------------------------------------------------ report
 
-    def _report(self, verdict: Verdict, message: str, groups: list[GroupResult], details=None) -> Report:
+    def _report(self, verdict: Verdict, message: str, groups: list[GroupResult], details=None,
+                speed: dict | None = None) -> Report:
         if not groups:
             groups = [GroupResult(g.name, g.about, g.points, False, 0, verdict, skipped="not run: " + message)
                       for g in self._selected_groups()]
@@ -523,9 +601,10 @@ class Session:
             groups=groups,
             notes=notes,
             max_score=100.0,
-            speed={"scored": False, "points": 0, "max_points": self.problem.speed_points,
-                   "reason": "speed is not scored yet: this judge checks correctness only"},
+            speed=speed or {"scored": False, "points": 0, "max_points": self.problem.speed_points,
+                            "reason": f"not measured: {verdict.value} before the speed run"},
             elapsed_seconds=time.monotonic() - self.started,
+            timing={k: round(v, 3) if isinstance(v, float) else v for k, v in self.timing.items()},
             worker=self.worker_info,
             output="\n".join(self.printed)[-8192:],
             details=details or {},

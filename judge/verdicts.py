@@ -101,12 +101,20 @@ class Report:
     worker: dict = field(default_factory=dict)
     output: str = ""  # what the submission printed (truncated)
     details: dict = field(default_factory=dict)  # e.g. the error, when loading the submission failed
+    timing: dict = field(default_factory=dict)  # where the judging time went (worker starts, cases, compiles)
 
     @property
     def score(self) -> float:
         if self.verdict in (Verdict.RJ, Verdict.IE) or not self.groups:
             return 0.0
-        return round(sum(g.earned for g in self.groups), 2)
+        return round(sum(g.earned for g in self.groups) + self.speed_points, 2)
+
+    @property
+    def speed_points(self) -> float:
+        """Speed points count only when every group passed (the speed run is skipped otherwise)."""
+        if not self.speed.get("scored") or not all(g.passed for g in self.groups):
+            return 0.0
+        return float(self.speed.get("points", 0) or 0)
 
     @property
     def correctness_points(self) -> float:
@@ -145,6 +153,7 @@ class Report:
                 for g in self.groups
             ],
             "speed": self.speed,
+            "timing": self.timing,
             "notes": self.notes,
             "worker": self.worker,
             "output": self.output,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from collections import Counter
 
 # Operators a wrapper may use around its kernels: they allocate, describe or
@@ -64,12 +65,15 @@ class Watch:
         self.ops: Counter = Counter()  # disallowed torch operators, by name
         self.kernel_buffers: list[tuple[int, int]] = []  # storage ranges given to own kernels
         self.threads_before = threading.active_count()
+        self.kernel_ids: set[int] = set()  # compiled kernels launched (see kernels())
 
 
 class _State:
     watch: Watch | None = None
     depth = 0  # > 0 while a Triton launch (or autotuning) is on the stack
     submission = ""
+    kernels: dict = {}  # id(compiled kernel) -> its resources, for kernels of the submission's file
+    compile_seconds = 0.0  # time spent in launches that compiled (or loaded) a new kernel
 
 
 _state = _State()
@@ -106,7 +110,18 @@ def _wrap_launcher(cls, count: bool):
             _record_launch(self, args, kwargs)
         _state.depth += 1
         try:
-            return original(self, *args, **kwargs)
+            if not count:
+                return original(self, *args, **kwargs)
+            before = len(_state.kernels)
+            start = time.perf_counter()
+            kernel = original(self, *args, **kwargs)
+            if id(kernel) not in _state.kernels and kernel is not None:
+                _record_kernel(self, kernel)
+                if len(_state.kernels) > before:
+                    _state.compile_seconds += time.perf_counter() - start
+            if _state.watch is not None and kernel is not None:
+                _state.watch.kernel_ids.add(id(kernel))
+            return kernel
         except Exception as exc:
             if count and type(exc).__name__ == "CompilationError":
                 exc._judge_def_line = _def_line(self)
@@ -116,6 +131,44 @@ def _wrap_launcher(cls, count: bool):
 
     run._judge_wrapped = True
     cls.run = run
+
+
+def _record_kernel(jit_fn, kernel) -> None:
+    """Registers, spills and shared memory of a newly compiled kernel (a new constexpr combination).
+
+    Triton's CompiledKernel has ``n_regs`` and ``n_spills`` once it is loaded
+    (it is, after a launch) and ``metadata.shared``; the interpreter returns
+    no compiled kernel, so nothing is recorded there.
+    """
+    meta = getattr(kernel, "metadata", None)
+    if meta is None:
+        return
+    fn = getattr(jit_fn, "fn", None)
+    code = getattr(fn, "__code__", None)
+    own = code is not None and os.path.realpath(code.co_filename) == _state.submission
+    _state.kernels[id(kernel)] = {
+        "name": getattr(fn, "__name__", getattr(kernel, "name", "?")),
+        "own": own,
+        "registers": getattr(kernel, "n_regs", None),
+        "spills": getattr(kernel, "n_spills", None),
+        "shared_bytes": getattr(meta, "shared", None),
+        "num_warps": getattr(meta, "num_warps", None),
+        "num_stages": getattr(meta, "num_stages", None),
+        "kernel": kernel,  # kept alive so its id stays unique; dropped by kernels()
+    }
+
+
+def kernels(ids=None) -> list[dict]:
+    """Compiled kernels seen so far (only those in ``ids`` if given), as plain data."""
+    out = []
+    for key, info in _state.kernels.items():
+        if ids is None or key in ids:
+            out.append({k: v for k, v in info.items() if k != "kernel"})
+    return out
+
+
+def compile_stats() -> dict:
+    return {"compiled": len(_state.kernels), "compile_seconds": round(_state.compile_seconds, 4)}
 
 
 def _def_line(kernel) -> int | None:
@@ -195,6 +248,23 @@ def _storage_range(t):
 def _in_kernel_buffers(watch, t) -> bool:
     rng = _storage_range(t)
     return rng is not None and any(a < rng[1] and rng[0] < b for a, b in watch.kernel_buffers)
+
+
+def counting():
+    """Context manager: count launches only (no operator watch), cheap enough to sit inside timed calls."""
+
+    class _Ctx:
+        def __enter__(self):
+            self.watch = Watch()
+            _state.watch = self.watch
+            _state.depth = 0
+            return self.watch
+
+        def __exit__(self, *exc):
+            _state.watch = None
+            return False
+
+    return _Ctx()
 
 
 def watching():

@@ -47,6 +47,11 @@ IDENTITIES = [
     "judge.worker.runner.Worker.run_case", "judge.worker.runner.Worker.call",
     "judge.worker.runner.Worker.describe_outputs", "judge.worker.runner.classify",
     "judge.worker.integrity.snapshot", "judge.worker.integrity.changed",
+    "judge.worker.guard.counting", "judge.worker.guard.kernels",
+    "judge.worker.bench.BenchState.run", "judge.worker.bench.BenchState._calls",
+    "judge.worker.bench.BenchState._graph", "judge.worker.bench.BenchState.check",
+    "judge.worker.benchgen.fill", "judge.worker.benchgen.call_seed", "judge.worker.benchgen.allocate",
+    "torch.cuda.CUDAGraph.replay", "torch.cuda.graph",
 ]
 
 

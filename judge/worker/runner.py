@@ -201,6 +201,7 @@ class Worker:
         self.fn = None
         self.last = None  # (args, storages) of the last case, for a refill
         self.baseline: dict = {}
+        self.bench = None  # judge.worker.bench.BenchState, made on the first timing request
 
     def reply(self, message: dict, tensors=None):
         message["nonce"] = self.nonce
@@ -287,6 +288,7 @@ class Worker:
         evidence = _evidence(watch)
         evidence["threads_left"] = _new_threads(threads_before, self.path)
         evidence["tampered"] = integrity.changed(self.baseline)
+        evidence["compile"] = guard.compile_stats()
         for out in outputs:
             if out.get("ptr_range"):
                 lo, hi = out.pop("ptr_range")
@@ -372,10 +374,34 @@ def _evidence(watch) -> dict:
     }
 
 
+def _bench(worker, msg) -> bool:
+    """A timing request or a request for a timed call's outputs; False when the CUDA context is lost."""
+    from judge.worker.bench import BenchState
+
+    if worker.bench is None:
+        worker.bench = BenchState(worker)
+    try:
+        if msg["type"] == "bench":
+            worker.reply(worker.bench.run(msg))
+        else:
+            reply, tensors = worker.bench.check(msg)
+            worker.reply(reply, tensors)
+        return True
+    except BaseException as exc:  # noqa: BLE001 - the submission raised while timed
+        traceback.print_exc()
+        err = classify(exc, worker.path)
+        worker.reply({"type": "bench_result" if msg["type"] == "bench" else "bench_outputs", "id": msg.get("id"),
+                      "status": "error", "error": err})
+        return not err.get("fatal")
+
+
 # --------------------------------------------------------------------------- main
 
 
 def main() -> int:
+    import time
+
+    t0 = time.perf_counter()
     proto_in, proto_out = _take_protocol_fds()
     reader = protocol.Reader(proto_in)
     setup, _ = reader.recv(0)
@@ -409,6 +435,7 @@ def main() -> int:
     # Up to here nothing of the submission has run: a failure before this
     # message is the judge's environment's, not the submission's.
     worker.reply({"type": "ready"})
+    t1 = time.perf_counter()
     fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
     if err is None:
         tampered = integrity.changed(worker.baseline)
@@ -420,6 +447,8 @@ def main() -> int:
         "status": "ok" if err is None else "error",
         "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__},
         "device_name": torch.cuda.get_device_name() if worker.device.startswith("cuda") else "cpu",
+        # Where start-up time goes: importing torch and triton (and CUDA), then the submission.
+        "startup": {"imports_seconds": round(t1 - t0, 4), "load_seconds": round(time.perf_counter() - t1, 4)},
     }
     if err is not None:
         hello["error"] = err
@@ -433,6 +462,10 @@ def main() -> int:
             return 2
         if msg.get("type") == "exit":
             return 0
+        if msg.get("type") in ("bench", "bench_check"):
+            if not _bench(worker, msg):
+                return 0
+            continue
         if msg.get("type") in ("case", "refill"):
             try:
                 handler = worker.run_case if msg["type"] == "case" else worker.refill

@@ -72,3 +72,21 @@ def naive(x):
     # What a PyTorch user writes; for float16/bfloat16 PyTorch computes in
     # float32 internally and rounds the result once.
     return torch.softmax(x, dim=-1)
+
+
+# ----------------------------------------------------------------------------- speed
+# See problems/README.md: bench_args (inputs as data, generated on the GPU per
+# timed call), work (bytes, tensor-core flops), pytorch (the baseline).
+
+
+def bench_args(p):
+    return [{"kind": "tensor", "shape": [p["M"], p["N"]], "dtype": p["dtype"], "std": 3.0}]
+
+
+def work(p):
+    size = torch.finfo(kit.dtype_of(p["dtype"])).bits // 8
+    return 2 * p["M"] * p["N"] * size, 0
+
+
+def pytorch(x):
+    return torch.softmax(x, dim=-1)

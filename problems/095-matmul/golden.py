@@ -91,3 +91,23 @@ def naive(a, b):
         return kit.truncate_tf32(a) @ kit.truncate_tf32(b)
     # float16/bfloat16: products exact in float32, float32 accumulation, one rounding.
     return (a.float() @ b.float()).to(a.dtype)
+
+
+# ----------------------------------------------------------------------------- speed
+# See problems/README.md: bench_args (inputs as data, generated on the GPU per
+# timed call), work (bytes, tensor-core flops), pytorch (the baseline: cuBLAS).
+
+
+def bench_args(p):
+    return [{"kind": "tensor", "shape": [p["M"], p["K"]], "dtype": p["dtype"]},
+            {"kind": "tensor", "shape": [p["K"], p["N"]], "dtype": p["dtype"]}]
+
+
+def work(p):
+    size = torch.finfo(kit.dtype_of(p["dtype"])).bits // 8
+    m, n, k = p["M"], p["N"], p["K"]
+    return (m * k + k * n + m * n) * size, 2 * m * n * k
+
+
+def pytorch(a, b):
+    return torch.matmul(a, b)

@@ -84,3 +84,23 @@ def naive(x, weight, eps):
     var = xf.pow(2).mean(-1, keepdim=True)
     normed = (xf * torch.rsqrt(var + eps)).to(x.dtype)
     return weight * normed
+
+
+# ----------------------------------------------------------------------------- speed
+# See problems/README.md: bench_args (inputs as data, generated on the GPU per
+# timed call), work (bytes, tensor-core flops), pytorch (the baseline).
+
+
+def bench_args(p):
+    return [{"kind": "tensor", "shape": [p["m"], p["n"]], "dtype": p["dtype"]},
+            {"kind": "tensor", "shape": [p["n"]], "dtype": p["dtype"]},
+            {"kind": "scalar", "value": float(p.get("eps", 1e-6))}]
+
+
+def work(p):
+    size = torch.finfo(kit.dtype_of(p["dtype"])).bits // 8
+    return (2 * p["m"] * p["n"] + p["n"]) * size, 0
+
+
+def pytorch(x, weight, eps):
+    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)

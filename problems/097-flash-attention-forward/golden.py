@@ -93,3 +93,25 @@ def naive(q, k, v, causal, sm_scale):
         p = kit.round_to(torch.softmax(s, dim=-1), dtype)
         o[c] = kit.round_to(torch.matmul(p, vf[c]), dtype)
     return o.reshape(B, H, N, D), lse.reshape(B, H, N)
+
+
+# ----------------------------------------------------------------------------- speed
+# See problems/README.md: bench_args (inputs as data, generated on the GPU per
+# timed call), work (bytes, tensor-core flops), pytorch (the baseline: SDPA,
+# which returns o only; the logsumexp a submission also writes is N floats a row).
+
+
+def bench_args(p):
+    t = {"kind": "tensor", "shape": [p["B"], p["H"], p["N"], p["D"]], "dtype": p["dtype"]}
+    return [t, dict(t), dict(t), {"kind": "scalar", "value": bool(p["causal"])}, {"kind": "none"}]
+
+
+def work(p):
+    size = torch.finfo(kit.dtype_of(p["dtype"])).bits // 8
+    b, h, n, d = p["B"], p["H"], p["N"], p["D"]
+    flops = 4 * b * h * n * n * d  # q k^T and P v
+    return 4 * b * h * n * d * size + 4 * b * h * n, flops // 2 if p["causal"] else flops
+
+
+def pytorch(q, k, v, causal, sm_scale):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), scale=sm_scale)

@@ -146,3 +146,38 @@ def naive(q, k, v, o, lse, do, causal, sm_scale):
             dq[i, j] = r((ds @ kf) * scale)
             dk[i, j] = r((ds.transpose(-1, -2) @ qf) * scale)
     return dq, dk, dv
+
+
+# ----------------------------------------------------------------------------- speed
+# See problems/README.md: bench_args (inputs as data, generated on the GPU per
+# timed call: o and lse are the forward's, computed from q, k, v there), work
+# (bytes, tensor-core flops), pytorch (the baseline: SDPA's backward through
+# autograd; bench_prepare runs its forward outside the timed call).
+
+
+def bench_args(p):
+    b, h, n, d = p["b"], p["h"], p["n"], p["d"]
+    t = {"kind": "tensor", "shape": [b, h, n, d], "dtype": p["dtype"]}
+    att = {"kind": "attention", "q": 0, "k": 1, "v": 2, "causal": bool(p["causal"]), "scale": 1.0 / math.sqrt(d)}
+    return [t, dict(t), dict(t), {**att, "part": "o"}, {**att, "part": "lse"}, dict(t),
+            {"kind": "scalar", "value": bool(p["causal"])}, {"kind": "none"}]
+
+
+def work(p):
+    size = torch.finfo(kit.dtype_of(p["dtype"])).bits // 8
+    b, h, n, d = p["b"], p["h"], p["n"], p["d"]
+    flops = 10 * b * h * n * n * d  # five n x n x d matmuls: 2.5 times the forward's
+    return 8 * b * h * n * d * size + 4 * b * h * n, flops // 2 if p["causal"] else flops
+
+
+def bench_prepare(q, k, v, o, lse, do, causal, sm_scale):
+    """The forward pass of the PyTorch baseline, outside the timed call (trusted worker only)."""
+    q, k, v = (t.detach().requires_grad_() for t in (q, k, v))
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), scale=sm_scale)
+    return q, k, v, out, lse, do, causal, sm_scale
+
+
+def pytorch(q, k, v, o, lse, do, causal, sm_scale):
+    if not o.requires_grad:  # not prepared: forward and backward
+        q, k, v, o, lse, do, causal, sm_scale = bench_prepare(q, k, v, o, lse, do, causal, sm_scale)
+    return torch.autograd.grad(o, (q, k, v), do, retain_graph=True)

@@ -1,0 +1,475 @@
+"""The timing protocol, judge side: who runs, in what order, and what the numbers mean.
+
+Three workers run on the same GPU, each in its own process: the submission
+(in the session's sandbox), the reference solution and the PyTorch baseline
+(trusted code, plain processes). The submission can never touch the
+reference's process or its timing. For every benchmark shape each worker
+first makes one untimed call under the full watch (which kernels ran; no
+PyTorch operator did the work) that also compiles and autotunes, then the
+judge runs rounds: in each round every shape is timed by every worker, one
+after the other (reference and submission swap places every round, so
+neither always runs on a warmer GPU). After each round the judge computes the
+speedups and stops once the geometric mean's 95% interval is narrow enough
+(or a budget runs out). Then, for each shape, it asks the submission for the
+outputs of one timed call it picks at random, regenerates that call's inputs
+from the seed and checks the outputs against the golden model.
+
+One judge at a time per GPU (judge.timing.lock); the GPU's ceilings come
+from judge.timing.ceilings. The result is the report's ``speed`` section.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judge.timing import checks, stats
+from judge.timing.score import SpeedScore
+from judge.worker import benchgen
+
+GRAPH_BELOW = 20e-6  # median calls faster than this are launch-bound: timed as CUDA graph replays
+KEEP_BYTES = 4 << 30  # output bytes a submission's worker holds per request for the after-timing check
+SET_BYTES = 8 << 30  # input-set bytes per shape and worker
+NOT_A_CLAIM = ("interpreter mode: times are time.perf_counter around the interpreter on the CPU, "
+               "a test of the protocol, not a speed claim")
+
+
+@dataclass
+class BenchConfig:
+    shapes: list  # parameter tables, from problem.toml [bench]
+    stop: stats.StopRule = field(default_factory=stats.StopRule)
+    request_seconds: float = 0.02  # kernel time per worker request (sets the number of calls)
+    min_calls: int = 5
+    max_calls: int = 50
+    graph_target: float = 2e-4  # seconds of work per graph replay
+    floor_margin: float = 0.8
+    checks_per_shape: int = 1
+    torch_baseline: bool = True
+
+
+def config_for(problem, *, interpret: bool, overrides: dict | None = None) -> BenchConfig:
+    """The [bench] section of problem.toml, with command-line overrides (None values ignored)."""
+    spec = dict(problem.spec.get("bench", {}))
+    spec.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    shapes = spec.get("interpret_shapes" if interpret else "shapes") or []
+    if interpret and not shapes:
+        shapes = spec.get("shapes", [])[:1]
+    if spec.get("only") is not None:
+        shapes = [shapes[i] for i in spec["only"] if 0 <= i < len(shapes)]
+    stop = stats.StopRule(ci_target=float(spec.get("ci_target", 0.01)), min_rounds=int(spec.get("min_rounds", 3)),
+                          max_rounds=int(spec.get("max_rounds", 30)),
+                          budget_seconds=float(spec.get("budget_seconds", 20.0)))
+    return BenchConfig(shapes=[dict(s) for s in shapes], stop=stop,
+                       request_seconds=float(spec.get("request_seconds", 0.02)),
+                       torch_baseline=bool(spec.get("torch_baseline", True)))
+
+
+class _BaselineLost(Exception):
+    """The PyTorch baseline failed: the report goes on without it (it carries no points)."""
+
+
+class BenchFailed(Exception):
+    """The speed run ended the judging: verdict (a code) and a one-line reason."""
+
+    def __init__(self, verdict: str, message: str, details: dict | None = None):
+        super().__init__(message)
+        self.verdict = verdict
+        self.message = message
+        self.details = details or {}
+
+
+@dataclass
+class Contender:
+    name: str  # "submission", "reference", "pytorch"
+    client: object  # judge.workers.WorkerClient
+    trusted: bool
+    timeout: float
+    last: dict = field(default_factory=dict)  # shape -> (reply, seed) of the last request
+
+
+def _shape_label(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+class Bench:
+    """One speed run; ``run()`` returns the report's speed section (a dict) or raises BenchFailed."""
+
+    def __init__(self, problem, submission: Path, *, device: str, interpret: bool, gpu: int | None,
+                 backend, limits, scratch: Path, config: BenchConfig, log=None):
+        self.problem = problem
+        self.submission = Path(submission)
+        self.device = device
+        self.cuda = device == "cuda" and not interpret
+        self.interpret = interpret
+        self.gpu = gpu or 0
+        self.backend = backend
+        self.limits = limits
+        self.scratch = Path(scratch)
+        self.config = config
+        self.log = log or (lambda m: None)
+        self.contenders: list[Contender] = []
+        self.notes: list[str] = []
+        self.ceilings: dict = {}
+        self.score = SpeedScore.from_spec(problem.spec.get("score", {}), problem.speed_points)
+
+    # ------------------------------------------------------------------ workers
+
+    def _start(self) -> None:
+        from judge.sandbox import Job
+        from judge.sandbox.process import ProcessBackend
+        from judge.timing.ceilings import cache_dir
+        from judge.workers import WorkerClient
+
+        trusted_root = cache_dir() / "workers"
+        plan = [("submission", self.backend, self.submission, self.problem.entry_point, self.scratch, False)]
+        ref = self.problem.reference_path
+        if not ref.is_file():
+            raise BenchFailed("IE", f"no reference solution at {ref}: nothing to compare the speed with")
+        plan.append(("reference", ProcessBackend(), ref, self.problem.entry_point,
+                     trusted_root / f"{self.problem.directory.name}-reference", True))
+        if self.config.torch_baseline and callable(getattr(self.problem.golden, "pytorch", None)):
+            plan.append(("pytorch", ProcessBackend(), self.problem.directory / "golden.py", "pytorch",
+                         trusted_root / f"{self.problem.directory.name}-pytorch", True))
+        started = []
+        for name, backend, path, entry, scratch, trusted in plan:
+            scratch.mkdir(parents=True, exist_ok=True)
+            job = Job(submission=path, scratch=scratch, device=self.device, interpret=self.interpret,
+                      limits=self.limits, gpu=self.gpu if self.device == "cuda" else None)
+            started.append((name, WorkerClient(backend, job), entry, trusted))  # spawned: they start in parallel
+        for name, client, entry, trusted in started:
+            self.contenders.append(Contender(name, client, trusted, self.limits.case_seconds))
+            hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1)
+            if hello.get("status") != "ok":
+                err = hello.get("error", {})
+                who = "the submission" if name == "submission" else f"the {name} worker"
+                raise BenchFailed("RTE" if name == "submission" else "IE",
+                                  f"{who} did not load: {err.get('type')}: {str(err.get('message', ''))[:300]}")
+
+    def _drop_baseline(self, lost: Exception) -> None:
+        for c in [c for c in self.contenders if c.name == "pytorch"]:
+            self.contenders.remove(c)
+            try:
+                c.client.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.notes.append(f"the PyTorch baseline failed and was left out: {str(lost)[:300]}")
+
+    def _close(self) -> None:
+        for c in self.contenders:
+            try:
+                c.client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+    def _request(self, c: Contender, message: dict):
+        """Send one request; (reply, judge's wall seconds). Worker deaths become BenchFailed."""
+        from judge.workers import WorkerDied
+
+        t0 = time.perf_counter()
+        try:
+            c.client.send_case(message, [])
+            reply, payloads = c.client.receive_result(timeout=c.timeout, max_bytes=KEEP_BYTES + (1 << 20))
+        except WorkerDied as died:
+            verdict = {"timeout": "TLE", "memory": "MLE", "output": "OLE", "crash": "RTE", "protocol": "RJ"}
+            if c.name == "pytorch":
+                raise _BaselineLost(died.detail) from None
+            if c.trusted:
+                raise BenchFailed("IE", f"the {c.name} worker died while timed: {died.detail}") from None
+            raise BenchFailed(verdict[died.reason], f"while timed: {died.detail}") from None
+        wall = time.perf_counter() - t0
+        if reply.get("status") == "error":
+            err = reply.get("error", {}) if isinstance(reply.get("error"), dict) else {}
+            text = f"{err.get('type', 'Error')}: {str(err.get('message', '')).strip().splitlines()[0][:300] if err.get('message') else ''}"
+            if c.name == "pytorch":
+                raise _BaselineLost(text)
+            if c.trusted:
+                raise BenchFailed("IE", f"the {c.name} worker failed while timed: {text}")
+            category = {"compile": "CE", "memory": "MLE", "rule": "RJ"}.get(err.get("category"), "RTE")
+            raise BenchFailed(category, f"while timed: {text}", {"error": err})
+        return reply, payloads, wall
+
+    # ------------------------------------------------------------------ one shape
+
+    def _plan(self, s: int, params: dict) -> dict:
+        """Warm every worker up on shape s (one watched call each) and choose how to time it."""
+        golden = self.problem.golden
+        specs = golden.bench_args(dict(params))
+        set_bytes = max(1, benchgen.nbytes(specs))
+        l2 = int(self.ceilings.get("l2_bytes", 0)) if self.cuda else 0
+        estimates, out_bytes = {}, 0
+        for c in list(self.contenders):
+            msg = {"type": "bench", "id": f"{s}-warmup", "shape": s, "args": specs, "calls": 2,
+                   "mode": "events" if self.cuda else "cpu", "seed": secrets.randbits(62), "sets": 1,
+                   "flush_bytes": 2 * l2, "keep": False, "watch": True, "prepare": c.name == "pytorch"}
+            try:
+                reply, _, _ = self._request(c, msg)
+            except _BaselineLost as lost:
+                self._drop_baseline(lost)
+                continue
+            if c.name == "submission":
+                self._rule_checks(reply, params, warmup=True)
+                out_bytes = int(reply.get("out_bytes") or 0)
+            if c.name in ("submission", "reference"):
+                estimates[c.name] = stats.median(_net_times(reply))
+        slow = max(estimates.values())
+        fast = min(estimates.values())
+        mode = "cpu" if not self.cuda else ("graph" if fast < GRAPH_BELOW else "events")
+        plan = {"specs": specs, "mode": mode, "set_bytes": set_bytes, "flush_bytes": 2 * l2}
+        if mode == "graph":
+            per_graph = int(min(64, max(4, math.ceil(self.config.graph_target / max(fast, 1e-7)))))
+            calls = int(min(30, max(3, math.ceil(self.config.request_seconds / (per_graph * slow)))))
+            plan.update(calls=calls, graph_calls=per_graph, sets=per_graph)
+        else:
+            calls = math.ceil(self.config.request_seconds / max(slow, 1e-7))
+            calls = min(self.config.max_calls, max(self.config.min_calls, calls))
+            if out_bytes:
+                calls = max(3, min(calls, KEEP_BYTES // out_bytes))
+            sets = 2 if not l2 else min(8, max(2, math.ceil(2 * l2 / set_bytes)))
+            sets = max(1, min(sets, SET_BYTES // set_bytes))
+            if not self.cuda:
+                calls = min(calls, 5)
+            plan.update(calls=int(calls), sets=int(sets))
+        return plan
+
+    def _time(self, c: Contender, s: int, plan: dict) -> tuple[list[float], dict]:
+        seed = secrets.randbits(62)
+        msg = {"type": "bench", "id": f"{s}", "shape": s, "args": plan["specs"], "calls": plan["calls"],
+               "mode": plan["mode"], "seed": seed, "sets": plan.get("sets", 2), "flush_bytes": plan["flush_bytes"],
+               "graph_calls": plan.get("graph_calls", 16), "keep": c.name == "submission",
+               "prepare": c.name == "pytorch"}
+        reply, _, wall = self._request(c, msg)
+        times = _net_times(reply)
+        if not times:
+            raise BenchFailed("RJ" if not c.trusted else "IE", f"the {c.name} worker returned no times")
+        if reply.get("note") and reply["note"] not in self.notes:
+            self.notes.append(f"{c.name}: {reply['note']}")
+        if c.name == "submission":
+            self._rule_checks(reply, self.config.shapes[s], warmup=False)
+            raw = [float(x) for x in reply.get("times", [])]
+            host = [float(x) for x in reply.get("host", [])]
+            cpu = reply.get("mode") == "cpu"
+            problems = checks.clock_problems(
+                event_total=sum(raw), host_total=sum(host), worker_wall=float(reply.get("worker_wall", 0.0)),
+                judge_wall=wall, event_median=None if cpu else stats.median(raw),
+                host_median=None if cpu or not host else stats.median(host))
+            if problems:
+                raise BenchFailed("RJ", "the timing does not add up: " + problems[0], {"clock": problems})
+        c.last[s] = (reply, seed)
+        return times, reply
+
+    def _rule_checks(self, reply: dict, params: dict, warmup: bool) -> None:
+        ev = reply.get("evidence") or {}
+        where = f"at bench shape {_shape_label(params)}"
+        if ev.get("tampered"):
+            raise BenchFailed("RJ", f"while timed, the submission changed what the judge relies on: "
+                                    f"{', '.join(ev['tampered'])}", {"tampered": ev["tampered"]})
+        if warmup:
+            if ev.get("torch_ops"):
+                listed = ", ".join(f"torch {op}" for op in sorted(ev["torch_ops"]))
+                raise BenchFailed("RJ", f"{where} the answer was computed with PyTorch operators ({listed})")
+            if not ev.get("own_launches"):
+                raise BenchFailed("RJ", f"{where} no Triton kernel defined in {self.submission.name} was launched")
+        elif ev.get("calls_without_own_launch"):
+            raise BenchFailed("RJ", f"{where} {ev['calls_without_own_launch']} timed call(s) launched no Triton "
+                                    f"kernel of {self.submission.name}")
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> dict:
+        from judge.timing import lock
+
+        if not self.config.shapes:
+            raise BenchFailed("IE", f"problem {self.problem.id} has no [bench] shapes")
+        if self.cuda:
+            with lock.gpu_lock(self.gpu, on_wait=self.log):
+                return self._run_locked()
+        return self._run_locked()
+
+    def _run_locked(self) -> dict:
+        t_start = time.monotonic()
+        if self.cuda:
+            from judge.timing import ceilings
+
+            self.ceilings = ceilings.get(self.gpu, log=self.log)
+        try:
+            self._start()
+            started = time.monotonic()
+            plans = [self._plan(s, p) for s, p in enumerate(self.config.shapes)]
+            warm = time.monotonic()
+            rounds, torch_times, last_round = [], {s: [] for s in range(len(plans))}, 0.0
+            stopped = None
+            while stopped is None:
+                r0 = time.monotonic()
+                order = self.contenders if len(rounds) % 2 == 0 else _swap_first_two(self.contenders)
+                this = {}
+                for s, plan in enumerate(plans):
+                    got = {}
+                    for c in order:
+                        try:
+                            got[c.name], _ = self._time(c, s, plan)
+                        except _BaselineLost as lost:
+                            self._drop_baseline(lost)
+                    this[s] = (got["reference"], got["submission"])
+                    if "pytorch" in got:
+                        torch_times[s].append(got["pytorch"])
+                rounds.append(this)
+                last_round = time.monotonic() - r0
+                _, gm = stats.speedups(rounds, self.score.clamp)
+                stopped = self.config.stop.decide(len(rounds), gm.half_width, time.monotonic() - warm, last_round)
+            timed = time.monotonic()
+            checked = [self._check(s, plan) for s, plan in enumerate(plans)]
+            return self._result(plans, rounds, torch_times, stopped, checked, {
+                "start_seconds": round(started - t_start, 3), "warmup_seconds": round(warm - started, 3),
+                "rounds_seconds": round(timed - warm, 3), "check_seconds": round(time.monotonic() - timed, 3)})
+        finally:
+            self._close()
+
+    # ------------------------------------------------------------------ after timing
+
+    def _check(self, s: int, plan: dict) -> dict:
+        """Outputs of randomly chosen timed calls of the submission's last request, against the golden model."""
+        import torch
+
+        from judge import checker, protocol
+
+        sub = next(c for c in self.contenders if c.name == "submission")
+        reply, seed = sub.last[s]
+        checkable = list(reply.get("checkable") or [])
+        if not checkable:
+            raise BenchFailed("RJ", "the worker held no outputs of its timed calls to check")
+        problem = self.problem
+        picked = []
+        for _ in range(min(self.config.checks_per_shape, len(checkable))):
+            call = checkable.pop(secrets.randbelow(len(checkable)))
+            answer, payloads, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s,
+                                                      "call": call})
+            if answer.get("status") != "ok":
+                raise BenchFailed("RJ", f"the outputs of timed call {call} were not there to check")
+            dev = "cuda" if self.device == "cuda" else "cpu"
+            args = benchgen.make(plan["specs"], benchgen.call_seed(seed, call), dev)
+            gold = _as_list(problem.golden.golden(*[a.to(torch.float64) if isinstance(a, torch.Tensor) else a
+                                                    for a in args]))
+            naive = _as_list(problem.golden.naive(*args))
+            outs = answer.get("outputs") or []
+            label = _shape_label(self.config.shapes[s])
+            if len(outs) != len(problem.outputs) or any(o.get("kind") != "tensor" for o in outs):
+                raise BenchFailed("WA", f"a timed call at bench shape {label} returned "
+                                        f"{answer.get('returned')}, not the outputs")
+            for i, (o, raw) in enumerate(zip(outs, payloads)):
+                got = protocol.tensor_from_wire({"dtype": o["dtype"], "shape": o["shape"]}, raw)
+                spec_out = problem.outputs[i]
+                want = self.config.shapes[s].get("dtype", "float32") if spec_out.dtype == "input" else spec_out.dtype
+                dtype = getattr(torch, want)
+                if got.dtype != dtype or list(got.shape) != list(gold[i].shape):
+                    raise BenchFailed("WA", f"a timed call at bench shape {label} returned {spec_out.name} as "
+                                            f"{protocol.dtype_name(got.dtype)} {tuple(got.shape)}")
+                bad = checker.compare(spec_out.name, got, gold[i], naive[i], dtype, spec_out.scope, problem.check)
+                if bad is not None:
+                    raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {bad.message}",
+                                      {"shape": self.config.shapes[s], "call": call})
+            picked.append(call)
+            del args, gold, naive
+        return {"calls": picked}
+
+    def _result(self, plans, rounds, torch_times, stopped, checked, phases) -> dict:
+        intervals, gm = stats.speedups(rounds, self.score.clamp)
+        shapes = []
+        sub = next(c for c in self.contenders if c.name == "submission")
+        ref = next(c for c in self.contenders if c.name == "reference")
+        for s, plan in enumerate(plans):
+            params = self.config.shapes[s]
+            sub_all = [t for r in rounds for t in r[s][1]]
+            ref_all = [t for r in rounds for t in r[s][0]]
+            t_sub, t_ref = stats.median(sub_all), stats.median(ref_all)
+            work = tuple(self.problem.golden.work(dict(params)))
+            row = {"params": params, "mode": plan["mode"], "calls_per_round": plan["calls"],
+                   "time_s": t_sub, "reference_time_s": t_ref, **intervals[s].as_dict(),
+                   "bytes": work[0], "flops": work[1]}
+            if plan["mode"] == "graph":
+                row["graph_calls"] = plan["graph_calls"]
+            if torch_times[s]:
+                t_torch = stats.median([t for r in torch_times[s] for t in r])
+                row["pytorch_time_s"] = t_torch
+                row["vs_pytorch"] = t_torch / t_sub
+                row["reference_vs_pytorch"] = t_torch / t_ref
+            row["gbps"] = work[0] / t_sub / 1e9 if work[0] else None
+            row["tflops"] = work[1] / t_sub / 1e12 if work[1] else None
+            if self.cuda:
+                from judge.timing.ceilings import matmul_rate
+
+                floor = checks.floor_time(work, self.ceilings["copy_bytes_per_s"],
+                                          matmul_rate(self.ceilings, params.get("dtype", "float32")))
+                row["floor_s"] = floor.seconds
+                row["bound"] = floor.bound
+                row["roofline_pct"] = 100 * floor.seconds / t_sub if floor.seconds else None
+                row["reference_roofline_pct"] = 100 * floor.seconds / t_ref if floor.seconds else None
+                if floor.seconds and checks.below_floor(t_sub, floor, self.config.floor_margin):
+                    raise BenchFailed("RJ", f"at bench shape {_shape_label(params)} the median time "
+                                            f"{t_sub * 1e6:.2f} us is below what this GPU can do "
+                                            f"({floor.seconds * 1e6:.2f} us: {floor.bound}-bound); the work was "
+                                            "skipped or the timing forged", {"shape": params})
+            row["checked_calls"] = checked[s]["calls"]
+            shapes.append(row)
+        kernel_list = _own_kernels(sub)
+        spills = [k for k in kernel_list if k.get("spills")]
+        notes = list(self.notes)
+        if spills:
+            notes.append("register spills: " + ", ".join(f"{k['name']} ({k['spills']} spilled)" for k in spills)
+                         + " - spilled registers live in local memory, the most common hidden slowdown")
+        if not self.cuda:
+            notes.insert(0, NOT_A_CLAIM)
+        half = gm.half_width
+        if stopped != "ci":
+            notes.append(f"stopped by the {'round limit' if stopped == 'rounds' else 'time budget'} with the "
+                         f"geometric mean's interval at +-{100 * (math.exp(half) - 1):.2f}% "
+                         f"(target +-{100 * self.config.stop.ci_target:.1f}%)")
+        return {
+            "measured": True,
+            "geomean_speedup": gm.value,
+            "ci": [gm.low, gm.high],
+            "ci_half_width_log": half,
+            "rounds": len(rounds),
+            "stopped": stopped,
+            "shapes": shapes,
+            "kernels": kernel_list,
+            "ceilings": {k: v for k, v in self.ceilings.items() if k != "version"} if self.cuda else None,
+            "rule": self.score.describe(),
+            "notes": notes,
+            "phases": phases,
+            "timing_mode": "cuda" if self.cuda else "cpu (not a speed claim)",
+            "reference": str(self.problem.reference_path.name),
+            "reference_kernels": _own_kernels(ref),
+        }
+
+
+def _own_kernels(c: Contender) -> list[dict]:
+    """The distinct compiled kernels of a worker's own file launched in its last requests."""
+    seen = {}
+    for reply, _ in c.last.values():
+        for info in reply.get("kernels") or []:
+            if info.get("own"):
+                seen[tuple(sorted((k, str(v)) for k, v in info.items()))] = info
+    return list(seen.values())
+
+
+def _net_times(reply: dict) -> list[float]:
+    """Per-call times less the median overhead of an empty timed region (sync latency), never below half."""
+    raw = [float(x) for x in reply.get("times") or []]
+    over = [float(x) for x in reply.get("overhead") or []]
+    eps = stats.median(over) if over else 0.0
+    return [max(t - eps, 0.5 * t) for t in raw if t > 0]
+
+
+def _swap_first_two(contenders: list) -> list:
+    """Reference and submission trade places every other round; the baseline stays last."""
+    out = list(contenders)
+    if len(out) >= 2:
+        out[0], out[1] = out[1], out[0]
+    return out
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (tuple, list)) else [x]

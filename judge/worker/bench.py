@@ -1,0 +1,294 @@
+"""The worker's side of the timing protocol: run and time calls, decide nothing.
+
+A ``bench`` request names one benchmark shape by its inputs (see benchgen),
+a secret seed, how many calls and how to time them. For each timed call the
+worker writes fresh inputs (from a new seed, into one of several input sets
+that rotate, so addresses change too), waits for that to finish, flushes the
+L2 cache by writing a buffer twice its size, and times the call:
+
+* ``events``: CUDA events around the call, with a device-wide
+  torch.cuda.synchronize() *before* the end event is recorded, so work the
+  call left on any other stream is inside the measurement. The sync adds a
+  few microseconds; the same sequence without the call is timed too
+  (``overhead``) and the judge subtracts its median.
+* ``graph``: for launch-bound shapes (a few microseconds of GPU work, where
+  launch overhead would be most of an event time), ``graph_calls`` calls on
+  as many input sets are captured in one CUDA graph, and each replay is timed
+  with events on the replay stream (a capture must join every stream it
+  forks, so the replay's end covers all its work) and divided by the number
+  of calls. The L2 is not flushed inside a graph: these inputs are tiny, and
+  a flush would cost ten times the call. If capture fails (the submission
+  synchronizes, for instance), the request falls back to events and says so.
+* ``cpu``: time.perf_counter around each call, for interpreter mode only:
+  a test of the protocol, not a speed claim.
+
+The reply carries the raw per-call times, the host time around each call and
+the worker's own wall clock for the whole request; the judge computes every
+statistic and cross-checks these clocks against its own. The outputs of the
+last request of each shape stay on the device, so that the judge can ask,
+after timing, for those of a call of its choosing (``bench_check``) and
+verify them against inputs it regenerates from the seed.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+
+from judge.worker import benchgen
+
+
+class BenchState:
+    """Per-shape input sets, captured graphs and held outputs of one worker."""
+
+    def __init__(self, worker):
+        self.worker = worker
+        self.torch = worker.torch
+        self.sets: dict[int, list] = {}  # shape -> input sets
+        self.specs: dict[int, list] = {}
+        self.graphs: dict[int, tuple] = {}  # shape -> (graph, outputs, calls) or None if capture failed
+        self.kept: dict[int, dict] = {}  # shape -> {call index: result}
+        self.flush = None
+        self.prepare = False  # set per request from the judge's message
+        self.out_bytes = 0
+
+    # ------------------------------------------------------------------ pieces
+
+    def _sets(self, shape: int, specs: list, count: int, device: str) -> list:
+        if self.specs.get(shape) != specs or len(self.sets.get(shape, [])) < count:
+            self.graphs.pop(shape, None)
+            self.kept.pop(shape, None)
+            self.sets[shape] = [benchgen.allocate(specs, device) for _ in range(count)]
+            self.specs[shape] = specs
+        return self.sets[shape]
+
+    def _flush_buffer(self, nbytes: int):
+        torch = self.torch
+        if nbytes <= 0:
+            return None
+        if self.flush is None or self.flush.numel() < nbytes:
+            self.flush = torch.empty(nbytes, dtype=torch.uint8, device=self.worker.device)
+        return self.flush
+
+    # ------------------------------------------------------------------ request
+
+    def run(self, msg: dict) -> dict:
+        """Handle one bench request; returns the reply (without tensors)."""
+        from judge.worker import guard, integrity
+
+        torch = self.torch
+        wall0 = time.perf_counter()
+        shape, specs, calls = int(msg["shape"]), msg["args"], int(msg["calls"])
+        mode = msg.get("mode", "events")
+        base = int(msg["seed"])
+        keep = bool(msg.get("keep"))
+        self.prepare = bool(msg.get("prepare"))
+        cuda = self.worker.device.startswith("cuda")
+        note = None
+        reply = {"type": "bench_result", "id": msg.get("id"), "status": "ok", "shape": shape}
+        # Timed calls run as a user would run them: no NaN fill of fresh memory
+        # (it would add a write pass to every allocation) and no deterministic
+        # algorithms; both are restored before the next correctness case.
+        saved = (torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory)
+        torch.use_deterministic_algorithms(False)
+        torch.utils.deterministic.fill_uninitialized_memory = False
+        baseline = integrity.snapshot()
+        try:
+            evidence = {}
+            if msg.get("watch"):
+                # One untimed call under the full watch: which kernels ran, and no torch operator did the work.
+                args = self._sets(shape, specs, 1, self.worker.device)[0]
+                benchgen.fill(specs, args, benchgen.call_seed(base, 1 << 40))
+                prepare = self._prepare()
+                if prepare is not None:
+                    args = prepare(*args)
+                with guard.watching() as watch:
+                    out = self.worker.fn(*args)
+                self.out_bytes = _nbytes(out)
+                del out
+                if cuda:
+                    torch.cuda.synchronize()
+                evidence.update(own_launches=dict(watch.own_launches), other_launches=dict(watch.other_launches),
+                                torch_ops=dict(watch.ops))
+            if mode == "graph" and (not cuda or self._prepare() is not None):
+                mode = "events"  # a prepared baseline (autograd) is not captured
+            if mode == "graph":
+                result = self._graph(shape, specs, calls, base, int(msg.get("graph_calls", 16)))
+                if isinstance(result, str):
+                    note = f"CUDA graph capture failed ({result}); timed with events instead"
+                    mode = "events"
+                else:
+                    times, host, kept, launches, ids = result
+                    overhead = []
+            if mode != "graph":
+                mode = "events" if cuda else "cpu"
+                times, host, overhead, kept, launches, ids = self._calls(shape, specs, calls, base, mode,
+                                                                        int(msg.get("sets", 2)),
+                                                                        int(msg.get("flush_bytes", 0)), keep)
+            evidence["calls_without_own_launch"] = sum(1 for n in launches if n == 0)
+            evidence["tampered"] = integrity.changed(baseline)
+            self.kept[shape] = kept if keep else {}
+            reply.update(mode=mode, out_bytes=self.out_bytes, times=times, host=host, overhead=overhead, checkable=sorted(self.kept[shape]),
+                         evidence=evidence, kernels=guard.kernels(ids), compile=guard.compile_stats())
+            if note:
+                reply["note"] = note
+        finally:
+            torch.use_deterministic_algorithms(saved[0], warn_only=True)
+            torch.utils.deterministic.fill_uninitialized_memory = saved[1]
+        reply["worker_wall"] = time.perf_counter() - wall0
+        return reply
+
+    def _calls(self, shape, specs, calls, base, mode, nsets, flush_bytes, keep):
+        """Events (GPU) or perf_counter (CPU) around each call, fresh inputs and a cold L2 before each."""
+        from judge.worker import guard
+
+        torch = self.torch
+        cuda = mode == "events"
+        sets = self._sets(shape, specs, max(1, nsets), self.worker.device)
+        flush = self._flush_buffer(flush_bytes) if cuda else None
+        times, host, overhead, launches, kept, ids = [], [], [], [], {}, set()
+        if cuda:
+            for _ in range(5):
+                # The same sequence with nothing in it: sync latency and event resolution.
+                torch.cuda.synchronize()
+                if flush is not None:
+                    flush.zero_()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                torch.cuda.synchronize()
+                end.record()
+                end.synchronize()
+                overhead.append(start.elapsed_time(end) * 1e-3)
+        fn = self.worker.fn
+        prepare = self._prepare()
+        for i in range(calls):
+            args = sets[i % len(sets)]
+            benchgen.fill(specs, args, benchgen.call_seed(base, i))
+            if prepare is not None:
+                args = prepare(*args)
+            if cuda:
+                torch.cuda.synchronize()
+                if flush is not None:
+                    flush.zero_()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                with guard.counting() as watch:
+                    h0 = time.perf_counter()
+                    start.record()
+                    out = fn(*args)
+                    torch.cuda.synchronize()  # device-wide: work on any stream is inside the window
+                    end.record()
+                    end.synchronize()
+                    h1 = time.perf_counter()
+                times.append(start.elapsed_time(end) * 1e-3)
+            else:
+                with guard.counting() as watch:
+                    h0 = time.perf_counter()
+                    out = fn(*args)
+                    h1 = time.perf_counter()
+                times.append(h1 - h0)
+            host.append(h1 - h0)
+            launches.append(sum(watch.own_launches.values()))
+            ids |= watch.kernel_ids
+            if i == 0:
+                self.out_bytes = _nbytes(out)
+            if keep:
+                kept[i] = out
+            del out
+        return times, host, overhead, kept, launches, ids
+
+    def _prepare(self):
+        """The trusted PyTorch baseline's untimed set-up per input set (e.g. the forward pass whose
+        backward is timed); the judge asks for it only for that worker, never for a submission."""
+        if not self.prepare:
+            return None
+        import sys
+
+        return getattr(sys.modules.get("submission"), "bench_prepare", None)
+
+    def _graph(self, shape, specs, calls, base, per_graph):
+        """Replays of one CUDA graph holding ``per_graph`` calls; a string says why capture failed."""
+        from judge.worker import guard
+
+        torch = self.torch
+        sets = self._sets(shape, specs, per_graph, self.worker.device)
+        fn = self.worker.fn
+        entry = self.graphs.get(shape)
+        if entry is None and shape in self.graphs:
+            return "an earlier capture failed"
+        launches = [0] * per_graph
+        if entry is None or entry[2] != per_graph:
+            try:
+                for k in range(per_graph):
+                    benchgen.fill(specs, sets[k], benchgen.call_seed(base, k))
+                self.out_bytes = _nbytes(fn(*sets[0]))  # compiled and autotuned before capture
+                torch.cuda.synchronize()
+                graph = torch.cuda.CUDAGraph()
+                with guard.counting() as watch:
+                    with torch.cuda.graph(graph):
+                        outs = []
+                        for k in range(per_graph):
+                            before = sum(watch.own_launches.values())
+                            outs.append(fn(*sets[k]))
+                            launches[k] = sum(watch.own_launches.values()) - before
+                torch.cuda.synchronize()
+            except Exception as exc:  # noqa: BLE001 - capture refused: fall back to events
+                traceback.print_exc()
+                self.graphs[shape] = None
+                try:
+                    torch.cuda.synchronize()
+                except Exception:  # noqa: BLE001
+                    raise exc from None
+                return f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            entry = (graph, outs, per_graph, launches, set(watch.kernel_ids))
+            self.graphs[shape] = entry
+        graph, outs, _, launches, ids = entry
+        times, host = [], []
+        for r in range(calls):
+            for k in range(per_graph):
+                benchgen.fill(specs, sets[k], benchgen.call_seed(base, r * per_graph + k))
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            h0 = time.perf_counter()
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            h1 = time.perf_counter()
+            times.append(start.elapsed_time(end) * 1e-3 / per_graph)
+            host.append((h1 - h0) / per_graph)
+        torch.cuda.synchronize()
+        last = (calls - 1) * per_graph
+        kept = {last + k: outs[k] for k in range(per_graph)}
+        return times, host, kept, launches, ids
+
+    # ------------------------------------------------------------------ check
+
+    def check(self, msg: dict):
+        """The held outputs of one timed call: (reply, tensors)."""
+        shape, call = int(msg["shape"]), int(msg["call"])
+        kept = self.kept.get(shape, {})
+        if call not in kept:
+            return {"type": "bench_outputs", "id": msg.get("id"), "status": "missing"}, []
+        result = kept[call]
+        outputs, tensors = self.worker.describe_outputs(result, [])
+        for out in outputs:
+            out.pop("ptr_range", None)
+        from judge.worker.runner import _kind
+
+        return {"type": "bench_outputs", "id": msg.get("id"), "status": "ok", "returned": _kind(result),
+                "outputs": outputs}, tensors
+
+    def release(self) -> None:
+        self.sets.clear()
+        self.graphs.clear()
+        self.kept.clear()
+        self.flush = None
+
+
+def _nbytes(result) -> int:
+    """Bytes of the tensors a call returned (what holding its outputs costs)."""
+    import torch
+
+    items = list(result) if type(result) in (tuple, list) else [result]
+    # Only exact tensors are asked anything: a subclass could run code on any call.
+    return sum(t.numel() * t.element_size() for t in items if type(t) is torch.Tensor)

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""How long `submit` takes per problem, end to end, and where the time goes.
+
+Judges each problem's reference solution with `python -m judge submit --json`
+(a fresh process, as a user would run it) and prints one row per problem from
+the report's "timing": worker starts, cases, time waiting for the worker
+(first-call compiles included), the judge's golden and naive models, kernels
+compiled (one per constexpr combination; none in the interpreter) and the
+time in those launches, and the speed run. Runs on the CPU (interpreter) and
+on a GPU.
+
+    python tests/bench/judge_latency.py [IDS ...] [--device cpu|cuda] [--no-speed] [--markdown FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+COLUMNS = ("problem", "verdict", "wall s", "worker starts", "start s", "cases", "worker s", "golden s",
+           "compiles", "compile s", "tests s", "speed s")
+
+
+def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int) -> dict:
+    from judge.problems import find_problem
+
+    p = find_problem(pid)
+    cmd = [sys.executable, "-m", "judge", "submit", str(p.id), str(p.reference_path), "--json", "--seed", str(seed),
+           "--device", device, "--sandbox", sandbox]
+    if not speed:
+        cmd.append("--no-speed")
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    wall = time.monotonic() - t0
+    try:
+        report = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        return {"problem": f"{p.id} {p.slug}", "verdict": f"exit {r.returncode}", "wall s": wall,
+                "error": r.stderr.strip().splitlines()[-1:] if r.stderr.strip() else []}
+    t = report.get("timing", {})
+    return {"problem": f"{p.id} {p.slug}", "verdict": report.get("verdict"), "wall s": wall,
+            "worker starts": t.get("worker_starts"), "start s": t.get("worker_start_seconds"),
+            "cases": t.get("cases"), "worker s": t.get("worker_seconds"), "golden s": t.get("golden_seconds"),
+            "compiles": t.get("kernels_compiled"), "compile s": t.get("compile_seconds"),
+            "tests s": t.get("tests_seconds"), "speed s": t.get("speed_seconds"),
+            "speed": (report.get("speed") or {}).get("reason")}
+
+
+def fmt(v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.1f}"
+    return str(v)
+
+
+def table(rows) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for row in rows:
+        lines.append("| " + " | ".join(fmt(row.get(c)) for c in COLUMNS) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("ids", nargs="*", default=["93", "94", "95", "96", "97", "98"])
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--sandbox", default="process")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--no-speed", action="store_true", help="submit --no-speed (GPU only matters)")
+    ap.add_argument("--markdown", type=Path, default=None, help="append the dated table to this file")
+    args = ap.parse_args()
+    rows = []
+    for pid in args.ids:
+        row = measure(pid, args.device, args.sandbox, not args.no_speed, args.seed)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    text = table(rows)
+    print(text)
+    if args.markdown:
+        import torch
+        import triton
+
+        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (interpreter)"
+        with args.markdown.open("a") as f:
+            f.write(f"\n### {stamp}: judge latency, {where}\n\ntorch {torch.__version__}, triton {triton.__version__},"
+                    f" sandbox {args.sandbox}, seed {args.seed}\n\n{text}\n")
+    return 0 if all(r.get("verdict") == "AC" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
