@@ -344,3 +344,18 @@ def test_speed_table_shows_rates_roofline_and_flags_spills():
         import matplotlib  # noqa: F401
     except ImportError:
         assert "matplotlib is not installed" in plot(speed, "/nonexistent/x.png")
+
+
+def test_work_left_on_another_stream_is_counted():
+    # Two calls of 100 us on their own stream; the second left 400 us of work
+    # on another stream, seen only by the end recorded after a device-wide sync.
+    from judge.timing.protocol import _net_times, late_work_calls
+
+    reply = {"times": [100e-6, 100e-6], "device_times": [115e-6, 515e-6],
+             "sync_gaps": [14e-6, 15e-6, 16e-6], "overhead": [0.0]}
+    net = _net_times(reply)
+    assert net[0] == pytest.approx(100e-6)
+    assert net[1] == pytest.approx(500e-6)
+    assert late_work_calls(reply) == 1
+    honest = dict(reply, device_times=[115e-6, 116e-6])
+    assert late_work_calls(honest) == 0 and _net_times(honest) == pytest.approx([100e-6, 100e-6])
