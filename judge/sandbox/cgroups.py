@@ -41,19 +41,27 @@ class Cgroup:
     def create(cls, memory_bytes: int, pids: int) -> Cgroup | None:
         name = f"triton-judge-{os.getpid()}-{secrets.token_hex(4)}"
         if (ROOT / "cgroup.controllers").is_file():
-            parent = ROOT / _own_v2_path()
-            d = parent / name
-            try:
-                d.mkdir()
-            except OSError:
-                return None
-            group = cls([d], v2=True)
-            ok = _write(d / "memory.max", memory_bytes) and _write(d / "pids.max", pids)
-            _write(d / "memory.swap.max", 0)
-            if not ok:
+            # Our own cgroup first (a delegated subtree); as root, the top of
+            # the tree too: on the H200 machine the judge sits in a cgroup
+            # that holds processes, so it cannot hand the memory and pids
+            # controllers down (cgroup v2's no-internal-processes rule), while
+            # the root cgroup has them enabled for its children.
+            parents = [ROOT / _own_v2_path()]
+            if os.geteuid() == 0 and parents[0] != ROOT:
+                parents.append(ROOT)
+            for parent in parents:
+                d = parent / name
+                try:
+                    d.mkdir()
+                except OSError:
+                    continue
+                group = cls([d], v2=True)
+                ok = _write(d / "memory.max", memory_bytes) and _write(d / "pids.max", pids)
+                _write(d / "memory.swap.max", 0)
+                if ok:
+                    return group
                 group.remove()
-                return None
-            return group
+            return None
         mem, pid_dir = ROOT / "memory" / name, ROOT / "pids" / name
         try:
             mem.mkdir()
