@@ -77,6 +77,40 @@ def test_right_answers_pass_and_controls_fail(problem):
     assert all(v > 0 for v in counts.values()), counts
 
 
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.slug)
+def test_a_low_precision_answer_fails(problem):
+    """The fourth control: the exact answer for inputs rounded to bfloat16 (what
+    a kernel that computes in low precision gets at best), in float32 where the
+    problem has it, else in float16 (attention): it must fail on nearly every
+    case where it differs visibly from the right answer."""
+    failed, tried = 0, 0
+    for group, params in _cases(problem):
+        dtypes_here = next(g for g in problem.groups if g.name == group).domain(interpret=False).get("dtype", [])
+        dtypes_here = dtypes_here if isinstance(dtypes_here, list) else [dtypes_here]
+        params = dict(params, dtype="float32" if "float32" in dtypes_here else "float16")
+        inputs, golden, naive, dtypes = _answers(problem, params)
+        low_args = [a.values.to(torch.bfloat16).double() if isinstance(a, kit.TensorInput) and
+                    a.values.is_floating_point() else (a.values if isinstance(a, kit.TensorInput) else a)
+                    for a in inputs]
+        low = problem.golden.golden(*low_args)
+        low = list(low) if isinstance(low, (tuple, list)) else [low]
+        for i, (g, n, dt, lo) in enumerate(zip(golden, naive, dtypes, low)):
+            ref, got = g.to(dt), lo.to(dt)
+            both = torch.isfinite(ref) & torch.isfinite(got)
+            if not both.any():
+                continue
+            rel = ((got - ref).abs()[both] / ref.abs()[both].clamp_min(1e-30)).max()
+            if rel <= (1e-4 if dt == torch.float32 else 1e-2):
+                continue
+            tried += 1
+            caught = _compare(problem, i, got, g, n, dt) is not None
+            failed += caught
+    # Per case the check is statistical (a 1x1x1 float32 product can land
+    # inside matmul's TF32-aware tolerance, a softmax row with one dominant
+    # logit inside the absolute floor); over a run it must catch nearly all.
+    assert tried > 0 and failed >= 0.85 * tried, (failed, tried)
+
+
 def test_tolerance_scales_with_the_naive_error():
     gold = torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)
     naive = gold + torch.tensor([[0.0, 0.01, 0.0]], dtype=torch.float64)

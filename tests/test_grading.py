@@ -296,3 +296,11 @@ def test_speed_curve_maps_the_reported_speedup():
     # Without a curve the report's own points are rescaled to the rubric's maximum.
     assert speed_points(ProblemRubric(speed={"max_points": 10}),
                         {"scored": True, "points": 15, "max_points": 30}, P94) == (5.0, 10)
+
+
+def test_the_documented_example_rubric_loads():
+    from judge.grading.rubric import load_rubric
+
+    example = Path(__file__).resolve().parents[1] / "judge" / "grading" / "rubric.example.toml"
+    rubric = load_rubric(example)
+    assert rubric.problems, "the example rubric configures no problem"

@@ -4,7 +4,7 @@ The judge's report says which groups passed; the rubric says what they are
 worth to this course, what students may see and when, and the secret seed of
 the graded ("hidden") runs. Scoring is applied after judging, so the judge's
 verdict logic is untouched and a changed rubric re-scores stored results
-without judging again. See ``examples/rubric.toml`` for every key.
+without judging again. See ``judge/grading/rubric.example.toml`` for every key.
 
 Visibility: a group visible before the deadline is visible after it too;
 a group in neither list is hidden from students (staff see everything).
