@@ -99,6 +99,41 @@ def test_grade_sample_roster_end_to_end(tmp_path):
     check_the_secret_seed_never_reaches_outputs(graded)
 
 
+# The other four problems, one student each: an accepted file, a wrong answer,
+# a rule violation and a compile error or crash from each corpus.
+OTHERS = {
+    "95": ["accepted/tiled_2d_grid.py", "wrong_answer/returns_float32.py", "rejected/torch_matmul.py",
+           "runtime_error/asserts_contiguous.py"],
+    "96": ["accepted/one_row_per_program.py", "wrong_answer/weight_not_applied.py", "rejected/torch_rmsnorm.py",
+           "compile_error/block_not_power_of_two.py"],
+    "97": ["accepted/two_pass_exp.py", "wrong_answer/exp_with_log2e_scale.py", "rejected/torch_attention.py",
+           "compile_error/k_not_transposed.py"],
+    "98": ["accepted/atomic_dq_fp32.py", "wrong_answer/drops_delta_term.py", "rejected/torch_autograd.py",
+           "runtime_error/float_of_none_scale.py"],
+}
+
+
+def test_grade_a_roster_over_the_other_four_problems(tmp_path):
+    """Every problem's corpus appears in a graded roster (93 and 94 above): verdicts as declared."""
+    roster, expected = tmp_path / "roster", {}
+    verdict = dict(VERDICT, runtime_error="RTE")
+    for pid, files in OTHERS.items():
+        problem = find_problem(pid)
+        for k, rel in enumerate(files):
+            student = f"s{k + 1:02d}"
+            (roster / student).mkdir(parents=True, exist_ok=True)
+            (roster / student / f"{problem.id}.py").write_bytes(corpus(problem, rel).read_bytes())
+            expected[(student, problem.id)] = verdict[rel.split("/")[0]]
+    out = tmp_path / "out"
+    args = ["grade", roster, "--out", out, "--device", "cpu", "--jobs", "2", "--sandbox", "process", "--no-progress"]
+    for pid in OTHERS:
+        args += ["--problem", pid]
+    r = judge(*args)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = {(s, p): v for s, p, _h, v, _sc, _t in _rows(out / "results.sqlite")}
+    assert got == expected
+
+
 def _rows(db: Path):
     with sqlite3.connect(db) as c:
         return c.execute("SELECT student, problem, sha256, verdict, score, graded_at FROM results").fetchall()
