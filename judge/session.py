@@ -97,7 +97,8 @@ class Session:
                 self.notes.append(why)
         else:
             self.backend = get_backend(options.sandbox)
-        self.golden_device = "cuda" if options.device == "cuda" else "cpu"
+        # The judge computes its answers on the same GPU the worker was given.
+        self.golden_device = f"cuda:{options.gpu or 0}" if options.device == "cuda" else "cpu"
         self.worker: WorkerClient | None = None
         self.worker_info: dict = {}
         self.printed: list[str] = []
