@@ -405,6 +405,11 @@ class Session:
         if ev.get("tampered"):
             return Outcome(Verdict.RJ, "the call changed what the judge relies on: " + ", ".join(ev["tampered"]),
                            {"tampered": ev["tampered"]}), got
+        started = ev.get("started") if isinstance(ev.get("started"), dict) else {}
+        if started:
+            what = " and ".join(f"{n} {k}{'s' if n > 1 else ''}" for k, n in sorted(started.items()))
+            return Outcome(Verdict.RJ, f"the call started {what} of its own: all work must be done by your "
+                                       "Triton kernels, in this process and on this thread", {"started": started}), got
         if ev.get("threads_left"):
             return Outcome(Verdict.RJ, "threads the submission started were still running after it returned "
                                        f"({', '.join(ev['threads_left'])}): all work must be done by then",

@@ -36,6 +36,14 @@ FORBIDDEN_MODULES = {
     "signal": "changes how the worker is stopped",
     "resource": "changes the worker's limits",
     "mmap": "maps memory directly",
+    "numpy": "computes outside your kernels (NumPy)",
+    "posix": "reaches the operating system below os",
+    "_posixsubprocess": "starts other programs",
+    "code": "runs generated code",
+    "codeop": "compiles generated code",
+    "types": "builds functions and code objects",
+    "operator": "reaches attributes by computed names",
+    "torch.library": "defines operators the judge would take for PyTorch's own",
 }
 # Attribute chains (as written in the source) that are tampering.
 FORBIDDEN_ATTRIBUTES = {
@@ -73,6 +81,10 @@ FORBIDDEN_ATTRIBUTES = {
     "torch.use_deterministic_algorithms": "changes global settings the judge relies on",
     "torch.backends": "changes global precision settings",
     "torch.utils.deterministic": "changes global settings the judge relies on",
+    "torch.library": "defines operators the judge would take for PyTorch's own",
+    "torch.ops.load_library": "loads native code",
+    "torch.utils.cpp_extension": "builds native code",
+    "torch.from_numpy": "computes outside your kernels (NumPy)",
 }
 FORBIDDEN_CALLS = {
     "exec": "runs generated code",
@@ -84,7 +96,11 @@ FORBIDDEN_CALLS = {
     "setattr": "changes attributes by name",
     "delattr": "removes attributes by name",
     "breakpoint": "stops the worker",
+    "locals": "reaches into frame internals",
 }
+# getattr(x, name) is fine with a plain public name written out; a computed or
+# private name is how the rest of this list is dodged ("_" + "C").
+NAME_LOOKUPS = {"getattr", "hasattr"}
 FORBIDDEN_NAMES = {
     "__torch_function__": "defines a tensor subclass that intercepts PyTorch",
     "__torch_dispatch__": "defines a tensor subclass that intercepts PyTorch",
@@ -92,6 +108,34 @@ FORBIDDEN_NAMES = {
     "__subclasses__": "walks the class hierarchy",
     "__globals__": "reaches into function globals",
     "__code__": "rewrites code objects",
+    "__self__": "reaches the module or object behind a built-in (e.g. builtins from print)",
+    "__dict__": "reaches into object internals",
+    "__class__": "walks the class hierarchy",
+    "__mro__": "walks the class hierarchy",
+    "__bases__": "walks the class hierarchy",
+    "__base__": "walks the class hierarchy",
+    "__getattribute__": "reaches attributes by computed names",
+    "__closure__": "reaches into function internals",
+    "__func__": "reaches into method internals",
+    "__wrapped__": "unwraps functions the judge wrapped",
+    "__import__": "imports modules by computed names",
+    "__loader__": "reaches the import machinery",
+    "__spec__": "reaches the import machinery",
+    "__reduce__": "runs code hidden in data",
+    "__reduce_ex__": "runs code hidden in data",
+    "f_back": "walks the call stack",
+    "f_globals": "walks the call stack",
+    "f_locals": "walks the call stack",
+    "gi_frame": "walks the call stack",
+    "tb_frame": "walks the call stack",
+    "numpy": "computes outside your kernels (NumPy)",
+    "np": "computes outside your kernels (NumPy)",
+    "tolist": "computes outside your kernels (Python lists)",
+    "__array__": "computes outside your kernels (NumPy)",
+    "__array_interface__": "computes outside your kernels (NumPy)",
+    "__cuda_array_interface__": "hands the memory to other libraries",
+    "__dlpack__": "hands the memory to other libraries",
+    "from_dlpack": "hands the memory to other libraries",
 }
 # Assigning to an attribute of these modules (torch.cuda.synchronize = ...)
 # swaps out the judge's own tools or the clock.
@@ -108,6 +152,12 @@ class Finding:
         return f"line {self.line}: {self.code} ({self.why})"
 
 
+def _matches(full: str, chain: str) -> bool:
+    """``chain`` as a run of whole components anywhere in ``full``: os.sys.modules matches sys.modules."""
+    parts, want = full.split("."), chain.split(".")
+    return any(parts[i:i + len(want)] == want for i in range(len(parts) - len(want) + 1))
+
+
 def _dotted(node) -> str | None:
     parts = []
     while isinstance(node, ast.Attribute):
@@ -121,6 +171,7 @@ def _dotted(node) -> str | None:
 
 class _Scanner(ast.NodeVisitor):
     def __init__(self):
+        self.called: set[int] = set()  # ids of nodes that are the function of a call
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> module path ("np" -> "numpy")
 
@@ -132,7 +183,7 @@ class _Scanner(ast.NodeVisitor):
         if root in FORBIDDEN_MODULES:
             self.add(node, f"import {module}", FORBIDDEN_MODULES[root])
         for chain, why in FORBIDDEN_ATTRIBUTES.items():
-            if module == chain or module.startswith(chain + "."):
+            if _matches(module, chain):
                 self.add(node, f"import {module}", why)
 
     def visit_Import(self, node):
@@ -150,7 +201,7 @@ class _Scanner(ast.NodeVisitor):
         for alias in node.names:
             full = f"{module}.{alias.name}" if module else alias.name
             for chain, why in FORBIDDEN_ATTRIBUTES.items():
-                if full == chain or full.startswith(chain + "."):
+                if _matches(full, chain):
                     self.add(node, f"from {module} import {alias.name}", why)
             self.aliases[alias.asname or alias.name] = full
         self.generic_visit(node)
@@ -165,7 +216,7 @@ class _Scanner(ast.NodeVisitor):
         if dotted is not None:
             full = self._resolve(dotted)
             for chain, why in FORBIDDEN_ATTRIBUTES.items():
-                if full == chain or full.startswith(chain + "."):
+                if _matches(full, chain):
                     self.add(node, dotted, why)
                     break
         if node.attr in FORBIDDEN_NAMES:
@@ -173,12 +224,14 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Name(self, node):
+        if node.id in NAME_LOOKUPS | set(FORBIDDEN_CALLS) and id(node) not in self.called:
+            self.add(node, node.id, "passes a name-lookup or code-running built-in around")
         if node.id in FORBIDDEN_NAMES:
             self.add(node, node.id, FORBIDDEN_NAMES[node.id])
         full = self.aliases.get(node.id)
         if full and full != node.id:
             for chain, why in FORBIDDEN_ATTRIBUTES.items():
-                if full == chain or full.startswith(chain + "."):
+                if _matches(full, chain):
                     self.add(node, node.id, why)
                     break
         self.generic_visit(node)
@@ -191,8 +244,15 @@ class _Scanner(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Call(self, node):
+        self.called.add(id(node.func))
         if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             self.add(node, f"{node.func.id}()", FORBIDDEN_CALLS[node.func.id])
+        if isinstance(node.func, ast.Name) and node.func.id in NAME_LOOKUPS:
+            name = node.args[1] if len(node.args) > 1 else None
+            plain = isinstance(name, ast.Constant) and isinstance(name.value, str) and \
+                not name.value.startswith("_") and name.value not in FORBIDDEN_NAMES
+            if not plain:
+                self.add(node, f"{node.func.id}()", "reaches an attribute by a computed or private name")
         self.generic_visit(node)
 
     def _check_target(self, target, node):

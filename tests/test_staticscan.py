@@ -47,6 +47,19 @@ def test_each_rule_trips(source, code):
     ("from torch import cuda\ncuda.synchronize = lambda: None", "cuda.synchronize = ..."),
     ("import time as t\nt.perf_counter = lambda: 0.0", "t.perf_counter = ..."),
     ("import triton\ndef f():\n    triton.runtime.jit.JITFunction.run = None", "triton.runtime.jit.JITFunction.run = ..."),
+    # What a red team used to get past the first version of the scan:
+    ("b = print.__self__", "__self__"),
+    ("import torch\nC = getattr(torch, '_' + 'C')", "getattr()"),
+    ("import os\nf = getattr(os, 'fo' + 'rk')", "getattr()"),
+    ("import torch\nd = getattr(torch, '_C')", "getattr()"),
+    ("g = getattr\nh = g(x, 'y')", "getattr"),
+    ("import os\nm = os.sys.modules", "os.sys.modules"),
+    ("import triton\nn = triton.runtime.interpreter.np", "np"),
+    ("v = x.tolist()", "tolist"),
+    ("a = x.numpy()", "numpy"),
+    ("import torch\nt = torch.from_numpy(a)", "torch.from_numpy"),
+    ("import torch\nlib = torch.library.custom_op('me::clone', mutates_args=())", "torch.library.custom_op"),
+    ("import numpy as np", "import numpy"),
 ])
 def test_aliases_do_not_hide_a_rule(source, code):
     assert any(f.code == code for f in staticscan.scan(source)), staticscan.scan(source)
@@ -55,7 +68,8 @@ def test_aliases_do_not_hide_a_rule(source, code):
 @pytest.mark.parametrize("source", [
     "import math\nimport os.path\np = os.path.join('a', 'b')",
     "import torch\nimport triton\nimport triton.language as tl\nout = torch.empty_like(x)\nd = getattr(tl, 'float32')",
-    "from triton import language as tl\nimport numpy as np\ncfg = {'BLOCK': 128}\ncfg['BLOCK'] = 256",
+    "from triton import language as tl\nimport functools\ncfg = {'BLOCK': 128}\ncfg['BLOCK'] = 256",
+    "import triton\nn = getattr(triton, 'cdiv')(10, 3)\nok = hasattr(x, 'stride')",
     "class Cfg:\n    pass\nc = Cfg()\nc.block = 64",
     "def f(x):\n    x.block = 1\n    return x",
 ])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from judge.cli import EXIT_INTERNAL, EXIT_USAGE, _err, _problem, _usage
+from judge.cli import EXIT_INTERNAL, _err, _problem, _usage
 
 
 def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) -> tuple[str, list[int | None]]:

@@ -272,10 +272,13 @@ class Bench:
         if ev.get("tampered"):
             raise BenchFailed("RJ", f"while timed, the submission changed what the judge relies on: "
                                     f"{', '.join(ev['tampered'])}", {"tampered": ev["tampered"]})
+        if isinstance(ev.get("started"), dict) and ev["started"]:
+            raise BenchFailed("RJ", f"{where} the submission started threads or processes of its own while timed")
+        if ev.get("torch_ops"):
+            listed = ", ".join(f"torch {op}" for op in sorted(ev["torch_ops"]))
+            raise BenchFailed("RJ", f"{where} the answer was computed with PyTorch operators ({listed})"
+                                    + ("" if warmup else " in timed calls"))
         if warmup:
-            if ev.get("torch_ops"):
-                listed = ", ".join(f"torch {op}" for op in sorted(ev["torch_ops"]))
-                raise BenchFailed("RJ", f"{where} the answer was computed with PyTorch operators ({listed})")
             if not ev.get("own_launches"):
                 raise BenchFailed("RJ", f"{where} no Triton kernel defined in {self.submission.name} was launched")
         elif ev.get("calls_without_own_launch"):

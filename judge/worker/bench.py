@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import time
 import traceback
+from collections import Counter
 
 from judge.worker import benchgen
 
@@ -102,6 +103,7 @@ class BenchState:
         torch = self.torch
         wall0 = time.perf_counter()
         self.device_times, self.sync_gaps = [], []
+        self.timed_ops = Counter()
         shape, specs, calls = int(msg["shape"]), msg["args"], int(msg["calls"])
         mode = msg.get("mode", "events")
         base = int(msg["seed"])
@@ -150,6 +152,12 @@ class BenchState:
                                                                         int(msg.get("sets", 2)),
                                                                         int(msg.get("flush_bytes", 0)), keep)
             evidence["calls_without_own_launch"] = sum(1 for n in launches if n == 0)
+            timed_ops = getattr(self, "timed_ops", None)
+            if timed_ops:
+                merged = Counter(evidence.get("torch_ops") or {})
+                merged.update(timed_ops)
+                evidence["torch_ops"] = dict(merged)
+            evidence["started"] = guard.take_events()
             evidence["tampered"] = integrity.changed(baseline)
             self.kept[shape] = kept if keep else {}
             reply.update(mode=mode, out_bytes=self.out_bytes, times=times, host=host, overhead=overhead,
@@ -172,7 +180,11 @@ class BenchState:
         sets = self._sets(shape, specs, max(1, nsets), self.worker.device)
         flush = self._flush_buffer(flush_bytes) if cuda else None
         times, host, overhead, launches, kept, ids = [], [], [], [], {}, set()
+        self.timed_ops = Counter()
         self.device_times, self.sync_gaps = [], []
+        # Timed calls are watched like judged ones (the hold below hides the
+        # watch's host cost): a submission cannot fall back to PyTorch only
+        # when it is being timed.
         fn = self.worker.fn
         prepare = self._prepare()
         delay = 0.0
@@ -219,7 +231,7 @@ class BenchState:
                     flush.zero_()
                 self._hold_gpu(delay)
                 start, end, end2 = (torch.cuda.Event(enable_timing=True) for _ in range(3))
-                with guard.counting() as watch:
+                with guard.watching() as watch:
                     h0 = time.perf_counter()
                     start.record()
                     out = fn(*args)
@@ -234,13 +246,14 @@ class BenchState:
                 # so the judge's clock check compares like with like.
                 h1 -= min(delay, max(0.0, (h1 - h0) - times[-1]))
             else:
-                with guard.counting() as watch:
+                with guard.watching() as watch:
                     h0 = time.perf_counter()
                     out = fn(*args)
                     h1 = time.perf_counter()
                 times.append(h1 - h0)
             host.append(h1 - h0)
             launches.append(sum(watch.own_launches.values()))
+            self.timed_ops.update(watch.ops)
             ids |= watch.kernel_ids
             if i == 0:
                 self.out_bytes = _nbytes(out)
@@ -276,13 +289,14 @@ class BenchState:
                 self.out_bytes = _nbytes(fn(*sets[0]))  # compiled and autotuned before capture
                 torch.cuda.synchronize()
                 graph = torch.cuda.CUDAGraph()
-                with guard.counting() as watch:
+                with guard.watching() as watch:
                     with torch.cuda.graph(graph):
                         outs = []
                         for k in range(per_graph):
                             before = sum(watch.own_launches.values())
                             outs.append(fn(*sets[k]))
                             launches[k] = sum(watch.own_launches.values()) - before
+                self.timed_ops = Counter(watch.ops)
                 torch.cuda.synchronize()
             except Exception as exc:  # noqa: BLE001 - capture refused: fall back to events
                 traceback.print_exc()

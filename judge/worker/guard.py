@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -42,7 +43,17 @@ def _device_of(x):
     return getattr(x, "device", None)
 
 
+def _op_name(func) -> str:
+    """``add``, or ``namespace::name`` for an operator outside aten (a custom op)."""
+    namespace = getattr(func, "namespace", "aten")
+    name = str(func.overloadpacket.__name__)
+    return name if namespace == "aten" else f"{namespace}::{name}"
+
+
 def _op_is_allowed(func, args, kwargs) -> bool:
+    # Only PyTorch's own operators: a custom op named "clone" is not a clone.
+    if getattr(func, "namespace", None) != "aten":
+        return False
     name = func.overloadpacket.__name__
     if name not in ALLOWED_OPS:
         return False
@@ -70,6 +81,7 @@ class Watch:
 
 class _State:
     watch: Watch | None = None
+    events: Counter = Counter()  # "thread", "process": started by the submission's own code
     depth = 0  # > 0 while a Triton launch (or autotuning) is on the stack
     submission = ""
     kernels: dict = {}  # id(compiled kernel) -> its resources, for kernels of the submission's file
@@ -77,6 +89,86 @@ class _State:
 
 
 _state = _State()
+_real: dict[str, str] = {}  # co_filename -> realpath (cached: frames are walked per operator)
+_LIBRARY_DIRS: tuple[str, ...] = ()  # triton's and torch's packages, set by install()
+_TRITON_DIRS: tuple[str, ...] = ()
+
+
+def _where(filename: str) -> str:
+    path = _real.get(filename)
+    if path is None:
+        path = _real[filename] = os.path.realpath(filename)
+    return path
+
+
+def _from_submission(skip: int = 2, stops: tuple[str, ...] | None = None) -> bool:
+    """Whether the code that asked for this is the submission's own.
+
+    Walks the stack outwards and stops at the first frame that belongs either
+    to the submission's file (yes) or to Triton or PyTorch (no): the grid
+    lambda, an autotune pre-hook, a heuristics function or (in the
+    interpreter) a kernel body is the submission's code even inside a launch,
+    while Triton copying arguments or PyTorch starting its own threads is not.
+    For operators ``stops`` is Triton alone: PyTorch's dispatch frames sit
+    between every operator and its caller.
+    """
+    stops = _LIBRARY_DIRS if stops is None else stops
+    f = sys._getframe(skip)
+    while f is not None:
+        path = _where(f.f_code.co_filename)
+        if path == _state.submission:
+            return True
+        if path.startswith(stops):
+            return False
+        f = f.f_back
+    return False
+
+
+def take_events() -> dict:
+    """What the submission started (threads, processes) since the last call; then forgets it."""
+    out = dict(_state.events)
+    _state.events.clear()
+    return out
+
+
+def _flag_if_submission(kind: str) -> None:
+    if _from_submission(3):
+        _state.events[kind] += 1
+
+
+def _watch_starts() -> None:
+    """Wrap the primitives every thread and process start goes through."""
+    import _thread
+
+    def wrap(owner, attr, kind):
+        original = getattr(owner, attr, None)
+        if original is None or getattr(original, "_judge_wrapped", False):
+            return
+
+        def started(*args, **kwargs):
+            _flag_if_submission(kind)
+            return original(*args, **kwargs)
+
+        started._judge_wrapped = True
+        setattr(owner, attr, started)
+
+    for attr in ("start_new_thread", "start_joinable_thread", "start_new"):
+        wrap(_thread, attr, "thread")
+    for attr in ("_start_new_thread", "_start_joinable_thread"):
+        wrap(threading, attr, "thread")
+    try:
+        import _posixsubprocess
+        import subprocess
+
+        wrap(_posixsubprocess, "fork_exec", "process")
+        wrap(subprocess, "_fork_exec", "process")
+    except ImportError:  # pragma: no cover - not on Linux
+        pass
+    for attr in ("posix_spawn", "posix_spawnp", "system", "spawnv", "spawnve", "spawnvp", "spawnvpe"):
+        wrap(os, attr, "process")
+    if hasattr(os, "register_at_fork"):
+        # os.fork, os.forkpty and multiprocessing's fork all run this in the parent.
+        os.register_at_fork(before=lambda: _flag_if_submission("process"))
 
 
 def _record_launch(kernel, args, kwargs):
@@ -202,8 +294,15 @@ def _first_config_only(autotuner_cls) -> None:
 
 def install(submission_path: str, interpret: bool = False) -> None:
     """Patch Triton's launchers; call after importing triton, before the submission."""
+    global _LIBRARY_DIRS, _TRITON_DIRS
     _state.submission = os.path.realpath(submission_path)
+    import torch
+    import triton
     from triton.runtime import jit
+
+    _LIBRARY_DIRS = tuple(os.path.realpath(os.path.dirname(m.__file__)) + os.sep for m in (triton, torch))
+    _TRITON_DIRS = _LIBRARY_DIRS[:1]
+    _watch_starts()
 
     _wrap_launcher(jit.JITFunction, count=True)
     try:
@@ -275,10 +374,17 @@ def watching():
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             watch = _state.watch
-            if _state.depth > 0 or watch is None:
+            if watch is None:
+                return func(*args, **kwargs)
+            if _state.depth > 0:
+                # Inside a launch Triton itself copies and converts arguments;
+                # the submission's own callbacks (grid, hooks, heuristics, an
+                # interpreted kernel body) are still watched.
+                if not _op_is_allowed(func, args, kwargs) and _from_submission(2, _TRITON_DIRS):
+                    watch.ops[_op_name(func)] += 1
                 return func(*args, **kwargs)
             if not _op_is_allowed(func, args, kwargs):
-                watch.ops[str(func.overloadpacket.__name__)] += 1
+                watch.ops[_op_name(func)] += 1
                 return func(*args, **kwargs)
             result = func(*args, **kwargs)
             # A copy, cast or view of a buffer a kernel was given counts as that

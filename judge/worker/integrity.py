@@ -55,6 +55,30 @@ IDENTITIES = [
 ]
 
 
+# Namespaces whose every function must stay the same object: a submission
+# that swaps any method of a tensor (say .detach, which the worker calls to
+# send results) or any torch function changes what the judge sees.
+WHOLE = [
+    "torch.Tensor", "torch._C.TensorBase", "torch", "torch.nn.functional",
+    "triton", "triton.language", "triton.runtime.jit", "triton.runtime.autotuner",
+    "triton.runtime.interpreter", "time", "os", "threading", "_thread",
+    "judge.protocol", "judge.worker.guard", "judge.worker.integrity", "judge.worker.runner",
+]
+
+
+def _functions(namespace) -> dict:
+    """id() of each function, class or method descriptor in a module's or class's own dict."""
+    out = {}
+    try:
+        items = list(vars(namespace).items())
+    except TypeError:
+        return out
+    for key, value in items:
+        if callable(value) or isinstance(value, (staticmethod, classmethod, property)):
+            out[key] = id(value)
+    return out
+
+
 def _resolve(dotted: str):
     parts = dotted.split(".")
     for i in range(len(parts), 0, -1):
@@ -82,10 +106,24 @@ def snapshot() -> dict:
             state[name] = id(_resolve(name))
         except Exception:  # noqa: BLE001
             state[name] = "<absent>"
+    for space in WHOLE:
+        try:
+            functions = _functions(_resolve(space))
+        except Exception:  # noqa: BLE001 - e.g. no torch.cuda functions in a CPU build
+            continue
+        for key, ident in functions.items():
+            state[f"{space}.{key}"] = ident
     return state
 
 
 def changed(before: dict) -> list[str]:
-    """Names whose value or identity differs from ``before``."""
+    """Names whose value or identity differs from ``before`` (names that appeared since are not compared:
+    modules fill in lazily)."""
     now = snapshot()
-    return sorted(name for name in before if now.get(name) != before[name])
+    return sorted(name for name in before if name in now and now[name] != before[name]
+                  or name not in now and not _lazy(name))
+
+
+def _lazy(name: str) -> bool:
+    """A name that may legitimately vanish from a namespace snapshot (none known): report it."""
+    return False

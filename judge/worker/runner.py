@@ -288,6 +288,7 @@ class Worker:
         evidence = _evidence(watch)
         evidence["threads_left"] = _new_threads(threads_before, self.path)
         evidence["tampered"] = integrity.changed(self.baseline)
+        evidence["started"] = guard.take_events()
         evidence["compile"] = guard.compile_stats()
         for out in outputs:
             if out.get("ptr_range"):
@@ -328,6 +329,10 @@ class Worker:
         if len(items) > 16:
             outputs.append({"kind": "other", "type": f"... {len(items) - 16} more items"})
         return outputs, tensors
+
+
+def _started_text(started: dict) -> str:
+    return " and ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(started.items()))
 
 
 def _new_threads(before: set, path: str) -> list[str]:
@@ -439,9 +444,13 @@ def main() -> int:
     fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
     if err is None:
         tampered = integrity.changed(worker.baseline)
+        started = guard.take_events()
         if tampered:
             err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
                    "message": "importing the submission changed " + ", ".join(tampered)}
+        elif started:
+            err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
+                   "message": "importing the submission started " + _started_text(started)}
     hello = {
         "type": "hello",
         "status": "ok" if err is None else "error",

@@ -1,6 +1,7 @@
 # Computes with NumPy and never launches a kernel (on a GPU, .cpu() is refused first).
-# expect-cpu: no Triton kernel defined in numpy_no_kernel.py
-# expect-gpu: PyTorch operators
+# expect: NumPy
+# (The static scan finds NumPy first; tests/test_anticheat_runtime.py judges it
+# with the scan off: no Triton kernel launched, or on a GPU the .cpu() copy.)
 import torch
 
 

@@ -1,6 +1,7 @@
 # Launches a kernel on a scratch buffer, but the returned tensor is made by NumPy.
-# expect-cpu: computed some other way
-# expect-gpu: PyTorch operators
+# expect: NumPy
+# (The static scan finds NumPy first; tests/test_anticheat_runtime.py judges it
+# with the scan off: the output never went through a kernel.)
 import numpy as np
 import torch
 import triton

@@ -1,0 +1,42 @@
+"""The runtime layers of the anti-cheat, each on its own.
+
+The static scan rejects most exploits before they run, which would leave the
+checks in the worker and the judge untested. Here the scan is off and each
+exploit must still be rejected, by the check named in the expected message.
+What no runtime check catches yet is listed in problems/README.md ("Exploit
+corpus"), not here.
+"""
+
+from pathlib import Path
+
+import pytest
+
+from judge.problems import find_problem
+from judge.session import Options, Session
+
+ROOT = Path(__file__).resolve().parents[1]
+R93 = ROOT / "problems" / "093-vector-add" / "submissions" / "rejected"
+R94 = ROOT / "problems" / "094-softmax" / "submissions" / "rejected"
+
+CASES = [
+    ("93", R93 / "numpy_no_kernel.py", "no Triton kernel defined in"),
+    ("93", R93 / "numpy_with_decoy_kernel.py", "computed some other way"),
+    ("93", R93 / "redteam_thread.py", "started 1 thread"),
+    ("93", R93 / "redteam_fork.py", "started 1 process"),
+    ("93", R93 / "exploit_background_thread.py", "started 1 thread"),
+    ("93", R93 / "redteam_custom_op_name.py", "redteam::clone"),
+    ("93", R93 / "redteam_patch_wire_view.py", "torch.Tensor.detach"),
+    ("93", R93 / "exploit_timer_patch.py", "torch.cuda.Event.elapsed_time"),
+    ("93", R93 / "exploit_tf32_flag.py", "allow_tf32"),
+    ("94", R94 / "redteam_softmax_custom_op.py", "::"),
+]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("pid,path,expect", CASES, ids=[c[1].stem for c in CASES])
+def test_rejected_without_the_static_scan(pid, path, expect):
+    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, static_scan=False)
+    report = Session(find_problem(pid), path, options).run()
+    assert report.verdict.value != "AC", report.message
+    if expect is not None:
+        assert report.verdict.value == "RJ" and expect in report.message, f"{report.verdict.value}: {report.message}"
