@@ -1,5 +1,8 @@
 # Leaves a daemon behind (double fork, new session) that sleeps forever under a
-# recognisable name; the sandbox must end it with the run.
+# recognisable name; the sandbox must end it with the run. The worker sees the
+# submission's code fork, so the verdict is RJ; the daemon must not outlive the
+# run all the same.
+# expect: process of its own
 import os
 import torch
 import triton
