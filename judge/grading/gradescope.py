@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import stat
 import time
 import zipfile
 from pathlib import Path
 
-from judge.grading.job import REPO_ROOT, ie_report, run_subprocess
+from judge.grading.job import REPO_ROOT, platform_report
 from judge.grading.roster import candidate_names, pick_file
 from judge.grading.rubric import Rubric, grade
 from judge.problems import Problem
@@ -183,23 +182,11 @@ def run(problem: Problem, *, submission_dir: Path, results_path: Path, rubric: R
     path = pick_file(submission_dir, problem, single_problem=True) if submission_dir.is_dir() else None
     if seed is None:
         seed = rubric.seed_for(problem)
-    if path is None:
-        report = ie_report(problem.id, "")
-        report.update(verdict="CE", message=f"no submission file found; name it one of "
-                                            f"{', '.join(candidate_names(problem))} (or upload a single .py file)")
-    elif forward:
-        from judge.grading.forward import ForwardError, post_submission
-
-        try:
-            report = post_submission(forward, problem.id, path, seed, token, timeout=timeout)
-        except ForwardError as exc:
-            report = ie_report(problem.id, f"{exc}; ask the course staff to regrade")
-    else:
-        if seed is None:
-            seed = int.from_bytes(os.urandom(4), "big") >> 1
-        spec = {"problem": problem.id, "path": str(path.resolve()), "seed": seed, "device": device,
-                "interpret": device == "cpu", "sandbox": sandbox}
-        report = run_subprocess(spec, timeout=timeout)
+    report = platform_report(
+        problem, path, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
+        missing=f"no submission file found; name it one of {', '.join(candidate_names(problem))} "
+                "(or upload a single .py file)",
+        forward_hint="; ask the course staff to regrade")
     graded = grade(report, problem, rubric)
     doc = results(graded, time.monotonic() - started)
     results_path.parent.mkdir(parents=True, exist_ok=True)

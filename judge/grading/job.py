@@ -69,6 +69,27 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None) -> dic
                      time.monotonic() - started)
 
 
+def platform_report(problem, path: Path | None, *, missing: str, sandbox: str, device: str, forward: str | None,
+                    token: str | None, seed: int | None, timeout: float, forward_hint: str = "") -> dict:
+    """The report for a grading platform's one submission (Gradescope, PrairieLearn): CE with MISSING
+    when no file was found, else judged by the GPU service at FORWARD, else judged here."""
+    if path is None:
+        report = ie_report(problem.id, "")
+        report.update(verdict="CE", message=missing)
+        return report
+    if forward:
+        from judge.grading.forward import ForwardError, post_submission
+
+        try:
+            return post_submission(forward, problem.id, path, seed, token, timeout=timeout)
+        except ForwardError as exc:
+            return ie_report(problem.id, f"{exc}{forward_hint}")
+    if seed is None:
+        seed = int.from_bytes(os.urandom(4), "big") >> 1
+    return run_subprocess({"problem": problem.id, "path": str(path.resolve()), "seed": seed, "device": device,
+                           "interpret": device == "cpu", "sandbox": sandbox}, timeout=timeout)
+
+
 def _die_with_parent() -> None:
     """Ask Linux for SIGTERM when the driver dies, so a killed `grade` leaves no judging behind."""
     try:

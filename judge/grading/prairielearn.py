@@ -16,11 +16,10 @@ groups it hides are left out of ``tests`` (their points still count in
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from judge.grading.gradescope import _group_output
-from judge.grading.job import ie_report, run_subprocess
+from judge.grading.job import platform_report
 from judge.grading.roster import candidate_names, pick_file
 from judge.grading.rubric import Rubric, grade
 from judge.problems import Problem
@@ -76,23 +75,10 @@ def run(problem: Problem, *, student_dir: Path, results_path: Path, rubric: Rubr
     path = pick_file(student_dir, problem, single_problem=True) if student_dir.is_dir() else None
     if seed is None:
         seed = rubric.seed_for(problem)
-    if path is None:
-        report = ie_report(problem.id, "")
-        report.update(verdict="CE", message=f"no submission file found in the submitted files; name it one of "
-                                            f"{', '.join(candidate_names(problem))}")
-    elif forward:
-        from judge.grading.forward import ForwardError, post_submission
-
-        try:
-            report = post_submission(forward, problem.id, path, seed, token, timeout=timeout)
-        except ForwardError as exc:
-            report = ie_report(problem.id, str(exc))
-    else:
-        if seed is None:
-            seed = int.from_bytes(os.urandom(4), "big") >> 1
-        report = run_subprocess({"problem": problem.id, "path": str(path.resolve()), "seed": seed,
-                                 "device": device, "interpret": device == "cpu", "sandbox": sandbox},
-                                timeout=timeout)
+    report = platform_report(
+        problem, path, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
+        missing=f"no submission file found in the submitted files; name it one of "
+                f"{', '.join(candidate_names(problem))}")
     graded = grade(report, problem, rubric)
     doc = results(report, graded, rubric)
     text = json.dumps(doc, indent=2)
