@@ -350,7 +350,8 @@ def selftest(problems, only, seed, device, interpret, sandbox, jobs):
     device, interpret, note = _resolve_device(device, interpret)
     if note:
         _err(note)
-    base = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed)
+    # Verdicts only: a speed run per accepted file would queue every job on the GPU lock.
+    base = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, speed=False)
     items = [(p, expected, path) for p in chosen for expected, path in corpus_of(p)
              if not only or only in str(path)]
     run = judge_one if jobs <= 1 else judge_via_cli

@@ -94,6 +94,8 @@ def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options) ->
             "--seed", str(base.seed), "--device", base.device, "--sandbox", base.sandbox]
     if base.interpret and base.device == "cuda":
         argv.append("--interpret")
+    if not base.speed:
+        argv.append("--no-speed")
     if "case_seconds" in limits:
         argv += ["--time-limit", str(limits["case_seconds_interpret" if base.interpret else "case_seconds"])]
     if "startup_seconds" in limits:

@@ -33,7 +33,7 @@ def test_declared_verdict(run):
     sandbox, (problem, expected, path) = run
     device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")
     options = Options(device=device, interpret=device == "cpu", seed=int(os.environ.get("JUDGE_TEST_SEED", "1")),
-                      sandbox=sandbox, quick=sandbox != "process")
+                      sandbox=sandbox, quick=sandbox != "process", speed=False)
     check = judge_one(problem, expected, path, options)
     detail = f"{check.verdict}: {check.message}"
     assert check.verdict == expected, detail

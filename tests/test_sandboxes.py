@@ -99,6 +99,7 @@ def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
     # The static scan would reject most of these before they run; the point
     # here is what the sandbox contains, so it is off.
     options = Options(sandbox=backend_name, seed=1, device=device, interpret=device == "cpu", static_scan=False,
+                      speed=False,
                       limits={"case_seconds_interpret": CASE_SECONDS, "case_seconds": CASE_SECONDS,
                               "startup_seconds": 60})
     started = time.monotonic()
