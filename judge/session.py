@@ -365,10 +365,7 @@ class Session:
             return speed, (Verdict(exc.verdict), f"speed run: {exc.message}")
         self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
         score = SpeedScore.from_spec(self.problem.spec.get("score", {}), self.problem.speed_points)
-        points = score.points(result["geomean_speedup"], eligible=True)
-        return {**base, **result, "scored": True, "points": points,
-                "reason": f"{result['geomean_speedup']:.3f}x the reference's speed (geometric mean over "
-                          f"{len(result['shapes'])} shapes): {points:g} of {self.problem.speed_points:g} points"}, None
+        return {**base, **score.section(result)}, None
 
     def _expected(self, inputs, params):
         dev = self.golden_device

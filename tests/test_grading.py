@@ -339,3 +339,16 @@ def test_the_documented_example_rubric_loads():
     example = Path(__file__).resolve().parents[1] / "judge" / "grading" / "rubric.example.toml"
     rubric = load_rubric(example)
     assert rubric.problems, "the example rubric configures no problem"
+
+
+def test_the_rubric_reads_the_speedup_the_judge_reports():
+    """The speed part as submit writes it (judge.timing.score) is what the rubric's curve reads."""
+    from judge.grading.rubric import ProblemRubric, speed_points
+    from judge.timing.score import SpeedScore
+
+    speed = SpeedScore(max_points=30).section({"geomean_speedup": 0.75, "shapes": [{}, {}]})
+    assert speed["speedup"] == 0.75 and speed["scored"]
+    curve = ProblemRubric(speed={"max_points": 20, "curve": [[0.5, 0.0], [1.0, 1.0]]})
+    points, most = speed_points(curve, speed, P93)
+    assert most == 20 and points == pytest.approx(10.0)
+    assert speed_points(ProblemRubric(), speed, P93) == (speed["points"], 30.0)

@@ -45,6 +45,15 @@ class SpeedScore:
         frac = math.log2(speedup / self.zero_at) / math.log2(self.full_at / self.zero_at)
         return round(self.max_points * frac, 2)
 
+    def section(self, result: dict) -> dict:
+        """The report's ``speed`` part for a finished speed run (RESULT from the timing protocol).
+        ``speedup`` is the stable key course tools read (rubric curves, CSV, leaderboards)."""
+        speedup = result["geomean_speedup"]
+        points = self.points(speedup, eligible=True)
+        return {**result, "scored": True, "points": points, "max_points": self.max_points, "speedup": speedup,
+                "reason": f"{speedup:.3f}x the reference's speed (geometric mean over {len(result['shapes'])} "
+                          f"shapes): {points:g} of {self.max_points:g} points"}
+
     def describe(self) -> str:
         return (f"0 points at or below {self.zero_at:g}x the reference's speed, {self.max_points:g} at "
                 f"{self.full_at:g}x or faster, linear in log2 between; per-shape speedups clamped to "
