@@ -27,7 +27,7 @@ import zipfile
 from pathlib import Path
 
 from judge.grading.job import REPO_ROOT, platform_report
-from judge.grading.roster import candidate_names, pick_file
+from judge.grading.roster import candidate_names
 from judge.grading.rubric import Rubric, grade
 from judge.problems import Problem
 
@@ -179,11 +179,8 @@ def run(problem: Problem, *, submission_dir: Path, results_path: Path, rubric: R
         device: str, forward: str | None, token: str | None, seed: int | None, timeout: float) -> dict:
     """Judge the one submission in SUBMISSION_DIR and write results.json; returns it."""
     started = time.monotonic()
-    path = pick_file(submission_dir, problem, single_problem=True) if submission_dir.is_dir() else None
-    if seed is None:
-        seed = rubric.seed_for(problem)
     report = platform_report(
-        problem, path, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
+        problem, submission_dir, rubric, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
         missing=f"no submission file found; name it one of {', '.join(candidate_names(problem))} "
                 "(or upload a single .py file)",
         forward_hint="; ask the course staff to regrade")

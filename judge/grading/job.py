@@ -69,10 +69,17 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None) -> dic
                      time.monotonic() - started)
 
 
-def platform_report(problem, path: Path | None, *, missing: str, sandbox: str, device: str, forward: str | None,
-                    token: str | None, seed: int | None, timeout: float, forward_hint: str = "") -> dict:
-    """The report for a grading platform's one submission (Gradescope, PrairieLearn): CE with MISSING
-    when no file was found, else judged by the GPU service at FORWARD, else judged here."""
+def platform_report(problem, directory: Path, rubric, *, missing: str, sandbox: str, device: str,
+                    forward: str | None, token: str | None, seed: int | None, timeout: float,
+                    forward_hint: str = "") -> dict:
+    """The report for a grading platform's one submission in DIRECTORY (Gradescope, PrairieLearn): CE
+    with MISSING when no file was found, else judged by the GPU service at FORWARD, else judged here;
+    with the rubric's seed for hidden runs unless SEED is given."""
+    from judge.grading.roster import pick_file
+
+    path = pick_file(directory, problem, single_problem=True) if directory.is_dir() else None
+    if seed is None:
+        seed = rubric.seed_for(problem)
     if path is None:
         report = ie_report(problem.id, "")
         report.update(verdict="CE", message=missing)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from judge.grading.gradescope import _group_output
 from judge.grading.job import platform_report
-from judge.grading.roster import candidate_names, pick_file
+from judge.grading.roster import candidate_names
 from judge.grading.rubric import Rubric, grade
 from judge.problems import Problem
 
@@ -72,11 +72,8 @@ def results(report: dict, graded: dict, rubric: Rubric) -> dict:
 
 def run(problem: Problem, *, student_dir: Path, results_path: Path, rubric: Rubric, sandbox: str, device: str,
         forward: str | None, token: str | None, seed: int | None, timeout: float) -> dict:
-    path = pick_file(student_dir, problem, single_problem=True) if student_dir.is_dir() else None
-    if seed is None:
-        seed = rubric.seed_for(problem)
     report = platform_report(
-        problem, path, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
+        problem, student_dir, rubric, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
         missing=f"no submission file found in the submitted files; name it one of "
                 f"{', '.join(candidate_names(problem))}")
     graded = grade(report, problem, rubric)

@@ -15,12 +15,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from judge.sandbox.base import Backend, Job, Proc, process_tree_memory, worker_env
 from judge.sandbox.cgroups import Cgroup
-from judge.sandbox.staging import stage_submission, stage_worker_code
+from judge.sandbox.staging import new_stage
 
 INSIDE_CODE = "/judge/code"
 INSIDE_SUBMISSION = "/judge/submission"
@@ -180,10 +179,7 @@ class BwrapBackend(Backend):
         return args + ["--", sys.executable, "-P", "-m", "judge.worker"]
 
     def spawn(self, job: Job) -> Proc:
-        stage = Path(tempfile.mkdtemp(prefix="judge-bwrap-"))
-        stage.chmod(0o755)
-        code = stage_worker_code(stage)
-        submission = stage_submission(job.submission, stage)
+        stage, code, submission = new_stage(job.submission, "judge-bwrap-")
         env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH)
         env["PYTHONNOUSERSITE"] = "1"
         cgroup = Cgroup.create(job.limits.memory_mb << 20, job.limits.processes)

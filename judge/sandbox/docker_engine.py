@@ -18,13 +18,12 @@ import secrets
 import shutil
 import socket
 import struct
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from judge.sandbox.base import Backend, Job, Proc, worker_env
-from judge.sandbox.staging import stage_submission, stage_worker_code
+from judge.sandbox.staging import new_stage
 
 LABEL = "org.triton-judge.worker"
 INSIDE_CODE = "/judge/code"
@@ -214,10 +213,7 @@ class DockerBackend(Backend):
     def spawn(self, job: Job) -> Proc:
         from docker.types import DeviceRequest, LogConfig, Ulimit
 
-        stage = Path(tempfile.mkdtemp(prefix="judge-docker-"))
-        stage.chmod(0o755)
-        code = stage_worker_code(stage)
-        submission = stage_submission(job.submission, stage)
+        stage, code, submission = new_stage(job.submission, "judge-docker-")
         env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH)
         env["PATH"] = IMAGE_PATH
         env["PYTHONNOUSERSITE"] = "1"

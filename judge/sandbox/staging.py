@@ -9,6 +9,7 @@ the reference solutions, the judge's other modules or its results.
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
 
 from judge.sandbox.base import CODE_ROOT
@@ -41,3 +42,11 @@ def stage_submission(src: Path, dest: Path) -> Path:
     target.chmod(0o644)
     folder.chmod(0o755)
     return target
+
+
+def new_stage(submission: Path, prefix: str) -> tuple[Path, Path, Path]:
+    """A fresh staging directory (readable by the sandbox's unprivileged user) holding the
+    worker's code and the submission: (the directory, the code root, the submission's copy)."""
+    stage = Path(tempfile.mkdtemp(prefix=prefix))
+    stage.chmod(0o755)
+    return stage, stage_worker_code(stage), stage_submission(submission, stage)
