@@ -26,7 +26,7 @@ from judge.cases import canonical, derive_seed, expand_examples, params_strategy
 from judge.problems import Group, Problem
 from judge.sandbox import Job, Limits, choose_auto, get_backend
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
-from judge.workers import WorkerClient, WorkerDied, WorkerStartFailed
+from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 
 BF16_NOTE = ("bfloat16 was not tested: Triton's interpreter computes bfloat16 on raw bits, "
              "so its results would be wrong for any kernel; it is tested on a GPU")
@@ -99,7 +99,7 @@ class Session:
             self.backend = get_backend(options.sandbox)
         # The judge computes its answers on the same GPU the worker was given.
         self.golden_device = f"cuda:{options.gpu or 0}" if options.device == "cuda" else "cpu"
-        self.worker: WorkerClient | None = None
+        self.worker: WorkerChannel | None = None
         self.worker_info: dict = {}
         self.printed: list[str] = []
         self.case_counter = 0
@@ -170,7 +170,7 @@ class Session:
         """Start a worker and load the submission; an Outcome if that failed."""
         t0 = time.monotonic()
         try:
-            self.worker = WorkerClient(self.backend, self._job())
+            self.worker = WorkerChannel(self.backend, self._job())
             hello = self.worker.start(submission_entry=self.problem.entry_point, arity=self.problem.arity,
                                       threads=self.options.threads)
             self.timing["worker_starts"] += 1
@@ -348,12 +348,12 @@ class Session:
             return {**base, "reason": "not measured: only part of the tests ran (--group/--case)"}, None
         if verdict is not Verdict.AC:
             return {**base, "reason": "no speed points without correctness: not every test group passed"}, None
-        from judge.timing.protocol import Bench, BenchFailed, config_for
+        from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
         self._stop_worker()  # the correctness worker's memory and context are not needed any more
         t0 = time.monotonic()
         try:
-            bench = Bench(self.problem, self.submission, device=opts.device, interpret=opts.interpret, gpu=opts.gpu,
+            bench = SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret, gpu=opts.gpu,
                           backend=self.backend, limits=self.limits, scratch=self.scratch,
                           config=config_for(self.problem, interpret=opts.interpret, overrides=opts.bench),
                           log=opts.log)
@@ -618,16 +618,16 @@ class Session:
 
 
 def _storage_payload(storage: torch.Tensor):
-    from judge import protocol
+    from judge.shared import wire
 
-    desc = {"dtype": protocol.dtype_name(storage.dtype), "shape": [storage.numel()]}
-    return desc, protocol.storage_to_wire(storage)
+    desc = {"dtype": wire.dtype_name(storage.dtype), "shape": [storage.numel()]}
+    return desc, wire.storage_to_wire(storage)
 
 
 def _tensor_from(out: dict, payload: bytes) -> torch.Tensor:
-    from judge import protocol
+    from judge.shared import wire
 
-    return protocol.tensor_from_wire({"dtype": out["dtype"], "shape": out["shape"]}, payload)
+    return wire.tensor_from_wire({"dtype": out["dtype"], "shape": out["shape"]}, payload)
 
 
 def _decode_outputs(reply, tensors) -> list | None:

@@ -15,9 +15,9 @@ import torch
 from judge.problems import find_problem
 from judge.timing import checks, stats
 from judge.timing.lock import gpu_lock
-from judge.timing.protocol import NOT_A_CLAIM, Bench, BenchConfig, BenchFailed
+from judge.timing.speedrun import NOT_A_CLAIM, BenchConfig, SpeedRun, BenchFailed
 from judge.timing.score import SpeedScore
-from judge.worker import benchgen
+from judge.shared import bench_inputs
 
 # ---------------------------------------------------------------------- statistics
 
@@ -203,29 +203,29 @@ def test_lock_second_judge_waits_until_the_first_releases(tmp_path, monkeypatch,
 
 
 def test_call_seeds_are_distinct_and_reproducible():
-    seeds = {benchgen.call_seed(12345, i) for i in range(1000)}
+    seeds = {bench_inputs.call_seed(12345, i) for i in range(1000)}
     assert len(seeds) == 1000
-    assert benchgen.call_seed(12345, 7) == benchgen.call_seed(12345, 7) != benchgen.call_seed(12346, 7)
+    assert bench_inputs.call_seed(12345, 7) == bench_inputs.call_seed(12345, 7) != bench_inputs.call_seed(12346, 7)
 
 
 def test_generated_inputs_are_reproducible_and_fresh():
     p = find_problem("96")
     specs = p.golden.bench_args({"m": 8, "n": 300, "dtype": "float16", "eps": 1e-6})
-    a = benchgen.make(specs, 99, "cpu")
-    b = benchgen.make(specs, 99, "cpu")
-    c = benchgen.make(specs, 100, "cpu")
+    a = bench_inputs.make(specs, 99, "cpu")
+    b = bench_inputs.make(specs, 99, "cpu")
+    c = bench_inputs.make(specs, 100, "cpu")
     assert a[0].dtype == torch.float16 and list(a[0].shape) == [8, 300] and a[2] == 1e-6
     assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
     assert not torch.equal(a[0], c[0])
-    benchgen.fill(specs, c, 99)  # refilled in place: the same values as a fresh make
+    bench_inputs.fill(specs, c, 99)  # refilled in place: the same values as a fresh make
     assert torch.equal(a[0], c[0])
-    assert benchgen.nbytes(specs) == (8 * 300 + 300) * 2
+    assert bench_inputs.nbytes(specs) == (8 * 300 + 300) * 2
 
 
 def test_generated_attention_inputs_are_the_forward_of_q_k_v():
     p = find_problem("98")
     params = {"b": 1, "h": 2, "n": 33, "d": 16, "causal": True, "dtype": "float32"}
-    q, k, v, o, lse, do, causal, scale = benchgen.make(p.golden.bench_args(params), 5, "cpu")
+    q, k, v, o, lse, do, causal, scale = bench_inputs.make(p.golden.bench_args(params), 5, "cpu")
     assert causal is True and scale is None
     s = (q.double() @ k.double().transpose(-1, -2)) / 4.0
     s = s.masked_fill(torch.ones(33, 33, dtype=torch.bool).triu(1), -math.inf)
@@ -281,7 +281,7 @@ def _bench(problem_id, path, tmp_path, **config):
                       **config)
     limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
                     startup_seconds=120)
-    return Bench(p, path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(), limits=limits,
+    return SpeedRun(p, path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(), limits=limits,
                  scratch=tmp_path, config=cfg).run()
 
 
@@ -349,7 +349,7 @@ def test_speed_table_shows_rates_roofline_and_flags_spills():
 def test_work_left_on_another_stream_is_counted():
     # Two calls of 100 us on their own stream; the second left 400 us of work
     # on another stream, seen only by the end recorded after a device-wide sync.
-    from judge.timing.protocol import _net_times, late_work_calls
+    from judge.timing.speedrun import _net_times, late_work_calls
 
     reply = {"times": [100e-6, 100e-6], "device_times": [115e-6, 515e-6],
              "sync_gaps": [14e-6, 15e-6, 16e-6], "overhead": [0.0]}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # The directory that holds the ``judge`` package; sandboxes expose only
-# judge/__init__.py, judge/protocol.py and judge/worker/ from it.
+# judge/__init__.py, judge/shared/ and judge/untrusted/ from it.
 CODE_ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from judge.sandbox.base import Backend, Job, Proc, worker_env
 from judge.sandbox.staging import new_stage
 
-LABEL = "org.triton-judge.worker"
+LABEL = "org.triton-judge.untrusted"
 INSIDE_CODE = "/judge/code"
 INSIDE_SUBMISSION = "/judge/submission"
 SCRATCH = "/scratch"
@@ -225,7 +225,7 @@ class DockerBackend(Backend):
             kwargs["device_requests"] = [DeviceRequest(device_ids=[str(job.gpu or 0)], capabilities=[["gpu"]])]
         container = client().containers.create(
             self.image_for(job.device),
-            command=["python3", "-P", "-m", "judge.worker"],
+            command=["python3", "-P", "-m", "judge.untrusted"],
             user="65534:65534",
             working_dir=SCRATCH,
             environment=env,

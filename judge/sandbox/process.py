@@ -73,7 +73,7 @@ class ProcessBackend(Backend):
     def spawn(self, job: Job) -> Proc:
         env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch))
         popen = subprocess.Popen(
-            [sys.executable, "-P", "-m", "judge.worker"],
+            [sys.executable, "-P", "-m", "judge.untrusted"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

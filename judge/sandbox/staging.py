@@ -1,7 +1,7 @@
 """What a sandbox mounts: a copy of the worker code, and nothing else of the judge.
 
-A sandboxed worker sees ``judge/__init__.py``, ``judge/protocol.py`` and
-``judge/worker/`` (copied into a staging directory mounted read-only), the
+A sandboxed worker sees ``judge/__init__.py``, ``judge/shared/`` and
+``judge/untrusted/`` (copied into a staging directory mounted read-only), the
 submission file (read-only), and its own scratch space. Never the problems,
 the reference solutions, the judge's other modules or its results.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from judge.sandbox.base import CODE_ROOT
 
-WORKER_FILES = ("judge/__init__.py", "judge/protocol.py")
-WORKER_DIRS = ("judge/worker",)
+WORKER_FILES = ("judge/__init__.py",)
+WORKER_DIRS = ("judge/shared", "judge/untrusted")
 
 
 def stage_worker_code(dest: Path) -> Path:

@@ -16,7 +16,7 @@ from pathlib import Path
 from judge import precheck, staticscan
 from judge.session import Options, limits_for
 from judge.sandbox import choose_auto, get_backend
-from judge.timing.protocol import Bench, BenchFailed, config_for
+from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
 
 def bench(problem, submission: Path, options: Options) -> dict:
@@ -48,7 +48,7 @@ def bench(problem, submission: Path, options: Options) -> dict:
         return done("RJ", f"not allowed in a submission: {findings[0].message()}")
     scratch = Path(tempfile.mkdtemp(prefix="judge-bench-"))
     try:
-        runner = Bench(problem, submission, device=options.device, interpret=options.interpret, gpu=options.gpu,
+        runner = SpeedRun(problem, submission, device=options.device, interpret=options.interpret, gpu=options.gpu,
                        backend=backend, limits=limits_for(problem, options), scratch=scratch,
                        config=config_for(problem, interpret=options.interpret, overrides=options.bench),
                        log=options.log)

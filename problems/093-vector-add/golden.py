@@ -40,7 +40,7 @@ def naive(x, y):
 
 
 # ----------------------------------------------------------------------------- speed
-# bench_args: the inputs of a timed call as data (see judge/worker/benchgen.py);
+# bench_args: the inputs of a timed call as data (see judge/untrusted/bench_inputs.py);
 # the worker generates them on the GPU from a fresh seed for every call.
 # work: (bytes that must move, tensor-core flops) of one call: the roofline.
 # pytorch: the PyTorch baseline the report compares with (timed in a trusted worker).

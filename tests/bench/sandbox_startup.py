@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the judge withou
 from judge.problems import find_problem
 from judge.sandbox import get_backend
 from judge.sandbox.base import Job, Limits
-from judge.workers import WorkerClient
+from judge.channel import WorkerChannel
 
 SUBMISSION = find_problem("93").directory / "submissions" / "accepted" / "masked_block.py"
 
@@ -36,7 +36,7 @@ def one_start(backend, device: str) -> tuple[float, float]:
         job = Job(submission=SUBMISSION, scratch=Path(scratch), device=device, interpret=device == "cpu",
                   limits=limits)
         t0 = time.perf_counter()
-        worker = WorkerClient(backend, job)
+        worker = WorkerChannel(backend, job)
         worker.start(submission_entry="add", arity=2, threads=1)
         t1 = time.perf_counter()
         worker.close()

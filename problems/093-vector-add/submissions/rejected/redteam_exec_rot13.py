@@ -1,7 +1,7 @@
 # Red team, 2026-11-30: written against the judge by someone who had not built it;
 # it got AC before the fixes that followed (its docstring says how it cheated).
 # expect: __self__
-"""Cheat: the whole cheat (import judge.worker.guard, torch x + y, clearing the op record) is a rot13 string
+"""Cheat: the whole cheat (import judge.untrusted.guard, torch x + y, clearing the op record) is a rot13 string
 run with exec, fetched as getattr(print.__self__, "ex" + "ec"). The static scan only sees string literals.
 The launched kernel is defined in this file so it counts as an own launch."""
 import codecs

@@ -13,7 +13,7 @@ import secrets
 import threading
 import time
 
-from judge import protocol
+from judge.shared import wire
 from judge.sandbox import Backend, Job
 from judge.sandbox.base import signal_name
 
@@ -33,13 +33,13 @@ class WorkerStartFailed(Exception):
     """The worker died before the submission was even imported: the judge's environment is broken."""
 
 
-class WorkerClient:
+class WorkerChannel:
     def __init__(self, backend: Backend, job: Job):
         self.job = job
         self.limits = job.limits
         self.nonce = secrets.token_hex(16)
         self.proc = backend.spawn(job)
-        self.reader = protocol.Reader(self.proc.stdout)
+        self.reader = wire.Reader(self.proc.stdout)
         self.printed = bytearray()
         self.printed_total = 0
         self.killed_for: tuple[str, str] | None = None
@@ -90,14 +90,14 @@ class WorkerClient:
     # ------------------------------------------------------------------ protocol
 
     def _died(self, exc: Exception) -> WorkerDied:
-        if isinstance(exc, protocol.ChannelTimeout):
+        if isinstance(exc, wire.ChannelTimeout):
             self._kill("timeout", str(exc))
-        elif isinstance(exc, protocol.OutputLimitExceeded):
+        elif isinstance(exc, wire.OutputLimitExceeded):
             self._kill("output", str(exc))
         code = self.proc.wait(timeout=5)
         if self.killed_for is not None:
             return WorkerDied(*self.killed_for)
-        if isinstance(exc, protocol.ChannelClosed):
+        if isinstance(exc, wire.ChannelClosed):
             if self.proc.oom_killed():
                 return WorkerDied("memory", "killed by the out-of-memory killer")
             if code is None:
@@ -113,7 +113,7 @@ class WorkerClient:
         deadline = time.monotonic() + timeout
         try:
             message, payloads = self.reader.recv(max_bytes, deadline)
-        except (protocol.ProtocolError, OSError) as exc:
+        except (wire.ProtocolError, OSError) as exc:
             raise self._died(exc) from None
         if message.get("nonce") != self.nonce:
             self._kill("protocol", "a reply did not carry this run's secret")
@@ -123,14 +123,14 @@ class WorkerClient:
     def _send(self, message: dict, tensors=None) -> None:
         message["nonce"] = self.nonce
         try:
-            protocol.send(self.proc.stdin, message, tensors)
+            wire.send(self.proc.stdin, message, tensors)
         except OSError as exc:
-            raise self._died(protocol.ChannelClosed(str(exc))) from None
+            raise self._died(wire.ChannelClosed(str(exc))) from None
 
     def start(self, *, submission_entry: str, arity: int, threads: int | None) -> dict:
         self._send({
             "type": "setup",
-            "version": protocol.PROTOCOL_VERSION,
+            "version": wire.PROTOCOL_VERSION,
             "submission": self.proc.submission_path,
             "entry": submission_entry,
             "arity": arity,

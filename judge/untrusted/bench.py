@@ -1,6 +1,6 @@
 """The worker's side of the timing protocol: run and time calls, decide nothing.
 
-A ``bench`` request names one benchmark shape by its inputs (see benchgen),
+A ``bench`` request names one benchmark shape by its inputs (see bench_inputs),
 a secret seed, how many calls and how to time them. For each timed call the
 worker writes fresh inputs (from a new seed, into one of several input sets
 that rotate, so addresses change too), waits for that to finish, flushes the
@@ -36,7 +36,8 @@ import time
 import traceback
 from collections import Counter
 
-from judge.worker import benchgen
+from judge.shared import bench_inputs
+from judge.untrusted.outputs import describe_outputs, kind_of
 
 
 class BenchState:
@@ -82,7 +83,7 @@ class BenchState:
         if self.specs.get(shape) != specs or len(self.sets.get(shape, [])) < count:
             self.graphs.pop(shape, None)
             self.kept.pop(shape, None)
-            self.sets[shape] = [benchgen.allocate(specs, device) for _ in range(count)]
+            self.sets[shape] = [bench_inputs.allocate(specs, device) for _ in range(count)]
             self.specs[shape] = specs
         return self.sets[shape]
 
@@ -98,7 +99,7 @@ class BenchState:
 
     def run(self, msg: dict) -> dict:
         """Handle one bench request; returns the reply (without tensors)."""
-        from judge.worker import guard, integrity
+        from judge.untrusted import guard, integrity
 
         torch = self.torch
         wall0 = time.perf_counter()
@@ -124,7 +125,7 @@ class BenchState:
             if msg.get("watch"):
                 # One untimed call under the full watch: which kernels ran, and no torch operator did the work.
                 args = self._sets(shape, specs, 1, self.worker.device)[0]
-                benchgen.fill(specs, args, benchgen.call_seed(base, 1 << 40))
+                bench_inputs.fill(specs, args, bench_inputs.call_seed(base, 1 << 40))
                 prepare = self._prepare()
                 if prepare is not None:
                     args = prepare(*args)
@@ -173,7 +174,7 @@ class BenchState:
 
     def _calls(self, shape, specs, calls, base, mode, nsets, flush_bytes, keep):
         """Events (GPU) or perf_counter (CPU) around each call, fresh inputs and a cold L2 before each."""
-        from judge.worker import guard
+        from judge.untrusted import guard
 
         torch = self.torch
         cuda = mode == "events"
@@ -195,7 +196,7 @@ class BenchState:
             # starts. Without this an H200 counted ~70 us of idle GPU per call
             # (a 4096-element add timed at 89 us).
             args = sets[0]
-            benchgen.fill(specs, args, benchgen.call_seed(base, 1 << 41))
+            bench_inputs.fill(specs, args, bench_inputs.call_seed(base, 1 << 41))
             if prepare is not None:
                 args = prepare(*args)
             torch.cuda.synchronize()
@@ -222,7 +223,7 @@ class BenchState:
                 self.sync_gaps.append(end.elapsed_time(end2) * 1e-3)
         for i in range(calls):
             args = sets[i % len(sets)]
-            benchgen.fill(specs, args, benchgen.call_seed(base, i))
+            bench_inputs.fill(specs, args, bench_inputs.call_seed(base, i))
             if prepare is not None:
                 args = prepare(*args)
             if cuda:
@@ -273,7 +274,7 @@ class BenchState:
 
     def _graph(self, shape, specs, calls, base, per_graph):
         """Replays of one CUDA graph holding ``per_graph`` calls; a string says why capture failed."""
-        from judge.worker import guard
+        from judge.untrusted import guard
 
         torch = self.torch
         sets = self._sets(shape, specs, per_graph, self.worker.device)
@@ -285,7 +286,7 @@ class BenchState:
         if entry is None or entry[2] != per_graph:
             try:
                 for k in range(per_graph):
-                    benchgen.fill(specs, sets[k], benchgen.call_seed(base, k))
+                    bench_inputs.fill(specs, sets[k], bench_inputs.call_seed(base, k))
                 self.out_bytes = _nbytes(fn(*sets[0]))  # compiled and autotuned before capture
                 torch.cuda.synchronize()
                 graph = torch.cuda.CUDAGraph()
@@ -312,7 +313,7 @@ class BenchState:
         times, host = [], []
         for r in range(calls):
             for k in range(per_graph):
-                benchgen.fill(specs, sets[k], benchgen.call_seed(base, r * per_graph + k))
+                bench_inputs.fill(specs, sets[k], bench_inputs.call_seed(base, r * per_graph + k))
             torch.cuda.synchronize()
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             h0 = time.perf_counter()
@@ -337,12 +338,10 @@ class BenchState:
         if call not in kept:
             return {"type": "bench_outputs", "id": msg.get("id"), "status": "missing"}, []
         result = kept[call]
-        outputs, tensors = self.worker.describe_outputs(result, [])
+        outputs, tensors = describe_outputs(result)
         for out in outputs:
             out.pop("ptr_range", None)
-        from judge.worker.runner import _kind
-
-        return {"type": "bench_outputs", "id": msg.get("id"), "status": "ok", "returned": _kind(result),
+        return {"type": "bench_outputs", "id": msg.get("id"), "status": "ok", "returned": kind_of(result),
                 "outputs": outputs}, tensors
 
     def release(self) -> None:

@@ -40,17 +40,17 @@ IDENTITIES = [
     "triton.testing.do_bench",
     "threading.enumerate", "threading.active_count", "json.dumps", "json.loads", "hashlib.sha256",
     "os.write", "os.read", "os.dup",
-    "judge.protocol.send", "judge.protocol.write_frame", "judge.protocol.Reader.recv",
-    "judge.protocol.tensor_to_wire", "judge.protocol.storage_to_wire", "judge.protocol.tensor_from_wire",
-    "judge.worker.guard._record_launch", "judge.worker.guard._op_is_allowed", "judge.worker.guard.watching",
-    "judge.worker.guard._in_kernel_buffers", "judge.worker.runner.Worker.reply",
-    "judge.worker.runner.Worker.run_case", "judge.worker.runner.Worker.call",
-    "judge.worker.runner.Worker.describe_outputs", "judge.worker.runner.classify",
-    "judge.worker.integrity.snapshot", "judge.worker.integrity.changed",
-    "judge.worker.guard.counting", "judge.worker.guard.kernels",
-    "judge.worker.bench.BenchState.run", "judge.worker.bench.BenchState._calls",
-    "judge.worker.bench.BenchState._graph", "judge.worker.bench.BenchState.check",
-    "judge.worker.benchgen.fill", "judge.worker.benchgen.call_seed", "judge.worker.benchgen.allocate",
+    "judge.shared.wire.send", "judge.shared.wire.write_frame", "judge.shared.wire.Reader.recv",
+    "judge.shared.wire.tensor_to_wire", "judge.shared.wire.storage_to_wire", "judge.shared.wire.tensor_from_wire",
+    "judge.untrusted.guard._record_launch", "judge.untrusted.guard._op_is_allowed", "judge.untrusted.guard.watching",
+    "judge.untrusted.guard._in_kernel_buffers", "judge.untrusted.runner.Worker.reply",
+    "judge.untrusted.runner.Worker.run_case", "judge.untrusted.runner.Worker.call",
+    "judge.untrusted.outputs.describe_outputs", "judge.untrusted.outputs.kind_of", "judge.untrusted.runner.classify",
+    "judge.untrusted.integrity.snapshot", "judge.untrusted.integrity.changed",
+    "judge.untrusted.guard.counting", "judge.untrusted.guard.kernels",
+    "judge.untrusted.bench.BenchState.run", "judge.untrusted.bench.BenchState._calls",
+    "judge.untrusted.bench.BenchState._graph", "judge.untrusted.bench.BenchState.check",
+    "judge.shared.bench_inputs.fill", "judge.shared.bench_inputs.call_seed", "judge.shared.bench_inputs.allocate",
     "torch.cuda.CUDAGraph.replay", "torch.cuda.graph",
 ]
 
@@ -62,7 +62,7 @@ WHOLE = [
     "torch.Tensor", "torch._C.TensorBase", "torch", "torch.nn.functional",
     "triton", "triton.language", "triton.runtime.jit", "triton.runtime.autotuner",
     "triton.runtime.interpreter", "time", "os", "threading", "_thread",
-    "judge.protocol", "judge.worker.guard", "judge.worker.integrity", "judge.worker.runner",
+    "judge.shared.wire", "judge.untrusted.outputs", "judge.untrusted.guard", "judge.untrusted.integrity", "judge.untrusted.runner",
 ]
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from judge.timing import checks, stats
 from judge.timing.score import SpeedScore
-from judge.worker import benchgen
+from judge.shared import bench_inputs
 
 GRAPH_BELOW = 20e-6  # median calls faster than this are launch-bound: timed as CUDA graph replays
 KEEP_BYTES = 4 << 30  # output bytes a submission's worker holds per request for the after-timing check
@@ -84,7 +84,7 @@ class BenchFailed(Exception):
 @dataclass
 class Contender:
     name: str  # "submission", "reference", "pytorch"
-    client: object  # judge.workers.WorkerClient
+    client: object  # judge.channel.WorkerChannel
     trusted: bool
     timeout: float
     last: dict = field(default_factory=dict)  # shape -> (reply, seed) of the last request
@@ -94,7 +94,7 @@ def _shape_label(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
-class Bench:
+class SpeedRun:
     """One speed run; ``run()`` returns the report's speed section (a dict) or raises BenchFailed."""
 
     def __init__(self, problem, submission: Path, *, device: str, interpret: bool, gpu: int | None,
@@ -121,7 +121,7 @@ class Bench:
         from judge.sandbox import Job
         from judge.sandbox.process import ProcessBackend
         from judge.timing.ceilings import cache_dir
-        from judge.workers import WorkerClient
+        from judge.channel import WorkerChannel
 
         trusted_root = cache_dir() / "workers"
         plan = [("submission", self.backend, self.submission, self.problem.entry_point, self.scratch, False)]
@@ -138,7 +138,7 @@ class Bench:
             scratch.mkdir(parents=True, exist_ok=True)
             job = Job(submission=path, scratch=scratch, device=self.device, interpret=self.interpret,
                       limits=self.limits, gpu=self.gpu if self.device == "cuda" else None)
-            started.append((name, WorkerClient(backend, job), entry, trusted))  # spawned: they start in parallel
+            started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
         for name, client, entry, trusted in started:
             self.contenders.append(Contender(name, client, trusted, self.limits.case_seconds))
             hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1)
@@ -166,7 +166,7 @@ class Bench:
 
     def _request(self, c: Contender, message: dict):
         """Send one request; (reply, judge's wall seconds). Worker deaths become BenchFailed."""
-        from judge.workers import WorkerDied
+        from judge.channel import WorkerDied
 
         t0 = time.perf_counter()
         try:
@@ -197,7 +197,7 @@ class Bench:
         """Warm every worker up on shape s (one watched call each) and choose how to time it."""
         golden = self.problem.golden
         specs = golden.bench_args(dict(params))
-        set_bytes = max(1, benchgen.nbytes(specs))
+        set_bytes = max(1, bench_inputs.nbytes(specs))
         l2 = int(self.ceilings.get("l2_bytes", 0)) if self.cuda else 0
         estimates, out_bytes = {}, 0
         for c in list(self.contenders):
@@ -342,7 +342,8 @@ class Bench:
         """Outputs of randomly chosen timed calls of the submission's last request, against the golden model."""
         import torch
 
-        from judge import checker, protocol
+        from judge import checker
+        from judge.shared import wire
 
         sub = next(c for c in self.contenders if c.name == "submission")
         reply, seed = sub.last[s]
@@ -358,7 +359,7 @@ class Bench:
             if answer.get("status") != "ok":
                 raise BenchFailed("RJ", f"the outputs of timed call {call} were not there to check")
             dev = "cuda" if self.device == "cuda" else "cpu"
-            args = benchgen.make(plan["specs"], benchgen.call_seed(seed, call), dev)
+            args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(seed, call), dev)
             gold = _as_list(problem.golden.golden(*[a.to(torch.float64) if isinstance(a, torch.Tensor) else a
                                                     for a in args]))
             naive = _as_list(problem.golden.naive(*args))
@@ -368,13 +369,13 @@ class Bench:
                 raise BenchFailed("WA", f"a timed call at bench shape {label} returned "
                                         f"{answer.get('returned')}, not the outputs")
             for i, (o, raw) in enumerate(zip(outs, payloads)):
-                got = protocol.tensor_from_wire({"dtype": o["dtype"], "shape": o["shape"]}, raw)
+                got = wire.tensor_from_wire({"dtype": o["dtype"], "shape": o["shape"]}, raw)
                 spec_out = problem.outputs[i]
                 want = self.config.shapes[s].get("dtype", "float32") if spec_out.dtype == "input" else spec_out.dtype
                 dtype = getattr(torch, want)
                 if got.dtype != dtype or list(got.shape) != list(gold[i].shape):
                     raise BenchFailed("WA", f"a timed call at bench shape {label} returned {spec_out.name} as "
-                                            f"{protocol.dtype_name(got.dtype)} {tuple(got.shape)}")
+                                            f"{wire.dtype_name(got.dtype)} {tuple(got.shape)}")
                 bad = checker.compare(spec_out.name, got, gold[i], naive[i], dtype, spec_out.scope, problem.check)
                 if bad is not None:
                     raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {bad.message}",

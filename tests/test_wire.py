@@ -6,15 +6,15 @@ import struct
 import pytest
 import torch
 
-from judge import protocol
+from judge.shared import wire
 
 
-def _pipe_with(*frames: bytes) -> protocol.Reader:
+def _pipe_with(*frames: bytes) -> wire.Reader:
     r, w = os.pipe()
     for f in frames:
         os.write(w, f)
     os.close(w)
-    return protocol.Reader(r)
+    return wire.Reader(r)
 
 
 def _frame(payload: bytes) -> bytes:
@@ -25,16 +25,16 @@ def _frame(payload: bytes) -> bytes:
 @pytest.mark.parametrize("shape", [(0,), (1,), (3, 5), (2, 0, 4), ()])
 def test_tensor_round_trip(dtype, shape):
     t = (torch.randn(shape) * 100).to(dtype)
-    desc, raw = protocol.tensor_to_wire(t)
-    back = protocol.tensor_from_wire(desc, raw)
+    desc, raw = wire.tensor_to_wire(t)
+    back = wire.tensor_from_wire(desc, raw)
     assert back.dtype == dtype and back.shape == t.shape
     assert torch.equal(back, t)
 
 
 def test_noncontiguous_tensor_is_sent_by_logical_value():
     base = torch.arange(12, dtype=torch.float32).reshape(3, 4)
-    desc, raw = protocol.tensor_to_wire(base.t())
-    assert torch.equal(protocol.tensor_from_wire(desc, raw), base.t())
+    desc, raw = wire.tensor_to_wire(base.t())
+    assert torch.equal(wire.tensor_from_wire(desc, raw), base.t())
 
 
 def test_single_element_view_with_a_stride_is_sent():
@@ -42,19 +42,19 @@ def test_single_element_view_with_a_stride_is_sent():
     # of it failed on the GPU for a one-element strided output.
     x = torch.arange(4.0)[::2][:1]
     assert x.stride() == (2,) and x.is_contiguous()
-    desc, raw = protocol.tensor_to_wire(x)
-    assert torch.equal(protocol.tensor_from_wire(desc, raw), x)
-    assert protocol.storage_to_wire(x) == raw
+    desc, raw = wire.tensor_to_wire(x)
+    assert torch.equal(wire.tensor_from_wire(desc, raw), x)
+    assert wire.storage_to_wire(x) == raw
 
 
 def test_message_with_tensors_round_trip():
     r, w = os.pipe()
     t = torch.randn(4, 3)
-    protocol.send(w, {"type": "x", "n": 1}, [protocol.tensor_to_wire(t)])
+    wire.send(w, {"type": "x", "n": 1}, [wire.tensor_to_wire(t)])
     os.close(w)
-    msg, payloads = protocol.Reader(r).recv(1 << 20)
+    msg, payloads = wire.Reader(r).recv(1 << 20)
     assert msg["type"] == "x" and msg["n"] == 1
-    assert torch.equal(protocol.tensor_from_wire(msg["tensors"][0], payloads[0]), t)
+    assert torch.equal(wire.tensor_from_wire(msg["tensors"][0], payloads[0]), t)
 
 
 @pytest.mark.parametrize("desc", [
@@ -66,47 +66,47 @@ def test_message_with_tensors_round_trip():
     "float32",
 ])
 def test_bad_tensor_descriptors_are_refused(desc):
-    with pytest.raises(protocol.ProtocolError):
-        protocol.tensor_nbytes(desc)
+    with pytest.raises(wire.ProtocolError):
+        wire.tensor_nbytes(desc)
 
 
 def test_payload_size_must_match_descriptor():
-    with pytest.raises(protocol.ProtocolError):
-        protocol.tensor_from_wire({"dtype": "float32", "shape": [4]}, b"\x00" * 15)
+    with pytest.raises(wire.ProtocolError):
+        wire.tensor_from_wire({"dtype": "float32", "shape": [4]}, b"\x00" * 15)
 
 
 def test_malformed_json_is_a_protocol_error():
-    with pytest.raises(protocol.ProtocolError):
+    with pytest.raises(wire.ProtocolError):
         _pipe_with(_frame(b"{not json")).recv(1 << 20)
 
 
 def test_non_object_message_is_refused():
-    with pytest.raises(protocol.ProtocolError):
+    with pytest.raises(wire.ProtocolError):
         _pipe_with(_frame(b"[1, 2]")).recv(1 << 20)
 
 
 def test_declared_tensor_bytes_over_the_limit_are_refused_before_reading():
     msg = b'{"tensors": [{"dtype": "float32", "shape": [1000000]}]}'
-    with pytest.raises(protocol.OutputLimitExceeded):
+    with pytest.raises(wire.OutputLimitExceeded):
         _pipe_with(_frame(msg)).recv(max_tensor_bytes=1000)
 
 
 def test_huge_json_frame_is_refused():
-    header = struct.pack(">Q", protocol.MAX_JSON_FRAME + 1)
-    with pytest.raises(protocol.OutputLimitExceeded):
+    header = struct.pack(">Q", wire.MAX_JSON_FRAME + 1)
+    with pytest.raises(wire.OutputLimitExceeded):
         _pipe_with(header).recv(1 << 20)
 
 
 def test_truncated_stream_is_channel_closed():
-    with pytest.raises(protocol.ChannelClosed):
+    with pytest.raises(wire.ChannelClosed):
         _pipe_with(struct.pack(">Q", 100) + b"abc").recv(1 << 20)
 
 
 def test_deadline_is_enforced():
     r, w = os.pipe()
     try:
-        with pytest.raises(protocol.ChannelTimeout):
-            protocol.Reader(r).recv(1 << 20, deadline=__import__("time").monotonic() + 0.2)
+        with pytest.raises(wire.ChannelTimeout):
+            wire.Reader(r).recv(1 << 20, deadline=__import__("time").monotonic() + 0.2)
     finally:
         os.close(w)
         os.close(r)

@@ -1,6 +1,6 @@
 """The untrusted worker: the only process that imports a submission.
 
-It speaks the protocol in ``judge.protocol`` over two private file descriptors
+It speaks the protocol in ``judge.shared.wire`` over two private file descriptors
 taken from its stdin/stdout before anything else runs; the submission's own
 prints land on stderr, which the judge drains and caps. It receives cases as
 data (tensor storages, strides, scalars), calls the entry point, and sends back
@@ -18,7 +18,8 @@ import os
 import sys
 import traceback
 
-from judge import protocol
+from judge.shared import wire
+from judge.untrusted.outputs import describe_outputs, kind_of
 
 
 def _take_protocol_fds() -> tuple[int, int]:
@@ -201,11 +202,11 @@ class Worker:
         self.fn = None
         self.last = None  # (args, storages) of the last case, for a refill
         self.baseline: dict = {}
-        self.bench = None  # judge.worker.bench.BenchState, made on the first timing request
+        self.bench = None  # judge.untrusted.bench.BenchState, made on the first timing request
 
     def reply(self, message: dict, tensors=None):
         message["nonce"] = self.nonce
-        protocol.send(self.out_fd, message, tensors)
+        wire.send(self.out_fd, message, tensors)
 
     def build_args(self, msg, payloads):
         torch = self.torch
@@ -216,7 +217,7 @@ class Worker:
             if kind == "tensor":
                 desc = spec["storage"]
                 raw = next(it)
-                storage = protocol.tensor_from_wire(desc, raw).to(self.device)
+                storage = wire.tensor_from_wire(desc, raw).to(self.device)
                 view = torch.as_strided(storage, spec["shape"], spec["strides"], spec["offset"])
                 args.append(view)
                 storages.append((storage, hashlib.sha256(raw).hexdigest()))
@@ -246,7 +247,7 @@ class Worker:
                 continue
             storage, _ = entry
             desc, raw = next(fresh)
-            new = protocol.tensor_from_wire(desc, raw)
+            new = wire.tensor_from_wire(desc, raw)
             if new.numel() != storage.numel() or new.dtype != storage.dtype:
                 raise ValueError("refill does not match the last case's storages")
             storage.copy_(new.to(storage.device))
@@ -256,7 +257,7 @@ class Worker:
     def call(self, case_id, args, storages):
         import threading
 
-        from judge.worker import guard, integrity
+        from judge.untrusted import guard, integrity
 
         torch = self.torch
         cuda = self.device.startswith("cuda")
@@ -276,13 +277,13 @@ class Worker:
                         "evidence": _evidence(watch)})
             return not err.get("fatal")
 
-        outputs, tensors = self.describe_outputs(result, args)
+        outputs, tensors = describe_outputs(result)
         modified = []
         for i, entry in enumerate(storages):
             if entry is None:
                 continue
             storage, digest = entry
-            after = hashlib.sha256(protocol.storage_to_wire(storage)).hexdigest()
+            after = hashlib.sha256(wire.storage_to_wire(storage)).hexdigest()
             if after != digest:
                 modified.append(i)
         evidence = _evidence(watch)
@@ -298,37 +299,12 @@ class Worker:
                     e is not None and _overlaps((lo, hi), e[0]) for e in storages
                 )
         self.reply(
-            {"type": "result", "id": case_id, "status": "ok", "returned": _kind(result),
+            {"type": "result", "id": case_id, "status": "ok", "returned": kind_of(result),
              "outputs": outputs, "inputs_modified": modified, "evidence": evidence},
             tensors,
         )
         return True
 
-    def describe_outputs(self, result, args):
-        torch = self.torch
-        items = list(result) if type(result) in (tuple, list) else [result]
-        outputs, tensors = [], []
-        for item in items[:16]:
-            if type(item) is not torch.Tensor:
-                # Never call into an object of unknown type: a tensor subclass
-                # could run code on any method call. Its type name is enough.
-                outputs.append({"kind": "other", "type": f"{type(item).__module__}.{type(item).__qualname__}",
-                                "tensor_subclass": issubclass(type(item), torch.Tensor)})
-                continue
-            st = item.untyped_storage()
-            info = {
-                "kind": "tensor",
-                "dtype": protocol.dtype_name(item.dtype),
-                "shape": list(item.shape),
-                "strides": list(item.stride()),
-                "device": str(item.device),
-                "ptr_range": (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None,
-            }
-            outputs.append(info)
-            tensors.append(protocol.tensor_to_wire(item))
-        if len(items) > 16:
-            outputs.append({"kind": "other", "type": f"... {len(items) - 16} more items"})
-        return outputs, tensors
 
 
 def _started_text(started: dict) -> str:
@@ -360,14 +336,6 @@ def _overlaps(rng, storage_tensor) -> bool:
     return rng[0] < hi and lo < rng[1]
 
 
-def _kind(result) -> str:
-    if type(result) is tuple:
-        return "tuple"
-    if type(result) is list:
-        return "list"
-    return f"{type(result).__module__}.{type(result).__qualname__}"
-
-
 def _evidence(watch) -> dict:
     if watch is None:
         return {}
@@ -381,7 +349,7 @@ def _evidence(watch) -> dict:
 
 def _bench(worker, msg) -> bool:
     """A timing request or a request for a timed call's outputs; False when the CUDA context is lost."""
-    from judge.worker.bench import BenchState
+    from judge.untrusted.bench import BenchState
 
     if worker.bench is None:
         worker.bench = BenchState(worker)
@@ -408,7 +376,7 @@ def main() -> int:
 
     t0 = time.perf_counter()
     proto_in, proto_out = _take_protocol_fds()
-    reader = protocol.Reader(proto_in)
+    reader = wire.Reader(proto_in)
     setup, _ = reader.recv(0)
     if setup.get("type") != "setup":
         return 2
@@ -430,11 +398,11 @@ def main() -> int:
 
     import triton
 
-    from judge.worker import guard
+    from judge.untrusted import guard
 
     guard.install(setup["submission"], interpret=bool(setup.get("interpret")))
     worker = Worker(reader, proto_out, setup)
-    from judge.worker import integrity
+    from judge.untrusted import integrity
 
     worker.baseline = integrity.snapshot()
     # Up to here nothing of the submission has run: a failure before this

@@ -1,0 +1,5 @@
+import sys
+
+from judge.untrusted.runner import main
+
+sys.exit(main())

@@ -1,0 +1,47 @@
+"""What a call returned, described as data for the judge (both the correctness and the speed run use it).
+
+Only exact ``torch.Tensor`` items are looked into: a subclass, or any object
+of unknown type, could run code on any method call, so its type name is all
+that is recorded.
+"""
+
+from __future__ import annotations
+
+from judge.shared import wire
+
+MAX_ITEMS = 16  # a result holds at most this many items worth describing
+
+
+def kind_of(result) -> str:
+    """"tuple", "list", or the dotted type name of a single returned object."""
+    if type(result) is tuple:
+        return "tuple"
+    if type(result) is list:
+        return "list"
+    return f"{type(result).__module__}.{type(result).__qualname__}"
+
+
+def describe_outputs(result) -> tuple[list[dict], list[bytes]]:
+    """(one descriptor per returned item, the raw bytes of each returned tensor)."""
+    import torch
+
+    items = list(result) if type(result) in (tuple, list) else [result]
+    outputs, tensors = [], []
+    for item in items[:MAX_ITEMS]:
+        if type(item) is not torch.Tensor:
+            outputs.append({"kind": "other", "type": f"{type(item).__module__}.{type(item).__qualname__}",
+                            "tensor_subclass": issubclass(type(item), torch.Tensor)})
+            continue
+        st = item.untyped_storage()
+        outputs.append({
+            "kind": "tensor",
+            "dtype": wire.dtype_name(item.dtype),
+            "shape": list(item.shape),
+            "strides": list(item.stride()),
+            "device": str(item.device),
+            "ptr_range": (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None,
+        })
+        tensors.append(wire.tensor_to_wire(item))
+    if len(items) > MAX_ITEMS:
+        outputs.append({"kind": "other", "type": f"... {len(items) - MAX_ITEMS} more items"})
+    return outputs, tensors

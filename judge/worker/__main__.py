@@ -1,5 +1,0 @@
-import sys
-
-from judge.worker.runner import main
-
-sys.exit(main())
