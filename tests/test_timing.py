@@ -296,6 +296,14 @@ def test_bench_round_trip_in_interpreter_mode(tmp_path, monkeypatch):
     assert row["pytorch_time_s"] > 0 and row["checked_calls"]  # a timed call's outputs were checked
     assert 0 < speed["geomean_speedup"] and speed["ci"][0] <= speed["geomean_speedup"] <= speed["ci"][1]
     assert "floor_s" not in row  # no physical floor without a GPU's ceilings
+    assert row["calls_per_sample"] == 1 and row["calls_per_round"] == row["samples_per_round"]
+    # The profiler ran in every worker (on the CPU only: no second clock to compare, and no note about it).
+    assert row["profiler_time_s"] is None and row["reference_profiler_time_s"] is None
+    for name in ("submission", "reference", "pytorch"):
+        clock = row["clock"][name]
+        assert clock["profiler"]["status"] == "cpu" and clock["retries"] == 0 and clock["samples"] > 0
+    assert not [n for n in speed["notes"] if "profiler" in n]
+    assert "profile_seconds" in speed["phases"]
 
 
 def test_a_submission_wrong_only_when_timed_is_caught_by_the_output_check(tmp_path, monkeypatch):
@@ -359,3 +367,274 @@ def test_work_left_on_another_stream_is_counted():
     assert late_work_calls(reply) == 1
     honest = dict(reply, device_times=[115e-6, 116e-6])
     assert late_work_calls(honest) == 0 and _net_times(honest) == pytest.approx([100e-6, 100e-6])
+
+
+# ---------------------------------------------------------------------- the clock's bookkeeping
+
+
+def test_samples_of_k_calls_are_divided_by_k_after_the_overhead():
+    from judge.timing.speedrun import _net_times
+
+    # 4 calls of 2 us per sample plus 1 us of empty-region overhead.
+    reply = {"times": [9e-6, 9e-6, 9.4e-6], "per_sample": 4, "overhead": [1e-6, 1e-6, 1.2e-6],
+             "device_times": [20e-6, 20e-6, 21e-6], "sync_gaps": [11e-6, 11e-6, 12e-6]}
+    assert _net_times(reply) == pytest.approx([2e-6, 2e-6, 2.1e-6])
+    # Never below half the raw time, whatever the overhead says.
+    assert _net_times(dict(reply, overhead=[50e-6])) == pytest.approx([9e-6 / 8, 9e-6 / 8, 9.4e-6 / 8])
+
+
+def test_invalid_samples_are_left_out_unless_all_are():
+    from judge.timing.speedrun import _net_times
+
+    reply = {"times": [10e-6, 90e-6, 10e-6], "valid": [True, False, True], "per_sample": 1}
+    assert _net_times(reply) == pytest.approx([10e-6, 10e-6])  # the idle-GPU sample is dropped
+    assert _net_times(dict(reply, valid=[False, False, False])) == pytest.approx([10e-6, 90e-6, 10e-6])
+    assert _net_times(dict(reply, valid=[True])) == pytest.approx([10e-6, 90e-6, 10e-6])  # malformed: ignored
+
+
+def test_late_work_on_another_stream_is_counted_per_sample_then_divided():
+    from judge.timing.speedrun import _net_times, late_work_calls
+
+    reply = {"times": [200e-6, 200e-6], "device_times": [215e-6, 615e-6], "sync_gaps": [15e-6, 15e-6],
+             "per_sample": 2}
+    assert _net_times(reply) == pytest.approx([100e-6, 300e-6])
+    assert late_work_calls(reply) == 1
+
+
+def test_a_sample_is_redone_with_a_doubled_hold_until_it_was_queued():
+    from judge.untrusted.bench import Attempt, held_sample
+
+    script = iter([False, False, True])
+    tried = []
+
+    def attempt(hold):
+        tried.append(hold)
+        return Attempt(queued=next(script), time=1e-4)
+
+    got, retries, hold = held_sample(attempt, 1e-3, retries=3, max_hold=1.0)
+    assert got.queued and retries == 2 and tried == [1e-3, 2e-3, 4e-3] and hold == 4e-3
+    # Never queued: bounded by the retries, and by the longest hold.
+    got, retries, hold = held_sample(lambda h: Attempt(queued=False), 1e-3, retries=3, max_hold=1.0)
+    assert not got.queued and retries == 3 and hold == 8e-3
+    got, retries, hold = held_sample(lambda h: Attempt(queued=False), 1e-3, retries=10, max_hold=3e-3)
+    assert retries == 2 and hold == 3e-3
+
+
+def test_the_next_hold_follows_what_the_host_needed():
+    from judge.untrusted.bench import HOLD_MARGIN, HOLD_PAD, MIN_HOLD, next_hold
+
+    assert next_hold(4e-3, [1e-3, 1.2e-3], retried=True) == 4e-3  # a doubled hold is kept
+    assert next_hold(4e-3, [1e-3, 1.2e-3], retried=False) == pytest.approx(max(HOLD_MARGIN * 1.2e-3 + HOLD_PAD, 2e-3))
+    assert next_hold(4e-3, [3.9e-3], retried=False) == 4e-3  # never above the hold that worked
+    assert next_hold(1e-4, [1e-6], retried=False) >= MIN_HOLD
+
+
+class _FakeEvent:
+    script: list = []  # what the first query() of each event answers (then: passed)
+
+    def __init__(self, enable_timing=False):
+        self.queries = 0
+
+    def record(self):
+        pass
+
+    def query(self):
+        self.queries += 1
+        if self.queries == 1 and _FakeEvent.script:
+            return _FakeEvent.script.pop(0)
+        return True
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return 0.05  # ms
+
+
+class _FakeBuffer:
+    def __init__(self, n):
+        self.n = n
+
+    def numel(self):
+        return self.n
+
+    def zero_(self):
+        return self
+
+
+def _fake_cuda_state(fn):
+    """A BenchState whose CUDA calls are fakes (events answer from a script), with CPU inputs."""
+    import types
+
+    from judge.untrusted.bench import BenchState
+
+    slept = []
+    cuda = types.SimpleNamespace(Event=_FakeEvent, synchronize=lambda: None, _sleep=slept.append)
+    fake = types.SimpleNamespace(cuda=cuda, uint8=torch.uint8, empty=lambda n, dtype=None, device=None: _FakeBuffer(n))
+    worker = types.SimpleNamespace(torch=fake, device="cpu", fn=fn)
+    return BenchState(worker), slept
+
+
+def test_invalid_samples_are_retried_and_accounted_through_a_fake_gpu():
+    from judge.untrusted.bench import MAX_HOLD, MAX_RETRIES, MIN_HOLD, OVERHEAD_SAMPLES
+
+    p = find_problem("93")
+    specs = p.golden.bench_args({"n": 64, "dtype": "float32"})
+    state, slept = _fake_cuda_state(lambda x, y: torch.empty_like(x))
+    # Overhead samples queued; sample 0 started early twice; samples 1 and 2 queued at once.
+    _FakeEvent.script = [False] * OVERHEAD_SAMPLES + [True, True, False, False, False]
+    state.holds[(0, 2)] = 1e-3
+    out = state._samples(0, specs, 3, 2, 7, 2, 1024, True, True, None)
+    assert out["retries"] == 2 and out["invalid"] == 0 and out["valid"] == [True, True, True]
+    assert out["holds"][0] == out["holds"][1] == out["holds"][2]  # the doubled hold is kept for the request
+    assert len(out["times"]) == 3 and len(out["overhead"]) == OVERHEAD_SAMPLES
+    assert sorted(out["kept"]) == [0, 1, 2, 3, 4, 5] and out["launches"] == [0] * 6
+    assert state.holds[(0, 2)] == out["hold_s"]  # the next request starts from it
+    assert out["holds"][0] == pytest.approx(4e-3) and slept  # doubled twice; the spin kernel was launched
+    # A GPU that always got there first: every sample is retried a bounded number of times, then marked invalid.
+    _FakeEvent.script = [False] * OVERHEAD_SAMPLES + [True] * 100
+    state.holds[(0, 1)] = 1e-4
+    out = state._samples(0, specs, 3, 1, 8, 2, 1024, False, True, None)
+    assert out["invalid"] == 3 and out["valid"] == [False] * 3
+    assert out["retries"] == min(3 * MAX_RETRIES, 2 * 3) and _FakeEvent.script  # bounded per sample and request
+    # With no hold kept yet, the first comes from the host time of a watched call.
+    _FakeEvent.script = [False] * (OVERHEAD_SAMPLES + 2)
+    state.holds.clear()
+    out = state._samples(0, specs, 2, 4, 9, 2, 1024, False, True, None)
+    assert MIN_HOLD <= out["holds"][0] <= MAX_HOLD and out["valid"] == [True, True]
+    _FakeEvent.script = []
+
+
+def test_per_sample_is_chosen_for_100_us_of_work_and_the_sets_that_fit():
+    from judge.timing.speedrun import choose_per_sample
+
+    assert choose_per_sample(250e-6) == 1 and choose_per_sample(100e-6) == 1
+    assert choose_per_sample(2e-6) == 50
+    assert choose_per_sample(0.5e-6) == 64  # at most 64
+    assert choose_per_sample(40e-6) == 3
+    assert choose_per_sample(2e-6, set_bytes=1 << 30, set_budget=8 << 30) == 8  # no more sets than fit
+    assert choose_per_sample(0.0) == 1 and choose_per_sample(float("nan")) == 1
+
+
+@pytest.mark.parametrize("event, profiler, forged, disagree", [
+    (100e-6, 100e-6, False, False),
+    (105e-6, 100e-6, False, False),  # within 10%
+    (115e-6, 100e-6, False, True),  # a note
+    (80e-6, 100e-6, False, True),
+    (40e-6, 100e-6, True, True),  # the events missed most of the kernels' span: forged
+    (1.0e-6, 2.5e-6, False, True),  # far below, but only 1.5 us apart: a note, not RJ
+    (2.1e-6, 2.3e-6, False, False),  # 9% apart
+    (2.0e-6, 2.4e-6, False, False),  # 17% but only 0.4 us: event resolution
+    (None, 100e-6, False, False),
+    (100e-6, None, False, False),
+])
+def test_events_against_the_profiler(event, profiler, forged, disagree):
+    got = checks.compare_clocks(event, profiler)
+    assert got.forged == forged and got.disagree == disagree
+    assert (got.message is not None) == disagree
+    if forged:
+        assert "profiler" in got.message
+
+
+def _rec(name, gpu, start, end, corr=0, linked=0, kind=""):
+    from judge.untrusted.profiling import Record
+
+    return Record(name, gpu, start, end, corr, linked, kind)
+
+
+def _trace(kinds=True, shift=0):
+    """Two calls; the judge's hold (spin) and fill before each; call 0 a Triton kernel launched by
+    cuLaunchKernelEx inside the range, call 1 two aten kernels (one linked, one through its runtime call)."""
+    k = (lambda x: x) if kinds else (lambda x: "")
+    return [
+        _rec("aten::normal_", False, 0, 10, corr=1, kind=k("cpu_op")),
+        _rec("cudaLaunchKernel", False, 2 + shift, 3 + shift, corr=500, kind=k("cuda_runtime")),
+        _rec("cudaLaunchKernel", False, 20 + shift, 21 + shift, corr=501, kind=k("cuda_runtime")),  # the hold
+        _rec("judge.call.0", False, 30, 60, corr=2, kind=k("cpu_op")),
+        _rec("cuLaunchKernelEx", False, 40 + shift, 45 + shift, corr=502, kind=k("cuda_driver")),
+        _rec("judge.call.1", False, 70, 120, corr=3, kind=k("cpu_op")),
+        _rec("aten::add", False, 75, 90, corr=4, kind=k("cpu_op")),
+        _rec("cudaLaunchKernel", False, 80 + shift, 85 + shift, corr=503, kind=k("cuda_runtime")),
+        _rec("aten::mul", False, 95, 110, corr=5, kind=k("cpu_op")),
+        _rec("cudaLaunchKernel", False, 100 + shift, 105 + shift, corr=504, kind=k("cuda_runtime")),
+        # GPU side (the GPU runs them later, behind the hold)
+        _rec("normal_kernel", True, 1000, 1100, corr=500, linked=1, kind=k("kernel")),
+        _rec("at::cuda::spin_kernel(long)", True, 1100, 5000, corr=501, kind=k("kernel")),
+        _rec("_add_kernel", True, 5001, 5003, corr=502, linked=0, kind=k("kernel")),
+        _rec("add_kernel", True, 5004, 5010, corr=503, linked=4, kind=k("kernel")),
+        _rec("mul_kernel", True, 5011, 5020, corr=504, linked=0, kind=k("kernel")),
+        _rec("judge.call.1", True, 5004, 5020, corr=3, kind=k("gpu_user_annotation")),
+    ]
+
+
+@pytest.mark.parametrize("kinds", [True, False])
+def test_profiler_records_are_attributed_to_the_call_that_launched_them(kinds):
+    from judge.untrusted.profiling import attribute, summarize
+
+    got = attribute(_trace(kinds))
+    assert got["calls"] == {0: [(5001, 5003)], 1: [(5004, 5010), (5011, 5020)]}
+    assert got["method"] == "linked+runtime" and got["note"] is None
+    one = summarize(_trace(kinds), [[0], [1]])
+    assert one["status"] == "ok"
+    assert [s["span_s"] for s in one["samples"]] == pytest.approx([2e-9, 16e-9])
+    assert one["samples"][1]["busy_s"] == pytest.approx(15e-9) and one["samples"][1]["kernels"] == 2
+    both = summarize(_trace(kinds), [[0, 1]])  # one sample of K = 2
+    assert both["samples"][0]["span_s"] == pytest.approx(19e-9)
+    assert both["samples"][0]["calls"] == pytest.approx([2e-9, 16e-9])
+
+
+def test_misaligned_host_clocks_drop_the_runtime_attribution():
+    from judge.untrusted.profiling import attribute, summarize
+
+    got = attribute(_trace(shift=15))  # the hold's launch now falls inside call 0's range
+    assert "not aligned" in got["note"]
+    assert got["calls"] == {0: [], 1: [(5004, 5010)]}  # only what Kineto linked
+    out = summarize(_trace(shift=15), [[0], [1]])
+    assert out["status"] == "no kernels" and "1 of 2 samples" in out["note"]
+    assert summarize([], [[0]])["status"] == "no kernels"
+
+
+def test_kineto_events_are_read_with_old_and_new_method_names():
+    import types
+
+    from judge.untrusted.profiling import records
+
+    new = types.SimpleNamespace(name=lambda: "k", device_type=lambda: "DeviceType.CUDA", start_ns=lambda: 1000,
+                                duration_ns=lambda: 500, correlation_id=lambda: 7, linked_correlation_id=lambda: 0,
+                                activity_type=lambda: "kernel")
+    old = types.SimpleNamespace(name=lambda: "k", device_type=lambda: "DeviceType.CPU", start_us=lambda: 1.5,
+                                duration_us=lambda: 2, correlation_id=lambda: 8, linked_correlation_id=lambda: 0)
+    broken = types.SimpleNamespace(name=lambda: 1 / 0)
+    got = records([new, old, broken])
+    assert [(r.gpu, r.start, r.end, r.corr, r.kind) for r in got] == [(True, 1000, 1500, 7, "kernel"),
+                                                                       (False, 1500, 3500, 8, "")]
+
+
+def test_profile_summary_is_per_call():
+    from judge.timing.speedrun import profile_summary
+
+    reply = {"per_sample": 4, "times": [40e-6, 41e-6], "overhead": [0.0],
+             "profile": {"status": "ok", "method": "linked", "samples": [
+                 {"span_s": 36e-6, "busy_s": 30e-6, "kernels": 4, "calls": [8e-6, 8e-6, 8e-6, 9e-6]},
+                 {"span_s": 40e-6, "busy_s": 30e-6, "kernels": 4, "calls": [8e-6, 8e-6, 8e-6, 8e-6]},
+                 {"span_s": 0.0, "busy_s": 0.0, "kernels": 0, "calls": [0, 0, 0, 0]}]}}
+    got = profile_summary(reply)
+    assert got["time_s"] == pytest.approx(9.5e-6) and got["busy_s"] == pytest.approx(7.5e-6)
+    assert got["call_span_s"] == pytest.approx(8e-6) and got["samples"] == 2
+    assert got["event_time_s"] == pytest.approx(10.125e-6)
+    assert profile_summary({"profile": {"status": "unavailable", "note": "no CUPTI"}})["status"] == "unavailable"
+
+
+def test_the_profiler_changes_nothing_the_integrity_check_watches():
+    from judge.untrusted import integrity, profiling
+
+    before = integrity.snapshot()
+    prof, why = profiling.start(torch, cuda=False)
+    assert why is None
+    during = integrity.snapshot()
+    with profiling.range_factory(torch)("judge.call.0"):
+        torch.ones(3).add_(1)
+    recs, why = profiling.stop(prof)
+    assert why is None and any(r.name == "judge.call.0" for r in recs)
+    assert integrity.changed(before) == [] and integrity.changed(during) == []
+    assert "torch.autograd.profiler.profile.__enter__" in before  # the profiler is in the snapshot

@@ -75,3 +75,41 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
         problems.append(f"the median call took {host_median * 1e6:.1f} us by the host clock but "
                         f"{event_median * 1e6:.1f} us by the CUDA events (a forged timer?)")
     return problems
+
+
+@dataclass(frozen=True)
+class ClockAgreement:
+    """The CUDA-event clock against the CUDA profiler's kernel records, for one shape and worker."""
+
+    forged: bool  # the event time is far below the kernels' own span: RJ for a submission
+    disagree: bool  # more than the tolerance apart: a note
+    ratio: float | None  # event / profiler
+    message: str | None
+
+
+def compare_clocks(event_s: float | None, profiler_s: float | None, *, note_above: float = 0.10,
+                   note_abs: float = 0.5e-6, forged_below: float = 0.5, forged_abs: float = 3e-6) -> ClockAgreement:
+    """Hold the event clock's time per call against the profiler's (both in seconds).
+
+    The profiler's figure is the GPU's own timestamps of the kernels a call
+    launched, first start to last end, read from CUPTI in another part of the
+    driver than the events. They measure the same thing up to a microsecond or
+    so (the events also cover the gap before the first kernel and after the
+    last), so:
+
+    - more than ``note_above`` (10%) and ``note_abs`` apart: a note;
+    - an event time below ``forged_below`` (half) of the profiler's and more
+      than ``forged_abs`` (3 us) short: the events did not see the work the
+      GPU did - a forged timer (RJ for a submission).
+
+    Nothing is concluded when either figure is missing.
+    """
+    if not event_s or not profiler_s or event_s <= 0 or profiler_s <= 0:
+        return ClockAgreement(False, False, None, None)
+    ratio = event_s / profiler_s
+    diff = event_s - profiler_s
+    text = (f"the CUDA events say {event_s * 1e6:.2f} us per call, the profiler's kernel records "
+            f"{profiler_s * 1e6:.2f} us ({ratio:.2f}x)")
+    forged = ratio < forged_below and -diff > forged_abs
+    disagree = abs(diff) > note_above * profiler_s and abs(diff) > note_abs
+    return ClockAgreement(forged, disagree or forged, ratio, text if (forged or disagree) else None)

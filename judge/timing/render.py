@@ -28,7 +28,8 @@ def render_speed(speed: dict, console) -> None:
     title = "speed (interpreter on the CPU: not a speed claim)" if cpu else "speed"
     table = Table(title=title, title_justify="left", show_header=True, header_style="bold", box=None,
                   pad_edge=False)
-    for col, just in (("shape", "left"), ("mode", "left"), ("time us", "right"), ("GB/s", "right"),
+    for col, just in (("shape", "left"), ("mode", "left"), ("time us", "right"), ("profiler us", "right"),
+                      ("GB/s", "right"),
                       ("TFLOP/s", "right"), ("% roofline", "right"), ("vs reference (95% CI)", "right"),
                       ("vs PyTorch", "right"), ("ref vs PyTorch", "right")):
         table.add_column(col, justify=just)
@@ -37,8 +38,9 @@ def render_speed(speed: dict, console) -> None:
         lo, hi = ci
         ci_text = f"{row['speedup']:.3f}x [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else _x(
             row.get("speedup"))
-        mode = row["mode"] + (f" x{row['graph_calls']}" if row.get("graph_calls") else "")
-        table.add_row(escape(_shape(row["params"])), mode, _us(row["time_s"]),
+        k = int(row.get("calls_per_sample") or 1)
+        mode = row["mode"] + (f" x{k}" if k > 1 else "")
+        table.add_row(escape(_shape(row["params"])), mode, _us(row["time_s"]), _us(row.get("profiler_time_s")),
                       "-" if not row.get("gbps") else f"{row['gbps']:,.0f}",
                       "-" if not row.get("tflops") else f"{row['tflops']:,.1f}",
                       "-" if row.get("roofline_pct") is None else f"{row['roofline_pct']:.1f}%",

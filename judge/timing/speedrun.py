@@ -5,14 +5,20 @@ Three workers run on the same GPU, each in its own process: the submission
 (trusted code, plain processes). The submission can never touch the
 reference's process or its timing. For every benchmark shape each worker
 first makes one untimed call under the full watch (which kernels ran; no
-PyTorch operator did the work) that also compiles and autotunes, then the
-judge runs rounds: in each round every shape is timed by every worker, one
-after the other (reference and submission swap places every round, so
-neither always runs on a warmer GPU). After each round the judge computes the
-speedups and stops once the geometric mean's 95% interval is narrow enough
-(or a budget runs out). Then, for each shape, it asks the submission for the
-outputs of one timed call it picks at random, regenerates that call's inputs
-from the seed and checks the outputs against the golden model.
+PyTorch operator did the work) that also compiles and autotunes, and times two
+samples; from those the judge makes one plan per shape for every worker: K
+calls per timed sample (enough for 100 us of GPU work at the fastest worker's
+pace, at most 64; see judge/untrusted/bench.py for how a sample is timed),
+the samples per request, the input sets. Then the judge runs rounds: in each
+round every shape is timed by every worker, one after the other (reference
+and submission swap places every round, so neither always runs on a warmer
+GPU). After each round the judge computes the speedups and stops once the
+geometric mean's 95% interval is narrow enough (or a budget runs out). Then,
+for each shape, it asks the submission for the outputs of one timed call it
+picks at random, regenerates that call's inputs from the seed and checks the
+outputs against the golden model. Last, every worker times a few samples of
+every shape under the CUDA profiler: the GPU's own records of the kernels,
+a second clock held against the events (checks.compare_clocks).
 
 One judge at a time per GPU (judge.timing.lock); the GPU's ceilings come
 from judge.timing.ceilings. The result is the report's ``speed`` section.
@@ -30,9 +36,13 @@ from judge.timing import checks, stats
 from judge.timing.score import SpeedScore
 from judge.shared import bench_inputs
 
-GRAPH_BELOW = 20e-6  # median calls faster than this are launch-bound: timed as CUDA graph replays
+SAMPLE_TARGET = 100e-6  # seconds of GPU work a timed sample should hold: shorter calls are batched K to a sample
+MAX_PER_SAMPLE = 64
 KEEP_BYTES = 4 << 30  # output bytes a submission's worker holds per request for the after-timing check
 SET_BYTES = 8 << 30  # input-set bytes per shape and worker
+CLOCK = ("CUDA events around samples of K calls queued behind a spin kernel before the clock starts "
+         "(a sample the GPU started before the host had queued it all is redone with a longer hold), "
+         "less the median of the empty sequence, over K; beside it the CUDA profiler's kernel records")
 NOT_A_CLAIM = ("interpreter mode: times are time.perf_counter around the interpreter on the CPU, "
                "a test of the protocol, not a speed claim")
 
@@ -41,13 +51,15 @@ NOT_A_CLAIM = ("interpreter mode: times are time.perf_counter around the interpr
 class BenchConfig:
     shapes: list  # parameter tables, from problem.toml [bench]
     stop: stats.StopRule = field(default_factory=stats.StopRule)
-    request_seconds: float = 0.02  # kernel time per worker request (sets the number of calls)
-    min_calls: int = 5
-    max_calls: int = 50
-    graph_target: float = 2e-4  # seconds of work per graph replay
+    request_seconds: float = 0.02  # kernel time per worker request (sets the number of samples)
+    min_calls: int = 5  # samples per request, at least ...
+    max_calls: int = 50  # ... and at most
+    sample_target: float = SAMPLE_TARGET
+    max_per_sample: int = MAX_PER_SAMPLE
     floor_margin: float = 0.8
     checks_per_shape: int = 1
     torch_baseline: bool = True
+    profile_samples: int = 3  # samples per shape and worker timed by the CUDA profiler as well (0: none)
 
 
 def config_for(problem, *, interpret: bool, overrides: dict | None = None) -> BenchConfig:
@@ -113,6 +125,8 @@ class SpeedRun:
         self.contenders: list[Contender] = []
         self.notes: list[str] = []
         self.ceilings: dict = {}
+        self.clock: dict = {}  # (contender, shape) -> the clock's bookkeeping (see _clock_notes)
+        self.profiles: dict = {}  # (contender, shape) -> the profiler clock's summary (see _profiles)
         self.score = SpeedScore.from_spec(problem.spec.get("score", {}), problem.speed_points)
 
     # ------------------------------------------------------------------ workers
@@ -194,16 +208,21 @@ class SpeedRun:
     # ------------------------------------------------------------------ one shape
 
     def _plan(self, s: int, params: dict) -> dict:
-        """Warm every worker up on shape s (one watched call each) and choose how to time it."""
+        """Warm every worker up on shape s (one watched call each) and choose how to time it.
+
+        One plan per shape, the same for every contender: K calls per sample
+        (enough for the fastest contender's sample to hold ``sample_target`` of
+        GPU work), how many samples per request, how many input sets, the flush.
+        """
         golden = self.problem.golden
         specs = golden.bench_args(dict(params))
         set_bytes = max(1, bench_inputs.nbytes(specs))
         l2 = int(self.ceilings.get("l2_bytes", 0)) if self.cuda else 0
         estimates, out_bytes = {}, 0
         for c in list(self.contenders):
-            msg = {"type": "bench", "id": f"{s}-warmup", "shape": s, "args": specs, "calls": 2,
-                   "mode": "events" if self.cuda else "cpu", "seed": secrets.randbits(62), "sets": 1,
-                   "flush_bytes": 2 * l2, "keep": False, "watch": True, "prepare": c.name == "pytorch"}
+            msg = {"type": "bench", "id": f"{s}-warmup", "shape": s, "args": specs, "samples": 2, "per_sample": 1,
+                   "seed": secrets.randbits(62), "sets": 1, "flush_bytes": 2 * l2, "keep": False, "watch": True,
+                   "prepare": c.name == "pytorch"}
             try:
                 reply, _, _ = self._request(c, msg)
             except _BaselineLost as lost:
@@ -212,46 +231,41 @@ class SpeedRun:
             if c.name == "submission":
                 self._rule_checks(reply, params, warmup=True)
                 out_bytes = int(reply.get("out_bytes") or 0)
-            if c.name in ("submission", "reference"):
-                estimates[c.name] = stats.median(_net_times(reply))
-        slow = max(estimates.values())
-        fast = min(estimates.values())
-        mode = "cpu" if not self.cuda else ("graph" if fast < GRAPH_BELOW else "events")
-        plan = {"specs": specs, "mode": mode, "set_bytes": set_bytes, "flush_bytes": 2 * l2}
-        if mode == "graph":
-            per_graph = int(min(64, max(4, math.ceil(self.config.graph_target / max(fast, 1e-7)))))
-            calls = int(min(30, max(3, math.ceil(self.config.request_seconds / (per_graph * slow)))))
-            plan.update(calls=calls, graph_calls=per_graph, sets=per_graph)
+            net = _net_times(reply)
+            if net:
+                estimates[c.name] = stats.median(net)
+        timed = [estimates[n] for n in ("submission", "reference") if n in estimates]
+        slow = max(timed) if timed else 1e-3
+        fast = min(estimates.values()) if estimates else slow
+        per_sample = 1
+        if self.cuda:
+            per_sample = choose_per_sample(fast, target=self.config.sample_target,
+                                           max_k=self.config.max_per_sample, set_bytes=set_bytes)
+        samples = math.ceil(self.config.request_seconds / max(per_sample * slow, 1e-7))
+        samples = min(self.config.max_calls, max(self.config.min_calls, samples))
+        if out_bytes:
+            samples = max(3, min(samples, KEEP_BYTES // (out_bytes * per_sample)))
+        if per_sample > 1:
+            sets = per_sample
         else:
-            calls = math.ceil(self.config.request_seconds / max(slow, 1e-7))
-            calls = min(self.config.max_calls, max(self.config.min_calls, calls))
-            if out_bytes:
-                calls = max(3, min(calls, KEEP_BYTES // out_bytes))
             sets = 2 if not l2 else min(8, max(2, math.ceil(2 * l2 / set_bytes)))
             sets = max(1, min(sets, SET_BYTES // set_bytes))
-            if not self.cuda:
-                calls = min(calls, 5)
-            plan.update(calls=int(calls), sets=int(sets))
-        return plan
+        if not self.cuda:
+            samples = min(samples, 5)
+        return {"specs": specs, "mode": "events" if self.cuda else "cpu", "set_bytes": set_bytes,
+                "flush_bytes": 2 * l2, "per_sample": int(per_sample), "calls": int(samples), "sets": int(sets),
+                "estimates": estimates}
 
     def _time(self, c: Contender, s: int, plan: dict) -> tuple[list[float], dict]:
         seed = secrets.randbits(62)
-        msg = {"type": "bench", "id": f"{s}", "shape": s, "args": plan["specs"], "calls": plan["calls"],
-               "mode": plan["mode"], "seed": seed, "sets": plan.get("sets", 2), "flush_bytes": plan["flush_bytes"],
-               "graph_calls": plan.get("graph_calls", 16), "keep": c.name == "submission",
-               "prepare": c.name == "pytorch"}
+        msg = {"type": "bench", "id": f"{s}", "shape": s, "args": plan["specs"], "samples": plan["calls"],
+               "per_sample": plan["per_sample"], "seed": seed, "sets": plan["sets"],
+               "flush_bytes": plan["flush_bytes"], "keep": c.name == "submission", "prepare": c.name == "pytorch"}
         reply, _, wall = self._request(c, msg)
         times = _net_times(reply)
         if not times:
             raise BenchFailed("RJ" if not c.trusted else "IE", f"the {c.name} worker returned no times")
-        if reply.get("note") and reply["note"] not in self.notes:
-            self.notes.append(f"{c.name}: {reply['note']}")
-        late = late_work_calls(reply)
-        if late and c.name == "submission":
-            note = ("work on another stream was still running after the call's own stream ended "
-                    "(counted in its time)")
-            if note not in self.notes:
-                self.notes.append(note)
+        self._clock_notes(c, s, reply)
         if c.name == "submission":
             self._rule_checks(reply, self.config.shapes[s], warmup=False)
             raw = [float(x) for x in reply.get("times", [])]
@@ -265,6 +279,30 @@ class SpeedRun:
                 raise BenchFailed("RJ", "the timing does not add up: " + problems[0], {"clock": problems})
         c.last[s] = (reply, seed)
         return times, reply
+
+    def _clock_notes(self, c: Contender, s: int, reply: dict) -> None:
+        """Keep the clock's bookkeeping of one request (holds, retries, invalid samples) and its notes."""
+        book = self.clock.setdefault((c.name, s), {"requests": 0, "samples": 0, "retries": 0, "invalid": 0,
+                                                    "hold_s": 0.0, "overhead": []})
+        book["requests"] += 1
+        book["samples"] += len(reply.get("times") or [])
+        book["retries"] += int(reply.get("retries") or 0)
+        book["invalid"] += int(reply.get("invalid") or 0)
+        book["hold_s"] = max(book["hold_s"], float(reply.get("hold_s") or 0.0))
+        book["overhead"] += [float(x) for x in reply.get("overhead") or []]
+        label = _shape_label(self.config.shapes[s])
+        if reply.get("note"):
+            self._note(f"{c.name}: {reply['note']}")
+        if int(reply.get("invalid") or 0):
+            self._note(f"{c.name} at {label}: some samples were still running when the clock started, even with "
+                       f"the longest hold (their GPU idle time may be counted)")
+        if late_work_calls(reply) and c.name == "submission":
+            self._note("work on another stream was still running after the call's own stream ended "
+                       "(counted in its time)")
+
+    def _note(self, note: str) -> None:
+        if note not in self.notes:
+            self.notes.append(note)
 
     def _rule_checks(self, reply: dict, params: dict, warmup: bool) -> None:
         ev = reply.get("evidence") or {}
@@ -384,29 +422,101 @@ class SpeedRun:
             del args, gold, naive
         return {"calls": picked}
 
+    def _profiles(self, plans) -> None:
+        """The second clock: a few samples of every shape and worker under the CUDA profiler.
+
+        After timing and the output check, so that the profiler cannot touch
+        the timed rounds. The reference goes first: if the profiler is not
+        there or fails in a trusted worker, the run goes on without this clock
+        (a note). Profiled calls of the submission are watched and ruled on
+        like timed ones; what the profiler itself changes in a worker (seen in
+        the reference's) is not held against the submission.
+        """
+        if self.config.profile_samples <= 0:
+            return
+        order = sorted(self.contenders, key=lambda c: {"reference": 0, "pytorch": 1}.get(c.name, 2))
+        by_profiler: set = set()
+        for c in order:
+            for s, plan in enumerate(plans):
+                msg = {"type": "bench", "id": f"{s}-profile", "shape": s, "args": plan["specs"],
+                       "samples": self.config.profile_samples, "per_sample": plan["per_sample"],
+                       "seed": secrets.randbits(62), "sets": plan["sets"], "flush_bytes": plan["flush_bytes"],
+                       "keep": False, "prepare": c.name == "pytorch", "profile": True}
+                try:
+                    reply, _, _ = self._request(c, msg)
+                except (BenchFailed, _BaselineLost) as exc:
+                    self._note(f"profiler clock: the {c.name} worker failed under the profiler "
+                               f"({str(getattr(exc, 'message', exc))[:200]}); no profiler clock for it")
+                    if c.name == "reference":
+                        return
+                    break
+                prof = reply.get("profile") or {}
+                ev = reply.get("evidence") or {}
+                if c.name == "reference":
+                    by_profiler |= set(ev.get("tampered") or [])
+                elif c.name == "submission":
+                    tampered = [n for n in ev.get("tampered") or [] if n not in by_profiler]
+                    self._rule_checks({**reply, "evidence": {**ev, "tampered": tampered}}, self.config.shapes[s],
+                                      warmup=False)
+                summary = profile_summary(reply)
+                self.profiles[(c.name, s)] = summary
+                if summary["status"] == "cpu":
+                    continue  # interpreter mode: no GPU to hold a clock against
+                if summary["status"] != "ok":
+                    self._note(f"profiler clock ({c.name}): {summary['status']}"
+                               + (f": {summary['note']}" if summary.get("note") else ""))
+                    if summary["status"] == "unavailable" and c.name == "reference":
+                        return
+                elif summary.get("note"):
+                    self._note(f"profiler clock ({c.name}): {summary['note']}")
+
     def _result(self, plans, rounds, torch_times, stopped, checked, phases) -> dict:
+        t0 = time.monotonic()
+        self._profiles(plans)
+        phases = {**phases, "profile_seconds": round(time.monotonic() - t0, 3)}
         intervals, gm = stats.speedups(rounds, self.score.clamp)
         shapes = []
         sub = next(c for c in self.contenders if c.name == "submission")
         ref = next(c for c in self.contenders if c.name == "reference")
         for s, plan in enumerate(plans):
             params = self.config.shapes[s]
+            label = _shape_label(params)
             sub_all = [t for r in rounds for t in r[s][1]]
             ref_all = [t for r in rounds for t in r[s][0]]
             t_sub, t_ref = stats.median(sub_all), stats.median(ref_all)
             work = tuple(self.problem.golden.work(dict(params)))
-            row = {"params": params, "mode": plan["mode"], "calls_per_round": plan["calls"],
+            row = {"params": params, "mode": plan["mode"], "calls_per_sample": plan["per_sample"],
+                   "flush": bool(plan["flush_bytes"]), "samples_per_round": plan["calls"],
+                   "calls_per_round": plan["calls"] * plan["per_sample"],
                    "time_s": t_sub, "reference_time_s": t_ref, **intervals[s].as_dict(),
                    "bytes": work[0], "flops": work[1]}
-            if plan["mode"] == "graph":
-                row["graph_calls"] = plan["graph_calls"]
+            times = {"submission": t_sub, "reference": t_ref}
             if torch_times[s]:
                 t_torch = stats.median([t for r in torch_times[s] for t in r])
+                times["pytorch"] = t_torch
                 row["pytorch_time_s"] = t_torch
                 row["vs_pytorch"] = t_torch / t_sub
                 row["reference_vs_pytorch"] = t_torch / t_ref
             row["gbps"] = work[0] / t_sub / 1e9 if work[0] else None
             row["tflops"] = work[1] / t_sub / 1e12 if work[1] else None
+            clock = {}
+            for name, t_event in times.items():
+                prefix = "" if name == "submission" else f"{name}_"
+                prof = self.profiles.get((name, s)) or {}
+                t_prof = prof.get("time_s")
+                row[f"{prefix}profiler_time_s"] = t_prof
+                book = dict(self.clock.get((name, s)) or {})
+                over = book.pop("overhead", [])
+                book["overhead_s"] = stats.median(over) if over else None
+                book["profiler"] = prof or None
+                clock[name] = book
+                agree = checks.compare_clocks(t_event, t_prof)
+                if agree.forged and name == "submission":
+                    raise BenchFailed("RJ", f"at bench shape {label} {agree.message}: a forged timer",
+                                      {"shape": params, "time_s": t_event, "profiler_time_s": t_prof})
+                if agree.disagree:
+                    self._note(f"{name} at {label}: {agree.message}")
+            row["clock"] = clock
             if self.cuda:
                 from judge.timing.ceilings import matmul_rate
 
@@ -417,7 +527,7 @@ class SpeedRun:
                 row["roofline_pct"] = 100 * floor.seconds / t_sub if floor.seconds else None
                 row["reference_roofline_pct"] = 100 * floor.seconds / t_ref if floor.seconds else None
                 if floor.seconds and checks.below_floor(t_sub, floor, self.config.floor_margin):
-                    raise BenchFailed("RJ", f"at bench shape {_shape_label(params)} the median time "
+                    raise BenchFailed("RJ", f"at bench shape {label} the median time "
                                             f"{t_sub * 1e6:.2f} us is below what this GPU can do "
                                             f"({floor.seconds * 1e6:.2f} us: {floor.bound}-bound); the work was "
                                             "skipped or the timing forged", {"shape": params})
@@ -450,6 +560,7 @@ class SpeedRun:
             "notes": notes,
             "phases": phases,
             "timing_mode": "cuda" if self.cuda else "cpu (not a speed claim)",
+            "clock": CLOCK if self.cuda else NOT_A_CLAIM,
             "reference": str(self.problem.reference_path.name),
             "reference_kernels": _own_kernels(ref),
         }
@@ -465,34 +576,79 @@ def _own_kernels(c: Contender) -> list[dict]:
     return list(seen.values())
 
 
-def _net_times(reply: dict) -> list[float]:
-    """Per-call times less the median overhead of an empty timed region, never below half.
+def choose_per_sample(fastest: float, *, target: float = SAMPLE_TARGET, max_k: int = MAX_PER_SAMPLE,
+                      set_bytes: int = 1, set_budget: int = SET_BYTES) -> int:
+    """K, the calls per timed sample: enough for ``target`` seconds of GPU work at the fastest contender's
+    time per call (1 when a call is that long already), at most ``max_k`` and as many input sets as fit."""
+    if not fastest > 0 or fastest >= target:
+        return 1
+    k = math.ceil(target / fastest - 1e-9)
+    return int(max(1, min(k, max_k, set_budget // max(1, set_bytes))))
 
-    Each CUDA call has two ends: the end event on the call's own stream, and
-    one recorded after a device-wide sync. Their gap is the sync's latency
-    (measured with nothing timed: ``sync_gaps``) unless work on another stream
-    was still running after the call's stream finished: then that work is
-    counted, up to the device-wide end less the usual gap.
+
+def _late(reply: dict) -> list[bool]:
+    """Per sample: did work on another stream run on after the calls' own stream ended?"""
+    raw = [float(x) for x in reply.get("times") or []]
+    device = [float(x) for x in reply.get("device_times") or []]
+    gaps = sorted(float(x) for x in reply.get("sync_gaps") or [])
+    if len(device) != len(raw) or not gaps:
+        return [False] * len(raw)
+    return [d - t > 2 * gaps[-1] + 20e-6 + 0.1 * t for t, d in zip(raw, device)]
+
+
+def _net_times(reply: dict) -> list[float]:
+    """Per-call times: each sample's time less the median overhead of an empty timed region (never
+    below half), divided by the calls it held (``per_sample``).
+
+    Only samples that were fully queued before their start event (``valid``)
+    count, unless none was. Each CUDA sample has two ends: the end event on the
+    calls' own stream, and one recorded after a device-wide sync. Their gap is
+    the sync's latency (measured with nothing timed: ``sync_gaps``) unless
+    work on another stream was still running after the calls' stream
+    finished: then that work is counted, up to the device-wide end less the
+    usual gap.
     """
+    k = max(1, int(reply.get("per_sample") or 1))
     raw = [float(x) for x in reply.get("times") or []]
     over = [float(x) for x in reply.get("overhead") or []]
     eps = stats.median(over) if over else 0.0
     device = [float(x) for x in reply.get("device_times") or []]
     gaps = sorted(float(x) for x in reply.get("sync_gaps") or [])
-    if len(device) == len(raw) and gaps:
-        usual, high = stats.median(gaps), gaps[-1]
-        raw = [d - usual if d - t > 2 * high + 20e-6 + 0.1 * t else t for t, d in zip(raw, device)]
-    return [max(t - eps, 0.5 * t) for t in raw if t > 0]
+    late = _late(reply)
+    if any(late):
+        usual = stats.median(gaps)
+        raw = [d - usual if lt else t for t, d, lt in zip(raw, device, late)]
+    valid = reply.get("valid")
+    if not isinstance(valid, list) or len(valid) != len(raw):
+        valid = [True] * len(raw)
+    use = [t for t, ok in zip(raw, valid) if ok and t > 0] or [t for t in raw if t > 0]
+    return [max(t - eps, 0.5 * t) / k for t in use]
 
 
 def late_work_calls(reply: dict) -> int:
-    """How many calls left work on another stream after their own stream finished (see _net_times)."""
-    raw = [float(x) for x in reply.get("times") or []]
-    device = [float(x) for x in reply.get("device_times") or []]
-    gaps = sorted(float(x) for x in reply.get("sync_gaps") or [])
-    if len(device) != len(raw) or not gaps:
-        return 0
-    return sum(1 for t, d in zip(raw, device) if d - t > 2 * gaps[-1] + 20e-6 + 0.1 * t)
+    """How many samples left work on another stream after their own stream finished (see _net_times)."""
+    return sum(_late(reply))
+
+
+def profile_summary(reply: dict) -> dict:
+    """The profiler clock of one profiled request, per call: the median over samples of the GPU span of
+    the sample's calls (first kernel's start to last kernel's end) over K; with the event clock of the
+    same samples beside it."""
+    prof = reply.get("profile") or {}
+    status = str(prof.get("status") or "unavailable")
+    out = {"status": status, "note": prof.get("note"), "method": prof.get("method")}
+    k = max(1, int(reply.get("per_sample") or 1))
+    samples = [x for x in prof.get("samples") or [] if isinstance(x, dict) and x.get("kernels")]
+    if status == "ok" and samples:
+        out["time_s"] = stats.median([float(x["span_s"]) for x in samples]) / k
+        out["busy_s"] = stats.median([float(x["busy_s"]) for x in samples]) / k
+        calls = [float(t) for x in samples for t in x.get("calls") or [] if t]
+        out["call_span_s"] = stats.median(calls) if calls else None
+        out["kernels_per_call"] = stats.median([int(x["kernels"]) for x in samples]) / k
+        out["samples"] = len(samples)
+    events = _net_times(reply) if reply.get("times") else []
+    out["event_time_s"] = stats.median(events) if events else None
+    return out
 
 
 def _swap_first_two(contenders: list) -> list:

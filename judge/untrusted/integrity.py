@@ -29,7 +29,7 @@ SETTINGS = {
 IDENTITIES = [
     "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic", "time.monotonic_ns",
     "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
-    "torch.cuda.Event.synchronize", "torch.cuda.Stream", "torch.empty", "torch.empty_like", "torch.zeros",
+    "torch.cuda.Event.synchronize", "torch.cuda.Event.query", "torch.cuda._sleep", "torch.cuda.Stream", "torch.empty", "torch.empty_like", "torch.zeros",
     "torch.Tensor.copy_", "torch.Tensor.to", "torch.Tensor.cpu", "torch.Tensor.contiguous",
     "torch.as_strided", "torch.frombuffer",
     "torch.utils._python_dispatch.TorchDispatchMode.__enter__",
@@ -48,10 +48,9 @@ IDENTITIES = [
     "judge.untrusted.outputs.describe_outputs", "judge.untrusted.outputs.kind_of", "judge.untrusted.runner.classify",
     "judge.untrusted.integrity.snapshot", "judge.untrusted.integrity.changed",
     "judge.untrusted.guard.counting", "judge.untrusted.guard.kernels",
-    "judge.untrusted.bench.BenchState.run", "judge.untrusted.bench.BenchState._calls",
-    "judge.untrusted.bench.BenchState._graph", "judge.untrusted.bench.BenchState.check",
+    "judge.untrusted.bench.BenchState.run", "judge.untrusted.bench.BenchState._samples",
+    "judge.untrusted.bench.BenchState._hold_gpu", "judge.untrusted.bench.BenchState.check",
     "judge.shared.bench_inputs.fill", "judge.shared.bench_inputs.call_seed", "judge.shared.bench_inputs.allocate",
-    "torch.cuda.CUDAGraph.replay", "torch.cuda.graph",
 ]
 
 
@@ -63,6 +62,11 @@ WHOLE = [
     "triton", "triton.language", "triton.runtime.jit", "triton.runtime.autotuner",
     "triton.runtime.interpreter", "time", "os", "threading", "_thread",
     "judge.shared.wire", "judge.untrusted.outputs", "judge.untrusted.guard", "judge.untrusted.integrity", "judge.untrusted.runner",
+    "judge.untrusted.bench", "judge.untrusted.bench.BenchState", "judge.untrusted.profiling",
+    # The second clock (judge.untrusted.profiling): the profiler, its ranges and its records.
+    "torch.profiler", "torch.profiler.profiler", "torch.autograd.profiler", "torch.autograd.profiler.profile",
+    "torch.autograd.profiler_util", "torch._C._profiler", "torch._C._autograd", "torch._C._autograd._KinetoEvent",
+    "torch._C._autograd._ProfilerResult", "torch._C._profiler._RecordFunctionFast",
 ]
 
 

@@ -6,7 +6,7 @@
 #   tests/gpu/bench.sh                      logs and tables under $OUT (default ./gpu-out)
 #
 # 1. environment and the GPU's ceilings (measured, cached under ~/.cache/triton-judge)
-# 2. smoke: `judge bench` on two shapes of 93 (events and CUDA graphs) and of 98 (prepared baseline)
+# 2. smoke: `judge bench` on two shapes of 93 (one call per sample, and K calls per sample) and of 98 (prepared baseline)
 # 3. tests/bench/speed.py: references vs PyTorch and roofline, protocol stability (5 runs),
 #    judge latency of submit (94 and 98: the targets); SPEED.md under $OUT
 # Environment: OUT, DEADLINE, BUDGET (s of rounds per bench, default 8), RUNS (default 5),
