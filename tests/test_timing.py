@@ -638,3 +638,31 @@ def test_the_profiler_changes_nothing_the_integrity_check_watches():
     assert why is None and any(r.name == "judge.call.0" for r in recs)
     assert integrity.changed(before) == [] and integrity.changed(during) == []
     assert "torch.autograd.profiler.profile.__enter__" in before  # the profiler is in the snapshot
+
+
+def test_without_correlations_the_gpu_order_between_hold_and_marker_is_used():
+    from judge.untrusted.profiling import summarize
+
+    spin = "at::cuda::(anonymous namespace)::spin_kernel(long)"
+    recs = [
+        _rec("fill", True, 0, 100, kind="kernel"),
+        _rec(spin, True, 100, 200_000, kind="kernel"),  # an overhead sample's hold: no marker
+        # sample 0, first try (the GPU started early: its marker is there, the sample was redone)
+        _rec(spin, True, 300_000, 340_000, kind="kernel"),
+        _rec("_add_kernel", True, 345_000, 347_000, kind="kernel"),
+        _rec(spin, True, 347_100, 348_000, kind="kernel"),
+        # sample 0, second try
+        _rec(spin, True, 400_000, 480_000, kind="kernel"),
+        _rec("_add_kernel", True, 480_500, 482_500, kind="kernel"),
+        _rec(spin, True, 482_600, 483_500, kind="kernel"),
+        # sample 1
+        _rec("fill", True, 490_000, 491_000, kind="kernel"),
+        _rec(spin, True, 500_000, 580_000, kind="kernel"),
+        _rec("_add_kernel", True, 580_400, 582_000, kind="kernel"),
+        _rec("_add_kernel", True, 582_500, 584_000, kind="kernel"),
+        _rec(spin, True, 584_100, 585_000, kind="kernel"),
+    ]
+    got = summarize(recs, [[0], [1, 2]], attempts=[2, 1])
+    assert got["method"] == "gpu-order" and got["status"] == "ok"
+    assert [s["span_s"] for s in got["samples"]] == pytest.approx([2e-6, 3.6e-6])
+    assert summarize(recs, [[0], [1, 2]], attempts=[1, 1])["status"] == "no kernels"  # markers do not add up

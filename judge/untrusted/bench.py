@@ -248,7 +248,7 @@ class BenchState:
                 reply["profile"] = {"status": "unavailable", "note": why_not}
             else:
                 groups = [list(range(r * per_sample, (r + 1) * per_sample)) for r in range(samples)]
-                reply["profile"] = profiling.summarize(recs, groups)
+                reply["profile"] = profiling.summarize(recs, groups, reply.get("attempts"))
                 if not cuda:
                     reply["profile"].update(status="cpu", note="no GPU: the profiler recorded the CPU only")
         reply["worker_wall"] = time.perf_counter() - wall0
@@ -264,7 +264,7 @@ class BenchState:
         flush = self._flush_buffer(flush_bytes) if cuda else None
         fn, prepare = self.worker.fn, self._prepare()
         launches, kept, ids = [], {}, set()
-        times, device_times, host, enqueue, valid, holds = [], [], [], [], [], []
+        times, device_times, host, enqueue, valid, holds, attempts = [], [], [], [], [], [], []
 
         def run_calls(watch, args, index0):
             outs, counts = [], []
@@ -318,6 +318,8 @@ class BenchState:
                     start.record()
                     outs, counts = run_calls(watch, args, r * K)
                     end.record()  # the calls' own stream
+                    if ranges is not None and can_hold:
+                        torch.cuda._sleep(1)  # the marker: where the calls end on the GPU (profiling.gpu_order)
                     reached = start.query()
                 t_query = time.perf_counter()
                 self.timed_ops.update(watch.ops)
@@ -337,6 +339,7 @@ class BenchState:
 
             got, used, hold = held_sample(attempt, hold, retries=min(MAX_RETRIES, retries_left))
             retries_left -= used
+            attempts.append(used + 1)
             total_retries += used
             times.append(got.time)
             device_times.append(got.device)
@@ -350,7 +353,7 @@ class BenchState:
         torch.cuda.synchronize()
         self.holds[key] = next_hold(hold, [e for e, ok in zip(enqueue, valid) if ok], total_retries > 0)
         out = {"times": times, "device_times": device_times, "host": host, "enqueue": enqueue, "valid": valid,
-               "holds": holds, "hold_s": hold, "retries": total_retries, "invalid": valid.count(False),
+               "holds": holds, "attempts": attempts, "hold_s": hold, "retries": total_retries, "invalid": valid.count(False),
                "overhead": overhead, "sync_gaps": gaps, "launches": launches, "ids": ids, "kept": kept}
         if not can_hold:
             out["note"] = "no spin kernel (torch.cuda._sleep) in this torch: the GPU may idle inside the timed region"
