@@ -56,6 +56,7 @@ class BenchConfig:
     max_calls: int = 50  # ... and at most
     sample_target: float = SAMPLE_TARGET
     max_per_sample: int = MAX_PER_SAMPLE
+    max_batched_samples: int = 10  # samples per request at most when K > 1
     floor_margin: float = 0.8
     checks_per_shape: int = 1
     torch_baseline: bool = True
@@ -243,6 +244,9 @@ class SpeedRun:
                                            max_k=self.config.max_per_sample, set_bytes=set_bytes)
         samples = math.ceil(self.config.request_seconds / max(per_sample * slow, 1e-7))
         samples = min(self.config.max_calls, max(self.config.min_calls, samples))
+        if per_sample > 1:
+            # Such a sample averages K calls already, and costs K fills and a hold of about K launches.
+            samples = min(samples, self.config.max_batched_samples)
         if out_bytes:
             samples = max(3, min(samples, KEEP_BYTES // (out_bytes * per_sample)))
         if per_sample > 1:

@@ -248,9 +248,9 @@ def summarize(recs: list[Record], samples: list[list[int]], attempts: list[int] 
                 total, busy, n = span(allv)
                 out.append({"span_s": total, "busy_s": busy, "kernels": n, "calls": [], "ranges": len(idx)})
             found = sum(s["kernels"] for s in out)
-    status = "ok" if found and all(s["kernels"] for s in out) else "no kernels"
+    status = "ok" if found else "no kernels"
     note = got["note"]
-    if status != "ok":
+    if not all(s["kernels"] for s in out):
         missing = sum(1 for s in out if not s["kernels"])
         gpu = sum(1 for r in recs if r.gpu)
         note = "; ".join(x for x in (note, f"{missing} of {len(out)} samples had no GPU record attributed "
