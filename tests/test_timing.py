@@ -667,3 +667,49 @@ def test_without_correlations_the_gpu_order_between_hold_and_marker_is_used():
     assert got["method"] == "gpu-order" and got["status"] == "ok"
     assert [s["span_s"] for s in got["samples"]] == pytest.approx([2e-6, 3.6e-6])
     assert summarize(recs, [[0], [1, 2]], attempts=[1, 1])["status"] == "no kernels"  # markers do not add up
+
+
+def test_profiled_samples_the_gpu_started_early_are_not_used():
+    from judge.timing.speedrun import profile_summary
+
+    sample = {"span_s": 10e-6, "busy_s": 9e-6, "kernels": 2, "calls": [10e-6]}
+    idle = {"span_s": 80e-6, "busy_s": 9e-6, "kernels": 2, "calls": [80e-6]}
+    reply = {"per_sample": 1, "times": [11e-6, 11e-6, 90e-6], "valid": [True, True, False],
+             "profile": {"status": "ok", "samples": [sample, sample, idle]}}
+    assert profile_summary(reply)["time_s"] == pytest.approx(10e-6)
+    none = profile_summary(dict(reply, valid=[False, False, False]))
+    assert none["status"] == "unqueued" and "time_s" not in none
+
+
+def _result_with_profiles(tmp_path, sub_prof, ref_prof):
+    from judge.timing.speedrun import Contender
+
+    p = find_problem("93")
+    cfg = BenchConfig(shapes=[{"n": 4096, "dtype": "float32"}], profile_samples=0)
+    run = SpeedRun(p, p.reference_path, device="cpu", interpret=True, gpu=None, backend=None, limits=None,
+                   scratch=tmp_path, config=cfg)
+    run.contenders = [Contender("submission", None, False, 1.0), Contender("reference", None, True, 1.0)]
+    run.profiles = {("submission", 0): {"status": "ok", "time_s": sub_prof},
+                    ("reference", 0): {"status": "ok", "time_s": ref_prof}}
+    plan = {"mode": "events", "per_sample": 50, "calls": 10, "flush_bytes": 1, "specs": []}
+    rounds = [{0: ([2.0e-6] * 10, [1.0e-6] * 10)} for _ in range(3)]
+    return run._result([plan], rounds, {0: []}, "ci", [{"calls": [0]}], {})
+
+
+def test_an_event_clock_far_below_the_kernels_span_is_a_forged_timer(tmp_path):
+    # The submission's events say 1 us per call, its kernels ran 6 us: RJ.
+    with pytest.raises(BenchFailed) as exc:
+        _result_with_profiles(tmp_path, sub_prof=6e-6, ref_prof=2.0e-6)
+    assert exc.value.verdict == "RJ" and "forged timer" in exc.value.message
+    # Agreeing clocks: both are in the report.
+    speed = _result_with_profiles(tmp_path, sub_prof=1.02e-6, ref_prof=2.0e-6)
+    (row,) = speed["shapes"]
+    assert row["profiler_time_s"] == 1.02e-6 and row["reference_profiler_time_s"] == 2.0e-6
+    assert row["calls_per_sample"] == 50 and row["calls_per_round"] == 500
+    assert not [n for n in speed["notes"] if "profiler" in n]
+
+
+def test_a_profiler_clock_the_reference_disagrees_with_judges_nobody(tmp_path):
+    speed = _result_with_profiles(tmp_path, sub_prof=6e-6, ref_prof=12e-6)
+    notes = [n for n in speed["notes"] if "not used to judge" in n]
+    assert len(notes) == 2 and speed["shapes"][0]["profiler_time_s"] == 6e-6
