@@ -308,7 +308,8 @@ def test_a_submission_wrong_only_when_timed_is_caught_by_the_output_check(tmp_pa
 
 
 def test_submit_in_interpreter_mode_says_speed_is_not_scored(tmp_path):
-    from judge.session import Options, Session
+    from judge.options import Options
+    from judge.session import Session
 
     p = find_problem("93")
     options = Options(device="cpu", interpret=True, sandbox="process", seed=3, group="small-ragged", max_examples=1)
@@ -349,13 +350,16 @@ def test_speed_table_shows_rates_roofline_and_flags_spills():
 def test_work_left_on_another_stream_is_counted():
     # Two calls of 100 us on their own stream; the second left 400 us of work
     # on another stream, seen only by the end recorded after a device-wide sync.
+    import dataclasses
+
+    from judge.replies import BenchResult
     from judge.timing.speedrun import _net_times, late_work_calls
 
-    reply = {"times": [100e-6, 100e-6], "device_times": [115e-6, 515e-6],
-             "sync_gaps": [14e-6, 15e-6, 16e-6], "overhead": [0.0]}
+    reply = BenchResult(mode="events", times=(100e-6, 100e-6), device_times=(115e-6, 515e-6),
+                        sync_gaps=(14e-6, 15e-6, 16e-6), overhead=(0.0,))
     net = _net_times(reply)
     assert net[0] == pytest.approx(100e-6)
     assert net[1] == pytest.approx(500e-6)
     assert late_work_calls(reply) == 1
-    honest = dict(reply, device_times=[115e-6, 116e-6])
+    honest = dataclasses.replace(reply, device_times=(115e-6, 116e-6))
     assert late_work_calls(honest) == 0 and _net_times(honest) == pytest.approx([100e-6, 100e-6])

@@ -26,9 +26,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from judge import replies, rules
+from judge.shared import bench_inputs
 from judge.timing import checks, stats
 from judge.timing.score import SpeedScore
-from judge.shared import bench_inputs
 
 GRAPH_BELOW = 20e-6  # median calls faster than this are launch-bound: timed as CUDA graph replays
 KEEP_BYTES = 4 << 30  # output bytes a submission's worker holds per request for the after-timing check
@@ -121,7 +122,7 @@ class SpeedRun:
         from judge.sandbox import Job
         from judge.sandbox.process import ProcessBackend
         from judge.timing.ceilings import cache_dir
-        from judge.channel import WorkerChannel
+        from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 
         trusted_root = cache_dir() / "workers"
         plan = [("submission", self.backend, self.submission, self.problem.entry_point, self.scratch, False)]
@@ -141,12 +142,18 @@ class SpeedRun:
             started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
         for name, client, entry, trusted in started:
             self.contenders.append(Contender(name, client, trusted, self.limits.case_seconds))
-            hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1)
-            if hello.get("status") != "ok":
-                err = hello.get("error", {})
-                who = "the submission" if name == "submission" else f"the {name} worker"
-                raise BenchFailed("RTE" if name == "submission" else "IE",
-                                  f"{who} did not load: {err.get('type')}: {str(err.get('message', ''))[:300]}")
+            who = "the submission" if name == "submission" else f"the {name} worker"
+            try:
+                hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1)
+            except WorkerStartFailed as exc:
+                raise BenchFailed("IE", str(exc)) from None
+            except WorkerDied as died:
+                verdict = rules.death_verdict(died.reason).value if not trusted else "IE"
+                raise BenchFailed(verdict, f"{who} did not load: {died.detail}") from None
+            if not hello.ok:
+                err = hello.error
+                verdict = rules.error_verdict(err.category).value if not trusted else "IE"
+                raise BenchFailed(verdict, f"{who} did not load: {err.type}: {err.message[:300]}")
 
     def _drop_baseline(self, lost: Exception) -> None:
         for c in [c for c in self.contenders if c.name == "pytorch"]:
@@ -164,32 +171,32 @@ class SpeedRun:
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
 
-    def _request(self, c: Contender, message: dict):
-        """Send one request; (reply, judge's wall seconds). Worker deaths become BenchFailed."""
+    def _request(self, c: Contender, message: dict, parse=replies.parse_bench_reply):
+        """Send one request; (the parsed reply, judge's wall seconds). Deaths and errors become BenchFailed."""
         from judge.channel import WorkerDied
 
         t0 = time.perf_counter()
         try:
             c.client.send_case(message, [])
-            reply, payloads = c.client.receive_result(timeout=c.timeout, max_bytes=KEEP_BYTES + (1 << 20))
+            reply = c.client.receive(parse, timeout=c.timeout, max_bytes=KEEP_BYTES + (1 << 20))
         except WorkerDied as died:
-            verdict = {"timeout": "TLE", "memory": "MLE", "output": "OLE", "crash": "RTE", "protocol": "RJ"}
             if c.name == "pytorch":
                 raise _BaselineLost(died.detail) from None
             if c.trusted:
                 raise BenchFailed("IE", f"the {c.name} worker died while timed: {died.detail}") from None
-            raise BenchFailed(verdict[died.reason], f"while timed: {died.detail}") from None
+            raise BenchFailed(rules.death_verdict(died.reason).value, f"while timed: {died.detail}") from None
         wall = time.perf_counter() - t0
-        if reply.get("status") == "error":
-            err = reply.get("error", {}) if isinstance(reply.get("error"), dict) else {}
-            text = f"{err.get('type', 'Error')}: {str(err.get('message', '')).strip().splitlines()[0][:300] if err.get('message') else ''}"
+        if isinstance(reply, replies.BenchError):
+            err = reply.error
+            first = err.message.strip().splitlines()[0][:300] if err.message.strip() else ""
+            text = f"{err.type}: {first}"
             if c.name == "pytorch":
                 raise _BaselineLost(text)
             if c.trusted:
                 raise BenchFailed("IE", f"the {c.name} worker failed while timed: {text}")
-            category = {"compile": "CE", "memory": "MLE", "rule": "RJ"}.get(err.get("category"), "RTE")
-            raise BenchFailed(category, f"while timed: {text}", {"error": err})
-        return reply, payloads, wall
+            raise BenchFailed(rules.error_verdict(err.category).value, f"while timed: {text}",
+                              {"error": err.as_dict()})
+        return reply, wall
 
     # ------------------------------------------------------------------ one shape
 
@@ -205,13 +212,13 @@ class SpeedRun:
                    "mode": "events" if self.cuda else "cpu", "seed": secrets.randbits(62), "sets": 1,
                    "flush_bytes": 2 * l2, "keep": False, "watch": True, "prepare": c.name == "pytorch"}
             try:
-                reply, _, _ = self._request(c, msg)
+                reply, _ = self._request(c, msg)
             except _BaselineLost as lost:
                 self._drop_baseline(lost)
                 continue
             if c.name == "submission":
                 self._rule_checks(reply, params, warmup=True)
-                out_bytes = int(reply.get("out_bytes") or 0)
+                out_bytes = reply.out_bytes
             if c.name in ("submission", "reference"):
                 estimates[c.name] = stats.median(_net_times(reply))
         slow = max(estimates.values())
@@ -240,12 +247,12 @@ class SpeedRun:
                "mode": plan["mode"], "seed": seed, "sets": plan.get("sets", 2), "flush_bytes": plan["flush_bytes"],
                "graph_calls": plan.get("graph_calls", 16), "keep": c.name == "submission",
                "prepare": c.name == "pytorch"}
-        reply, _, wall = self._request(c, msg)
+        reply, wall = self._request(c, msg)
         times = _net_times(reply)
         if not times:
             raise BenchFailed("RJ" if not c.trusted else "IE", f"the {c.name} worker returned no times")
-        if reply.get("note") and reply["note"] not in self.notes:
-            self.notes.append(f"{c.name}: {reply['note']}")
+        if reply.note and f"{c.name}: {reply.note}" not in self.notes:
+            self.notes.append(f"{c.name}: {reply.note}")
         late = late_work_calls(reply)
         if late and c.name == "submission":
             note = ("work on another stream was still running after the call's own stream ended "
@@ -254,11 +261,10 @@ class SpeedRun:
                 self.notes.append(note)
         if c.name == "submission":
             self._rule_checks(reply, self.config.shapes[s], warmup=False)
-            raw = [float(x) for x in reply.get("times", [])]
-            host = [float(x) for x in reply.get("host", [])]
-            cpu = reply.get("mode") == "cpu"
+            raw, host = list(reply.times), list(reply.host)
+            cpu = reply.mode == "cpu"
             problems = checks.clock_problems(
-                event_total=sum(raw), host_total=sum(host), worker_wall=float(reply.get("worker_wall", 0.0)),
+                event_total=sum(raw), host_total=sum(host), worker_wall=reply.worker_wall,
                 judge_wall=wall, event_median=None if cpu else stats.median(raw),
                 host_median=None if cpu or not host else stats.median(host))
             if problems:
@@ -266,24 +272,13 @@ class SpeedRun:
         c.last[s] = (reply, seed)
         return times, reply
 
-    def _rule_checks(self, reply: dict, params: dict, warmup: bool) -> None:
-        ev = reply.get("evidence") or {}
-        where = f"at bench shape {_shape_label(params)}"
-        if ev.get("tampered"):
-            raise BenchFailed("RJ", f"while timed, the submission changed what the judge relies on: "
-                                    f"{', '.join(ev['tampered'])}", {"tampered": ev["tampered"]})
-        if isinstance(ev.get("started"), dict) and ev["started"]:
-            raise BenchFailed("RJ", f"{where} the submission started threads or processes of its own while timed")
-        if ev.get("torch_ops"):
-            listed = ", ".join(f"torch {op}" for op in sorted(ev["torch_ops"]))
-            raise BenchFailed("RJ", f"{where} the answer was computed with PyTorch operators ({listed})"
-                                    + ("" if warmup else " in timed calls"))
-        if warmup:
-            if not ev.get("own_launches"):
-                raise BenchFailed("RJ", f"{where} no Triton kernel defined in {self.submission.name} was launched")
-        elif ev.get("calls_without_own_launch"):
-            raise BenchFailed("RJ", f"{where} {ev['calls_without_own_launch']} timed call(s) launched no Triton "
-                                    f"kernel of {self.submission.name}")
+    def _rule_checks(self, reply: replies.BenchResult, params: dict, warmup: bool) -> None:
+        """The rulebook's anti-cheat rules over a timed request's evidence (judge.rules), as for a judged call."""
+        context = rules.Context(file=self.submission.name, phase="warmup" if warmup else "timed",
+                                where=f"at bench shape {_shape_label(params)}")
+        found = rules.violation(reply.evidence, (), context)
+        if found is not None:
+            raise BenchFailed(found.verdict.value, found.message, found.details)
 
     # ------------------------------------------------------------------ the run
 
@@ -339,49 +334,34 @@ class SpeedRun:
     # ------------------------------------------------------------------ after timing
 
     def _check(self, s: int, plan: dict) -> dict:
-        """Outputs of randomly chosen timed calls of the submission's last request, against the golden model."""
-        import torch
-
-        from judge import checker
-        from judge.shared import wire
+        """Outputs of randomly chosen timed calls of the submission's last request, against the golden model:
+        the same rule as a judged case's outputs (judge.rules.outputs)."""
+        from judge import expected
+        from judge.rules import outputs as output_rules
 
         sub = next(c for c in self.contenders if c.name == "submission")
         reply, seed = sub.last[s]
-        checkable = list(reply.get("checkable") or [])
+        checkable = list(reply.checkable)
         if not checkable:
             raise BenchFailed("RJ", "the worker held no outputs of its timed calls to check")
-        problem = self.problem
+        params = self.config.shapes[s]
+        label = _shape_label(params)
+        dev = "cuda" if self.device == "cuda" else "cpu"
         picked = []
         for _ in range(min(self.config.checks_per_shape, len(checkable))):
             call = checkable.pop(secrets.randbelow(len(checkable)))
-            answer, payloads, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s,
-                                                      "call": call})
-            if answer.get("status") != "ok":
+            answer, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s, "call": call},
+                                      parse=replies.parse_bench_outputs)
+            if not answer.present:
                 raise BenchFailed("RJ", f"the outputs of timed call {call} were not there to check")
-            dev = "cuda" if self.device == "cuda" else "cpu"
             args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(seed, call), dev)
-            gold = _as_list(problem.golden.golden(*[a.to(torch.float64) if isinstance(a, torch.Tensor) else a
-                                                    for a in args]))
-            naive = _as_list(problem.golden.naive(*args))
-            outs = answer.get("outputs") or []
-            label = _shape_label(self.config.shapes[s])
-            if len(outs) != len(problem.outputs) or any(o.get("kind") != "tensor" for o in outs):
-                raise BenchFailed("WA", f"a timed call at bench shape {label} returned "
-                                        f"{answer.get('returned')}, not the outputs")
-            for i, (o, raw) in enumerate(zip(outs, payloads)):
-                got = wire.tensor_from_wire({"dtype": o["dtype"], "shape": o["shape"]}, raw)
-                spec_out = problem.outputs[i]
-                want = self.config.shapes[s].get("dtype", "float32") if spec_out.dtype == "input" else spec_out.dtype
-                dtype = getattr(torch, want)
-                if got.dtype != dtype or list(got.shape) != list(gold[i].shape):
-                    raise BenchFailed("WA", f"a timed call at bench shape {label} returned {spec_out.name} as "
-                                            f"{wire.dtype_name(got.dtype)} {tuple(got.shape)}")
-                bad = checker.compare(spec_out.name, got, gold[i], naive[i], dtype, spec_out.scope, problem.check)
-                if bad is not None:
-                    raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {bad.message}",
-                                      {"shape": self.config.shapes[s], "call": call})
+            answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev)
+            wrong = output_rules.check(self.problem, answer.returned, answer.outputs, answers, dev)
+            if wrong is not None:
+                raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {wrong.message}",
+                                  {"shape": params, "call": call})
             picked.append(call)
-            del args, gold, naive
+            del args, answers
         return {"calls": picked}
 
     def _result(self, plans, rounds, torch_times, stopped, checked, phases) -> dict:
@@ -459,9 +439,9 @@ def _own_kernels(c: Contender) -> list[dict]:
     """The distinct compiled kernels of a worker's own file launched in its last requests."""
     seen = {}
     for reply, _ in c.last.values():
-        for info in reply.get("kernels") or []:
-            if info.get("own"):
-                seen[tuple(sorted((k, str(v)) for k, v in info.items()))] = info
+        for info in reply.kernels:
+            if info.own:
+                seen[info] = info.as_dict()
     return list(seen.values())
 
 
@@ -474,11 +454,9 @@ def _net_times(reply: dict) -> list[float]:
     was still running after the call's stream finished: then that work is
     counted, up to the device-wide end less the usual gap.
     """
-    raw = [float(x) for x in reply.get("times") or []]
-    over = [float(x) for x in reply.get("overhead") or []]
+    raw, over, device = list(reply.times), list(reply.overhead), list(reply.device_times)
     eps = stats.median(over) if over else 0.0
-    device = [float(x) for x in reply.get("device_times") or []]
-    gaps = sorted(float(x) for x in reply.get("sync_gaps") or [])
+    gaps = sorted(reply.sync_gaps)
     if len(device) == len(raw) and gaps:
         usual, high = stats.median(gaps), gaps[-1]
         raw = [d - usual if d - t > 2 * high + 20e-6 + 0.1 * t else t for t, d in zip(raw, device)]
@@ -487,9 +465,7 @@ def _net_times(reply: dict) -> list[float]:
 
 def late_work_calls(reply: dict) -> int:
     """How many calls left work on another stream after their own stream finished (see _net_times)."""
-    raw = [float(x) for x in reply.get("times") or []]
-    device = [float(x) for x in reply.get("device_times") or []]
-    gaps = sorted(float(x) for x in reply.get("sync_gaps") or [])
+    raw, device, gaps = list(reply.times), list(reply.device_times), sorted(reply.sync_gaps)
     if len(device) != len(raw) or not gaps:
         return 0
     return sum(1 for t, d in zip(raw, device) if d - t > 2 * gaps[-1] + 20e-6 + 0.1 * t)
@@ -502,6 +478,3 @@ def _swap_first_two(contenders: list) -> list:
         out[0], out[1] = out[1], out[0]
     return out
 
-
-def _as_list(x):
-    return list(x) if isinstance(x, (tuple, list)) else [x]
