@@ -1,9 +1,14 @@
-"""The judge's handle on one worker: start it, send cases, enforce the limits.
+"""The judge's end of one untrusted worker: start it, send requests, receive parsed replies, enforce limits.
 
-Limits are enforced from here, outside the worker: a wall-clock deadline on
-every reply, a cap on what the worker prints (drained on a thread), and a
-memory watchdog. When a worker dies or is killed, the reason is recorded as
-data (``WorkerDied.reason``) and the session starts a fresh one.
+This is the trust boundary in code: every message from the worker comes in
+through :meth:`WorkerChannel.receive`, which checks the per-run secret and
+hands the message to a parser of judge.replies; a reply that does not parse
+kills the worker and becomes ``WorkerDied("protocol")`` (RJ), never an
+exception of the judge's. Limits are enforced from here, outside the worker:
+a wall-clock deadline on every reply, a cap on what the worker prints (drained
+on a thread), and a memory watchdog. When a worker dies or is killed, the
+reason is recorded as data (``WorkerDied.reason``; judge.rules maps it to a
+verdict) and the session starts a fresh one.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import secrets
 import threading
 import time
 
+from judge import replies
 from judge.shared import wire
 from judge.sandbox import Backend, Job
 from judge.sandbox.base import signal_name
@@ -51,7 +57,7 @@ class WorkerChannel:
         ]
         for t in self._threads:
             t.start()
-        self.hello: dict | None = None
+        self.hello: replies.Hello | None = None
 
     # ------------------------------------------------------------------ watchdogs
 
@@ -127,7 +133,7 @@ class WorkerChannel:
         except OSError as exc:
             raise self._died(wire.ChannelClosed(str(exc))) from None
 
-    def start(self, *, submission_entry: str, arity: int, threads: int | None) -> dict:
+    def start(self, *, submission_entry: str, arity: int, threads: int | None) -> replies.Hello:
         self._send({
             "type": "setup",
             "version": wire.PROTOCOL_VERSION,
@@ -147,11 +153,8 @@ class WorkerChannel:
             raise
         if message.get("type") != "ready":
             raise WorkerStartFailed("the worker did not report ready")
-        message, _ = self._recv(deadline, 0)
-        if message.get("type") != "hello":
-            raise WorkerDied("protocol", "the worker did not introduce itself")
-        self.hello = message
-        return message
+        self.hello = self.receive(replies.parse_hello, timeout=deadline, max_bytes=0)
+        return self.hello
 
     def _last_line(self) -> str:
         time.sleep(0.2)  # let the stderr thread drain what the dying worker printed
@@ -159,11 +162,21 @@ class WorkerChannel:
         return lines[-1].strip() if lines else "it printed nothing"
 
     def send_case(self, message: dict, tensors) -> None:
-        """Send a case; the judge computes its expected answers while the worker runs."""
+        """Send a request; the judge computes its expected answers while the worker runs."""
         self._send(message, tensors)
 
-    def receive_result(self, *, timeout: float, max_bytes: int):
-        return self._recv(timeout, max_bytes)
+    def receive(self, parse, *, timeout: float, max_bytes: int, **expect):
+        """The next reply, parsed by ``parse`` (a judge.replies parser) into a typed record.
+
+        A reply that does not parse is a worker that broke the protocol: it is
+        killed, and the caller gets WorkerDied("protocol") like any other death.
+        """
+        message, payloads = self._recv(timeout, max_bytes)
+        try:
+            return parse(message, payloads, **expect)
+        except replies.MalformedReply as exc:
+            self._kill("protocol", f"a malformed reply: {exc}")
+            raise WorkerDied("protocol", f"the worker's reply was not valid: {exc}") from None
 
     def close(self) -> None:
         if self.proc.wait(timeout=0) is None:

@@ -15,29 +15,9 @@ from pathlib import Path
 
 import click
 
-EXIT_AC, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-
-
-def _err(message: str) -> None:
-    click.echo(f"judge: {message}", err=True)
-
-
-def _usage(message: str):
-    _err(message)
-    sys.exit(EXIT_USAGE)
-
-
-def _problem(key: str):
-    from judge.problems import ProblemError, find_problem, valid_keys
-
-    try:
-        problem = find_problem(key)
-        if problem is None:
-            _usage(f"unknown problem '{key}'; valid: {valid_keys()}")
-    except ProblemError as exc:
-        _err(f"internal error: a problem directory is malformed: {exc}")
-        sys.exit(EXIT_INTERNAL)
-    return problem
+from judge.grading.cli import register as register_grading
+from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, err, internal,
+                              problem_or_exit, sandbox_help, sandbox_or_exit, usage)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -62,7 +42,7 @@ def show(problem):
     from rich.console import Console
     from rich.markdown import Markdown
 
-    p = _problem(problem)
+    p = problem_or_exit(problem)
     Console().print(Markdown(p.statement_path.read_text()))
 
 
@@ -72,12 +52,12 @@ def show(problem):
 @click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
 def init(problem, path, force):
     """Write a problem's skeleton to PATH (default: ./<slug>.py)."""
-    p = _problem(problem)
+    p = problem_or_exit(problem)
     path = path or Path(f"{p.slug.replace('-', '_')}.py")
     if path.is_dir():
         path = path / f"{p.slug.replace('-', '_')}.py"
     if path.exists() and not force:
-        _usage(f"{path} exists; pass --force to overwrite it")
+        usage(f"{path} exists; pass --force to overwrite it")
     path.write_text(p.skeleton_path.read_text())
     click.echo(f"wrote {path}: fill in the kernel, then run: python -m judge submit {p.id} {path}")
 
@@ -90,7 +70,7 @@ def _judge_options(fn):
                      help="Where tensors live (default: cuda when a GPU is there, else cpu)."),
         click.option("--interpret", is_flag=True, help="Run kernels in Triton's interpreter (always so on cpu)."),
         click.option("--sandbox", default="auto", show_default=True,
-                     help="docker, bwrap, process, or auto: docker if its image is there, else bwrap, else process."),
+                     help=sandbox_help()),
         click.option("--group", default=None, help="Run only this test group."),
         click.option("--case", "case_json", default=None, help="Run only this case (JSON from a report)."),
         click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0)."),
@@ -121,17 +101,10 @@ def _resolve_device(device, interpret):
             return device, True, ("no CUDA GPU found: running kernels in Triton's interpreter on the CPU "
                                   "(slow, small shapes, bfloat16 skipped)")
     if device == "cuda" and not has_cuda:
-        _usage("--device cuda: no CUDA GPU is available here; use --device cpu")
+        usage("--device cuda: no CUDA GPU is available here; use --device cpu")
     if device == "cpu":
         return device, True, "running kernels in Triton's interpreter on the CPU" if not interpret else None
     return device, interpret, None
-
-
-def _check_file(file):
-    if not file.exists():
-        _usage(f"no such file: {file}")
-    if file.is_dir():
-        _usage(f"{file} is a directory; give the submission's .py file")
 
 
 def _speed_options(fn):
@@ -157,50 +130,49 @@ def _plot(speed, path):
     if path is not None and speed.get("shapes"):
         from judge.timing.render import plot
 
-        _err(plot(speed, path))
+        err(plot(speed, path))
 
 
 def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
          max_examples, time_limit, memory_limit, startup_limit, run_limit, output_limit, processes,
          speed=True, bench=None, plot_path=None):
-    p = _problem(problem)
-    _check_file(file)
-    from judge.sandbox import backend_names
-
-    if sandbox not in backend_names():
-        _usage(f"unknown sandbox '{sandbox}'; valid: {', '.join(backend_names())}")
+    p = problem_or_exit(problem)
+    check_file(file)
+    sandbox_or_exit(sandbox)
     case = None
     if case_json is not None:
         try:
             case = json.loads(case_json)
         except json.JSONDecodeError as exc:
-            _usage(f"--case is not valid JSON: {exc.msg}")
+            usage(f"--case is not valid JSON: {exc.msg}")
         if not isinstance(case, dict):
-            _usage("--case must be a JSON object")
+            usage("--case must be a JSON object")
         if group is None:
-            _usage("--case needs --group (the reproduce line in a report has both)")
+            usage("--case needs --group (the reproduce line in a report has both)")
     if group is not None and group not in [g.name for g in p.groups]:
-        _usage(f"unknown group '{group}' for problem {p.id}; valid: {', '.join(g.name for g in p.groups)}")
+        usage(f"unknown group '{group}' for problem {p.id}; valid: {', '.join(g.name for g in p.groups)}")
     device, interpret, note = _resolve_device(device, interpret)
     if sandbox != "auto":
         from judge.sandbox import get_backend
 
         why = get_backend(sandbox).unavailable(device)
         if why:
-            _usage(f"--sandbox {sandbox}: {why}")
+            usage(f"--sandbox {sandbox}: {why}")
     if case is not None:
         from judge.cases import validate_case
 
         chosen = next(g for g in p.groups if g.name == group)
         why = validate_case(case, chosen.domain(interpret))
         if why:
-            _usage(f"--case does not fit group {group}: {why}")
+            usage(f"--case does not fit group {group}: {why}")
     if note:
-        _err(note)
+        err(note)
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "big") >> 1
 
-    from judge.session import Options, Session
+    from judge.options import Options
+
+    from judge.session import Session
     from judge.verdicts import Verdict
 
     options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
@@ -209,7 +181,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
                               "memory_mb": memory_limit, "startup_seconds": startup_limit,
                               "run_seconds": run_limit, "run_seconds_interpret": run_limit,
                               "output_kb": output_limit, "processes": processes},
-                      speed=speed, bench=bench or {}, log=lambda m: _err(m))
+                      speed=speed, bench=bench or {}, log=lambda m: err(m))
     try:
         report = Session(p, file, options).run()
         if as_json:
@@ -224,7 +196,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             render(report, Console(highlight=False, soft_wrap=True))
         _plot(report.speed, plot_path)
     except KeyboardInterrupt:
-        _err("interrupted")
+        err("interrupted")
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - any bug of ours is IE, reported in one line
         if os.environ.get("JUDGE_DEBUG"):
@@ -233,7 +205,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         if as_json:
             click.echo(json.dumps({"version": 1, "verdict": Verdict.IE.value, "score": 0,
                                    "problem": {"id": p.id, "slug": p.slug}, "message": message}))
-        _err(f"internal error: {message} (set JUDGE_DEBUG=1 for the traceback)")
+        err(f"internal error: {message} (set JUDGE_DEBUG=1 for the traceback)")
         sys.exit(EXIT_INTERNAL)
     if report.verdict is Verdict.AC:
         sys.exit(EXIT_AC)
@@ -259,7 +231,7 @@ def submit(problem, file, no_speed, ci_target, speed_budget, max_rounds, plot_pa
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None,
               help="Where to run (default: cuda when a GPU is there; cpu runs the interpreter: no speed claim).")
 @click.option("--interpret", is_flag=True, help="Run kernels in Triton's interpreter (always so on cpu).")
-@click.option("--sandbox", default="auto", show_default=True, help="docker, bwrap, process, or auto.")
+@click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0).")
 @click.option("--shapes", default=None, help="Only these bench shapes, by index (e.g. 0,2).")
 @click.option("--no-pytorch", is_flag=True, help="Do not time the PyTorch baseline.")
@@ -267,38 +239,35 @@ def submit(problem, file, no_speed, ci_target, speed_budget, max_rounds, plot_pa
 def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, no_pytorch, ci_target, speed_budget,
               max_rounds, plot_path):
     """Time FILE against the reference (and PyTorch) on PROBLEM's bench shapes: speedups with 95% intervals."""
-    p = _problem(problem)
-    _check_file(file)
-    from judge.sandbox import backend_names
-
-    if sandbox not in backend_names():
-        _usage(f"unknown sandbox '{sandbox}'; valid: {', '.join(backend_names())}")
+    p = problem_or_exit(problem)
+    check_file(file)
+    sandbox_or_exit(sandbox)
     only = None
     if shapes:
         try:
             only = [int(x) for x in shapes.split(",") if x.strip()]
         except ValueError:
-            _usage("--shapes takes indices separated by commas, e.g. 0,2")
+            usage("--shapes takes indices separated by commas, e.g. 0,2")
     device, interpret, note = _resolve_device(device, interpret)
     if note:
-        _err(note)
-    from judge.session import Options
+        err(note)
+    from judge.options import Options
     from judge.timing.command import bench
 
     overrides = _bench_overrides(ci_target, speed_budget, max_rounds, only=only)
     if no_pytorch:
         overrides["torch_baseline"] = False
     options = Options(device=device, interpret=interpret, sandbox=sandbox, gpu=gpu, bench=overrides,
-                      log=lambda m: _err(m))
+                      log=lambda m: err(m))
     try:
         report = bench(p, file, options)
     except KeyboardInterrupt:
-        _err("interrupted")
+        err("interrupted")
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
         if os.environ.get("JUDGE_DEBUG"):
             raise
-        _err(f"internal error: {type(exc).__name__}: {exc} (set JUDGE_DEBUG=1 for the traceback)")
+        err(f"internal error: {type(exc).__name__}: {exc} (set JUDGE_DEBUG=1 for the traceback)")
         sys.exit(EXIT_INTERNAL)
     if as_json:
         from judge.report import finite_json
@@ -336,7 +305,7 @@ def test(problem, file, **kw):
 @click.option("--seed", type=int, default=1, show_default=True)
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
 @click.option("--interpret", is_flag=True)
-@click.option("--sandbox", default="process", show_default=True)
+@click.option("--sandbox", default="process", show_default=True, help=sandbox_help())
 @click.option("--jobs", type=int, default=1, show_default=True, help="Submissions judged at once.")
 def selftest(problems, only, seed, device, interpret, sandbox, jobs):
     """Judge the problems' own corpora (default: all) and check every declared verdict."""
@@ -344,12 +313,12 @@ def selftest(problems, only, seed, device, interpret, sandbox, jobs):
 
     from judge.problems import all_problems
     from judge.selftest import corpus_of, judge_one, judge_via_cli
-    from judge.session import Options
+    from judge.options import Options
 
-    chosen = [_problem(k) for k in problems] or all_problems()
+    chosen = [problem_or_exit(k) for k in problems] or all_problems()
     device, interpret, note = _resolve_device(device, interpret)
     if note:
-        _err(note)
+        err(note)
     # Verdicts only: a speed run per accepted file would queue every job on the GPU lock.
     base = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, speed=False)
     items = [(p, expected, path) for p in chosen for expected, path in corpus_of(p)
@@ -382,9 +351,9 @@ def sandbox():
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cpu", show_default=True)
 def sandbox_status(device):
     """Which backends can run here, and what `--sandbox auto` picks."""
-    from judge.sandbox import choose_auto, get_backend
+    from judge.sandbox import BACKENDS, choose_auto, get_backend
 
-    for name in ("docker", "bwrap", "process"):
+    for name in BACKENDS:
         backend = get_backend(name)
         why = backend.unavailable(device)
         click.echo(f"{name:<8} {'available' if why is None else 'unavailable: ' + why}")
@@ -409,24 +378,22 @@ def sandbox_build(kind, base, ca_bundle, wheels, online, tag):
         built = build(kind, base=base, ca_bundle=ca_bundle, wheels=wheels, online=online, tag=tag,
                       log=lambda m: click.echo(m, err=True))
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
-        _err(f"image build failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc) else ''}")
+        err(f"image build failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc) else ''}")
         sys.exit(EXIT_INTERNAL)
     click.echo(built)
 
 
-from judge.grading.cli import register  # noqa: E402 - the course-grading commands use the helpers above
-
-register(cli)
+register_grading(cli)
 
 
 def main():
     try:
         cli(standalone_mode=False)
     except click.exceptions.Abort:
-        _err("aborted")
+        err("aborted")
         sys.exit(130)
     except click.exceptions.ClickException as exc:
-        _err(exc.format_message())
+        err(exc.format_message())
         sys.exit(EXIT_USAGE)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

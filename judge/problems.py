@@ -24,6 +24,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from judge import problem_schema
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS_DIR = Path(os.environ.get("JUDGE_PROBLEMS", REPO_ROOT / "problems"))
 REFERENCE_DIR = Path(os.environ.get("JUDGE_REFERENCE", REPO_ROOT / "reference"))
@@ -111,11 +113,20 @@ class Problem:
             spec = importlib.util.spec_from_file_location(f"judge_golden_{self.id}", path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-            for fn in ("make_inputs", "golden", "naive"):
-                if not callable(getattr(module, fn, None)):
-                    raise ProblemError(f"{path} must define {fn}()")
+            missing = [fn for fn in self.golden_interface() if not callable(getattr(module, fn, None))]
+            if missing:
+                raise ProblemError(f"{path} must define {', '.join(f'{fn}()' for fn in missing)}")
             self._golden = module
         return self._golden
+
+    def golden_interface(self) -> list[str]:
+        """The functions golden.py must define: the correctness trio, and the speed run's when speed is scored."""
+        needed = ["make_inputs", "golden", "naive"]
+        if self.speed_points > 0:
+            needed += ["bench_args", "work"]
+            if self.spec.get("bench", {}).get("torch_baseline", True):
+                needed.append("pytorch")
+        return needed
 
     def corpus(self) -> list[tuple[str, Path]]:
         """(expected verdict, path) for every self-test submission."""
@@ -142,6 +153,10 @@ def load_problem(directory: Path) -> Problem:
         spec = tomllib.loads((directory / "problem.toml").read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ProblemError(f"{where}: {exc}") from None
+    wrong = problem_schema.check(spec, where)
+    if wrong:
+        more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
+        raise ProblemError(wrong[0] + more)
     outputs = [
         Output(o["name"], o.get("dtype", "input"), o.get("scope", spec.get("check", {}).get("scope", "row")))
         for o in _require(spec, "outputs", list, where)
@@ -178,6 +193,8 @@ def load_problem(directory: Path) -> Problem:
     total = sum(g.points for g in groups) + problem.speed_points
     if abs(total - 100) > 1e-9:
         raise ProblemError(f"{where}: group points plus speed_points must total 100, not {total:g}")
+    if problem.speed_points > 0 and not spec.get("bench", {}).get("shapes"):
+        raise ProblemError(f"{where}: speed_points > 0 needs [bench] shapes to time")
     return problem
 
 

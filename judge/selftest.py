@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge.problems import Problem
-from judge.session import Options, Session
+from judge.options import Options
+from judge.session import Session
 
 EXPECT = re.compile(r"^# expect(-cpu|-gpu)?: (.+)$", re.M)
 # Hangs are judged with a short limit: the verdict is the same, the wait is not.

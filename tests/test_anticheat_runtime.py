@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from judge.problems import find_problem
-from judge.session import Options, Session
+from judge.options import Options
+from judge.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
 R93 = ROOT / "problems" / "093-vector-add" / "submissions" / "rejected"

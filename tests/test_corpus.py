@@ -12,7 +12,7 @@ import pytest
 
 from judge.problems import all_problems
 from judge.selftest import corpus_of, judge_one
-from judge.session import Options
+from judge.options import Options
 
 ITEMS = [(p, verdict, path) for p in all_problems() for verdict, path in corpus_of(p)]
 # The corpus runs in full under the process backend, and in quick mode (each

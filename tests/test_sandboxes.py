@@ -17,7 +17,8 @@ from judge import session as session_module
 from judge.problems import VERDICT_DIRS, find_problem
 from judge.sandbox import get_backend
 from judge.selftest import expect_texts
-from judge.session import Options, Session
+from judge.options import Options
+from judge.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = sorted((ROOT / "sandbox" / "hostile").glob("*/*.py"))

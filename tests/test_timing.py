@@ -316,7 +316,8 @@ def test_a_submission_wrong_only_when_timed_is_caught_by_the_output_check(tmp_pa
 
 
 def test_submit_in_interpreter_mode_says_speed_is_not_scored(tmp_path):
-    from judge.session import Options, Session
+    from judge.options import Options
+    from judge.session import Session
 
     p = find_problem("93")
     options = Options(device="cpu", interpret=True, sandbox="process", seed=3, group="small-ragged", max_examples=1)
@@ -357,46 +358,57 @@ def test_speed_table_shows_rates_roofline_and_flags_spills():
 def test_work_left_on_another_stream_is_counted():
     # Two calls of 100 us on their own stream; the second left 400 us of work
     # on another stream, seen only by the end recorded after a device-wide sync.
+    import dataclasses
+
+    from judge.replies import BenchResult
     from judge.timing.speedrun import _net_times, late_work_calls
 
-    reply = {"times": [100e-6, 100e-6], "device_times": [115e-6, 515e-6],
-             "sync_gaps": [14e-6, 15e-6, 16e-6], "overhead": [0.0]}
+    reply = BenchResult(mode="events", times=(100e-6, 100e-6), device_times=(115e-6, 515e-6),
+                        sync_gaps=(14e-6, 15e-6, 16e-6), overhead=(0.0,))
     net = _net_times(reply)
     assert net[0] == pytest.approx(100e-6)
     assert net[1] == pytest.approx(500e-6)
     assert late_work_calls(reply) == 1
-    honest = dict(reply, device_times=[115e-6, 116e-6])
+    honest = dataclasses.replace(reply, device_times=(115e-6, 116e-6))
     assert late_work_calls(honest) == 0 and _net_times(honest) == pytest.approx([100e-6, 100e-6])
 
 
 # ---------------------------------------------------------------------- the clock's bookkeeping
 
 
+def _reply(**kw):
+    """A parsed bench reply (judge.replies.BenchResult) from plain lists and dicts, as the channel makes it."""
+    from judge.replies import parse_bench_reply
+
+    msg = {"type": "bench_result", "status": "ok", "mode": "events", "times": []}
+    msg.update(kw)
+    return parse_bench_reply(msg, [])
+
+
 def test_samples_of_k_calls_are_divided_by_k_after_the_overhead():
     from judge.timing.speedrun import _net_times
 
     # 4 calls of 2 us per sample plus 1 us of empty-region overhead.
-    reply = {"times": [9e-6, 9e-6, 9.4e-6], "per_sample": 4, "overhead": [1e-6, 1e-6, 1.2e-6],
-             "device_times": [20e-6, 20e-6, 21e-6], "sync_gaps": [11e-6, 11e-6, 12e-6]}
-    assert _net_times(reply) == pytest.approx([2e-6, 2e-6, 2.1e-6])
+    reply = dict(times=[9e-6, 9e-6, 9.4e-6], per_sample=4, overhead=[1e-6, 1e-6, 1.2e-6],
+                 device_times=[20e-6, 20e-6, 21e-6], sync_gaps=[11e-6, 11e-6, 12e-6])
+    assert _net_times(_reply(**reply)) == pytest.approx([2e-6, 2e-6, 2.1e-6])
     # Never below half the raw time, whatever the overhead says.
-    assert _net_times(dict(reply, overhead=[50e-6])) == pytest.approx([9e-6 / 8, 9e-6 / 8, 9.4e-6 / 8])
+    assert _net_times(_reply(**dict(reply, overhead=[50e-6]))) == pytest.approx([9e-6 / 8, 9e-6 / 8, 9.4e-6 / 8])
 
 
 def test_invalid_samples_are_left_out_unless_all_are():
     from judge.timing.speedrun import _net_times
 
-    reply = {"times": [10e-6, 90e-6, 10e-6], "valid": [True, False, True], "per_sample": 1}
-    assert _net_times(reply) == pytest.approx([10e-6, 10e-6])  # the idle-GPU sample is dropped
-    assert _net_times(dict(reply, valid=[False, False, False])) == pytest.approx([10e-6, 90e-6, 10e-6])
-    assert _net_times(dict(reply, valid=[True])) == pytest.approx([10e-6, 90e-6, 10e-6])  # malformed: ignored
+    reply = dict(times=[10e-6, 90e-6, 10e-6], valid=[True, False, True], per_sample=1)
+    assert _net_times(_reply(**reply)) == pytest.approx([10e-6, 10e-6])  # the idle-GPU sample is dropped
+    assert _net_times(_reply(**dict(reply, valid=[False, False, False]))) == pytest.approx([10e-6, 90e-6, 10e-6])
+    assert _net_times(_reply(**dict(reply, valid=[True]))) == pytest.approx([10e-6, 90e-6, 10e-6])  # ignored
 
 
 def test_late_work_on_another_stream_is_counted_per_sample_then_divided():
     from judge.timing.speedrun import _net_times, late_work_calls
 
-    reply = {"times": [200e-6, 200e-6], "device_times": [215e-6, 615e-6], "sync_gaps": [15e-6, 15e-6],
-             "per_sample": 2}
+    reply = _reply(times=[200e-6, 200e-6], device_times=[215e-6, 615e-6], sync_gaps=[15e-6, 15e-6], per_sample=2)
     assert _net_times(reply) == pytest.approx([100e-6, 300e-6])
     assert late_work_calls(reply) == 1
 
@@ -614,16 +626,16 @@ def test_kineto_events_are_read_with_old_and_new_method_names():
 def test_profile_summary_is_per_call():
     from judge.timing.speedrun import profile_summary
 
-    reply = {"per_sample": 4, "times": [40e-6, 41e-6], "overhead": [0.0],
-             "profile": {"status": "ok", "method": "linked", "samples": [
+    reply = _reply(per_sample=4, times=[40e-6, 41e-6], overhead=[0.0],
+                   profile={"status": "ok", "method": "linked", "samples": [
                  {"span_s": 36e-6, "busy_s": 30e-6, "kernels": 4, "calls": [8e-6, 8e-6, 8e-6, 9e-6]},
                  {"span_s": 40e-6, "busy_s": 30e-6, "kernels": 4, "calls": [8e-6, 8e-6, 8e-6, 8e-6]},
-                 {"span_s": 0.0, "busy_s": 0.0, "kernels": 0, "calls": [0, 0, 0, 0]}]}}
+                 {"span_s": 0.0, "busy_s": 0.0, "kernels": 0, "calls": [0, 0, 0, 0]}]})
     got = profile_summary(reply)
     assert got["time_s"] == pytest.approx(9.5e-6) and got["busy_s"] == pytest.approx(7.5e-6)
     assert got["call_span_s"] == pytest.approx(8e-6) and got["samples"] == 2
     assert got["event_time_s"] == pytest.approx(10.125e-6)
-    assert profile_summary({"profile": {"status": "unavailable", "note": "no CUPTI"}})["status"] == "unavailable"
+    assert profile_summary(_reply(profile={"status": "unavailable", "note": "no CUPTI"}))["status"] == "unavailable"
 
 
 def test_the_profiler_changes_nothing_the_integrity_check_watches():
@@ -674,10 +686,10 @@ def test_profiled_samples_the_gpu_started_early_are_not_used():
 
     sample = {"span_s": 10e-6, "busy_s": 9e-6, "kernels": 2, "calls": [10e-6]}
     idle = {"span_s": 80e-6, "busy_s": 9e-6, "kernels": 2, "calls": [80e-6]}
-    reply = {"per_sample": 1, "times": [11e-6, 11e-6, 90e-6], "valid": [True, True, False],
-             "profile": {"status": "ok", "samples": [sample, sample, idle]}}
-    assert profile_summary(reply)["time_s"] == pytest.approx(10e-6)
-    none = profile_summary(dict(reply, valid=[False, False, False]))
+    reply = dict(per_sample=1, times=[11e-6, 11e-6, 90e-6], valid=[True, True, False],
+                 profile={"status": "ok", "samples": [sample, sample, idle]})
+    assert profile_summary(_reply(**reply))["time_s"] == pytest.approx(10e-6)
+    none = profile_summary(_reply(**dict(reply, valid=[False, False, False])))
     assert none["status"] == "unqueued" and "time_s" not in none
 
 
@@ -713,3 +725,18 @@ def test_a_profiler_clock_the_reference_disagrees_with_judges_nobody(tmp_path):
     speed = _result_with_profiles(tmp_path, sub_prof=6e-6, ref_prof=12e-6)
     notes = [n for n in speed["notes"] if "not used to judge" in n]
     assert len(notes) == 2 and speed["shapes"][0]["profiler_time_s"] == 6e-6
+
+
+def test_the_clock_fields_of_a_bench_reply_are_parsed_with_bounds():
+    from judge.replies import MalformedReply
+
+    reply = _reply(times=[1e-4], per_sample=3, valid=[True], retries=2, invalid=0, hold_s=2e-3, holds=[2e-3],
+                   enqueue=[1e-3], attempts=[3], profile={"status": "ok", "method": "linked", "records": 40,
+                                                          "samples": [{"span_s": 9e-5, "busy_s": 8e-5, "kernels": 3,
+                                                                       "calls": [3e-5] * 3, "ranges": 3}]})
+    assert reply.per_sample == 3 and reply.valid == (True,) and reply.attempts == (3,) and reply.retries == 2
+    assert reply.profile.samples[0].kernels == 3 and reply.profile.samples[0].calls == (3e-5,) * 3
+    for bad in ({"valid": [1]}, {"per_sample": 0}, {"profile": {"status": "great"}},
+                {"profile": {"status": "ok", "samples": [{"span_s": "long"}]}}, {"profile": [1]}):
+        with pytest.raises(MalformedReply):
+            _reply(times=[1e-4], **bad)

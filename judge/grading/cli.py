@@ -12,22 +12,22 @@ from pathlib import Path
 
 import click
 
-from judge.cli import EXIT_INTERNAL, _err, _problem, _usage
+from judge.cli_common import EXIT_INTERNAL, err, problem_or_exit, sandbox_help, sandbox_or_exit, usage
 
 
 def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) -> tuple[str, list[int | None]]:
     """("cpu"|"cuda", slots): one slot per GPU (its host index), or JOBS interpreter slots on the CPU."""
     if jobs is not None and jobs < 1:
-        _usage("--jobs must be at least 1")
+        usage("--jobs must be at least 1")
     if gpus is not None:
         try:
             ids = [int(x) for x in gpus.split(",") if x.strip()]
         except ValueError:
-            _usage(f"--gpus must be GPU indices separated by commas, e.g. 0,1 (got '{gpus}')")
+            usage(f"--gpus must be GPU indices separated by commas, e.g. 0,1 (got '{gpus}')")
         if not ids or len(set(ids)) != len(ids) or min(ids) < 0:
-            _usage(f"--gpus must list distinct GPU indices, e.g. 0,1 (got '{gpus}')")
+            usage(f"--gpus must list distinct GPU indices, e.g. 0,1 (got '{gpus}')")
         if device == "cpu":
-            _usage("--gpus needs the GPU; it cannot go with --device cpu")
+            usage("--gpus needs the GPU; it cannot go with --device cpu")
         device = "cuda"
     if device is None or device == "cuda":
         import torch
@@ -37,12 +37,12 @@ def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) ->
             device = "cuda" if count else "cpu"
         if device == "cuda":
             if count == 0:
-                _usage("--device cuda: no CUDA GPU is available here; use --device cpu")
+                usage("--device cuda: no CUDA GPU is available here; use --device cpu")
             ids = ids if gpus is not None else list(range(count))
             if max(ids) >= count:
-                _usage(f"--gpus {gpus}: this host has {count} GPU(s) (0-{count - 1})")
+                usage(f"--gpus {gpus}: this host has {count} GPU(s) (0-{count - 1})")
             if jobs is not None:
-                _usage("--jobs is for interpreter workers on the CPU; on GPUs each GPU runs one job (--gpus)")
+                usage("--jobs is for interpreter workers on the CPU; on GPUs each GPU runs one job (--gpus)")
             return "cuda", ids
     return "cpu", [None] * (jobs or 1)
 
@@ -53,15 +53,7 @@ def _rubric(path):
     try:
         return load_rubric(path)
     except RubricError as exc:
-        _usage(str(exc))
-
-
-def _sandbox(name: str) -> str:
-    from judge.sandbox import backend_names
-
-    if name not in backend_names():
-        _usage(f"unknown sandbox '{name}'; valid: {', '.join(backend_names())}")
-    return name
+        usage(str(exc))
 
 
 def _token(token_file: Path | None) -> str | None:
@@ -69,7 +61,7 @@ def _token(token_file: Path | None) -> str | None:
         try:
             return token_file.read_text().strip() or None
         except OSError as exc:
-            _usage(f"cannot read the token file {token_file}: {exc.strerror}")
+            usage(f"cannot read the token file {token_file}: {exc.strerror}")
     return os.environ.get("JUDGE_FORWARD_TOKEN") or None
 
 
@@ -83,7 +75,7 @@ def _token(token_file: Path | None) -> str | None:
               help="cuda: one job per GPU; cpu: interpreter jobs (default: cuda when a GPU is there).")
 @click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all).")
 @click.option("--jobs", type=int, default=None, help="Interpreter jobs at once on the CPU (default 1).")
-@click.option("--sandbox", default="auto", show_default=True, help="docker, bwrap, process or auto.")
+@click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")
 @click.option("--seed", type=int, default=None, help="Judge seed (default: from the rubric's secret, else drawn once "
@@ -107,17 +99,17 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
     from judge.grading.executors import ExecutorError, LocalExecutor, RayExecutor
     from judge.grading.roster import RosterError, load_roster
 
-    problems = [_problem(k) for k in problem_keys]
+    problems = [problem_or_exit(k) for k in problem_keys]
     rub = _rubric(rubric)
-    sandbox = _sandbox(sandbox)
+    sandbox = sandbox_or_exit(sandbox)
     try:
         entries = load_roster(roster, problems)
     except RosterError as exc:
-        _usage(str(exc))
+        usage(str(exc))
     if not problems:
         problems = list({e.problem.id: e.problem for e in entries}.values())
     if seed is not None and seed < 0:
-        _usage("--seed must be >= 0")
+        usage("--seed must be >= 0")
     device, slots = _device_and_slots(device, gpus, jobs)
     try:
         if executor == "ray":
@@ -125,23 +117,23 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
                                  timeout=job_timeout)
         else:
             if ray_address:
-                _usage("--ray-address needs --executor ray")
+                usage("--ray-address needs --executor ray")
             runner = LocalExecutor(slots, timeout=job_timeout)
     except ExecutorError as exc:
-        _usage(str(exc))
+        usage(str(exc))
     console = Console(stderr=True, highlight=False)
     plan = Plan(entries=entries, problems=problems, out=out, rubric=rub, device=device, sandbox=sandbox,
                 executor=runner, seed=seed, csv_path=csv_path, progress=not no_progress)
     try:
         summary = run(plan, console)
     except GradeError as exc:
-        _usage(str(exc))
+        usage(str(exc))
     except KeyboardInterrupt:
-        _err("interrupted: finished results are stored; run the same command again to resume")
+        err("interrupted: finished results are stored; run the same command again to resume")
         sys.exit(130)
     render_summary(summary, Console(highlight=False, soft_wrap=True))
     if summary["run"]["internal_errors"]:
-        _err(f"{summary['run']['internal_errors']} job(s) ended in an internal error of the judge; "
+        err(f"{summary['run']['internal_errors']} job(s) ended in an internal error of the judge; "
              "run the same command again to retry them")
         sys.exit(EXIT_INTERNAL)
 
@@ -158,20 +150,20 @@ def gradescope():
 @click.option("--forward", default=None, help="URL of a GPU grading service (judge serve) to post submissions to.")
 @click.option("--token-file", type=click.Path(path_type=Path), default=None,
               help="The service's token, put into the bundle (forward mode).")
-@click.option("--sandbox", default="auto", show_default=True)
+@click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 def gradescope_bundle(problem_key, rubric, output, forward, token_file, sandbox):
     """Build autograder.zip (setup.sh, run_autograder, the judge) for PROBLEM."""
     from judge.grading.gradescope import bundle
 
-    p = _problem(problem_key)
+    p = problem_or_exit(problem_key)
     _rubric(rubric)  # a broken rubric fails here, not at the first student's submission
-    sandbox = _sandbox(sandbox)
+    sandbox = sandbox_or_exit(sandbox)
     if token_file is not None and not forward:
-        _usage("--token-file needs --forward")
+        usage("--token-file needs --forward")
     if token_file is not None and not token_file.is_file():
-        _usage(f"no such token file: {token_file}")
+        usage(f"no such token file: {token_file}")
     if forward and not forward.startswith(("http://", "https://")):
-        _usage(f"--forward must be an http:// or https:// URL (got '{forward}')")
+        usage(f"--forward must be an http:// or https:// URL (got '{forward}')")
     names = bundle(p, output, rubric_path=rubric, forward=forward, token_file=token_file, sandbox=sandbox)
     click.echo(f"wrote {output} ({len(names)} files) for problem {p.id} ({p.slug})"
                + (f", forwarding to {forward}" if forward else ", interpreter mode"))
@@ -183,7 +175,7 @@ def _platform_options(fn):
         click.option("--rubric", type=click.Path(path_type=Path), default=None),
         click.option("--delete-rubric", is_flag=True,
                      help="Delete the rubric file once read (it holds the secret; the submission runs next)."),
-        click.option("--sandbox", default="auto", show_default=True),
+        click.option("--sandbox", default="auto", show_default=True, help=sandbox_help()),
         click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None),
         click.option("--forward", default=None, help="Post the submission to this grading service instead."),
         click.option("--token-file", type=click.Path(path_type=Path), default=None,
@@ -198,15 +190,15 @@ def _platform_options(fn):
 
 def _platform_setup(problem_key, rubric, delete_rubric, sandbox, device, forward, token_file):
     if problem_key is None:
-        _usage("--problem is required")
-    p = _problem(problem_key)
+        usage("--problem is required")
+    p = problem_or_exit(problem_key)
     rub = _rubric(rubric)
     if delete_rubric and rubric is not None:
         try:
             Path(rubric).unlink()
         except OSError:
             pass
-    sandbox = _sandbox(sandbox)
+    sandbox = sandbox_or_exit(sandbox)
     if forward:
         device = device or "cuda"  # the service decides; only recorded
     else:
@@ -247,7 +239,7 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
     if problem_key is None:
         problem_key = pl.problem_key(data)
         if problem_key is None:
-            _usage(f"no --problem, and {data} has no params.problem")
+            usage(f"no --problem, and {data} has no params.problem")
     p, rub, sandbox, device, token = _platform_setup(problem_key, rubric, delete_rubric, sandbox, device, forward,
                                                      token_file)
     doc = pl.run(p, student_dir=student, results_path=results_path, rubric=rub, sandbox=sandbox, device=device,
@@ -261,7 +253,7 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
 @click.option("--gpus", default=None, help="GPU indices (default: all); one submission per GPU at a time.")
 @click.option("--jobs", type=int, default=None, help="Interpreter jobs at once on the CPU (default 1).")
-@click.option("--sandbox", default="auto", show_default=True)
+@click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--token-file", type=click.Path(path_type=Path), default=None,
               help="Require this bearer token (else $JUDGE_SERVE_TOKEN; neither: no token, local use only).")
 @click.option("--job-timeout", type=float, default=1800, show_default=True)
@@ -269,21 +261,21 @@ def serve(host, port, device, gpus, jobs, sandbox, token_file, job_timeout):
     """The grading service that Gradescope/PrairieLearn bundles forward to (POST /grade, GET /health)."""
     from judge.grading.forward import Service, make_server
 
-    sandbox = _sandbox(sandbox)
+    sandbox = sandbox_or_exit(sandbox)
     device, slots = _device_and_slots(device, gpus, jobs)
     token = None
     if token_file is not None:
         token = _token(token_file)
     token = token or os.environ.get("JUDGE_SERVE_TOKEN") or None
     if token is None and host not in ("127.0.0.1", "localhost", "::1"):
-        _usage(f"--host {host} exposes the service beyond this machine: give it a token "
+        usage(f"--host {host} exposes the service beyond this machine: give it a token "
                "(--token-file or $JUDGE_SERVE_TOKEN)")
     service = Service(device=device, slots=slots, sandbox=sandbox, token=token, timeout=job_timeout,
                       log=lambda m: click.echo(m, err=True))
     try:
         server = make_server(service, host, port)
     except OSError as exc:
-        _usage(f"cannot listen on {host}:{port}: {exc.strerror}")
+        usage(f"cannot listen on {host}:{port}: {exc.strerror}")
     bound = server.server_address
     click.echo(f"serving on http://{bound[0]}:{bound[1]} ({device}, {len(slots)} slot(s), sandbox {sandbox})",
                err=True)

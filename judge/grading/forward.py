@@ -1,4 +1,4 @@
-"""The GPU grading service (``judge serve``) and its client (``--forward URL``).
+"""The GPU grading service (``judge serve``); its client (``--forward URL``) is judge.grading.forward_client.
 
 Gradescope and PrairieLearn give graders no GPU, so their container can post
 the submission to a host of ours that has one. The protocol, all JSON:
@@ -29,44 +29,12 @@ import os
 import queue
 import shutil
 import tempfile
-import urllib.error
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from judge.grading.job import run_subprocess
 
 MAX_BODY = 2 << 20
-
-
-class ForwardError(Exception):
-    """The grading service could not judge the submission (unreachable, refused, failed)."""
-
-
-def post_submission(url: str, problem, path: Path, seed: int | None, token: str | None,
-                    timeout: float = 1800) -> dict:
-    body = json.dumps({"problem": str(problem), "filename": path.name,
-                       "source": base64.b64encode(path.read_bytes()).decode(), "seed": seed}).encode()
-    request = urllib.request.Request(url.rstrip("/") + "/grade", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            report = json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            why = json.loads(exc.read()).get("error", "")
-        except (ValueError, AttributeError):
-            why = ""
-        raise ForwardError(f"the grading service answered {exc.code} {exc.reason}" + (f": {why}" if why else "")) \
-            from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise ForwardError(f"the grading service at {url} could not be reached: "
-                           f"{getattr(exc, 'reason', None) or exc}") from None
-    if not isinstance(report, dict) or "verdict" not in report:
-        raise ForwardError("the grading service answered something that is not a judge report")
-    return report
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -26,6 +26,7 @@ import time
 import zipfile
 from pathlib import Path
 
+from judge.grading.feedback import group_output
 from judge.grading.job import REPO_ROOT, platform_report
 from judge.grading.roster import candidate_names
 from judge.grading.rubric import Rubric, grade
@@ -116,30 +117,12 @@ def bundle(problem: Problem, out: Path, *, rubric_path: Path | None, forward: st
 # ---------------------------------------------------------------------- results.json
 
 
-def _group_output(g: dict) -> str:
-    if g["passed"]:
-        return "passed"
-    if g.get("skipped"):
-        return g["skipped"]
-    f = g.get("failure") or {}
-    lines = [f"{g['verdict']}: {f.get('message', '')}"]
-    if f.get("case") is not None:
-        lines.append(f"case: {json.dumps(f['case'])}")
-    details = f.get("details") or {}
-    for key in ("pattern", "hint"):
-        if details.get(key):
-            lines.append(f"{key}: {details[key]}")
-    if f.get("reproduce"):
-        lines.append(f"reproduce: {f['reproduce']}")
-    return "\n".join(lines)
-
-
 def results(graded: dict, execution_time: float) -> dict:
     """Gradescope's results.json for one graded report."""
     tests = []
     zero = graded["verdict"] in ("RJ", "IE")
     for i, g in enumerate(graded["groups"], start=1):
-        output = _group_output(g)
+        output = group_output(g)
         if zero and g["passed"]:
             output = f"passed, but scores 0: the submission's verdict is {graded['verdict']}"
         tests.append({"name": f"{g['name']}: {g['about']}" if g["about"] else g["name"], "number": str(i),

@@ -85,7 +85,7 @@ def platform_report(problem, directory: Path, rubric, *, missing: str, sandbox: 
         report.update(verdict="CE", message=missing)
         return report
     if forward:
-        from judge.grading.forward import ForwardError, post_submission
+        from judge.grading.forward_client import ForwardError, post_submission
 
         try:
             return post_submission(forward, problem.id, path, seed, token, timeout=timeout)
@@ -129,7 +129,8 @@ def main() -> None:
 
     from judge.problems import find_problem
     from judge.report import finite_json
-    from judge.session import Options, Session
+    from judge.options import Options
+    from judge.session import Session
 
     problem = find_problem(str(spec.get("problem", "")))
     if problem is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from judge.grading.gradescope import _group_output
+from judge.grading.feedback import group_output
 from judge.grading.job import platform_report
 from judge.grading.roster import candidate_names
 from judge.grading.rubric import Rubric, grade
@@ -53,7 +53,7 @@ def results(report: dict, graded: dict, rubric: Rubric) -> dict:
         if g["visibility"] == "visible" or (g["visibility"] == "after_due_date" and after):
             tests.append({"name": g["name"], "description": g["about"], "points": g["earned"],
                           "max_points": g["points"], "message": g["verdict"] if not g["passed"] else "passed",
-                          "output": _group_output(g)})
+                          "output": group_output(g)})
         else:
             held_back += 1
     speed = graded["speed"]

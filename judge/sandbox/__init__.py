@@ -1,44 +1,59 @@
-"""Sandbox backends, chosen by name (``--sandbox``)."""
+"""Sandbox backends, by name (``--sandbox``): a registry in the style of DMOJ's executors.
+
+Each backend is one module with a :class:`~judge.sandbox.base.Backend`
+subclass (``name``, ``isolated``, ``summary``, ``unavailable()``,
+``spawn()``); ``BACKENDS`` lists them, and everything else (the CLI's choices
+and help, ``sandbox status``, ``auto``) is derived from it. Adding a backend
+is one new file and one line here: see the README, "Adding a sandbox backend".
+"""
 
 from __future__ import annotations
 
+import importlib
+
 from judge.sandbox.base import Backend, Job, Limits, Proc  # noqa: F401
+
+# name -> "module:class". ``auto`` takes the first isolated backend that is
+# usable here, in this order, and the unisolated ones only as a last resort.
+BACKENDS = {
+    "docker": "judge.sandbox.docker_engine:DockerBackend",
+    "bwrap": "judge.sandbox.bwrap:BwrapBackend",
+    "process": "judge.sandbox.process:ProcessBackend",
+}
 
 
 def backend_names() -> list[str]:
-    return ["auto", "docker", "bwrap", "process"]
+    return ["auto", *BACKENDS]
+
+
+def backend_class(name: str) -> type[Backend]:
+    module, _, cls = BACKENDS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def get_backend(name: str) -> Backend:
-    if name == "process":
-        from judge.sandbox.process import ProcessBackend
-
-        return ProcessBackend()
-    if name == "bwrap":
-        from judge.sandbox.bwrap import BwrapBackend
-
-        return BwrapBackend()
-    if name == "docker":
-        from judge.sandbox.docker_engine import DockerBackend
-
-        return DockerBackend()
     if name == "auto":
         return choose_auto("cpu")[0]
-    raise KeyError(name)
+    if name not in BACKENDS:
+        raise KeyError(name)
+    return backend_class(name)()
+
+
+def describe() -> str:
+    """One line for --help: each backend's name and what it is."""
+    parts = [f"{name} ({backend_class(name).summary})" for name in BACKENDS]
+    return "; ".join(parts) + "; auto: the first isolated one available, in that order"
 
 
 def choose_auto(device: str) -> tuple[Backend, str | None]:
-    """docker if the engine answers and the image exists, else bwrap, else process (with a warning)."""
-    from judge.sandbox.bwrap import BwrapBackend
-    from judge.sandbox.docker_engine import DockerBackend
-    from judge.sandbox.process import ProcessBackend
-
-    docker = DockerBackend()
-    why_docker = docker.unavailable(device)
-    if why_docker is None:
-        return docker, None
-    bwrap = BwrapBackend()
-    why_bwrap = bwrap.unavailable(device)
-    if why_bwrap is None:
-        return bwrap, None
-    return ProcessBackend(), f"no sandbox available (docker: {why_docker}; bwrap: {why_bwrap})"
+    """The first usable isolated backend, else the first usable other one with a note saying why."""
+    reasons = []
+    for name in BACKENDS:
+        backend = get_backend(name)
+        why = backend.unavailable(device)
+        if why is None and backend.isolated:
+            return backend, None
+        if why is not None:
+            reasons.append(f"{name}: {why}")
+    fallback = next(get_backend(n) for n in BACKENDS if get_backend(n).unavailable(device) is None)
+    return fallback, f"no sandbox available ({'; '.join(reasons)})"

@@ -64,6 +64,7 @@ class Proc:
 class Backend:
     name = "?"
     isolated = False  # does this backend contain a hostile submission?
+    summary = ""  # a few words for --help and `sandbox status`
 
     def unavailable(self, device: str = "cpu") -> str | None:
         """None when usable here for that device, otherwise a one-line reason."""

@@ -121,6 +121,7 @@ def _system_binds() -> list[str]:
 class BwrapBackend(Backend):
     name = "bwrap"
     isolated = True
+    summary = "bubblewrap namespaces, no daemon"
 
     def __init__(self):
         self.use_userns = None

@@ -186,6 +186,7 @@ class _DockerProc(Proc):
 class DockerBackend(Backend):
     name = "docker"
     isolated = True
+    summary = "a throw-away container, needs the engine and the image"
 
     def __init__(self, image: str | None = None):
         self.image = image

@@ -66,6 +66,7 @@ def _set_limits(job: Job):
 class ProcessBackend(Backend):
     name = "process"
     isolated = False
+    summary = "a plain child process: isolates nothing"
 
     def caveat(self) -> str | None:
         return "sandbox 'process': the submission ran as you, with nothing isolated (use it for your own code)"

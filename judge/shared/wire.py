@@ -127,8 +127,10 @@ class Reader:
         raw = self.read_frame(MAX_JSON_FRAME, deadline)
         try:
             message = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ProtocolError(f"malformed message: {exc}") from None
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            # ValueError covers bad JSON and integers of too many digits; RecursionError,
+            # a value nested deeper than this interpreter parses.
+            raise ProtocolError(f"malformed message: {type(exc).__name__}: {str(exc)[:200]}") from None
         if not isinstance(message, dict):
             raise ProtocolError("a message must be a JSON object")
         descs = message.get("tensors", [])

@@ -13,22 +13,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from judge import precheck, staticscan
-from judge.session import Options, limits_for
-from judge.sandbox import choose_auto, get_backend
+from judge import intake
+from judge.options import Options, limits_for
 from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
 
 def bench(problem, submission: Path, options: Options) -> dict:
     """A report dict: version, verdict ("AC" when measured), message, problem, submission, mode, speed."""
     started = time.monotonic()
-    notes = []
-    if options.sandbox == "auto":
-        backend, why = choose_auto(options.device)
-        if why:
-            notes.append(why)
-    else:
-        backend = get_backend(options.sandbox)
+    backend, note = intake.backend_for(options.sandbox, options.device)
+    notes = [note] if note else []
     data = submission.read_bytes() if submission.is_file() else b""
     report = {"version": 1, "problem": {"id": problem.id, "slug": problem.slug, "title": problem.title},
               "submission": {"path": str(submission), "sha256": hashlib.sha256(data).hexdigest()},
@@ -40,12 +34,9 @@ def bench(problem, submission: Path, options: Options) -> dict:
                       elapsed_seconds=round(time.monotonic() - started, 3))
         return report
 
-    reason, _ = precheck.check_source(submission)
-    if reason:
-        return done("CE", reason)
-    findings = staticscan.scan(submission.read_text())
-    if findings:
-        return done("RJ", f"not allowed in a submission: {findings[0].message()}")
+    refusal = intake.check_source(submission)
+    if refusal is not None:
+        return done(refusal.verdict.value, refusal.message, details=refusal.details)
     scratch = Path(tempfile.mkdtemp(prefix="judge-bench-"))
     try:
         runner = SpeedRun(problem, submission, device=options.device, interpret=options.interpret, gpu=options.gpu,

@@ -26,15 +26,17 @@ from judge.timing.ceilings. The result is the report's ``speed`` section.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from judge import replies, rules
+from judge.shared import bench_inputs
 from judge.timing import checks, stats
 from judge.timing.score import SpeedScore
-from judge.shared import bench_inputs
 
 SAMPLE_TARGET = 100e-6  # seconds of GPU work a timed sample should hold: shorter calls are batched K to a sample
 MAX_PER_SAMPLE = 64
@@ -136,7 +138,7 @@ class SpeedRun:
         from judge.sandbox import Job
         from judge.sandbox.process import ProcessBackend
         from judge.timing.ceilings import cache_dir
-        from judge.channel import WorkerChannel
+        from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 
         trusted_root = cache_dir() / "workers"
         plan = [("submission", self.backend, self.submission, self.problem.entry_point, self.scratch, False)]
@@ -156,12 +158,18 @@ class SpeedRun:
             started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
         for name, client, entry, trusted in started:
             self.contenders.append(Contender(name, client, trusted, self.limits.case_seconds))
-            hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1)
-            if hello.get("status") != "ok":
-                err = hello.get("error", {})
-                who = "the submission" if name == "submission" else f"the {name} worker"
-                raise BenchFailed("RTE" if name == "submission" else "IE",
-                                  f"{who} did not load: {err.get('type')}: {str(err.get('message', ''))[:300]}")
+            who = "the submission" if name == "submission" else f"the {name} worker"
+            try:
+                hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1)
+            except WorkerStartFailed as exc:
+                raise BenchFailed("IE", str(exc)) from None
+            except WorkerDied as died:
+                verdict = rules.death_verdict(died.reason).value if not trusted else "IE"
+                raise BenchFailed(verdict, f"{who} did not load: {died.detail}") from None
+            if not hello.ok:
+                err = hello.error
+                verdict = rules.error_verdict(err.category).value if not trusted else "IE"
+                raise BenchFailed(verdict, f"{who} did not load: {err.type}: {err.message[:300]}")
 
     def _drop_baseline(self, lost: Exception) -> None:
         for c in [c for c in self.contenders if c.name == "pytorch"]:
@@ -179,32 +187,32 @@ class SpeedRun:
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
 
-    def _request(self, c: Contender, message: dict):
-        """Send one request; (reply, judge's wall seconds). Worker deaths become BenchFailed."""
+    def _request(self, c: Contender, message: dict, parse=replies.parse_bench_reply):
+        """Send one request; (the parsed reply, judge's wall seconds). Deaths and errors become BenchFailed."""
         from judge.channel import WorkerDied
 
         t0 = time.perf_counter()
         try:
             c.client.send_case(message, [])
-            reply, payloads = c.client.receive_result(timeout=c.timeout, max_bytes=KEEP_BYTES + (1 << 20))
+            reply = c.client.receive(parse, timeout=c.timeout, max_bytes=KEEP_BYTES + (1 << 20))
         except WorkerDied as died:
-            verdict = {"timeout": "TLE", "memory": "MLE", "output": "OLE", "crash": "RTE", "protocol": "RJ"}
             if c.name == "pytorch":
                 raise _BaselineLost(died.detail) from None
             if c.trusted:
                 raise BenchFailed("IE", f"the {c.name} worker died while timed: {died.detail}") from None
-            raise BenchFailed(verdict[died.reason], f"while timed: {died.detail}") from None
+            raise BenchFailed(rules.death_verdict(died.reason).value, f"while timed: {died.detail}") from None
         wall = time.perf_counter() - t0
-        if reply.get("status") == "error":
-            err = reply.get("error", {}) if isinstance(reply.get("error"), dict) else {}
-            text = f"{err.get('type', 'Error')}: {str(err.get('message', '')).strip().splitlines()[0][:300] if err.get('message') else ''}"
+        if isinstance(reply, replies.BenchError):
+            err = reply.error
+            first = err.message.strip().splitlines()[0][:300] if err.message.strip() else ""
+            text = f"{err.type}: {first}"
             if c.name == "pytorch":
                 raise _BaselineLost(text)
             if c.trusted:
                 raise BenchFailed("IE", f"the {c.name} worker failed while timed: {text}")
-            category = {"compile": "CE", "memory": "MLE", "rule": "RJ"}.get(err.get("category"), "RTE")
-            raise BenchFailed(category, f"while timed: {text}", {"error": err})
-        return reply, payloads, wall
+            raise BenchFailed(rules.error_verdict(err.category).value, f"while timed: {text}",
+                              {"error": err.as_dict()})
+        return reply, wall
 
     # ------------------------------------------------------------------ one shape
 
@@ -225,13 +233,13 @@ class SpeedRun:
                    "seed": secrets.randbits(62), "sets": 1, "flush_bytes": 2 * l2, "keep": False, "watch": True,
                    "prepare": c.name == "pytorch"}
             try:
-                reply, _, _ = self._request(c, msg)
+                reply, _ = self._request(c, msg)
             except _BaselineLost as lost:
                 self._drop_baseline(lost)
                 continue
             if c.name == "submission":
                 self._rule_checks(reply, params, warmup=True)
-                out_bytes = int(reply.get("out_bytes") or 0)
+                out_bytes = reply.out_bytes
             net = _net_times(reply)
             if net:
                 estimates[c.name] = stats.median(net)
@@ -265,18 +273,17 @@ class SpeedRun:
         msg = {"type": "bench", "id": f"{s}", "shape": s, "args": plan["specs"], "samples": plan["calls"],
                "per_sample": plan["per_sample"], "seed": seed, "sets": plan["sets"],
                "flush_bytes": plan["flush_bytes"], "keep": c.name == "submission", "prepare": c.name == "pytorch"}
-        reply, _, wall = self._request(c, msg)
+        reply, wall = self._request(c, msg)
         times = _net_times(reply)
         if not times:
             raise BenchFailed("RJ" if not c.trusted else "IE", f"the {c.name} worker returned no times")
         self._clock_notes(c, s, reply)
         if c.name == "submission":
             self._rule_checks(reply, self.config.shapes[s], warmup=False)
-            raw = [float(x) for x in reply.get("times", [])]
-            host = [float(x) for x in reply.get("host", [])]
-            cpu = reply.get("mode") == "cpu"
+            raw, host = list(reply.times), list(reply.host)
+            cpu = reply.mode == "cpu"
             problems = checks.clock_problems(
-                event_total=sum(raw), host_total=sum(host), worker_wall=float(reply.get("worker_wall", 0.0)),
+                event_total=sum(raw), host_total=sum(host), worker_wall=reply.worker_wall,
                 judge_wall=wall, event_median=None if cpu else stats.median(raw),
                 host_median=None if cpu or not host else stats.median(host))
             if problems:
@@ -284,20 +291,20 @@ class SpeedRun:
         c.last[s] = (reply, seed)
         return times, reply
 
-    def _clock_notes(self, c: Contender, s: int, reply: dict) -> None:
+    def _clock_notes(self, c: Contender, s: int, reply: replies.BenchResult) -> None:
         """Keep the clock's bookkeeping of one request (holds, retries, invalid samples) and its notes."""
         book = self.clock.setdefault((c.name, s), {"requests": 0, "samples": 0, "retries": 0, "invalid": 0,
                                                     "hold_s": 0.0, "overhead": []})
         book["requests"] += 1
-        book["samples"] += len(reply.get("times") or [])
-        book["retries"] += int(reply.get("retries") or 0)
-        book["invalid"] += int(reply.get("invalid") or 0)
-        book["hold_s"] = max(book["hold_s"], float(reply.get("hold_s") or 0.0))
-        book["overhead"] += [float(x) for x in reply.get("overhead") or []]
+        book["samples"] += len(reply.times)
+        book["retries"] += reply.retries
+        book["invalid"] += reply.invalid
+        book["hold_s"] = max(book["hold_s"], reply.hold_s)
+        book["overhead"] += list(reply.overhead)
         label = _shape_label(self.config.shapes[s])
-        if reply.get("note"):
-            self._note(f"{c.name}: {reply['note']}")
-        if int(reply.get("invalid") or 0):
+        if reply.note:
+            self._note(f"{c.name}: {reply.note}")
+        if reply.invalid:
             self._note(f"{c.name} at {label}: in some samples the GPU reached the start event before every call "
                        f"was queued, even with the longest hold (GPU idle time may be counted in them)")
         if late_work_calls(reply) and c.name == "submission":
@@ -308,24 +315,13 @@ class SpeedRun:
         if note not in self.notes:
             self.notes.append(note)
 
-    def _rule_checks(self, reply: dict, params: dict, warmup: bool) -> None:
-        ev = reply.get("evidence") or {}
-        where = f"at bench shape {_shape_label(params)}"
-        if ev.get("tampered"):
-            raise BenchFailed("RJ", f"while timed, the submission changed what the judge relies on: "
-                                    f"{', '.join(ev['tampered'])}", {"tampered": ev["tampered"]})
-        if isinstance(ev.get("started"), dict) and ev["started"]:
-            raise BenchFailed("RJ", f"{where} the submission started threads or processes of its own while timed")
-        if ev.get("torch_ops"):
-            listed = ", ".join(f"torch {op}" for op in sorted(ev["torch_ops"]))
-            raise BenchFailed("RJ", f"{where} the answer was computed with PyTorch operators ({listed})"
-                                    + ("" if warmup else " in timed calls"))
-        if warmup:
-            if not ev.get("own_launches"):
-                raise BenchFailed("RJ", f"{where} no Triton kernel defined in {self.submission.name} was launched")
-        elif ev.get("calls_without_own_launch"):
-            raise BenchFailed("RJ", f"{where} {ev['calls_without_own_launch']} timed call(s) launched no Triton "
-                                    f"kernel of {self.submission.name}")
+    def _rule_checks(self, reply: replies.BenchResult, params: dict, warmup: bool) -> None:
+        """The rulebook's anti-cheat rules over a timed request's evidence (judge.rules), as for a judged call."""
+        context = rules.Context(file=self.submission.name, phase="warmup" if warmup else "timed",
+                                where=f"at bench shape {_shape_label(params)}")
+        found = rules.violation(reply.evidence, (), context)
+        if found is not None:
+            raise BenchFailed(found.verdict.value, found.message, found.details)
 
     # ------------------------------------------------------------------ the run
 
@@ -381,49 +377,34 @@ class SpeedRun:
     # ------------------------------------------------------------------ after timing
 
     def _check(self, s: int, plan: dict) -> dict:
-        """Outputs of randomly chosen timed calls of the submission's last request, against the golden model."""
-        import torch
-
-        from judge import checker
-        from judge.shared import wire
+        """Outputs of randomly chosen timed calls of the submission's last request, against the golden model:
+        the same rule as a judged case's outputs (judge.rules.outputs)."""
+        from judge import expected
+        from judge.rules import outputs as output_rules
 
         sub = next(c for c in self.contenders if c.name == "submission")
         reply, seed = sub.last[s]
-        checkable = list(reply.get("checkable") or [])
+        checkable = list(reply.checkable)
         if not checkable:
             raise BenchFailed("RJ", "the worker held no outputs of its timed calls to check")
-        problem = self.problem
+        params = self.config.shapes[s]
+        label = _shape_label(params)
+        dev = "cuda" if self.device == "cuda" else "cpu"
         picked = []
         for _ in range(min(self.config.checks_per_shape, len(checkable))):
             call = checkable.pop(secrets.randbelow(len(checkable)))
-            answer, payloads, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s,
-                                                      "call": call})
-            if answer.get("status") != "ok":
+            answer, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s, "call": call},
+                                      parse=replies.parse_bench_outputs)
+            if not answer.present:
                 raise BenchFailed("RJ", f"the outputs of timed call {call} were not there to check")
-            dev = "cuda" if self.device == "cuda" else "cpu"
             args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(seed, call), dev)
-            gold = _as_list(problem.golden.golden(*[a.to(torch.float64) if isinstance(a, torch.Tensor) else a
-                                                    for a in args]))
-            naive = _as_list(problem.golden.naive(*args))
-            outs = answer.get("outputs") or []
-            label = _shape_label(self.config.shapes[s])
-            if len(outs) != len(problem.outputs) or any(o.get("kind") != "tensor" for o in outs):
-                raise BenchFailed("WA", f"a timed call at bench shape {label} returned "
-                                        f"{answer.get('returned')}, not the outputs")
-            for i, (o, raw) in enumerate(zip(outs, payloads)):
-                got = wire.tensor_from_wire({"dtype": o["dtype"], "shape": o["shape"]}, raw)
-                spec_out = problem.outputs[i]
-                want = self.config.shapes[s].get("dtype", "float32") if spec_out.dtype == "input" else spec_out.dtype
-                dtype = getattr(torch, want)
-                if got.dtype != dtype or list(got.shape) != list(gold[i].shape):
-                    raise BenchFailed("WA", f"a timed call at bench shape {label} returned {spec_out.name} as "
-                                            f"{wire.dtype_name(got.dtype)} {tuple(got.shape)}")
-                bad = checker.compare(spec_out.name, got, gold[i], naive[i], dtype, spec_out.scope, problem.check)
-                if bad is not None:
-                    raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {bad.message}",
-                                      {"shape": self.config.shapes[s], "call": call})
+            answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev)
+            wrong = output_rules.check(self.problem, answer.returned, answer.outputs, answers, dev)
+            if wrong is not None:
+                raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {wrong.message}",
+                                  {"shape": params, "call": call})
             picked.append(call)
-            del args, gold, naive
+            del args, answers
         return {"calls": picked}
 
     def _profiles(self, plans) -> None:
@@ -447,21 +428,20 @@ class SpeedRun:
                        "seed": secrets.randbits(62), "sets": plan["sets"], "flush_bytes": plan["flush_bytes"],
                        "keep": False, "prepare": c.name == "pytorch", "profile": True}
                 try:
-                    reply, _, _ = self._request(c, msg)
+                    reply, _ = self._request(c, msg)
                 except (BenchFailed, _BaselineLost) as exc:
                     self._note(f"profiler clock: the {c.name} worker failed under the profiler "
                                f"({str(getattr(exc, 'message', exc))[:200]}); no profiler clock for it")
                     if c.name == "reference":
                         return
                     break
-                prof = reply.get("profile") or {}
-                ev = reply.get("evidence") or {}
+                ev = reply.evidence
                 if c.name == "reference":
-                    by_profiler |= set(ev.get("tampered") or [])
+                    by_profiler |= set(ev.tampered)
                 elif c.name == "submission":
-                    tampered = [n for n in ev.get("tampered") or [] if n not in by_profiler]
-                    self._rule_checks({**reply, "evidence": {**ev, "tampered": tampered}}, self.config.shapes[s],
-                                      warmup=False)
+                    tampered = tuple(n for n in ev.tampered if n not in by_profiler)
+                    ruled = dataclasses.replace(reply, evidence=dataclasses.replace(ev, tampered=tampered))
+                    self._rule_checks(ruled, self.config.shapes[s], warmup=False)
                 summary = profile_summary(reply)
                 self.profiles[(c.name, s)] = summary
                 if summary["status"] == "cpu":
@@ -579,9 +559,9 @@ def _own_kernels(c: Contender) -> list[dict]:
     """The distinct compiled kernels of a worker's own file launched in its last requests."""
     seen = {}
     for reply, _ in c.last.values():
-        for info in reply.get("kernels") or []:
-            if info.get("own"):
-                seen[tuple(sorted((k, str(v)) for k, v in info.items()))] = info
+        for info in reply.kernels:
+            if info.own:
+                seen[info] = info.as_dict()
     return list(seen.values())
 
 
@@ -595,17 +575,15 @@ def choose_per_sample(fastest: float, *, target: float = SAMPLE_TARGET, max_k: i
     return int(max(1, min(k, max_k, set_budget // max(1, set_bytes))))
 
 
-def _late(reply: dict) -> list[bool]:
+def _late(reply: replies.BenchResult) -> list[bool]:
     """Per sample: did work on another stream run on after the calls' own stream ended?"""
-    raw = [float(x) for x in reply.get("times") or []]
-    device = [float(x) for x in reply.get("device_times") or []]
-    gaps = sorted(float(x) for x in reply.get("sync_gaps") or [])
+    raw, device, gaps = list(reply.times), list(reply.device_times), sorted(reply.sync_gaps)
     if len(device) != len(raw) or not gaps:
         return [False] * len(raw)
     return [d - t > 2 * gaps[-1] + 20e-6 + 0.1 * t for t, d in zip(raw, device)]
 
 
-def _net_times(reply: dict) -> list[float]:
+def _net_times(reply: replies.BenchResult) -> list[float]:
     """Per-call times: each sample's time less the median overhead of an empty timed region (never
     below half), divided by the calls it held (``per_sample``).
 
@@ -617,53 +595,48 @@ def _net_times(reply: dict) -> list[float]:
     finished: then that work is counted, up to the device-wide end less the
     usual gap.
     """
-    k = max(1, int(reply.get("per_sample") or 1))
-    raw = [float(x) for x in reply.get("times") or []]
-    over = [float(x) for x in reply.get("overhead") or []]
+    k = max(1, reply.per_sample)
+    raw, over, device = list(reply.times), list(reply.overhead), list(reply.device_times)
     eps = stats.median(over) if over else 0.0
-    device = [float(x) for x in reply.get("device_times") or []]
-    gaps = sorted(float(x) for x in reply.get("sync_gaps") or [])
+    gaps = sorted(reply.sync_gaps)
     late = _late(reply)
     if any(late):
         usual = stats.median(gaps)
         raw = [d - usual if lt else t for t, d, lt in zip(raw, device, late)]
-    valid = reply.get("valid")
-    if not isinstance(valid, list) or len(valid) != len(raw):
-        valid = [True] * len(raw)
+    valid = list(reply.valid) if len(reply.valid) == len(raw) else [True] * len(raw)
     use = [t for t, ok in zip(raw, valid) if ok and t > 0] or [t for t in raw if t > 0]
     return [max(t - eps, 0.5 * t) / k for t in use]
 
 
-def late_work_calls(reply: dict) -> int:
+def late_work_calls(reply: replies.BenchResult) -> int:
     """How many samples left work on another stream after their own stream finished (see _net_times)."""
     return sum(_late(reply))
 
 
-def profile_summary(reply: dict) -> dict:
+def profile_summary(reply: replies.BenchResult) -> dict:
     """The profiler clock of one profiled request, per call: the median over samples of the GPU span of
     the sample's calls (first kernel's start to last kernel's end) over K; with the event clock of the
     same samples beside it."""
-    prof = reply.get("profile") or {}
-    status = str(prof.get("status") or "unavailable")
-    out = {"status": status, "note": prof.get("note"), "method": prof.get("method")}
-    k = max(1, int(reply.get("per_sample") or 1))
-    samples = [x for x in prof.get("samples") or [] if isinstance(x, dict)]
-    valid = reply.get("valid")
-    if isinstance(valid, list) and len(valid) == len(samples):
+    prof = reply.profile or replies.ProfileResult(status="unavailable", note="no profile in the reply")
+    status = prof.status
+    out = {"status": status, "note": prof.note or None, "method": prof.method or None}
+    k = max(1, reply.per_sample)
+    samples = list(prof.samples)
+    if len(reply.valid) == len(samples):
         # A sample the GPU started before every call was queued has host gaps inside its span.
-        samples = [x for x, ok in zip(samples, valid) if ok]
+        samples = [x for x, ok in zip(samples, reply.valid) if ok]
         if status == "ok" and not samples:
-            status, out["status"] = "unqueued", "unqueued"
+            status = out["status"] = "unqueued"
             out["note"] = "no profiled sample was queued before the GPU reached it"
-    samples = [x for x in samples if x.get("kernels")]
+    samples = [x for x in samples if x.kernels]
     if status == "ok" and samples:
-        out["time_s"] = stats.median([float(x["span_s"]) for x in samples]) / k
-        out["busy_s"] = stats.median([float(x["busy_s"]) for x in samples]) / k
-        calls = [float(t) for x in samples for t in x.get("calls") or [] if t]
+        out["time_s"] = stats.median([x.span_s for x in samples]) / k
+        out["busy_s"] = stats.median([x.busy_s for x in samples]) / k
+        calls = [t for x in samples for t in x.calls if t]
         out["call_span_s"] = stats.median(calls) if calls else None
-        out["kernels_per_call"] = stats.median([int(x["kernels"]) for x in samples]) / k
+        out["kernels_per_call"] = stats.median([x.kernels for x in samples]) / k
         out["samples"] = len(samples)
-    events = _net_times(reply) if reply.get("times") else []
+    events = _net_times(reply) if reply.times else []
     out["event_time_s"] = stats.median(events) if events else None
     return out
 
@@ -675,6 +648,3 @@ def _swap_first_two(contenders: list) -> list:
         out[0], out[1] = out[1], out[0]
     return out
 
-
-def _as_list(x):
-    return list(x) if isinstance(x, (tuple, list)) else [x]

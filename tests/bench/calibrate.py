@@ -71,7 +71,7 @@ def shape_key(params: dict) -> str:
 
 
 def judge_bench(problem, path: Path, device: str, budget: float, pytorch: bool) -> dict:
-    from judge.session import Options
+    from judge.options import Options
     from judge.timing.command import bench
 
     options = Options(device=device, interpret=device == "cpu", sandbox="process", gpu=0 if device == "cuda" else None,

@@ -1,0 +1,125 @@
+"""The exchange with one submission's worker: start it, send it cases as data, get parsed replies back.
+
+The session decides what to run and what it means; this module only moves a
+case across the boundary and a reply back, and keeps the books on where the
+time went (the report's ``timing``). A case goes out as tensor storages (the
+exact bytes, strides and offsets golden.make_inputs laid out) and scalars; a
+reply comes back through judge.channel as a typed record of judge.replies.
+"""
+
+from __future__ import annotations
+
+import time
+
+from judge import kit, replies
+from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
+from judge.judgement import death_outcome, error_outcome
+from judge.sandbox import Job
+from judge.shared import wire
+from judge.verdicts import Outcome, Verdict
+
+
+def encode_inputs(inputs: list) -> tuple[list, list, int]:
+    """(the case's arguments as wire descriptors, the storages' bytes, their total size)."""
+    wire_args, payloads, input_bytes = [], [], 0
+    for arg in inputs:
+        if isinstance(arg, kit.TensorInput):
+            storage = arg.storage()
+            desc = {"dtype": wire.dtype_name(storage.dtype), "shape": [storage.numel()]}
+            raw = wire.storage_to_wire(storage)
+            wire_args.append({"kind": "tensor", "storage": desc, "shape": list(arg.values.shape),
+                              "strides": arg.strides(), "offset": arg.offset})
+            payloads.append((desc, raw))
+            input_bytes += len(raw)
+        elif arg is None:
+            wire_args.append({"kind": "none"})
+        elif isinstance(arg, (bool, int, float)):
+            wire_args.append({"kind": "scalar", "value": arg})
+        else:
+            raise TypeError(f"make_inputs returned an unsupported argument {type(arg).__name__}")
+    return wire_args, payloads, input_bytes
+
+
+class Exchange:
+    """One worker at a time for one submission; a dead worker is replaced on the next case."""
+
+    def __init__(self, problem, job: Job, backend, *, threads: int | None):
+        self.problem = problem
+        self.job = job
+        self.backend = backend
+        self.threads = threads
+        self.channel: WorkerChannel | None = None
+        self.info: dict = {}  # versions and device of the last worker that started
+        self.printed: list[str] = []
+        self.case_id = 0
+        self.timing = {"worker_starts": 0, "worker_start_seconds": 0.0, "cases": 0, "worker_seconds": 0.0,
+                       "golden_seconds": 0.0, "kernels_compiled": 0, "compile_seconds": 0.0}
+        self._compiles_seen = (0, 0.0)
+
+    @property
+    def alive(self) -> bool:
+        return self.channel is not None
+
+    def start(self) -> Outcome | None:
+        """Start a worker and load the submission; an Outcome when that failed (None when it is ready)."""
+        t0 = time.monotonic()
+        limits = self.job.limits
+        try:
+            self.channel = WorkerChannel(self.backend, self.job)
+            hello = self.channel.start(submission_entry=self.problem.entry_point, arity=self.problem.arity,
+                                       threads=self.threads)
+        except WorkerStartFailed as exc:
+            self.stop()
+            return Outcome(Verdict.IE, str(exc))
+        except WorkerDied as died:
+            self.stop()
+            return death_outcome(died.reason, died.detail, limit_seconds=limits.startup_seconds,
+                                 interpret=self.job.interpret, loading=True)
+        self.timing["worker_starts"] += 1
+        self.timing["worker_start_seconds"] += time.monotonic() - t0
+        self._compiles_seen = (0, 0.0)
+        self.info = {"versions": dict(hello.versions), "device_name": hello.device_name}
+        if not hello.ok:
+            self.stop()
+            return error_outcome(hello.error)
+        return None
+
+    def stop(self) -> None:
+        """Close the worker, dead or alive: kill what is left, keep what it printed."""
+        if self.channel is not None:
+            self.channel.close()
+            text = self.channel.output_text()
+            if text:
+                self.printed.append(text)
+            self.channel = None
+
+    def send(self, kind: str, wire_args: list | None, payloads: list) -> int:
+        """Send a case ("case": new inputs) or a refill (new values in the last case's memory); its id."""
+        self.case_id += 1
+        message = {"type": kind, "id": self.case_id}
+        if wire_args is not None:
+            message["args"] = wire_args
+        self.channel.send_case(message, payloads)
+        return self.case_id
+
+    def receive(self, case_id: int, max_bytes: int) -> replies.CaseResult | replies.CaseError:
+        """The parsed reply to ``case_id``; raises judge.channel.WorkerDied when there is none."""
+        t0 = time.monotonic()
+        reply = self.channel.receive(replies.parse_case_reply, timeout=self.job.limits.case_seconds,
+                                     max_bytes=max_bytes, expect_id=case_id)
+        self.timing["cases"] += 1
+        self.timing["worker_seconds"] += time.monotonic() - t0
+        self._count_compiles(reply.evidence)
+        return reply
+
+    def _count_compiles(self, evidence: replies.Evidence) -> None:
+        """Kernels the worker compiled so far (one per constexpr combination) and the time in those launches."""
+        if evidence.compiled is None:
+            return
+        n, secs = evidence.compiled, evidence.compile_seconds or 0.0
+        self.timing["kernels_compiled"] += max(0, n - self._compiles_seen[0])
+        self.timing["compile_seconds"] += max(0.0, secs - self._compiles_seen[1])
+        self._compiles_seen = (n, secs)
+
+    def output_text(self) -> str:
+        return "\n".join(self.printed)[-8192:]

@@ -1,0 +1,78 @@
+"""The strict shape of problem.toml: every key a problem may have, and what its value must be.
+
+A misspelt key (``case_second = 5``) must not fall back to a default in
+silence: an unknown key is an error that names the key, the file and the
+closest known key. problems/README.md documents each key; this is the same
+list as data, checked when a problem is loaded.
+"""
+
+from __future__ import annotations
+
+import difflib
+
+NUM = (int, float)
+DOMAIN = object()  # a parameter domain: a constant, a list, or a {min, max, log} table (judge.cases)
+
+SCHEMA = {
+    "id": int, "slug": str, "title": str, "entry_point": str, "signature": str, "arity": int,
+    "outputs": [{"name": str, "dtype": str, "scope": str}],
+    "limits": {"case_seconds": NUM, "case_seconds_interpret": NUM, "run_seconds": NUM, "run_seconds_interpret": NUM,
+               "startup_seconds": NUM, "memory_mb": int, "output_kb": int, "processes": int},
+    "check": {"factor": NUM, "ulps": NUM, "atol": NUM, "scope": str, "dim_names": {str: [str]}},
+    "score": {"speed_points": NUM, "speed_zero_at": NUM, "speed_full_at": NUM, "speedup_clamp": NUM},
+    "bench": {"shapes": [{str: DOMAIN}], "interpret_shapes": [{str: DOMAIN}], "budget_seconds": NUM,
+              "ci_target": NUM, "min_rounds": int, "max_rounds": int, "request_seconds": NUM, "torch_baseline": bool},
+    "groups": [{"name": str, "points": NUM, "about": str, "examples": [{str: DOMAIN}], "max_examples": int,
+                "max_examples_interpret": int, "params": {str: DOMAIN}, "interpret": {str: DOMAIN}}],
+}
+REQUIRED = ("id", "slug", "title", "entry_point", "signature", "arity", "outputs", "groups")
+SCOPES = ("element", "row", "tensor")
+
+
+def _type_name(kind) -> str:
+    if kind is NUM:
+        return "a number"
+    if isinstance(kind, type):
+        return {int: "an integer", str: "a string", bool: "true or false", float: "a number"}.get(kind, kind.__name__)
+    return "a table" if isinstance(kind, dict) else "a list"
+
+
+def check(spec: dict, where: str) -> list[str]:
+    """Every problem with the spec, one line each (empty when it is well formed)."""
+    problems = [f"{where}: missing '{key}'" for key in REQUIRED if key not in spec]
+    _walk(spec, SCHEMA, where, "", problems)
+    for i, out in enumerate(spec.get("outputs") or []):
+        if isinstance(out, dict) and out.get("scope", "row") not in SCOPES:
+            problems.append(f"{where}: outputs[{i}].scope must be one of {', '.join(SCOPES)}")
+    return problems
+
+
+def _walk(value, schema, where: str, path: str, problems: list) -> None:
+    if schema is DOMAIN:
+        return
+    if isinstance(schema, dict):
+        if not isinstance(value, dict):
+            problems.append(f"{where}: '{path}' must be a table")
+            return
+        keyed = str in schema  # a table of any keys (dim_names, params)
+        for key, sub in value.items():
+            here = f"{path}.{key}" if path else key
+            if keyed:
+                _walk(sub, schema[str], where, here, problems)
+            elif key not in schema:
+                close = difflib.get_close_matches(key, list(schema), n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else f" (known: {', '.join(schema)})"
+                problems.append(f"{where}: unknown key '{here}'{hint}")
+            else:
+                _walk(sub, schema[key], where, here, problems)
+        return
+    if isinstance(schema, list):
+        if not isinstance(value, list):
+            problems.append(f"{where}: '{path}' must be a list")
+            return
+        for i, item in enumerate(value):
+            _walk(item, schema[0], where, f"{path}[{i}]", problems)
+        return
+    ok = isinstance(value, schema) and not (isinstance(value, bool) and schema is not bool)
+    if not ok:
+        problems.append(f"{where}: '{path}' must be {_type_name(schema)}")

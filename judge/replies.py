@@ -1,0 +1,493 @@
+"""The boundary: every message from the untrusted worker, parsed once into typed records.
+
+A worker shares its process with hostile code, so a reply is data of unknown
+shape until this module has read it. Each ``parse_*`` function takes the JSON
+object and the raw tensor frames the wire layer delivered (judge.shared.wire
+already bounded the frame sizes and the declared tensor bytes) and returns a
+frozen record, or raises :class:`MalformedReply` with a one-line reason. Past
+this point the judge reads attributes of known types and sizes, never the raw
+dict: no code downstream can be surprised by a list where a dict was expected,
+a string of a megabyte, a count of -1 or a value nested a thousand deep.
+
+What the records hold is *evidence* as the worker saw it; what it means is
+decided by judge.rules.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+MAX_TEXT = 4000  # an error message
+MAX_NAME = 300  # a kernel, operator, type or thread name
+MAX_ENTRIES = 256  # entries of a count table or a list of names
+MAX_COUNT = 1 << 40
+MAX_OUTPUTS = 17  # the worker describes at most 16 returned items, plus one "... more" entry
+MAX_FRAMES = 16
+MAX_SAMPLES = 100_000  # timed calls in one bench reply
+CATEGORIES = ("compile", "memory", "runtime", "rule")
+
+
+class MalformedReply(Exception):
+    """A reply that is not what the protocol allows: a forged or broken worker (RJ)."""
+
+
+# --------------------------------------------------------------------------- records
+
+
+@dataclass(frozen=True)
+class Frame:
+    line: int
+    function: str
+    code: str
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    """An exception in the worker, described as data (judge.untrusted.runner.classify)."""
+
+    category: str  # compile, memory, runtime or rule: the verdict it leads to (judge.rules)
+    type: str
+    message: str
+    line: int | None = None
+    code: str = ""
+    frames: tuple[Frame, ...] = ()
+    fatal: bool = False  # a CUDA error that poisons the worker's context
+    at_import: bool = False
+
+    def as_dict(self) -> dict:
+        return {"category": self.category, "type": self.type, "message": self.message, "line": self.line,
+                "code": self.code, "frames": [f.__dict__ for f in self.frames], "fatal": self.fatal,
+                "at_import": self.at_import}
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the worker recorded around a call (judge.untrusted.guard)."""
+
+    own_launches: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    other_launches: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    torch_ops: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    started: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # thread/process starts
+    tampered: tuple[str, ...] = ()
+    threads_left: tuple[str, ...] = ()
+    calls_without_own_launch: int = 0  # timed calls only
+    compiled: int | None = None  # kernels compiled so far in this worker
+    compile_seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class Returned:
+    """One item the entry point returned; ``tensor`` holds its values when it is an exact tensor."""
+
+    kind: str  # "tensor" or "other"
+    type: str = ""
+    tensor_subclass: bool = False
+    dtype: str = ""
+    shape: tuple[int, ...] = ()
+    device: str = ""
+    kernel_wrote: bool = False  # its memory was given to one of the file's kernels
+    aliases_input: bool = False
+    tensor: object = None  # torch.Tensor (decoded from its frame) or None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    id: int
+    returned: str  # "tuple", "list" or the type name of the single returned object
+    outputs: tuple[Returned, ...]
+    inputs_modified: tuple[int, ...]
+    evidence: Evidence
+
+    def tensors(self) -> list | None:
+        """The returned tensors, when every returned item is one (else None)."""
+        if not self.outputs or any(o.tensor is None for o in self.outputs):
+            return None
+        return [o.tensor for o in self.outputs]
+
+
+@dataclass(frozen=True)
+class CaseError:
+    id: int
+    error: ErrorInfo
+    evidence: Evidence
+
+
+@dataclass(frozen=True)
+class Hello:
+    ok: bool
+    versions: Mapping[str, str]
+    device_name: str
+    error: ErrorInfo | None = None
+    startup: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True)
+class KernelInfo:
+    """A compiled kernel's resources (GPU only): registers and spills per thread, shared memory, warps, stages."""
+
+    name: str
+    own: bool
+    registers: int | None = None
+    spills: int | None = None
+    shared_bytes: int | None = None
+    num_warps: int | None = None
+    num_stages: int | None = None
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ProfileSample:
+    """One profiled sample (judge.untrusted.profiling.summarize): the GPU span of its calls' kernels."""
+
+    span_s: float  # first kernel's start to last kernel's end, over the sample's K calls
+    busy_s: float  # the kernels' durations added up
+    kernels: int
+    calls: tuple[float, ...] = ()  # the same span per call (empty when attributed by GPU order)
+    ranges: int = 0  # call ranges found in the records
+
+
+@dataclass(frozen=True)
+class ProfileResult:
+    """The CUDA profiler's clock of one profiled request, or why there is none."""
+
+    status: str  # "ok", "no kernels", "unavailable" or "cpu"
+    note: str = ""
+    method: str = ""  # how records were attributed to calls: linked, runtime, gpu-order
+    samples: tuple[ProfileSample, ...] = ()
+    records: int = 0
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """The worker's raw clocks for one timing request; the judge computes every statistic.
+
+    Times are per *sample* of ``per_sample`` calls (judge.untrusted.bench).
+    """
+
+    mode: str  # "events" or "cpu"
+    times: tuple[float, ...]
+    host: tuple[float, ...] = ()
+    overhead: tuple[float, ...] = ()
+    device_times: tuple[float, ...] = ()
+    sync_gaps: tuple[float, ...] = ()
+    checkable: tuple[int, ...] = ()
+    out_bytes: int = 0
+    worker_wall: float = 0.0
+    note: str = ""
+    evidence: Evidence = field(default_factory=Evidence)
+    kernels: tuple[KernelInfo, ...] = ()
+    per_sample: int = 1  # K: calls per sample
+    valid: tuple[bool, ...] = ()  # per sample: every call was queued before the GPU reached the start event
+    retries: int = 0  # samples redone with a longer hold
+    invalid: int = 0  # samples still not queued after the retries
+    hold_s: float = 0.0  # the hold the request ended with
+    holds: tuple[float, ...] = ()  # per sample
+    enqueue: tuple[float, ...] = ()  # per sample: host seconds from launching the hold to the start query
+    attempts: tuple[int, ...] = ()  # per sample: tries it took
+    profile: ProfileResult | None = None  # a profiled request's second clock
+    extra: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))  # other numbers, bounded
+
+
+@dataclass(frozen=True)
+class BenchError:
+    error: ErrorInfo
+
+
+@dataclass(frozen=True)
+class BenchOutputs:
+    present: bool
+    returned: str = ""
+    outputs: tuple[Returned, ...] = ()
+
+
+# --------------------------------------------------------------------------- primitives
+
+
+def _need(ok: bool, what: str) -> None:
+    if not ok:
+        raise MalformedReply(what)
+
+
+def _obj(x, what: str) -> dict:
+    _need(isinstance(x, dict), f"{what} must be an object")
+    return x
+
+
+def _text(x, what: str, limit: int = MAX_NAME, default: str | None = None) -> str:
+    if x is None and default is not None:
+        return default
+    _need(isinstance(x, str), f"{what} must be a string")
+    return x[:limit]
+
+
+def _int(x, what: str, lo: int = 0, hi: int = MAX_COUNT, default: int | None = None) -> int:
+    if x is None and default is not None:
+        return default
+    _need(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi, f"{what} must be an integer in [{lo}, {hi}]")
+    return x
+
+
+def _opt_int(x, what: str, lo: int = -1, hi: int = MAX_COUNT) -> int | None:
+    return None if x is None else _int(x, what, lo, hi)
+
+
+def _float(x, what: str, default: float | None = None) -> float:
+    if x is None and default is not None:
+        return default
+    _need(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) < 1e12,
+          f"{what} must be a finite number")
+    return float(x)
+
+
+def _bool(x, what: str) -> bool:
+    if x is None:
+        return False
+    _need(isinstance(x, bool), f"{what} must be true or false")
+    return x
+
+
+def _counts(x, what: str) -> Mapping[str, int]:
+    if x is None:
+        return MappingProxyType({})
+    _obj(x, what)
+    _need(len(x) <= MAX_ENTRIES, f"{what} has more than {MAX_ENTRIES} entries")
+    return MappingProxyType({_text(k, f"a key of {what}"): _int(v, f"{what}[{k[:40]!r}]") for k, v in x.items()})
+
+
+def _names(x, what: str) -> tuple[str, ...]:
+    if x is None:
+        return ()
+    _need(isinstance(x, list) and len(x) <= MAX_ENTRIES, f"{what} must be a list of at most {MAX_ENTRIES} names")
+    return tuple(_text(v, f"an item of {what}") for v in x)
+
+
+def _floats(x, what: str, limit: int = MAX_SAMPLES) -> tuple[float, ...]:
+    if x is None:
+        return ()
+    _need(isinstance(x, list) and len(x) <= limit, f"{what} must be a list of at most {limit} numbers")
+    return tuple(_float(v, f"an item of {what}") for v in x)
+
+
+def _ints(x, what: str, limit: int = MAX_SAMPLES) -> tuple[int, ...]:
+    if x is None:
+        return ()
+    _need(isinstance(x, list) and len(x) <= limit, f"{what} must be a list of at most {limit} integers")
+    return tuple(_int(v, f"an item of {what}") for v in x)
+
+
+def _bools(x, what: str, limit: int = MAX_SAMPLES) -> tuple[bool, ...]:
+    if x is None:
+        return ()
+    _need(isinstance(x, list) and len(x) <= limit, f"{what} must be a list of at most {limit} booleans")
+    return tuple(_bool(v, f"an item of {what}") for v in x)
+
+
+def _kind(msg: dict, *allowed: str) -> str:
+    kind = msg.get("type")
+    _need(kind in allowed, f"expected a {' or '.join(allowed)} message, got {str(kind)[:40]!r}")
+    return kind
+
+
+def _no_tensors(msg: dict, payloads: list) -> None:
+    _need(not payloads, "this message may carry no tensors")
+
+
+# --------------------------------------------------------------------------- parts
+
+
+def parse_error(x) -> ErrorInfo:
+    e = _obj(x, "error")
+    category = e.get("category", "runtime")
+    _need(category in CATEGORIES, f"error category must be one of {', '.join(CATEGORIES)}")
+    frames = e.get("frames") or []
+    _need(isinstance(frames, list) and len(frames) <= MAX_FRAMES, f"error frames must be a list of at most {MAX_FRAMES}")
+    parsed = []
+    for f in frames:
+        f = _obj(f, "a frame")
+        parsed.append(Frame(_int(f.get("line"), "a frame's line", 0, 10**7), _text(f.get("function"), "a frame's function",
+                                                                                  default=""),
+                            _text(f.get("code"), "a frame's code", default="")))
+    return ErrorInfo(category=category, type=_text(e.get("type"), "error type", default="Error"),
+                     message=_text(e.get("message"), "error message", MAX_TEXT, default=""),
+                     line=_opt_int(e.get("line"), "error line", 0, 10**7), code=_text(e.get("code"), "error code",
+                                                                                     default=""),
+                     frames=tuple(parsed), fatal=_bool(e.get("fatal"), "error fatal"),
+                     at_import=_bool(e.get("at_import"), "error at_import"))
+
+
+def parse_evidence(x) -> Evidence:
+    if x is None:
+        return Evidence()
+    ev = _obj(x, "evidence")
+    compile_ = ev.get("compile")
+    compiled = seconds = None
+    if compile_ is not None:
+        compile_ = _obj(compile_, "evidence.compile")
+        compiled = _int(compile_.get("compiled"), "compiled kernels", default=0)
+        seconds = _float(compile_.get("compile_seconds"), "compile seconds", default=0.0)
+    return Evidence(
+        own_launches=_counts(ev.get("own_launches"), "own_launches"),
+        other_launches=_counts(ev.get("other_launches"), "other_launches"),
+        torch_ops=_counts(ev.get("torch_ops"), "torch_ops"),
+        started=_counts(ev.get("started"), "started"),
+        tampered=_names(ev.get("tampered"), "tampered"),
+        threads_left=_names(ev.get("threads_left"), "threads_left"),
+        calls_without_own_launch=_int(ev.get("calls_without_own_launch"), "calls_without_own_launch", default=0),
+        compiled=compiled, compile_seconds=seconds)
+
+
+def parse_outputs(items, payloads: list) -> tuple[Returned, ...]:
+    """The returned items; each tensor item takes the next tensor frame, whose bytes must match it."""
+    from judge.shared import wire
+
+    _need(isinstance(items, list) and len(items) <= MAX_OUTPUTS, f"outputs must be a list of at most {MAX_OUTPUTS}")
+    frames = iter(payloads)
+    out = []
+    for item in items:
+        o = _obj(item, "an output")
+        kind = o.get("kind")
+        _need(kind in ("tensor", "other"), "an output's kind must be 'tensor' or 'other'")
+        if kind == "other":
+            out.append(Returned("other", type=_text(o.get("type"), "an output's type", default="?"),
+                                tensor_subclass=_bool(o.get("tensor_subclass"), "tensor_subclass")))
+            continue
+        desc = {"dtype": o.get("dtype"), "shape": o.get("shape")}
+        try:
+            size = wire.tensor_nbytes(desc)
+        except wire.ProtocolError as exc:
+            raise MalformedReply(f"an output tensor: {exc}") from None
+        raw = next(frames, None)
+        _need(raw is not None, "an output tensor has no bytes")
+        _need(len(raw) == size, f"an output tensor holds {len(raw)} bytes; its shape and dtype need {size}")
+        out.append(Returned("tensor", dtype=desc["dtype"], shape=tuple(desc["shape"]),
+                            device=_text(o.get("device"), "an output's device", 40, default=""),
+                            kernel_wrote=_bool(o.get("kernel_wrote"), "kernel_wrote"),
+                            aliases_input=_bool(o.get("aliases_input"), "aliases_input"),
+                            tensor=wire.tensor_from_wire(desc, raw)))
+    _need(next(frames, None) is None, "more tensor frames than tensor outputs")
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def parse_hello(msg: dict, payloads: list) -> Hello:
+    _kind(msg, "hello")
+    _no_tensors(msg, payloads)
+    versions = _obj(msg.get("versions") or {}, "versions")
+    _need(len(versions) <= 16, "too many versions")
+    startup = _obj(msg.get("startup") or {}, "startup")
+    _need(len(startup) <= 16, "too many start-up figures")
+    ok = msg.get("status") == "ok"
+    _need(msg.get("status") in ("ok", "error"), "hello status must be 'ok' or 'error'")
+    return Hello(ok=ok, versions=MappingProxyType({_text(k, "a version name", 40): _text(v, "a version", 80)
+                                                   for k, v in versions.items()}),
+                 device_name=_text(msg.get("device_name"), "device_name", default="?"),
+                 error=None if ok else parse_error(msg.get("error") or {}),
+                 startup=MappingProxyType({_text(k, "a start-up key", 40): _float(v, "a start-up time")
+                                           for k, v in startup.items()}))
+
+
+def parse_case_reply(msg: dict, payloads: list, expect_id: int | None = None) -> CaseResult | CaseError:
+    _kind(msg, "result")
+    case_id = _int(msg.get("id"), "id")
+    _need(expect_id is None or case_id == expect_id, f"a reply to case {case_id} came for case {expect_id}")
+    if msg.get("status") == "error":
+        _no_tensors(msg, payloads)
+        return CaseError(case_id, parse_error(msg.get("error") or {}), parse_evidence(msg.get("evidence")))
+    _need(msg.get("status") == "ok", "status must be 'ok' or 'error'")
+    return CaseResult(id=case_id, returned=_text(msg.get("returned"), "returned", default="?"),
+                      outputs=parse_outputs(msg.get("outputs") or [], payloads),
+                      inputs_modified=_ints(msg.get("inputs_modified"), "inputs_modified", 64),
+                      evidence=parse_evidence(msg.get("evidence")))
+
+
+PROFILE_STATUS = ("ok", "no kernels", "unavailable", "cpu")
+
+
+def parse_profile(x) -> ProfileResult | None:
+    if x is None:
+        return None
+    p = _obj(x, "profile")
+    status = p.get("status")
+    _need(status in PROFILE_STATUS, "unknown profile status")
+    items = p.get("samples") or []
+    _need(isinstance(items, list) and len(items) <= MAX_ENTRIES, "profile samples must be a short list")
+    samples = []
+    for item in items:
+        item = _obj(item, "a profile sample")
+        samples.append(ProfileSample(
+            span_s=_float(item.get("span_s"), "span_s", default=0.0), busy_s=_float(item.get("busy_s"), "busy_s",
+                                                                                   default=0.0),
+            kernels=_int(item.get("kernels"), "kernels", default=0),
+            calls=_floats(item.get("calls"), "calls", MAX_ENTRIES), ranges=_int(item.get("ranges"), "ranges",
+                                                                                default=0)))
+    return ProfileResult(status=status, note=_text(p.get("note"), "profile note", MAX_TEXT, default=""),
+                         method=_text(p.get("method"), "profile method", default=""), samples=tuple(samples),
+                         records=_int(p.get("records"), "profile records", default=0))
+
+
+def parse_bench_reply(msg: dict, payloads: list) -> BenchResult | BenchError:
+    _kind(msg, "bench_result")
+    _no_tensors(msg, payloads)
+    if msg.get("status") == "error":
+        return BenchError(parse_error(msg.get("error") or {}))
+    _need(msg.get("status") == "ok", "status must be 'ok' or 'error'")
+    mode = msg.get("mode")
+    _need(mode in ("events", "graph", "cpu", "queued"), "unknown timing mode")
+    kernels = msg.get("kernels") or []
+    _need(isinstance(kernels, list) and len(kernels) <= MAX_ENTRIES, "kernels must be a list")
+    parsed_kernels = []
+    for k in kernels:
+        k = _obj(k, "a kernel")
+        parsed_kernels.append(KernelInfo(
+            name=_text(k.get("name"), "a kernel's name", default="?"), own=_bool(k.get("own"), "own"),
+            registers=_opt_int(k.get("registers"), "registers"), spills=_opt_int(k.get("spills"), "spills"),
+            shared_bytes=_opt_int(k.get("shared_bytes"), "shared_bytes"),
+            num_warps=_opt_int(k.get("num_warps"), "num_warps"), num_stages=_opt_int(k.get("num_stages"), "num_stages")))
+    known = {"type", "id", "status", "shape", "mode", "times", "host", "overhead", "device_times", "sync_gaps",
+             "checkable", "out_bytes", "worker_wall", "note", "evidence", "kernels", "compile", "nonce", "tensors",
+             "per_sample", "valid", "retries", "invalid", "hold_s", "holds", "enqueue", "attempts", "profile"}
+    extra = {}
+    for key, value in msg.items():
+        if key in known:
+            continue
+        _need(isinstance(key, str) and len(key) <= 40 and len(extra) < 32, "too many or too long extra fields")
+        if isinstance(value, list):
+            extra[key] = _floats(value, key)
+        elif value is None or isinstance(value, (bool, str)):
+            extra[key] = value if not isinstance(value, str) else value[:MAX_NAME]
+        else:
+            extra[key] = _float(value, key)
+    return BenchResult(
+        mode=mode, times=_floats(msg.get("times"), "times"), host=_floats(msg.get("host"), "host"),
+        overhead=_floats(msg.get("overhead"), "overhead"), device_times=_floats(msg.get("device_times"), "device_times"),
+        sync_gaps=_floats(msg.get("sync_gaps"), "sync_gaps"), checkable=_ints(msg.get("checkable"), "checkable"),
+        out_bytes=_int(msg.get("out_bytes"), "out_bytes", default=0),
+        worker_wall=_float(msg.get("worker_wall"), "worker_wall", default=0.0),
+        note=_text(msg.get("note"), "note", MAX_TEXT, default=""), evidence=parse_evidence(msg.get("evidence")),
+        kernels=tuple(parsed_kernels), per_sample=_int(msg.get("per_sample"), "per_sample", 1, 1 << 16, default=1),
+        valid=_bools(msg.get("valid"), "valid"), retries=_int(msg.get("retries"), "retries", default=0),
+        invalid=_int(msg.get("invalid"), "invalid", default=0), hold_s=_float(msg.get("hold_s"), "hold_s", default=0.0),
+        holds=_floats(msg.get("holds"), "holds"), enqueue=_floats(msg.get("enqueue"), "enqueue"),
+        attempts=_ints(msg.get("attempts"), "attempts"), profile=parse_profile(msg.get("profile")),
+        extra=MappingProxyType(extra))
+
+
+def parse_bench_outputs(msg: dict, payloads: list) -> BenchOutputs | BenchError:
+    _kind(msg, "bench_outputs")
+    status = msg.get("status")
+    if status == "error":
+        _no_tensors(msg, payloads)
+        return BenchError(parse_error(msg.get("error") or {}))
+    if status == "missing":
+        _no_tensors(msg, payloads)
+        return BenchOutputs(present=False)
+    _need(status == "ok", "status must be 'ok', 'missing' or 'error'")
+    return BenchOutputs(present=True, returned=_text(msg.get("returned"), "returned", default="?"),
+                        outputs=parse_outputs(msg.get("outputs") or [], payloads))

@@ -1,0 +1,61 @@
+"""What the returned values must be: the same rule for a judged case and for a timed call's outputs.
+
+In order, the first failure decides (all WA): the return type (the tensor
+itself, or a tuple of the problem's outputs), each item an exact
+``torch.Tensor`` on the inputs' device with the expected dtype and shape, the
+inputs left unchanged, no output sharing memory with an input, and every value
+within the tolerance of judge.checker against the golden answer.
+"""
+
+from __future__ import annotations
+
+from judge import checker
+from judge.verdicts import Outcome, Verdict
+
+
+def _dn(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def check(problem, returned: str, outputs, expected, device: str, inputs_modified=()) -> Outcome | None:
+    """None when the outputs are right; otherwise a WA Outcome saying what is wrong and where.
+
+    ``returned`` and ``outputs`` come from a parsed reply (judge.replies),
+    ``expected`` from judge.expected, ``device`` is "cuda" or "cpu".
+    """
+    names = [o.name for o in problem.outputs]
+    want = len(names)
+    if want == 1:
+        if returned != "torch.Tensor":
+            return Outcome(Verdict.WA, f"{problem.entry_point} must return the tensor {names[0]} itself, "
+                                       f"not a {returned}")
+    elif returned not in ("tuple", "list") or len(outputs) != want:
+        got = returned if returned not in ("tuple", "list") else f"{len(outputs)} items"
+        return Outcome(Verdict.WA, f"{problem.entry_point} must return a tuple ({', '.join(names)}); it returned {got}")
+    for name, out, gold, dtype in zip(names, outputs, expected.golden, expected.dtypes):
+        if out.kind != "tensor":
+            return Outcome(Verdict.WA, f"{name} must be exactly a torch.Tensor, not {out.type}")
+        if out.device.split(":")[0] != device:
+            return Outcome(Verdict.WA, f"{name} is on {out.device}; expected it on the input's device ({device})")
+        if out.tensor.dtype != dtype:
+            return Outcome(Verdict.WA, f"{name} has dtype {_dn(out.tensor.dtype)}; expected {_dn(dtype)}")
+        if list(out.tensor.shape) != list(gold.shape):
+            return Outcome(Verdict.WA, f"{name} has shape {tuple(out.tensor.shape)}; expected {tuple(gold.shape)}")
+    if inputs_modified:
+        which = ", ".join(f"argument {i + 1}" for i in inputs_modified)
+        return Outcome(Verdict.WA, f"the entry point wrote into its inputs ({which}); "
+                                   "it must leave them unchanged and return new tensors")
+    for name, out in zip(names, outputs):
+        if out.aliases_input:
+            return Outcome(Verdict.WA, f"{name} shares memory with an input; return a new tensor")
+    for spec, out, gold, naive, dtype in zip(problem.outputs, outputs, expected.golden, expected.naive, expected.dtypes):
+        mismatch = checker.compare(spec.name, out.tensor, gold, naive, dtype, spec.scope, problem.check,
+                                   problem.check.get("dim_names", {}).get(spec.name))
+        if mismatch is not None:
+            return Outcome(Verdict.WA, mismatch.message, {
+                "output": mismatch.output, "pattern": mismatch.pattern, "hint": mismatch.hint,
+                "bad": mismatch.bad, "total": mismatch.total,
+                "samples": [{"index": list(s[0]), "got": s[1], "expected": s[2], "allowed_error": s[3]}
+                            for s in mismatch.samples],
+            })
+    return None
