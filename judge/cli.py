@@ -299,47 +299,75 @@ def test(problem, file, **kw):
     _run(problem, file, quick=True, **kw)
 
 
-@cli.command()
-@click.argument("problems", nargs=-1)
-@click.option("--only", default=None, help="Only submissions whose path contains this text.")
-@click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
-@click.option("--interpret", is_flag=True)
-@click.option("--sandbox", default="process", show_default=True, help=sandbox_help())
-@click.option("--jobs", type=int, default=1, show_default=True, help="Submissions judged at once.")
-def selftest(problems, only, seed, device, interpret, sandbox, jobs):
-    """Judge the problems' own corpora (default: all) and check every declared verdict."""
-    from concurrent.futures import ThreadPoolExecutor
+def _corpus_options(fn):
+    options = [
+        click.option("--only", default=None, help="Only submissions whose path contains this text."),
+        click.option("--seed", type=int, default=1, show_default=True),
+        click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None),
+        click.option("--interpret", is_flag=True),
+        click.option("--sandbox", default="process", show_default=True, help=sandbox_help()),
+        click.option("--jobs", type=int, default=1, show_default=True, help="Submissions judged at once."),
+    ]
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
 
-    from judge.problems import all_problems
-    from judge.selftest import corpus_of, judge_one, judge_via_cli
+
+def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs) -> int:
+    """Judge the corpora of PROBLEMS (Problem objects) and print a line each; the number that mismatched."""
     from judge.options import Options
+    from judge.selftest import corpus_of, run_corpus
 
-    chosen = [problem_or_exit(k) for k in problems] or all_problems()
+    sandbox_or_exit(sandbox)
     device, interpret, note = _resolve_device(device, interpret)
     if note:
         err(note)
     # Verdicts only: a speed run per accepted file would queue every job on the GPU lock.
     base = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, speed=False)
-    items = [(p, expected, path) for p in chosen for expected, path in corpus_of(p)
+    items = [(p, expected, path) for p in problems for expected, path in corpus_of(p)
              if not only or only in str(path)]
-    run = judge_one if jobs <= 1 else judge_via_cli
-    bad = 0
-    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
-        futures = [pool.submit(run, p, expected, path, base) for p, expected, path in items]
-        for future in futures:
-            check = future.result()
-            bad += not check.ok
-            mark = "ok " if check.ok else "BAD"
-            click.echo(f"{mark} {check.problem.id} {check.expected:<4} got {check.verdict:<4} {check.seconds:5.1f}s "
-                       f"{check.path.parent.name}/{check.path.name}: {check.message[:160]}")
-            for text in check.missing_text if check.verdict == check.expected else []:
-                click.echo(f"    expected the report to mention: {text}")
-            if not check.ok and check.report.get("output"):
-                tail = check.report["output"].strip().splitlines()[-12:]
-                click.echo("    the worker printed:\n" + "\n".join(f"      {line}" for line in tail))
+    bad = run_corpus(items, base, jobs, click.echo)
     click.echo(f"{bad} of {len(items)} mismatched" if bad else f"all {len(items)} verdicts as declared")
+    return bad
+
+
+@cli.command()
+@click.argument("problems", nargs=-1)
+@_corpus_options
+def selftest(problems, only, seed, device, interpret, sandbox, jobs):
+    """Judge the problems' own corpora (default: all) and check every declared verdict."""
+    from judge.problems import all_problems
+
+    chosen = [problem_or_exit(k) for k in problems] or all_problems()
+    bad = _judge_corpora(chosen, only, seed, device, interpret, sandbox, jobs)
     sys.exit(EXIT_REJECTED if bad else EXIT_AC)
+
+
+@cli.command()
+@click.argument("problems", nargs=-1)
+@click.option("--no-corpus", is_flag=True, help="Only the package checks; do not judge the corpus.")
+@_corpus_options
+def verify(problems, no_corpus, only, seed, device, interpret, sandbox, jobs):
+    """Check problem packages (default: all): schema, golden interface, statement, skeleton, reference, corpus."""
+    from judge.verify import problem_dirs, static_steps
+
+    try:
+        dirs = problem_dirs(list(problems))
+    except LookupError as exc:
+        usage(f"no problem directory matches '{exc.args[0]}'")
+    loaded, failed = [], 0
+    for d in dirs:
+        problem, steps = static_steps(d)
+        for step in steps:
+            failed += not step.ok
+            click.echo(f"{'ok ' if step.ok else 'BAD'} {step.where} {step.name}" + (f": {step.detail}" if step.detail
+                                                                                   else ""))
+        if problem is not None and all(s.ok for s in steps):
+            loaded.append(problem)
+    if not no_corpus and loaded:
+        failed += _judge_corpora(loaded, only, seed, device, interpret, sandbox, jobs)
+    click.echo("every package is sound" if not failed else f"{failed} check(s) failed")
+    sys.exit(EXIT_REJECTED if failed else EXIT_AC)
 
 
 @cli.group()

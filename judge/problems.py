@@ -216,7 +216,7 @@ def find_problem(key: str) -> Problem | None:
         num, _, slug = d.name.partition("-")
         if (d / "problem.toml").is_file() and key in (d.name, slug, num, num.lstrip("0")):
             problem = load_problem(d)
-            if key in (str(problem.id), problem.slug, d.name):
+            if key in (str(problem.id), f"{problem.id:03d}", problem.slug, d.name):
                 return problem
     return None
 

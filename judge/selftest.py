@@ -108,3 +108,25 @@ def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options) ->
     except json.JSONDecodeError:
         report = {"verdict": "IE", "message": f"no JSON report (exit {proc.returncode}): {proc.stderr[-300:]}"}
     return Check(problem, path, expected, report, expect_texts(path, base.interpret), time.monotonic() - t)
+
+
+def run_corpus(items, base: Options, jobs: int, echo) -> int:
+    """Judge (problem, expected, path) items, ``jobs`` at a time, echoing one line each; the number that mismatched."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    run = judge_one if jobs <= 1 else judge_via_cli
+    bad = 0
+    with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
+        futures = [pool.submit(run, p, expected, path, base) for p, expected, path in items]
+        for future in futures:
+            check = future.result()
+            bad += not check.ok
+            mark = "ok " if check.ok else "BAD"
+            echo(f"{mark} {check.problem.id} {check.expected:<4} got {check.verdict:<4} {check.seconds:5.1f}s "
+                 f"{check.path.parent.name}/{check.path.name}: {check.message[:160]}")
+            for text in check.missing_text if check.verdict == check.expected else []:
+                echo(f"    expected the report to mention: {text}")
+            if not check.ok and check.report.get("output"):
+                tail = check.report["output"].strip().splitlines()[-12:]
+                echo("    the worker printed:\n" + "\n".join(f"      {line}" for line in tail))
+    return bad

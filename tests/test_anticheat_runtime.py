@@ -34,7 +34,8 @@ CASES = [
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("pid,path,expect", CASES, ids=[c[1].stem for c in CASES])
+@pytest.mark.parametrize("pid,path,expect", [c if i < 3 else pytest.param(*c, marks=pytest.mark.full)
+                                             for i, c in enumerate(CASES)], ids=[c[1].stem for c in CASES])
 def test_rejected_without_the_static_scan(pid, path, expect):
     options = Options(sandbox="process", seed=1, device="cpu", interpret=True, static_scan=False)
     report = Session(find_problem(pid), path, options).run()

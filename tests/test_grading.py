@@ -73,6 +73,7 @@ def expected_verdicts():
     return {(s, p.id): (expected_of(corpus(p, rel)) if rel else "CE") for s, p, rel, _ in ROSTER}
 
 
+@pytest.mark.corpus
 def test_grade_sample_roster_end_to_end(tmp_path):
     """Grade the sample roster (2 interpreter jobs), run the same command again, check every output.
 
@@ -113,6 +114,8 @@ OTHERS = {
 }
 
 
+@pytest.mark.corpus
+@pytest.mark.full
 def test_grade_a_roster_over_the_other_four_problems(tmp_path):
     """Every problem's corpus appears in a graded roster (93 and 94 above): verdicts as declared."""
     roster, expected = tmp_path / "roster", {}
@@ -196,6 +199,7 @@ def check_the_secret_seed_never_reaches_outputs(graded):
             assert f'"seed": {seed}' not in text and f"--seed {seed}" not in text
 
 
+@pytest.mark.corpus
 def test_kill_mid_run_then_resume(tmp_path):
     """SIGKILL the grading process after its first stored result; the rerun judges only the rest."""
     files = [corpus(P93, "compile_error/syntax_error.py"), corpus(P93, "compile_error/empty.py"),
@@ -235,7 +239,8 @@ def test_kill_mid_run_then_resume(tmp_path):
     assert {s: v for s, _p, _h, v, *_ in after} == {f"k{i}": expected_of(f) for i, f in enumerate(files)}
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.corpus
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.full)])
 def test_ray_executor_local_cluster(tmp_path, workers):
     if os.environ.get("JUDGE_REQUIRE_RAY") != "1":  # CI sets it: there a missing Ray fails, never skips
         pytest.importorskip("ray")

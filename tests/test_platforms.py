@@ -97,6 +97,7 @@ def run_autograder(root: Path):
                           env={**os.environ, "AUTOGRADER_ROOT": str(root), "JUDGE_PYTHON": sys.executable})
 
 
+@pytest.mark.corpus
 def test_gradescope_bundle_grades_a_submission(bundle_dir):
     (bundle_dir / "submission" / "my_add.py").write_bytes(WA.read_bytes())
     r = run_autograder(bundle_dir)
@@ -140,6 +141,7 @@ def pl_dirs(tmp_path, source: Path | None, params=None):
             "--results", tmp_path / "results" / "results.json"]
 
 
+@pytest.mark.corpus
 def test_prairielearn_accepted(tmp_path):
     rubric = tmp_path / "rubric.toml"
     rubric.write_text(RUBRIC)
@@ -181,6 +183,7 @@ def service(tmp_path):
     proc.wait(timeout=30)
 
 
+@pytest.mark.corpus
 def test_forward_to_the_grading_service(service, tmp_path):
     url, token = service
     root = tmp_path / "gs"

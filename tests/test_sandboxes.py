@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from judge import session as session_module
+from judge import intake
 from judge.problems import VERDICT_DIRS, find_problem
 from judge.sandbox import get_backend
 from judge.selftest import expect_texts
@@ -85,8 +85,14 @@ def _assert_nothing_left(backend_name, procs):
         assert not (place / MARKER).exists(), f"a file escaped the sandbox: {place / MARKER}"
 
 
+# The README's test command runs the first file of each verdict class under each sandbox; CI runs them all.
+SLICE = {next(p for p in HOSTILE if p.parent == d) for d in {p.parent for p in HOSTILE}}
+
+
+@pytest.mark.corpus
 @pytest.mark.parametrize("backend_name", BACKENDS)
-@pytest.mark.parametrize("path", HOSTILE, ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
+@pytest.mark.parametrize("path", [p if p in SLICE else pytest.param(p, marks=pytest.mark.full) for p in HOSTILE],
+                         ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
 def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
     backend = usable(backend_name)
     # Without cgroups nothing caps the number of processes, and memory is
@@ -94,7 +100,7 @@ def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
     if backend.caveat() and path.stem in ("fork_bomb", "host_memory_bomb"):
         pytest.skip(f"not safe to run here: {backend.caveat()}")
     recording = Recording(backend)
-    monkeypatch.setattr(session_module, "get_backend", lambda name: recording)
+    monkeypatch.setattr(intake, "backend_for", lambda name, device: (recording, None))
     expected = VERDICT_DIRS[path.parent.name]
     device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")  # tests/gpu/run.sh sets cuda
     # The static scan would reject most of these before they run; the point

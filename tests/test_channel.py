@@ -1,0 +1,98 @@
+"""The judge's end of a worker, against scripted fake workers: every way a reply can go wrong is a death
+with a reason (judge.rules maps it to a verdict), never an exception of the judge's."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from judge import replies
+from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
+from judge.sandbox import Job, Limits
+from judge.sandbox.base import Backend
+from judge.sandbox.process import _ChildProc
+
+PRELUDE = textwrap.dedent("""
+    import json, os, struct, sys, time
+    sys.path.insert(0, %r)
+    from judge.shared import wire
+    r = wire.Reader(0)
+    setup, _ = r.recv(0)
+    nonce = setup["nonce"]
+    def send(msg, tensors=()):
+        msg.setdefault("nonce", nonce)
+        wire.send(1, msg, list(tensors))
+    send({"type": "ready"})
+    send({"type": "hello", "status": "ok", "versions": {}, "device_name": "cpu"})
+    case, _ = r.recv(1 << 20)
+""")
+
+
+class Scripted(Backend):
+    name = "scripted"
+
+    def __init__(self, body: str):
+        self.body = body
+
+    def spawn(self, job):
+        from judge.sandbox.base import CODE_ROOT
+
+        code = PRELUDE % str(CODE_ROOT) + textwrap.dedent(self.body)
+        popen = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+        return _ChildProc(popen, str(job.submission))
+
+
+def _channel(tmp_path, body, **limits):
+    lim = Limits(case_seconds=limits.get("case_seconds", 5), run_seconds=60, memory_mb=4096,
+                 output_bytes=limits.get("output_bytes", 1 << 20), processes=64, startup_seconds=10)
+    job = Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu", interpret=True, limits=lim)
+    ch = WorkerChannel(Scripted(body), job)
+    hello = ch.start(submission_entry="add", arity=2, threads=1)
+    assert hello.ok
+    ch.send_case({"type": "case", "id": 1, "args": []}, [])
+    return ch
+
+
+@pytest.mark.parametrize("body,reason,text", [
+    ('send({"type": "result", "id": 1, "status": "ok", "outputs": ["x"]})', "protocol", "an output must be an object"),
+    ('send({"type": "result", "id": 1, "status": "ok"}, ); send({"junk": 1}, [({"dtype": "float32", "shape": [1]}, b"abc")])',
+     None, None),
+    ('send({"type": "result", "id": 1, "status": "ok", "nonce": "forged"})', "protocol", "secret"),
+    ('wire.write_frame(1, b"not json")', "protocol", "malformed"),
+    ('time.sleep(30)', "timeout", "timed out"),
+    ('os._exit(3)', "crash", "status 3"),
+    ('sys.stderr.write("x" * 100000); sys.stderr.flush(); time.sleep(30)', "output", "printed more than"),
+    ('send({"type": "result", "id": 1, "status": "ok", "outputs": [{"kind": "tensor", "dtype": "float32", '
+     '"shape": [1 << 30]}]}, [({"dtype": "float32", "shape": [1 << 30]}, b"")])', "output", "limit"),
+])
+def test_every_broken_reply_is_a_death_with_a_reason(tmp_path, body, reason, text):
+    ch = _channel(tmp_path, body, case_seconds=3, output_bytes=50_000)
+    try:
+        if reason is None:  # a well-formed first reply is a record; what follows it is not read as part of it
+            assert isinstance(ch.receive(replies.parse_case_reply, timeout=3, max_bytes=1 << 20), replies.CaseResult)
+            return
+        with pytest.raises(WorkerDied) as died:
+            ch.receive(replies.parse_case_reply, timeout=3, max_bytes=1 << 20)
+        assert died.value.reason == reason and text in died.value.detail, died.value.detail
+    finally:
+        ch.close()
+
+
+def test_a_worker_that_dies_before_it_is_ready_is_the_judges_problem(tmp_path):
+    class Dies(Backend):
+        name = "dies"
+
+        def spawn(self, job):
+            popen = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(1)"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            return _ChildProc(popen, "x")
+
+    lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
+                 startup_seconds=5)
+    ch = WorkerChannel(Dies(), Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu", interpret=True,
+                                   limits=lim))
+    with pytest.raises(WorkerStartFailed):
+        ch.start(submission_entry="add", arity=2, threads=1)
+    ch.close()

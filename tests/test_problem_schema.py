@@ -1,0 +1,72 @@
+"""problem.toml is checked strictly: a misspelt key is an error that names it, never a silent default."""
+
+import shutil
+
+import pytest
+
+from judge import problem_schema
+from judge.problems import ProblemError, find_problem, load_problem
+
+
+def _copy(tmp_path, edit):
+    src = find_problem("93").directory
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("submissions"))
+    toml = dst / "problem.toml"
+    toml.write_text(edit(toml.read_text()))
+    return dst
+
+
+def test_a_misspelt_limit_is_named_with_the_closest_key(tmp_path):
+    d = _copy(tmp_path, lambda t: t.replace("case_seconds = 60\n", "case_second = 60\n", 1))
+    with pytest.raises(ProblemError, match=r"unknown key 'limits.case_second' \(did you mean 'case_seconds'\?\)"):
+        load_problem(d)
+
+
+@pytest.mark.parametrize("edit,text", [
+    (lambda t: t.replace('title = "Vector addition"', 'title = 3'), "'title' must be a string"),
+    (lambda t: t.replace("max_examples = 25", "max_exampels = 25"), "unknown key 'groups[0].max_exampels'"),
+    (lambda t: t.replace("budget_seconds = 8", "budget_seconds = 8\nbudget = 3"), "unknown key 'bench.budget'"),
+    (lambda t: t.replace('scope = "element"', 'scope = "rows"'), "scope must be one of"),
+    (lambda t: t.replace("arity = 2\n", ""), "missing 'arity'"),
+])
+def test_other_mistakes(tmp_path, edit, text):
+    with pytest.raises(ProblemError, match=text.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                       .replace("]", r"\]")):
+        load_problem(_copy(tmp_path, edit))
+
+
+def test_speed_points_need_bench_shapes_and_the_golden_speed_interface(tmp_path):
+    d = _copy(tmp_path, lambda t: t.split("[bench]")[0] + "[[groups]]" + t.split("[[groups]]", 1)[1])
+    with pytest.raises(ProblemError, match="needs \\[bench\\] shapes"):
+        load_problem(d)
+    d2 = _copy(tmp_path / "b", lambda t: t)
+    golden = d2 / "golden.py"
+    golden.write_text(golden.read_text().replace("def bench_args(p):", "def bench_args_(p):"))
+    with pytest.raises(ProblemError, match=r"must define bench_args\(\)"):
+        load_problem(d2).golden
+
+
+def test_every_real_problem_passes_the_schema():
+    import tomllib
+
+    for key in ("93", "94", "95", "96", "97", "98"):
+        p = find_problem(key)
+        assert problem_schema.check(tomllib.loads((p.directory / "problem.toml").read_text()), "x") == []
+
+
+def test_verify_names_a_broken_package_and_passes_a_sound_one(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "problems"
+    root.mkdir()
+    _copy(root, lambda t: t.replace("output_kb = 1024", "output_kib = 1024"))
+    env = {**os.environ, "JUDGE_PROBLEMS": str(root)}
+    proc = subprocess.run([sys.executable, "-m", "judge", "verify", "--no-corpus"], capture_output=True, text=True,
+                          env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "BAD 093-vector-add problem.toml" in proc.stdout and "'limits.output_kib'" in proc.stdout
+    ok = subprocess.run([sys.executable, "-m", "judge", "verify", "093", "--no-corpus"], capture_output=True, text=True)
+    assert ok.returncode == 0 and "every package is sound" in ok.stdout, ok.stdout + ok.stderr
