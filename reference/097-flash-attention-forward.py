@@ -17,17 +17,20 @@ in the kernel:
   D = 64 and a large share of the time at D = 128. log2(e) * scale is folded
   into one constant so that each score costs one fused multiply-add and one
   exp2; the row max is taken on the raw scores and scaled once per row.
-- Lazy rescaling. The accumulator only has to be rescaled when the running
-  max grows; with a tolerance of 2^8 (see _attn_tile) it almost never does
-  after the first tiles, and the whole rescale is skipped for the block.
+- Lazy rescaling (LAZY, a tuning option). The accumulator only has to be
+  rescaled when the running max grows; with a tolerance of 2^8 (see
+  _attn_tile) it almost never does after the first tiles, and the rescale
+  is then skipped for the whole block, at the price of one block-wide
+  reduction (a barrier) per tile to decide it.
 - Masks only where needed. Key tiles wholly below the causal diagonal, or
   wholly inside N, are processed without masks; only the diagonal tiles and
   the ragged tail pay for them. When N is a multiple of the block (EVEN),
   no load or store carries a mask at all.
 - Causal query blocks are launched heaviest (longest key range) first.
 
-The tile sizes, warps and pipeline stages per head dim are in _config: they
-were picked for an H200 with tests/bench/fa_tune.py (see tests/bench/FA_NOTES.md).
+The tile sizes, warps and pipeline stages per head dim are in CONFIGS, first
+guesses for an H200 that tests/bench/fa_tune.py measures against the
+alternatives (see tests/bench/FA_NOTES.md).
 """
 
 import math
@@ -194,23 +197,23 @@ def _flash_fwd_kernel(
         tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=offs_m[:, None] < N)
 
 
-# (BLOCK_M, BLOCK_N, num_warps, num_stages, lazy rescale) per head dim, for an
+# (BLOCK_M, BLOCK_N, num_warps, num_stages, LAZY) per head dim, for an
 # H200 and 16-bit inputs with enough query blocks to fill its 132 SMs.
 # num_warps 8 at BLOCK_M 128 gives each of the two warpgroups 64 query rows;
 # at D = 128 a (128 x 128) K tile plus V tile is 64 KiB, so two stages of
 # prefetch (plus Q) fit in shared memory where three would not.
 CONFIGS = {
-    16: (128, 64, 4, 3, True),
-    32: (128, 64, 4, 3, True),
-    64: (128, 128, 8, 3, True),
-    128: (128, 128, 8, 2, True),
+    16: (128, 64, 4, 3, False),
+    32: (128, 64, 4, 3, False),
+    64: (128, 128, 8, 3, False),
+    128: (128, 128, 8, 2, False),
 }
 # Few heads or short sequences: not enough 128-row blocks to fill the GPU, so
 # smaller query blocks (twice as many programs, shorter critical path).
-SMALL_GRID = (64, 64, 4, 3, True)
+SMALL_GRID = (64, 64, 4, 3, False)
 # float32 inputs (the interpreter's tests): the dot runs on CUDA cores in
 # full precision; small tiles keep its registers and shared memory in bounds.
-FLOAT32 = (64, 32, 4, 2, True)
+FLOAT32 = (64, 32, 4, 2, False)
 NUM_SMS = 132
 
 
@@ -222,7 +225,7 @@ def _config(B, H, N, D, dtype):
     return CONFIGS[D]
 
 
-def _launch(q, k, v, causal, sm_scale, block_m, block_n, num_warps, num_stages, lazy=True):
+def _launch(q, k, v, causal, sm_scale, block_m, block_n, num_warps, num_stages, lazy=False):
     """The forward with explicit tuning knobs (tests/bench/fa_tune.py sweeps them); returns (o, lse, kernel)."""
     B, H, N, D = q.shape
     scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)

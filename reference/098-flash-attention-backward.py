@@ -43,8 +43,9 @@ and dV, which are never stored, except in the dQ kernel, where exp2(0 - lse2)
 can overflow (every score below -88) and inf * 0 would give NaN: there P is
 masked to 0 explicitly. All strides come from the tensors.
 
-The tile sizes, warps and stages per head dim are in CONFIGS; they were picked
-for an H200 with tests/bench/fa_tune.py (see tests/bench/FA_NOTES.md).
+The tile sizes, warps and stages per head dim are in CONFIGS, first guesses
+for an H200 that tests/bench/fa_tune.py measures against the alternatives
+(see tests/bench/FA_NOTES.md).
 """
 
 import math
