@@ -1,18 +1,36 @@
 """Reference solution for problem 97 (FlashAttention forward): the speed bar and proof of solvability.
 
-One program per (query block, batch*head). The query block stays in registers
+One program per (query block, batch*head). The query block stays on chip
 while K and V stream through in BLOCK_N-row tiles; the online softmax keeps a
-running row max m, row sum l and an unnormalised output acc, all in float32,
-and rescales l and acc by alpha = 2^(m_old - m_new) whenever the max grows.
-log2(e) is folded into the scale so every exponential is an exp2; the stored
-lse is converted back to the natural log.
-
-The key loop runs in two stages so that the common case carries no masks:
-key blocks that every query row of the block may see in full (all below the
-causal diagonal, or all inside N) go first without masks; then the few key
-blocks on the diagonal and/or past N get the masks. Causal query blocks skip
-every key block above the diagonal, and are launched heaviest first.
+running row max m, row sum l and an unnormalised output acc, all in float32.
 Any strides are honoured, so (B, N, H, D) views and K^T storage need no copy.
+
+What makes it fast on a Hopper GPU (H200), one idea per paragraph below and
+in the kernel:
+
+- Big tiles. A 128-row query block feeds the tensor cores (wgmma works on 64
+  rows per warpgroup), and a 128-key tile halves, against 64 keys, the
+  per-tile bookkeeping (row max, rescaling the D-wide accumulator) for each
+  score computed.
+- Fewer float32 instructions per score. In FlashAttention the exponentials
+  and the float32 arithmetic around them, not the matmuls, are the limit at
+  D = 64 and a large share of the time at D = 128. log2(e) * scale is folded
+  into one constant so that each score costs one fused multiply-add and one
+  exp2; the row max is taken on the raw scores and scaled once per row.
+- Lazy rescaling (LAZY, a tuning option). The accumulator only has to be
+  rescaled when the running max grows; with a tolerance of 2^8 (see
+  _attn_tile) it almost never does after the first tiles, and the rescale
+  is then skipped for the whole block, at the price of one block-wide
+  reduction (a barrier) per tile to decide it.
+- Masks only where needed. Key tiles wholly below the causal diagonal, or
+  wholly inside N, are processed without masks; only the diagonal tiles and
+  the ragged tail pay for them. When N is a multiple of the block (EVEN),
+  no load or store carries a mask at all.
+- Causal query blocks are launched heaviest (longest key range) first.
+
+The tile sizes, warps and pipeline stages per head dim are in CONFIGS, first
+guesses for an H200 that tests/bench/fa_tune.py measures against the
+alternatives (see tests/bench/FA_NOTES.md).
 """
 
 import math
@@ -21,41 +39,86 @@ import torch
 import triton
 import triton.language as tl
 
-LOG2E = 1.4426950408889634
+LOG2E = 1.4426950408889634  # 1 / ln 2
 LN2 = 0.6931471805599453
 
 
 @triton.jit
-def _attn_stage(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                offs_m, offs_d, lo, hi, N, qk_scale,
-                BLOCK_N: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr):
+def _attn_tile(acc, l_i, m_i, q, k, v, offs_m, offs_n, N, qk_scale,
+               DIAG: tl.constexpr, BOUNDS: tl.constexpr, LAZY: tl.constexpr, DOT_PREC: tl.constexpr):
+    """One K/V tile of the online softmax: returns the updated (acc, l, m).
+
+    m is kept in log2 units (scores times qk_scale = scale * log2 e), so the
+    exponentials are exp2 and the final lse is (m + log2 l) * ln 2.
+    """
+    qk = tl.dot(q, k, input_precision=DOT_PREC)  # raw scores q . k, float32
+    if DIAG or BOUNDS:
+        # Masked keys get -inf before the max. Every query row sees at least
+        # one key in the first tile it processes (key 0, or its own diagonal
+        # key), so m is finite from then on and no exp2 sees (-inf) - (-inf).
+        keep = offs_n[None, :] < N
+        if DIAG:
+            keep = keep & (offs_m[:, None] >= offs_n[None, :])
+        s = tl.where(keep, qk * qk_scale, float("-inf"))
+        m_tile = tl.max(s, 1)
+    else:
+        # The scale is positive, so max(qk) * scale = max(qk * scale): one
+        # multiply per row instead of one per score.
+        m_tile = tl.max(qk, 1) * qk_scale
+    m_new = tl.maximum(m_i, m_tile)
+
+    # The running max only serves to keep exp2 from overflowing; the result
+    # is exact for any reference point, as long as l and acc use the same
+    # one. With LAZY the reference is moved (and acc, l rescaled) only when
+    # some row's max grew by more than 8, i.e. p may reach 2^8 = 256, far
+    # from float16's or float32's range limits. On ordinary data that happens
+    # in the first tile or two; the D multiplies per row of the rescale are
+    # then skipped for the rest of the loop. (The first tile always
+    # rescales: m_i = -inf gives an infinite growth.)
+    if LAZY:
+        if tl.max(m_new - m_i, 0) > 8.0:
+            alpha = tl.math.exp2(m_i - m_new)
+            acc = acc * alpha[:, None]
+            l_i = l_i * alpha
+            m_i = m_new
+    else:
+        alpha = tl.math.exp2(m_i - m_new)
+        acc = acc * alpha[:, None]
+        l_i = l_i * alpha
+        m_i = m_new
+
+    if DIAG or BOUNDS:
+        p = tl.math.exp2(s - m_i[:, None])
+    else:
+        p = tl.math.exp2(qk * qk_scale - m_i[:, None])  # one FMA + one exp2 per score
+    l_i = l_i + tl.sum(p, 1)
+    # P is rounded to the input dtype for the tensor cores; acc stays float32.
+    acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PREC)
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_stage(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
+                offs_m, lo, hi, N, qk_scale,
+                BLOCK_N: tl.constexpr, DIAG: tl.constexpr, BOUNDS: tl.constexpr,
+                LAZY: tl.constexpr, DOT_PREC: tl.constexpr):
+    """Key tiles [lo, hi) in steps of BLOCK_N; k_ptrs/v_ptrs point at key 0's tile."""
+    offs_n = lo + tl.arange(0, BLOCK_N)
+    k_ptrs += lo * stride_kn
+    v_ptrs += lo * stride_vn
     for start_n in range(lo, hi, BLOCK_N):
-        start_n = tl.multiple_of(start_n, BLOCK_N)
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        # K is read as a (HEAD_DIM, BLOCK_N) tile (K^T) so that q @ k needs no transpose.
-        k_ptrs = k_base + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
-        v_ptrs = v_base + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
-        if MASKED:
+        if BOUNDS:
+            # The ragged tail: keys past N read as zero (never from memory).
             k = tl.load(k_ptrs, mask=offs_n[None, :] < N, other=0.0)
             v = tl.load(v_ptrs, mask=offs_n[:, None] < N, other=0.0)
         else:
             k = tl.load(k_ptrs)
             v = tl.load(v_ptrs)
-        s = tl.dot(q, k) * qk_scale  # float32 scores, already in log2 units
-        if MASKED:
-            keep = offs_n[None, :] < N
-            if CAUSAL:
-                keep = keep & (offs_m[:, None] >= offs_n[None, :])
-            s = tl.where(keep, s, float("-inf"))
-        # Every row sees at least one key by now (key 0 is in the first block
-        # and visible to every query), so m_new is finite and alpha is never NaN.
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        alpha = tl.exp2(m_i - m_new)
-        p = tl.exp2(s - m_new[:, None])
-        l_i = l_i * alpha + tl.sum(p, 1)
-        acc = acc * alpha[:, None]
-        acc = tl.dot(p.to(v.dtype), v, acc)
-        m_i = m_new
+        acc, l_i, m_i = _attn_tile(acc, l_i, m_i, q, k, v, offs_m, offs_n, N, qk_scale,
+                                   DIAG, BOUNDS, LAZY, DOT_PREC)
+        offs_n += BLOCK_N
+        k_ptrs += BLOCK_N * stride_kn
+        v_ptrs += BLOCK_N * stride_vn
     return acc, l_i, m_i
 
 
@@ -68,80 +131,127 @@ def _flash_fwd_kernel(
     stride_vb, stride_vh, stride_vn, stride_vd,
     stride_ob, stride_oh, stride_on, stride_od,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+    EVEN: tl.constexpr, LAZY: tl.constexpr, DOT_PREC: tl.constexpr,
 ):
+    # The diagonal split below needs the query block to be whole key tiles.
+    tl.static_assert(BLOCK_M % BLOCK_N == 0)
     pid_m = tl.program_id(0)
     off_bh = tl.program_id(1)
     if CAUSAL:
-        start_m = num_m_blocks - 1 - pid_m  # the longest (last) query blocks start first
+        # Query block i sees i + 1 key blocks: start the longest ones first so
+        # that the short ones fill the gaps at the end of the launch.
+        start_m = (num_m_blocks - 1 - pid_m) * BLOCK_M
     else:
-        start_m = pid_m
+        start_m = pid_m * BLOCK_M
+    # Consecutive programs are blocks of the same head: they read the same
+    # K and V, which the L2 cache then serves to all but the first.
     off_b = (off_bh // H).to(tl.int64)
     off_h = (off_bh % H).to(tl.int64)
-    q_base = Q + off_b * stride_qb + off_h * stride_qh
-    k_base = K + off_b * stride_kb + off_h * stride_kh
-    v_base = V + off_b * stride_vb + off_h * stride_vh
-    o_base = O + off_b * stride_ob + off_h * stride_oh
 
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    row_ok = offs_m < N
-    q = tl.load(q_base + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd,
-                mask=row_ok[:, None], other=0.0)
+    offs_n = tl.arange(0, BLOCK_N)
+    q_ptrs = Q + off_b * stride_qb + off_h * stride_qh + offs_m[:, None] * stride_qn + offs_d[None, :] * stride_qd
+    # K is read as a (HEAD_DIM, BLOCK_N) tile, i.e. K^T, so q @ k needs no transpose.
+    k_ptrs = K + off_b * stride_kb + off_h * stride_kh + offs_n[None, :] * stride_kn + offs_d[:, None] * stride_kd
+    v_ptrs = V + off_b * stride_vb + off_h * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :] * stride_vd
+    if EVEN:
+        q = tl.load(q_ptrs)
+    else:
+        q = tl.load(q_ptrs, mask=offs_m[:, None] < N, other=0.0)
 
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
 
     if CAUSAL:
-        # Keys below this block's first query are visible to all its rows and lie inside N.
-        full_hi = start_m * BLOCK_M
-        end = tl.minimum((start_m + 1) * BLOCK_M, N)
+        # Keys below the block's first query are visible to all its rows and
+        # lie inside N: no mask. Then the diagonal tiles, with the triangle.
+        acc, l_i, m_i = _attn_stage(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
+                                    offs_m, 0, start_m, N, qk_scale,
+                                    BLOCK_N, False, False, LAZY, DOT_PREC)
+        acc, l_i, m_i = _attn_stage(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
+                                    offs_m, start_m, tl.minimum(start_m + BLOCK_M, N), N, qk_scale,
+                                    BLOCK_N, True, not EVEN, LAZY, DOT_PREC)
     else:
         full_hi = (N // BLOCK_N) * BLOCK_N
-        end = N
-    acc, l_i, m_i = _attn_stage(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                                offs_m, offs_d, 0, full_hi, N, qk_scale, BLOCK_N, False, CAUSAL)
-    acc, l_i, m_i = _attn_stage(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd,
-                                offs_m, offs_d, full_hi, end, N, qk_scale, BLOCK_N, True, CAUSAL)
+        acc, l_i, m_i = _attn_stage(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
+                                    offs_m, 0, full_hi, N, qk_scale,
+                                    BLOCK_N, False, False, LAZY, DOT_PREC)
+        if not EVEN:
+            acc, l_i, m_i = _attn_stage(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
+                                        offs_m, full_hi, N, N, qk_scale,
+                                        BLOCK_N, False, True, LAZY, DOT_PREC)
 
-    # Rows past N never reach memory; give them l = 1 so nothing divides by zero.
-    l_i = tl.where(row_ok, l_i, 1.0)
+    # Every row (those past N too: they see key 0, read as zeros or not) has
+    # l >= 1, since its max term contributes 2^0 or more.
     acc = acc / l_i[:, None]
-    # m and log2(l) are base-2 quantities: ln(sum e^s) = (m + log2 l) * ln 2.
-    lse = (m_i + tl.log2(l_i)) * 0.6931471805599453
-    tl.store(LSE + off_bh.to(tl.int64) * N + offs_m, lse, mask=row_ok)
-    tl.store(o_base + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od,
-             acc.to(O.dtype.element_ty), mask=row_ok[:, None])
+    lse = (m_i + tl.math.log2(l_i)) * 0.6931471805599453  # back to the natural log
+    lse_ptrs = LSE + off_bh.to(tl.int64) * N + offs_m
+    o_ptrs = O + off_b * stride_ob + off_h * stride_oh + offs_m[:, None] * stride_on + offs_d[None, :] * stride_od
+    if EVEN:
+        tl.store(lse_ptrs, lse)
+        tl.store(o_ptrs, acc.to(O.dtype.element_ty))
+    else:
+        tl.store(lse_ptrs, lse, mask=offs_m < N)
+        tl.store(o_ptrs, acc.to(O.dtype.element_ty), mask=offs_m[:, None] < N)
 
 
-def _config(B, H, N, D):
-    """(BLOCK_M, BLOCK_N, num_warps, num_stages) for an H200 (132 SMs)."""
-    block_n = 64
-    # 128-row query blocks feed the tensor cores best, as long as there are
-    # enough of them to fill the GPU; short or few sequences get 64-row blocks.
-    block_m = 128 if N > 64 and triton.cdiv(N, 128) * B * H >= 132 else 64
-    num_warps = 8 if block_m == 128 else 4
-    num_stages = 3 if D >= 64 else 2
-    return block_m, block_n, num_warps, num_stages
+# (BLOCK_M, BLOCK_N, num_warps, num_stages, LAZY) per head dim, for an
+# H200 and 16-bit inputs with enough query blocks to fill its 132 SMs.
+# num_warps 8 at BLOCK_M 128 gives each of the two warpgroups 64 query rows;
+# at D = 128 a (128 x 128) K tile plus V tile is 64 KiB, so two stages of
+# prefetch (plus Q) fit in shared memory where three would not.
+CONFIGS = {
+    16: (128, 64, 4, 3, False),
+    32: (128, 64, 4, 3, False),
+    64: (128, 128, 8, 3, False),
+    128: (128, 128, 8, 2, False),
+}
+# Few heads or short sequences: not enough 128-row blocks to fill the GPU, so
+# smaller query blocks (twice as many programs, shorter critical path).
+SMALL_GRID = (64, 64, 4, 3, False)
+# float32 inputs (the interpreter's tests): the dot runs on CUDA cores in
+# full precision; small tiles keep its registers and shared memory in bounds.
+FLOAT32 = (64, 32, 4, 2, False)
+NUM_SMS = 132
 
 
-def flash_attention_forward(q, k, v, causal, sm_scale):
+def _config(B, H, N, D, dtype):
+    if dtype == torch.float32:
+        return FLOAT32
+    if triton.cdiv(N, 128) * B * H < NUM_SMS:
+        return SMALL_GRID
+    return CONFIGS[D]
+
+
+def _launch(q, k, v, causal, sm_scale, block_m, block_n, num_warps, num_stages, lazy=False):
+    """The forward with explicit tuning knobs (tests/bench/fa_tune.py sweeps them); returns (o, lse, kernel)."""
     B, H, N, D = q.shape
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(D)
+    scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)
+    # The kernel takes the row max on unscaled scores (see _attn_tile).
+    assert scale > 0, "sm_scale must be positive"
     o = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
     lse = torch.empty((B, H, N), dtype=torch.float32, device=q.device)
-    block_m, block_n, num_warps, num_stages = _config(B, H, N, D)
     num_m_blocks = triton.cdiv(N, block_m)
-    grid = (num_m_blocks, B * H)
-    _flash_fwd_kernel[grid](
+    kernel = _flash_fwd_kernel[(num_m_blocks, B * H)](
         q, k, v, o, lse,
-        float(sm_scale) * LOG2E, N, H, num_m_blocks,
+        scale * LOG2E, N, H, num_m_blocks,
         q.stride(0), q.stride(1), q.stride(2), q.stride(3),
         k.stride(0), k.stride(1), k.stride(2), k.stride(3),
         v.stride(0), v.stride(1), v.stride(2), v.stride(3),
         o.stride(0), o.stride(1), o.stride(2), o.stride(3),
         HEAD_DIM=D, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=bool(causal),
+        EVEN=N % block_m == 0, LAZY=bool(lazy),
+        # float32 inputs: tl.dot would round them to TF32 on the GPU by default.
+        DOT_PREC="ieee" if q.dtype == torch.float32 else "tf32",
         num_warps=num_warps, num_stages=num_stages,
     )
+    return o, lse, kernel
+
+
+def flash_attention_forward(q, k, v, causal, sm_scale):
+    B, H, N, D = q.shape
+    block_m, block_n, num_warps, num_stages, lazy = _config(B, H, N, D, q.dtype)
+    o, lse, _ = _launch(q, k, v, causal, sm_scale, block_m, block_n, num_warps, num_stages, lazy)
     return o, lse

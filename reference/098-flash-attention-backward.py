@@ -1,32 +1,51 @@
 """Reference solution for problem 98 (FlashAttention backward): the speed bar and proof of solvability.
 
-The atomics-free split of the Triton tutorial's backward:
+The atomics-free FlashAttention-2 split (as in the Triton tutorial), in three
+launches:
 
-1. ``_bwd_preprocess``: delta_i = rowsum(dO_i * O_i) in float32, one program per
-   query block.
+1. ``_bwd_preprocess``: per query row, delta_i = rowsum(dO_i * O_i) and the
+   logsumexp in base 2, lse2_i = lse_i * log2(e), both float32 in contiguous
+   (B*H, N) buffers. Every later load of them is then one contiguous vector,
+   whatever the strides of the lse it was given.
 2. ``_bwd_dkdv``: one program per key block (BLOCK_N1 keys of one head) keeps
    K_j, V_j and the float32 accumulators dK_j, dV_j on chip and streams the
    query blocks that can see it. It works on the transposed tile
-   P^T = exp(scale * K Q^T - lse) so that every tl.dot takes its operands as
-   they are loaded.
+   P^T = exp2(K Q^T * scale * log2 e - lse2) so that every tl.dot takes its
+   operands as they are loaded.
 3. ``_bwd_dq``: one program per query block keeps Q_i, dO_i and dQ_i on chip
    and streams the key blocks it can see.
 
-Causal: a key block is seen only by query blocks at or after its diagonal, and
-a query block sees only key blocks up to its diagonal; only the blocks that
-straddle the diagonal pay for the triangular mask. P is rebuilt with a plain
-natural exp from the natural-log lse. Ragged N: loads are masked with zeros
-and stores are masked. A query row past N then contributes exactly nothing
-(q = 0, dO = 0, lse = 0, delta = 0 give P = 1 but dO = 0 and dS = 0). A key
-past N only touches its own rows of dK and dV, which are never stored, except
-in the dQ kernel, where exp(0 - lse) can overflow (every score below -88) and
-inf * 0 would give NaN: there P is masked to 0 explicitly. All strides come
-from the tensors.
+Each (query block, key block) pair is visited twice, once per kernel, so P
+and dP are computed twice (7 block matmuls where the fused atomic version
+needs 5). In return no dQ is accumulated with atomics: the result is
+deterministic and each kernel has only its own accumulators to keep in
+registers, which lets both use big tiles.
 
-Measured on an H200 (Triton 3.6, torch 2.11), fp16/bf16, N = 4096: 0.65 ms
-(B2 H8 D64 causal), 0.75 ms (B2 H8 D64 bf16), 0.64 ms (B1 H16 D128 causal),
-1.02 ms (B1 H16 D128), i.e. 130-340 TFLOP/s, 45-70% of the speed of PyTorch's
-own scaled_dot_product_attention backward on the same shapes.
+What makes it fast on a Hopper GPU (H200), one idea per paragraph:
+
+- Big tiles and 8 warps: 128-key blocks in the dK/dV kernel and 128-query
+  blocks in the dQ kernel, so that each K/V (or Q/dO) tile loaded from memory
+  feeds as many tensor-core operations as the registers allow.
+- One fused multiply-add per score to rebuild P: the scale and log2(e) are
+  one constant, and lse was converted to base 2 once, in the preprocess
+  kernel, instead of once per (query, key) pair.
+- Causal: a key block is seen only by the query blocks at or after its
+  diagonal, and a query block only sees the key blocks up to its diagonal;
+  only the tiles that straddle the diagonal pay for the triangular mask.
+  Causal dQ programs are launched heaviest first (the dK/dV ones already are).
+- No masks on loads when N is a multiple of the blocks (EVEN); otherwise only
+  the ragged tail tiles carry them.
+
+Ragged N, why the masks are enough: loads past N read zeros. A query row past
+N then contributes exactly nothing (q = 0, dO = 0, lse2 = 0, delta = 0 give
+P = 1 but dO = 0 and dS = 0). A key past N only touches its own rows of dK
+and dV, which are never stored, except in the dQ kernel, where exp2(0 - lse2)
+can overflow (every score below -88) and inf * 0 would give NaN: there P is
+masked to 0 explicitly. All strides come from the tensors.
+
+The tile sizes, warps and stages per head dim are in CONFIGS, first guesses
+for an H200 that tests/bench/fa_tune.py measures against the alternatives
+(see tests/bench/FA_NOTES.md).
 """
 
 import math
@@ -35,10 +54,12 @@ import torch
 import triton
 import triton.language as tl
 
+LOG2E = 1.4426950408889634  # 1 / ln 2
+
 
 @triton.jit
-def _bwd_preprocess(o_ptr, do_ptr, delta_ptr, H, N,
-                    s_ob, s_oh, s_on, s_od, s_gb, s_gh, s_gn, s_gd,
+def _bwd_preprocess(o_ptr, do_ptr, lse_ptr, delta_ptr, lse2_ptr, H, N,
+                    s_ob, s_oh, s_on, s_od, s_gb, s_gh, s_gn, s_gd, s_lb, s_lh, s_ln,
                     BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr):
     pid_m = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
@@ -51,161 +72,263 @@ def _bwd_preprocess(o_ptr, do_ptr, delta_ptr, H, N,
                 mask=mask[:, None], other=0.0).to(tl.float32)
     do = tl.load(do_ptr + b * s_gb + h * s_gh + offs_m[:, None] * s_gn + offs_d[None, :] * s_gd,
                  mask=mask[:, None], other=0.0).to(tl.float32)
+    lse = tl.load(lse_ptr + b * s_lb + h * s_lh + offs_m * s_ln, mask=mask, other=0.0)
     tl.store(delta_ptr + bh * N + offs_m, tl.sum(o * do, axis=1), mask=mask)
+    tl.store(lse2_ptr + bh * N + offs_m, lse * 1.4426950408889634, mask=mask)
 
 
 @triton.jit
-def _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base,
-                s_qn, s_qd, s_gn, s_gd, s_ln,
-                start_n, lo, hi, N, scale,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK: tl.constexpr):
-    offs_n = start_n + tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
+def _dkdv_stage(dk, dv, k, v, q_ptrs, do_ptrs, lse2_ptr, delta_ptr, s_qn, s_gn,
+                offs_n, lo, hi, N, qk_scale,
+                BLOCK_M: tl.constexpr, DIAG: tl.constexpr, BOUNDS: tl.constexpr, DOT_PREC: tl.constexpr):
+    """Query blocks [lo, hi) against this program's keys; q_ptrs/do_ptrs point at query 0's tile."""
+    offs_m = lo + tl.arange(0, BLOCK_M)
+    q_ptrs += lo * s_qn
+    do_ptrs += lo * s_gn
     for start_m in range(lo, hi, BLOCK_M):
-        offs_m = start_m + tl.arange(0, BLOCK_M)
-        m_ok = offs_m < N
-        qT = tl.load(q_base + offs_m[None, :] * s_qn + offs_d[:, None] * s_qd, mask=m_ok[None, :], other=0.0)
-        do = tl.load(do_base + offs_m[:, None] * s_gn + offs_d[None, :] * s_gd, mask=m_ok[:, None], other=0.0)
-        lse = tl.load(lse_base + offs_m * s_ln, mask=m_ok, other=0.0)
-        delta = tl.load(delta_base + offs_m, mask=m_ok, other=0.0)
-        # P^T (BLOCK_N x BLOCK_M): natural exp, the lse is a natural log.
-        pT = tl.exp(tl.dot(k, qT) * scale - lse[None, :])
-        if MASK:
+        if BOUNDS:
+            m_ok = offs_m < N
+            qT = tl.load(q_ptrs, mask=m_ok[None, :], other=0.0)
+            do = tl.load(do_ptrs, mask=m_ok[:, None], other=0.0)
+            lse2 = tl.load(lse2_ptr + offs_m, mask=m_ok, other=0.0)
+            delta = tl.load(delta_ptr + offs_m, mask=m_ok, other=0.0)
+        else:
+            qT = tl.load(q_ptrs)
+            do = tl.load(do_ptrs)
+            lse2 = tl.load(lse2_ptr + offs_m)
+            delta = tl.load(delta_ptr + offs_m)
+        # P^T (BLOCK_N x BLOCK_M) = exp2(scale * log2e * K Q^T - lse2): one FMA and one exp2 a score.
+        pT = tl.math.exp2(tl.dot(k, qT, input_precision=DOT_PREC) * qk_scale - lse2[None, :])
+        if DIAG:
             pT = tl.where(offs_m[None, :] >= offs_n[:, None], pT, 0.0)
-        dv += tl.dot(pT.to(do.dtype), do)
-        dpT = tl.dot(v, tl.trans(do))
+        dv = tl.dot(pT.to(do.dtype), do, dv, input_precision=DOT_PREC)
+        dpT = tl.dot(v, tl.trans(do), input_precision=DOT_PREC)
         dsT = pT * (dpT - delta[None, :])
-        dk += tl.dot(dsT.to(qT.dtype), tl.trans(qT))
+        dk = tl.dot(dsT.to(qT.dtype), tl.trans(qT), dk, input_precision=DOT_PREC)
+        offs_m += BLOCK_M
+        q_ptrs += BLOCK_M * s_qn
+        do_ptrs += BLOCK_M * s_gn
     return dk, dv
 
 
 @triton.jit
-def _bwd_dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr, H, N, scale,
+def _bwd_dkdv(q_ptr, k_ptr, v_ptr, do_ptr, lse2_ptr, delta_ptr, dk_ptr, dv_ptr, H, N, qk_scale, sm_scale,
               s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
-              s_gb, s_gh, s_gn, s_gd, s_lb, s_lh, s_ln,
+              s_gb, s_gh, s_gn, s_gd,
               s_dkb, s_dkh, s_dkn, s_dkd, s_dvb, s_dvh, s_dvn, s_dvd,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr):
-    pid_n = tl.program_id(0)
+              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
+              EVEN: tl.constexpr, DOT_PREC: tl.constexpr):
+    # The diagonal of a key block is whole query blocks.
+    tl.static_assert(BLOCK_N % BLOCK_M == 0)
+    pid_n = tl.program_id(0)  # causal: block 0 sees every query block, so the heaviest start first
     bh = tl.program_id(1).to(tl.int64)
     b = bh // H
     h = bh % H
     start_n = pid_n * BLOCK_N
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
-    n_ok = offs_n < N
-    k = tl.load(k_ptr + b * s_kb + h * s_kh + offs_n[:, None] * s_kn + offs_d[None, :] * s_kd,
-                mask=n_ok[:, None], other=0.0)
-    v = tl.load(v_ptr + b * s_vb + h * s_vh + offs_n[:, None] * s_vn + offs_d[None, :] * s_vd,
-                mask=n_ok[:, None], other=0.0)
-    q_base = q_ptr + b * s_qb + h * s_qh
-    do_base = do_ptr + b * s_gb + h * s_gh
-    lse_base = lse_ptr + b * s_lb + h * s_lh
+    offs_m = tl.arange(0, BLOCK_M)
+    k_ptrs = k_ptr + b * s_kb + h * s_kh + offs_n[:, None] * s_kn + offs_d[None, :] * s_kd
+    v_ptrs = v_ptr + b * s_vb + h * s_vh + offs_n[:, None] * s_vn + offs_d[None, :] * s_vd
+    if EVEN:
+        k = tl.load(k_ptrs)
+        v = tl.load(v_ptrs)
+    else:
+        k = tl.load(k_ptrs, mask=offs_n[:, None] < N, other=0.0)
+        v = tl.load(v_ptrs, mask=offs_n[:, None] < N, other=0.0)
+    # Q is read as a (HEAD_DIM, BLOCK_M) tile, i.e. Q^T, for K Q^T.
+    q_ptrs = q_ptr + b * s_qb + h * s_qh + offs_m[None, :] * s_qn + offs_d[:, None] * s_qd
+    do_ptrs = do_ptr + b * s_gb + h * s_gh + offs_m[:, None] * s_gn + offs_d[None, :] * s_gd
+    lse2_base = lse2_ptr + bh * N
     delta_base = delta_ptr + bh * N
     dk = tl.zeros((BLOCK_N, HEAD_DIM), dtype=tl.float32)
     dv = tl.zeros((BLOCK_N, HEAD_DIM), dtype=tl.float32)
+
     if CAUSAL:
-        # BLOCK_N is a multiple of BLOCK_M: the query blocks [start_n, start_n + BLOCK_N)
-        # straddle the diagonal; every later one sees all of this key block.
-        mid = tl.minimum(start_n + BLOCK_N, N)
-        dk, dv = _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, s_qn, s_qd, s_gn, s_gd, s_ln,
-                             start_n, start_n, mid, N, scale, BLOCK_M, BLOCK_N, HEAD_DIM, True)
-        dk, dv = _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, s_qn, s_qd, s_gn, s_gd, s_ln,
-                             start_n, mid, N, N, scale, BLOCK_M, BLOCK_N, HEAD_DIM, False)
+        # Query blocks [start_n, start_n + BLOCK_N) straddle the diagonal; the
+        # ones before it see none of these keys and are skipped.
+        dk, dv = _dkdv_stage(dk, dv, k, v, q_ptrs, do_ptrs, lse2_base, delta_base, s_qn, s_gn,
+                             offs_n, start_n, tl.minimum(start_n + BLOCK_N, N), N, qk_scale,
+                             BLOCK_M, True, not EVEN, DOT_PREC)
+        lo = start_n + BLOCK_N
     else:
-        dk, dv = _dkdv_inner(dk, dv, k, v, q_base, do_base, lse_base, delta_base, s_qn, s_qd, s_gn, s_gd, s_ln,
-                             start_n, 0, N, N, scale, BLOCK_M, BLOCK_N, HEAD_DIM, False)
-    dk = dk * scale
-    tl.store(dk_ptr + b * s_dkb + h * s_dkh + offs_n[:, None] * s_dkn + offs_d[None, :] * s_dkd,
-             dk.to(dk_ptr.dtype.element_ty), mask=n_ok[:, None])
-    tl.store(dv_ptr + b * s_dvb + h * s_dvh + offs_n[:, None] * s_dvn + offs_d[None, :] * s_dvd,
-             dv.to(dv_ptr.dtype.element_ty), mask=n_ok[:, None])
+        lo = 0
+    # Whole query blocks that see all of these keys, then the ragged tail.
+    full_hi = (N // BLOCK_M) * BLOCK_M
+    dk, dv = _dkdv_stage(dk, dv, k, v, q_ptrs, do_ptrs, lse2_base, delta_base, s_qn, s_gn,
+                         offs_n, lo, full_hi, N, qk_scale, BLOCK_M, False, False, DOT_PREC)
+    if not EVEN:
+        dk, dv = _dkdv_stage(dk, dv, k, v, q_ptrs, do_ptrs, lse2_base, delta_base, s_qn, s_gn,
+                             offs_n, tl.maximum(lo, full_hi), N, N, qk_scale, BLOCK_M, False, True, DOT_PREC)
+
+    dk = dk * sm_scale
+    dk_ptrs = dk_ptr + b * s_dkb + h * s_dkh + offs_n[:, None] * s_dkn + offs_d[None, :] * s_dkd
+    dv_ptrs = dv_ptr + b * s_dvb + h * s_dvh + offs_n[:, None] * s_dvn + offs_d[None, :] * s_dvd
+    if EVEN:
+        tl.store(dk_ptrs, dk.to(dk_ptr.dtype.element_ty))
+        tl.store(dv_ptrs, dv.to(dv_ptr.dtype.element_ty))
+    else:
+        tl.store(dk_ptrs, dk.to(dk_ptr.dtype.element_ty), mask=offs_n[:, None] < N)
+        tl.store(dv_ptrs, dv.to(dv_ptr.dtype.element_ty), mask=offs_n[:, None] < N)
 
 
 @triton.jit
-def _dq_inner(dq, q, do, lse, delta, k_base, v_base, s_kn, s_kd, s_vn, s_vd,
-              start_m, lo, hi, N, scale,
-              BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, MASK: tl.constexpr):
-    offs_m = start_m + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
+def _dq_stage(dq, q, do, lse2, delta, k_ptrs, v_ptrs, s_kn, s_vn,
+              offs_m, lo, hi, N, qk_scale,
+              BLOCK_N: tl.constexpr, DIAG: tl.constexpr, BOUNDS: tl.constexpr, DOT_PREC: tl.constexpr):
+    """Key blocks [lo, hi) against this program's queries; k_ptrs/v_ptrs point at key 0's tile."""
+    offs_n = lo + tl.arange(0, BLOCK_N)
+    k_ptrs += lo * s_kn
+    v_ptrs += lo * s_vn
     for start_n in range(lo, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        n_ok = offs_n < N
-        kT = tl.load(k_base + offs_n[None, :] * s_kn + offs_d[:, None] * s_kd, mask=n_ok[None, :], other=0.0)
-        vT = tl.load(v_base + offs_n[None, :] * s_vn + offs_d[:, None] * s_vd, mask=n_ok[None, :], other=0.0)
-        p = tl.exp(tl.dot(q, kT) * scale - lse[:, None])
-        # Keys past N were loaded as zeros: their score 0 gives exp(-lse), which
-        # overflows when every score of the row is below -88, and inf * 0 = NaN.
-        if MASK:
-            p = tl.where((offs_m[:, None] >= offs_n[None, :]) & n_ok[None, :], p, 0.0)
+        if BOUNDS:
+            kT = tl.load(k_ptrs, mask=offs_n[None, :] < N, other=0.0)
+            vT = tl.load(v_ptrs, mask=offs_n[None, :] < N, other=0.0)
         else:
-            p = tl.where(n_ok[None, :], p, 0.0)
-        dp = tl.dot(do, vT)
+            kT = tl.load(k_ptrs)
+            vT = tl.load(v_ptrs)
+        p = tl.math.exp2(tl.dot(q, kT, input_precision=DOT_PREC) * qk_scale - lse2[:, None])
+        if DIAG:
+            p = tl.where(offs_m[:, None] >= offs_n[None, :], p, 0.0)
+        if BOUNDS and not DIAG:
+            # Keys past N were read as zeros: their score 0 gives exp2(-lse2),
+            # which overflows when every score of the row is below -88, and
+            # inf * 0 = NaN in dS. (On the diagonal they are masked already:
+            # a key past N lies above the diagonal of every row inside N.)
+            p = tl.where(offs_n[None, :] < N, p, 0.0)
+        dp = tl.dot(do, vT, input_precision=DOT_PREC)
         ds = p * (dp - delta[:, None])
-        dq += tl.dot(ds.to(kT.dtype), tl.trans(kT))
+        dq = tl.dot(ds.to(kT.dtype), tl.trans(kT), dq, input_precision=DOT_PREC)
+        offs_n += BLOCK_N
+        k_ptrs += BLOCK_N * s_kn
+        v_ptrs += BLOCK_N * s_vn
     return dq
 
 
 @triton.jit
-def _bwd_dq(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr, H, N, scale,
+def _bwd_dq(q_ptr, k_ptr, v_ptr, do_ptr, lse2_ptr, delta_ptr, dq_ptr, H, N, qk_scale, sm_scale, num_m_blocks,
             s_qb, s_qh, s_qn, s_qd, s_kb, s_kh, s_kn, s_kd, s_vb, s_vh, s_vn, s_vd,
-            s_gb, s_gh, s_gn, s_gd, s_lb, s_lh, s_ln, s_dqb, s_dqh, s_dqn, s_dqd,
-            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr):
+            s_gb, s_gh, s_gn, s_gd, s_dqb, s_dqh, s_dqn, s_dqd,
+            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
+            EVEN: tl.constexpr, DOT_PREC: tl.constexpr):
+    # The diagonal of a query block is whole key blocks.
+    tl.static_assert(BLOCK_M % BLOCK_N == 0)
     pid_m = tl.program_id(0)
     bh = tl.program_id(1).to(tl.int64)
     b = bh // H
     h = bh % H
-    start_m = pid_m * BLOCK_M
+    if CAUSAL:
+        # The last query block sees every key block: start the longest first.
+        start_m = (num_m_blocks - 1 - pid_m) * BLOCK_M
+    else:
+        start_m = pid_m * BLOCK_M
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    m_ok = offs_m < N
-    q = tl.load(q_ptr + b * s_qb + h * s_qh + offs_m[:, None] * s_qn + offs_d[None, :] * s_qd,
-                mask=m_ok[:, None], other=0.0)
-    do = tl.load(do_ptr + b * s_gb + h * s_gh + offs_m[:, None] * s_gn + offs_d[None, :] * s_gd,
-                 mask=m_ok[:, None], other=0.0)
-    lse = tl.load(lse_ptr + b * s_lb + h * s_lh + offs_m * s_ln, mask=m_ok, other=0.0)
-    delta = tl.load(delta_ptr + bh * N + offs_m, mask=m_ok, other=0.0)
-    k_base = k_ptr + b * s_kb + h * s_kh
-    v_base = v_ptr + b * s_vb + h * s_vh
-    dq = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
-    if CAUSAL:
-        # BLOCK_M is a multiple of BLOCK_N: key blocks before start_m are fully
-        # visible, those in [start_m, start_m + BLOCK_M) straddle the diagonal.
-        dq = _dq_inner(dq, q, do, lse, delta, k_base, v_base, s_kn, s_kd, s_vn, s_vd,
-                       start_m, 0, start_m, N, scale, BLOCK_M, BLOCK_N, HEAD_DIM, False)
-        dq = _dq_inner(dq, q, do, lse, delta, k_base, v_base, s_kn, s_kd, s_vn, s_vd,
-                       start_m, start_m, tl.minimum(start_m + BLOCK_M, N), N, scale,
-                       BLOCK_M, BLOCK_N, HEAD_DIM, True)
+    offs_n = tl.arange(0, BLOCK_N)
+    q_ptrs = q_ptr + b * s_qb + h * s_qh + offs_m[:, None] * s_qn + offs_d[None, :] * s_qd
+    do_ptrs = do_ptr + b * s_gb + h * s_gh + offs_m[:, None] * s_gn + offs_d[None, :] * s_gd
+    if EVEN:
+        q = tl.load(q_ptrs)
+        do = tl.load(do_ptrs)
+        lse2 = tl.load(lse2_ptr + bh * N + offs_m)
+        delta = tl.load(delta_ptr + bh * N + offs_m)
     else:
-        dq = _dq_inner(dq, q, do, lse, delta, k_base, v_base, s_kn, s_kd, s_vn, s_vd,
-                       start_m, 0, N, N, scale, BLOCK_M, BLOCK_N, HEAD_DIM, False)
-    dq = dq * scale
-    tl.store(dq_ptr + b * s_dqb + h * s_dqh + offs_m[:, None] * s_dqn + offs_d[None, :] * s_dqd,
-             dq.to(dq_ptr.dtype.element_ty), mask=m_ok[:, None])
+        m_ok = offs_m < N
+        q = tl.load(q_ptrs, mask=m_ok[:, None], other=0.0)
+        do = tl.load(do_ptrs, mask=m_ok[:, None], other=0.0)
+        lse2 = tl.load(lse2_ptr + bh * N + offs_m, mask=m_ok, other=0.0)
+        delta = tl.load(delta_ptr + bh * N + offs_m, mask=m_ok, other=0.0)
+    # K and V are read as (HEAD_DIM, BLOCK_N) tiles, i.e. K^T and V^T.
+    k_ptrs = k_ptr + b * s_kb + h * s_kh + offs_n[None, :] * s_kn + offs_d[:, None] * s_kd
+    v_ptrs = v_ptr + b * s_vb + h * s_vh + offs_n[None, :] * s_vn + offs_d[:, None] * s_vd
+    dq = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
+
+    if CAUSAL:
+        # Keys before start_m are visible to every row of the block (and inside
+        # N); those in [start_m, start_m + BLOCK_M) straddle the diagonal.
+        dq = _dq_stage(dq, q, do, lse2, delta, k_ptrs, v_ptrs, s_kn, s_vn,
+                       offs_m, 0, start_m, N, qk_scale, BLOCK_N, False, False, DOT_PREC)
+        dq = _dq_stage(dq, q, do, lse2, delta, k_ptrs, v_ptrs, s_kn, s_vn,
+                       offs_m, start_m, tl.minimum(start_m + BLOCK_M, N), N, qk_scale,
+                       BLOCK_N, True, not EVEN, DOT_PREC)
+    else:
+        full_hi = (N // BLOCK_N) * BLOCK_N
+        dq = _dq_stage(dq, q, do, lse2, delta, k_ptrs, v_ptrs, s_kn, s_vn,
+                       offs_m, 0, full_hi, N, qk_scale, BLOCK_N, False, False, DOT_PREC)
+        if not EVEN:
+            dq = _dq_stage(dq, q, do, lse2, delta, k_ptrs, v_ptrs, s_kn, s_vn,
+                           offs_m, full_hi, N, N, qk_scale, BLOCK_N, False, True, DOT_PREC)
+
+    dq = dq * sm_scale
+    dq_ptrs = dq_ptr + b * s_dqb + h * s_dqh + offs_m[:, None] * s_dqn + offs_d[None, :] * s_dqd
+    if EVEN:
+        tl.store(dq_ptrs, dq.to(dq_ptr.dtype.element_ty))
+    else:
+        tl.store(dq_ptrs, dq.to(dq_ptr.dtype.element_ty), mask=offs_m[:, None] < N)
 
 
-def _config(d):
-    """(BLOCK_M1, BLOCK_N1, BLOCK_M2, BLOCK_N2, num_warps, num_stages): the tutorial's shapes."""
-    if d <= 64:
-        return 32, 128, 128, 32, 4, 3
-    return 32, 64, 64, 32, 4, 3
+# Per head dim, for an H200 and 16-bit inputs:
+# (BLOCK_M1, BLOCK_N1, num_warps1, num_stages1) for the dK/dV kernel (BLOCK_N1 keys
+# per program, BLOCK_M1 queries per step) and (BLOCK_M2, BLOCK_N2, num_warps2,
+# num_stages2) for the dQ kernel (BLOCK_M2 queries per program, BLOCK_N2 keys
+# per step). Each kernel holds two (block x D) float32 accumulators (dK, dV)
+# or one (dQ) in registers, which bounds the tiles at D = 128.
+CONFIGS = {
+    16: ((32, 64, 4, 3), (64, 32, 4, 3)),
+    32: ((32, 64, 4, 3), (64, 32, 4, 3)),
+    64: ((64, 128, 8, 3), (128, 64, 8, 3)),
+    128: ((64, 128, 8, 2), (128, 64, 8, 2)),
+}
+# Few heads or short sequences: smaller blocks, more programs.
+SMALL_GRID = ((32, 64, 4, 3), (64, 32, 4, 3))
+# float32 inputs (the interpreter's tests): full-precision dots on CUDA cores.
+FLOAT32 = ((16, 32, 4, 2), (32, 16, 4, 2))
+NUM_SMS = 132
 
 
-def flash_attention_backward(q, k, v, o, lse, do, causal, sm_scale):
+def _config(B, H, N, D, dtype):
+    if dtype == torch.float32:
+        return FLOAT32
+    if triton.cdiv(N, 128) * B * H < NUM_SMS:
+        return SMALL_GRID
+    return CONFIGS[D]
+
+
+def _launch(q, k, v, o, lse, do, causal, sm_scale, dkdv_cfg, dq_cfg):
+    """The backward with explicit tuning knobs (tests/bench/fa_tune.py sweeps them).
+
+    dkdv_cfg = (BLOCK_M1, BLOCK_N1, num_warps, num_stages), dq_cfg = (BLOCK_M2,
+    BLOCK_N2, num_warps, num_stages). Returns (dq, dk, dv, [compiled kernels]).
+    """
     B, H, N, D = q.shape
     scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)
     dq = torch.empty((B, H, N, D), dtype=q.dtype, device=q.device)
     dk = torch.empty((B, H, N, D), dtype=k.dtype, device=q.device)
     dv = torch.empty((B, H, N, D), dtype=v.dtype, device=q.device)
     delta = torch.empty((B * H, N), dtype=torch.float32, device=q.device)
-    bm1, bn1, bm2, bn2, warps, stages = _config(D)
+    lse2 = torch.empty((B * H, N), dtype=torch.float32, device=q.device)
+    # float32 inputs: tl.dot would round them to TF32 on the GPU by default.
+    prec = "ieee" if q.dtype == torch.float32 else "tf32"
+    bm1, bn1, w1, s1 = dkdv_cfg
+    bm2, bn2, w2, s2 = dq_cfg
 
-    _bwd_preprocess[(triton.cdiv(N, 64), B * H)](
-        o, do, delta, H, N, *o.stride(), *do.stride(), BLOCK_M=64, HEAD_DIM=D)
-    strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride(), *lse.stride())
-    _bwd_dkdv[(triton.cdiv(N, bn1), B * H)](
-        q, k, v, do, lse, delta, dk, dv, H, N, scale, *strides, *dk.stride(), *dv.stride(),
-        BLOCK_M=bm1, BLOCK_N=bn1, HEAD_DIM=D, CAUSAL=bool(causal), num_warps=warps, num_stages=stages)
-    _bwd_dq[(triton.cdiv(N, bm2), B * H)](
-        q, k, v, do, lse, delta, dq, H, N, scale, *strides, *dq.stride(),
-        BLOCK_M=bm2, BLOCK_N=bn2, HEAD_DIM=D, CAUSAL=bool(causal), num_warps=warps, num_stages=stages)
+    pre = _bwd_preprocess[(triton.cdiv(N, 64), B * H)](
+        o, do, lse, delta, lse2, H, N, *o.stride(), *do.stride(), *lse.stride(), BLOCK_M=64, HEAD_DIM=D)
+    strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
+    kv = _bwd_dkdv[(triton.cdiv(N, bn1), B * H)](
+        q, k, v, do, lse2, delta, dk, dv, H, N, scale * LOG2E, scale, *strides, *dk.stride(), *dv.stride(),
+        BLOCK_M=bm1, BLOCK_N=bn1, HEAD_DIM=D, CAUSAL=bool(causal), EVEN=N % bn1 == 0, DOT_PREC=prec,
+        num_warps=w1, num_stages=s1)
+    num_m_blocks = triton.cdiv(N, bm2)
+    qk = _bwd_dq[(num_m_blocks, B * H)](
+        q, k, v, do, lse2, delta, dq, H, N, scale * LOG2E, scale, num_m_blocks, *strides, *dq.stride(),
+        BLOCK_M=bm2, BLOCK_N=bn2, HEAD_DIM=D, CAUSAL=bool(causal), EVEN=N % bm2 == 0, DOT_PREC=prec,
+        num_warps=w2, num_stages=s2)
+    return dq, dk, dv, [pre, kv, qk]
+
+
+def flash_attention_backward(q, k, v, o, lse, do, causal, sm_scale):
+    B, H, N, D = q.shape
+    dkdv_cfg, dq_cfg = _config(B, H, N, D, q.dtype)
+    dq, dk, dv, _ = _launch(q, k, v, o, lse, do, causal, sm_scale, dkdv_cfg, dq_cfg)
     return dq, dk, dv
