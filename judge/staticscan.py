@@ -101,6 +101,10 @@ FORBIDDEN_ATTRIBUTES = {
     "torch.ops.profiler": "meddles with the judge's operator record",
     "torch.cuda.set_per_process_memory_fraction": "changes the worker's GPU memory limit",
     "string.Formatter": "reads attributes named in a format string",
+    "torch.save": "serializes tensors (their bytes leave PyTorch: computes outside your kernels)",
+    "torch.load": "serializes tensors (their bytes leave PyTorch: computes outside your kernels)",
+    "torch.serialization": "serializes tensors (their bytes leave PyTorch: computes outside your kernels)",
+    "torch.set_printoptions": "changes global settings (how tensors print)",
 }
 FORBIDDEN_CALLS = {
     "exec": "runs generated code",
@@ -163,6 +167,11 @@ FORBIDDEN_NAMES = {
     "get_field": "reads attributes named in a format string",
     "vformat": "reads attributes named in a format string",
     "record_function": "forges entries in the judge's operator record",
+    "map_": "runs a Python function per element (computes outside your kernels)",
+    "map2_": "runs a Python function per element (computes outside your kernels)",
+    "apply_": "runs a Python function per element (computes outside your kernels)",
+    "frombuffer": "makes tensors of Python bytes (computes outside your kernels)",
+    "from_file": "maps files into tensors (computes outside your kernels)",
     # PyTorch's dispatch guard and its relatives, under any name or path they are re-exported by.
     **dict.fromkeys((
         "_C", "redispatch", "ExcludeDispatchKeyGuard", "DispatchKeySet", "DispatchKey", "TorchDispatchMode",
@@ -319,6 +328,8 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Constant(self, node):
+        if isinstance(node.value, str) and "/proc" in node.value:
+            self.add(node, "/proc", "reads the process's memory or descriptors through /proc")
         if isinstance(node.value, str) and "{" in node.value:
             for name in _format_fields(node.value):
                 if name.startswith("_") or name in FORBIDDEN_NAMES:
@@ -416,6 +427,13 @@ class _Scanner(ast.NodeVisitor):
                 not name.value.startswith("_") and name.value not in FORBIDDEN_NAMES
             if not plain:
                 self.add(node, f"{node.func.id}()", "reaches an attribute by a computed or private name")
+            elif node.args and _dotted(node.args[0]) is not None:
+                # getattr(os, "environ") is os.environ
+                full = f"{self._resolve(_dotted(node.args[0]))}.{name.value}"
+                for chain, why in FORBIDDEN_ATTRIBUTES.items():
+                    if _matches(full, chain):
+                        self.add(node, f"{node.func.id}()", why)
+                        break
         self.generic_visit(node)
 
     def _check_target(self, target, node):

@@ -107,6 +107,19 @@ def test_aliases_do_not_hide_a_rule(source, code):
     ("import torch\nwith torch.autograd.profiler.record_function('PythonDispatchMode'):\n    pass",
      "torch.autograd.profiler"),
     ("import torch\ntorch.cuda.set_per_process_memory_fraction(1.0)", "torch.cuda.set_per_process_memory_fraction"),
+    # work with no dispatched operator: per-element callbacks, bytes out and back in
+    ("out.map_(y, lambda a, b: a + b)", "map_"),
+    ("out.map2_(x, y, f)", "map2_"),
+    ("out.apply_(f)", "apply_"),
+    ("import torch\nt = torch.frombuffer(b, dtype=torch.float32)", "frombuffer"),
+    ("import torch\nt = torch.from_file('x', True, 4)", "from_file"),
+    ("import torch, io\ntorch.save(x, io.BytesIO())", "torch.save"),
+    ("from torch import save as keep", "from torch import save"),
+    ("m = open('/proc/self/mem', 'rb')", "/proc"),
+    ("import torch\ntorch.set_printoptions(precision=20)", "torch.set_printoptions"),
+    # getattr with a plain name is the attribute itself
+    ("import os\ne = getattr(os, 'environ')", "getattr()"),
+    ("import torch\ns = getattr(torch, 'save')", "getattr()"),
 ])
 def test_attribute_reads_by_other_syntax(source, code):
     findings = staticscan.scan(source)
