@@ -30,6 +30,8 @@ CASES = [
     ("93", R93 / "exploit_timer_patch.py", "torch.cuda.Event.elapsed_time"),
     ("93", R93 / "exploit_tf32_flag.py", "allow_tf32"),
     ("94", R94 / "redteam_softmax_custom_op.py", "::"),
+    ("93", R93 / "exploit_dispatch_escape.py", "torch add (run with the operator watch switched off)"),
+    ("93", R93 / "redteam_disable_dispatch.py", "torch add (run with the operator watch switched off)"),
     # issue 12, written anew: the dispatch guard under other names (PyTorch's operator record)
     ("93", R93 / "exploit2_dispatch_1.py", "torch add (run with the operator watch switched off)"),
     ("93", R93 / "exploit2_dispatch_2.py", "torch add (run with the operator watch switched off)"),
@@ -59,6 +61,8 @@ CASES = [
     ("93", R93 / "exploit2_malformed_2.py", "an output must be an object"),
     ("93", R93 / "exploit2_malformed_3.py", "RecursionError"),
     ("93", R93 / "exploit2_malformed_4.py", "RecursionError"),
+    # format strings read the per-run secret; the worker's descriptor redirected, every reply forged
+    ("93", R93 / "exploit2_format_1.py", "reply channel was redirected"),
 ]
 
 

@@ -32,6 +32,9 @@ SETTINGS = {
     "torch.are_deterministic_algorithms_enabled()": lambda t: t.are_deterministic_algorithms_enabled(),
     "torch.utils.deterministic.fill_uninitialized_memory": lambda t: t.utils.deterministic.fill_uninitialized_memory,
     "torch.set_printoptions()": lambda t: sorted(vars(t._tensor_str.PRINT_OPTS).items()),
+    # 1.0 (the default) until CUDA starts: reading it must not start CUDA in a worker that does not use it.
+    "torch.cuda.get_per_process_memory_fraction()":
+        lambda t: t.cuda.get_per_process_memory_fraction() if t.cuda.is_initialized() else 1.0,
 }
 
 IDENTITIES = [

@@ -203,8 +203,13 @@ class Worker:
         self.last = None  # (args, storages) of the last case, for a refill
         self.baseline: dict = {}
         self.bench = None  # judge.untrusted.bench.BenchState, made on the first timing request
+        self.channel = _identity(out_fd)
 
     def reply(self, message: dict, tensors=None):
+        if _identity(self.out_fd) != self.channel:
+            # The descriptor was pointed elsewhere (at /dev/null, say) and this reply would vanish while
+            # replies written by the submission reach the judge: stop, so that the judge sees it.
+            os._exit(wire.EXIT_CHANNEL_REDIRECTED)
         message["nonce"] = self.nonce
         wire.send(self.out_fd, message, tensors)
 
@@ -308,6 +313,15 @@ class Worker:
 
 
 
+def _identity(fd: int):
+    """What a descriptor leads to (device, inode): a pipe's never changes, whatever number it has."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
 def _started_text(started: dict) -> str:
     return " and ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(started.items()))
 
@@ -396,6 +410,11 @@ def main() -> int:
     torch.utils.deterministic.fill_uninitialized_memory = True
     if setup.get("threads"):
         torch.set_num_threads(int(setup["threads"]))
+    if setup.get("gpu_memory_mb") and str(setup.get("device", "")).startswith("cuda"):
+        # PyTorch's allocator refuses more than the job's GPU memory: an out-of-memory error in this
+        # worker (MLE for this job), not in the judge's or another job's process on the same GPU.
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, (int(setup["gpu_memory_mb"]) << 20) / total))
 
     import triton
 
