@@ -379,9 +379,10 @@ _OP_EVENT = re.compile(r"^\w+::\w+$")
 _MODE_EVENT = "PythonDispatchMode"
 _PRINTING = f"judge::printing::{os.urandom(8).hex()}"  # the range around tensor printing (_mark_printing)
 _composite: dict[str, bool] = {}
-# Operators PyTorch's own constructors run with Python dispatch off (torch.tensor([...]) detaches its
-# result inside C++): they compute nothing.
-_QUIET_OPS = frozenset({"detach_"})
+# Operators PyTorch's own code runs with Python dispatch off (torch.tensor([...]) detaches its result
+# inside C++; a copy to the GPU asks whether memory is pinned): they compute nothing.
+_QUIET_OPS = frozenset({"detach_", "is_pinned", "set_", "resize_", "record_stream",
+                        "_has_compatible_shallow_copy_type"})
 
 
 def _all_composite(name: str) -> bool:
