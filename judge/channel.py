@@ -111,6 +111,8 @@ class WorkerChannel:
                 return WorkerDied("crash", "the worker closed its channel but kept running")
             if code < 0:
                 return WorkerDied("crash", f"the process was killed by {signal_name(-code)}")
+            if code == wire.EXIT_CHANNEL_REDIRECTED:
+                return WorkerDied("protocol", "the worker's reply channel was redirected: its replies were forged")
             return WorkerDied("crash", f"the process exited with status {code} in the middle of a case")
         self._kill("protocol", str(exc))
         return WorkerDied("protocol", f"the worker's reply was not valid: {exc}")
@@ -143,6 +145,7 @@ class WorkerChannel:
             "device": self.job.device,
             "interpret": self.job.interpret,
             "threads": threads,
+            "gpu_memory_mb": self.limits.gpu_memory_mb,
         })
         deadline = self.limits.startup_seconds
         try:

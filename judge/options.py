@@ -41,4 +41,5 @@ def limits_for(problem, options: Options) -> Limits:
         output_bytes=int(spec.get("output_kb", 1024)) << 10,
         processes=int(spec.get("processes", 256)),
         startup_seconds=float(spec.get("startup_seconds", 60)),
+        gpu_memory_mb=int(spec["gpu_memory_mb"]) if spec.get("gpu_memory_mb") else None,
     )

@@ -44,6 +44,11 @@ FORBIDDEN_MODULES = {
     "types": "builds functions and code objects",
     "operator": "reaches attributes by computed names",
     "torch.library": "defines operators the judge would take for PyTorch's own",
+    "pydoc": "reaches attributes by computed names (pydoc.locate)",
+    "pkgutil": "imports modules by computed names",
+    "runpy": "runs other code",
+    "copyreg": "runs code hidden in data",
+    "unittest": "patches objects by computed names",
 }
 # Attribute chains (as written in the source) that are tampering.
 FORBIDDEN_ATTRIBUTES = {
@@ -85,6 +90,21 @@ FORBIDDEN_ATTRIBUTES = {
     "torch.ops.load_library": "loads native code",
     "torch.utils.cpp_extension": "builds native code",
     "torch.from_numpy": "computes outside your kernels (NumPy)",
+    # PyTorch's dispatch under public names: each switches the judge's operator watch off.
+    "torch.ExcludeDispatchKeyGuard": "switches PyTorch's dispatch (and the judge's operator watch) off",
+    "torch.DispatchKeySet": "switches PyTorch's dispatch (and the judge's operator watch) off",
+    "torch.DispatchKey": "switches PyTorch's dispatch (and the judge's operator watch) off",
+    "torch.fx": "meddles with PyTorch's dispatcher",
+    "torch.overrides": "meddles with PyTorch's dispatcher",
+    "torch.profiler": "meddles with the judge's operator record",
+    "torch.autograd.profiler": "meddles with the judge's operator record",
+    "torch.ops.profiler": "meddles with the judge's operator record",
+    "torch.cuda.set_per_process_memory_fraction": "changes the worker's GPU memory limit",
+    "string.Formatter": "reads attributes named in a format string",
+    "torch.save": "serializes tensors (their bytes leave PyTorch: computes outside your kernels)",
+    "torch.load": "serializes tensors (their bytes leave PyTorch: computes outside your kernels)",
+    "torch.serialization": "serializes tensors (their bytes leave PyTorch: computes outside your kernels)",
+    "torch.set_printoptions": "changes global settings (how tensors print)",
 }
 FORBIDDEN_CALLS = {
     "exec": "runs generated code",
@@ -136,7 +156,41 @@ FORBIDDEN_NAMES = {
     "__cuda_array_interface__": "hands the memory to other libraries",
     "__dlpack__": "hands the memory to other libraries",
     "from_dlpack": "hands the memory to other libraries",
+    "cr_frame": "walks the call stack",
+    "ag_frame": "walks the call stack",
+    "__getattr__": "reaches attributes by computed names",
+    "__match_args__": "reads the attributes a class pattern names",
+    "attrgetter": "reaches attributes by computed names",
+    "methodcaller": "reaches methods by computed names",
+    "import_module": "imports modules by computed names",
+    "resolve_name": "imports modules by computed names",
+    "get_field": "reads attributes named in a format string",
+    "vformat": "reads attributes named in a format string",
+    "record_function": "forges entries in the judge's operator record",
+    "map_": "runs a Python function per element (computes outside your kernels)",
+    "map2_": "runs a Python function per element (computes outside your kernels)",
+    "apply_": "runs a Python function per element (computes outside your kernels)",
+    "frombuffer": "makes tensors of Python bytes (computes outside your kernels)",
+    "from_file": "maps files into tensors (computes outside your kernels)",
+    # PyTorch's dispatch guard and its relatives, under any name or path they are re-exported by.
+    **dict.fromkeys((
+        "_C", "redispatch", "ExcludeDispatchKeyGuard", "DispatchKeySet", "DispatchKey", "TorchDispatchMode",
+        "TorchFunctionMode", "no_dispatch", "enable_python_dispatcher", "disable_proxy_modes_tracing",
+        "_DisableTorchDispatch", "_DisablePythonDispatcher", "_EnablePythonDispatcher", "_disable_current_modes",
+        "_pop_mode", "_pop_mode_temporarily", "_push_mode", "_set_torch_dispatch_mode", "_len_torch_dispatch_stack",
+        "_disable_infra_mode", "_unset_infra_mode", "_python_dispatch", "_mode_utils", "_subclasses", "_dispatch",
+    ), "switches PyTorch's dispatch (and the judge's operator watch) off"),
 }
+# Torch modules and attributes whose name starts with "_" are PyTorch's internals
+# (torch._C, torch.utils._python_dispatch, torch._subclasses, ...): many of them
+# hold the dispatch guard under yet another name. A submission needs none.
+PRIVATE_ROOTS = {"torch"}
+# Classes that match a positional pattern against the subject itself (PEP 634);
+# any other class reads the attributes its __match_args__ names.
+SELF_MATCHING = {"bool", "bytearray", "bytes", "dict", "float", "frozenset", "int", "list", "set", "str", "tuple"}
+# The non-root parts of every forbidden chain: a class pattern on an unknown
+# subject that reads one of these (case object(environ=e)) may be reading it.
+_CHAIN_PARTS = None
 # Assigning to an attribute of these modules (torch.cuda.synchronize = ...)
 # swaps out the judge's own tools or the clock.
 PROTECTED_ROOTS = {"torch", "triton", "tl", "time", "os", "sys", "math", "numpy", "np", "json", "struct"}
@@ -169,6 +223,42 @@ def _dotted(node) -> str | None:
     return None
 
 
+def _private_torch(full: str) -> str | None:
+    """The first private component of a torch chain ("torch.utils._python_dispatch" -> "_python_dispatch")."""
+    parts = full.split(".")
+    if parts[0] not in PRIVATE_ROOTS:
+        return None
+    for part in parts[1:]:
+        if part.startswith("_") and not (part.startswith("__") and part.endswith("__")):
+            return part
+    return None
+
+
+def _chain_parts() -> set:
+    global _CHAIN_PARTS
+    if _CHAIN_PARTS is None:
+        _CHAIN_PARTS = {part for chain in FORBIDDEN_ATTRIBUTES for part in chain.split(".")[1:]}
+    return _CHAIN_PARTS
+
+
+def _format_fields(text: str) -> list[str]:
+    """The attribute names a format string's fields read ("{0.__class__}" -> ["__class__"]); [] when it is none."""
+    import _string
+    import string
+
+    names = []
+    try:
+        for _literal, field, spec, _conversion in string.Formatter().parse(text):
+            if field:
+                _first, rest = _string.formatter_field_name_split(field)
+                names += [key for is_attr, key in rest if is_attr]
+            if spec:  # a nested field: "{0:{1.attr}}"
+                names += _format_fields(spec)
+    except (ValueError, TypeError):
+        return names
+    return names
+
+
 class _Scanner(ast.NodeVisitor):
     def __init__(self):
         self.called: set[int] = set()  # ids of nodes that are the function of a call
@@ -185,6 +275,8 @@ class _Scanner(ast.NodeVisitor):
         for chain, why in FORBIDDEN_ATTRIBUTES.items():
             if _matches(module, chain):
                 self.add(node, f"import {module}", why)
+        if _private_torch(module):
+            self.add(node, f"import {module}", "reaches PyTorch's private internals")
 
     def visit_Import(self, node):
         for alias in node.names:
@@ -203,6 +295,10 @@ class _Scanner(ast.NodeVisitor):
             for chain, why in FORBIDDEN_ATTRIBUTES.items():
                 if _matches(full, chain):
                     self.add(node, f"from {module} import {alias.name}", why)
+            if alias.name in FORBIDDEN_NAMES:
+                self.add(node, f"from {module} import {alias.name}", FORBIDDEN_NAMES[alias.name])
+            if _private_torch(full):
+                self.add(node, f"from {module} import {alias.name}", "reaches PyTorch's private internals")
             self.aliases[alias.asname or alias.name] = full
         self.generic_visit(node)
 
@@ -219,9 +315,85 @@ class _Scanner(ast.NodeVisitor):
                 if _matches(full, chain):
                     self.add(node, dotted, why)
                     break
+            if _private_torch(full):
+                self.add(node, dotted, "reaches PyTorch's private internals")
         if node.attr in FORBIDDEN_NAMES:
             self.add(node, node.attr, FORBIDDEN_NAMES[node.attr])
+        if node.attr in ("format", "format_map") and not (isinstance(node.value, ast.Constant)
+                                                          and isinstance(node.value.value, str)):
+            # "{0.__class__}".format(x) reads attributes by the names in the string: only a string
+            # written out in the source, which the scan reads, may be used as a format.
+            self.add(node, f".{node.attr}", "formats with a string the scan cannot read (a format string reads "
+                                            "attributes by name)")
         self.generic_visit(node)
+
+    def visit_Constant(self, node):
+        if isinstance(node.value, str) and "/proc" in node.value:
+            self.add(node, "/proc", "reads the process's memory or descriptors through /proc")
+        if isinstance(node.value, str) and "{" in node.value:
+            for name in _format_fields(node.value):
+                if name.startswith("_") or name in FORBIDDEN_NAMES:
+                    self.add(node, f"{{...{name}}}", "a format string that reads a private or forbidden attribute")
+
+    # ------------------------------------------------------------------ structural pattern matching
+
+    def visit_Match(self, node):
+        self.visit(node.subject)
+        subject = _dotted(node.subject)
+        subject = self._resolve(subject) if subject is not None else None
+        for case in node.cases:
+            self._pattern(case.pattern, subject)
+            if case.guard is not None:
+                self.visit(case.guard)
+            for stmt in case.body:
+                self.visit(stmt)
+
+    def _pattern(self, pattern, subject: str | None):
+        """A pattern reads attributes of its subject: class patterns by keyword (like subject.attr) and by
+        position (the attributes the class's __match_args__ names)."""
+        if isinstance(pattern, ast.MatchClass):
+            self.visit(pattern.cls)
+            cls = pattern.cls
+            if pattern.patterns and not (isinstance(cls, ast.Name) and cls.id in SELF_MATCHING):
+                self.add(pattern, "a positional class pattern",
+                         "reads the attributes the class's __match_args__ names")
+            for sub in pattern.patterns:
+                self._pattern(sub, None)
+            for attr, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns):
+                self._pattern_attribute(pattern, attr, subject)
+                self._pattern(sub, f"{subject}.{attr}" if subject else None)
+        elif isinstance(pattern, (ast.MatchAs, ast.MatchStar)):
+            if getattr(pattern, "pattern", None) is not None:
+                self._pattern(pattern.pattern, subject)
+        elif isinstance(pattern, ast.MatchOr):
+            for sub in pattern.patterns:
+                self._pattern(sub, subject)
+        elif isinstance(pattern, ast.MatchSequence):
+            for sub in pattern.patterns:
+                self._pattern(sub, None)
+        elif isinstance(pattern, ast.MatchMapping):
+            for key in pattern.keys:
+                self.visit(key)
+            for sub in pattern.patterns:
+                self._pattern(sub, None)
+        else:  # MatchValue, MatchSingleton
+            self.generic_visit(pattern)
+
+    def _pattern_attribute(self, node, attr: str, subject: str | None):
+        """``case C(attr=...)``: the same rules as ``subject.attr``, and private names as with getattr."""
+        code = f"case ...({attr}=...)"
+        if attr in FORBIDDEN_NAMES:
+            self.add(node, code, FORBIDDEN_NAMES[attr])
+        elif attr.startswith("_"):
+            self.add(node, code, "reads an attribute by a private name")
+        if subject is not None:
+            full = f"{subject}.{attr}"
+            for chain, why in FORBIDDEN_ATTRIBUTES.items():
+                if _matches(full, chain):
+                    self.add(node, code, why)
+                    break
+        elif attr in _chain_parts():
+            self.add(node, code, "may read an attribute the scan forbids (the subject is not a plain name)")
 
     def visit_Name(self, node):
         if node.id in NAME_LOOKUPS | set(FORBIDDEN_CALLS) and id(node) not in self.called:
@@ -234,6 +406,8 @@ class _Scanner(ast.NodeVisitor):
                 if _matches(full, chain):
                     self.add(node, node.id, why)
                     break
+            if _private_torch(full):
+                self.add(node, node.id, "reaches PyTorch's private internals")
         self.generic_visit(node)
 
     def visit_FunctionDef(self, node):
@@ -253,6 +427,13 @@ class _Scanner(ast.NodeVisitor):
                 not name.value.startswith("_") and name.value not in FORBIDDEN_NAMES
             if not plain:
                 self.add(node, f"{node.func.id}()", "reaches an attribute by a computed or private name")
+            elif node.args and _dotted(node.args[0]) is not None:
+                # getattr(os, "environ") is os.environ
+                full = f"{self._resolve(_dotted(node.args[0]))}.{name.value}"
+                for chain, why in FORBIDDEN_ATTRIBUTES.items():
+                    if _matches(full, chain):
+                        self.add(node, f"{node.func.id}()", why)
+                        break
         self.generic_visit(node)
 
     def _check_target(self, target, node):

@@ -30,6 +30,39 @@ CASES = [
     ("93", R93 / "exploit_timer_patch.py", "torch.cuda.Event.elapsed_time"),
     ("93", R93 / "exploit_tf32_flag.py", "allow_tf32"),
     ("94", R94 / "redteam_softmax_custom_op.py", "::"),
+    ("93", R93 / "exploit_dispatch_escape.py", "torch add (run with the operator watch switched off)"),
+    ("93", R93 / "redteam_disable_dispatch.py", "torch add (run with the operator watch switched off)"),
+    # issue 12, written anew: the dispatch guard under other names (PyTorch's operator record)
+    ("93", R93 / "exploit2_dispatch_1.py", "torch add (run with the operator watch switched off)"),
+    ("93", R93 / "exploit2_dispatch_2.py", "torch add (run with the operator watch switched off)"),
+    ("93", R93 / "exploit2_dispatch_3.py", "(run with the operator watch switched off)"),
+    ("93", R93 / "exploit2_dispatch_4.py", "torch add (redispatched below the operator watch)"),
+    ("93", R93 / "exploit2_dispatch_5.py", "taken by a dispatch handler other than the judge's"),
+    ("93", R93 / "exploit2_dispatch_6.py", "torch add (run with the operator watch switched off)"),
+    # structural pattern matching
+    ("93", R93 / "exploit2_match_1.py", "(run with the operator watch switched off)"),
+    ("93", R93 / "exploit2_match_2.py", "worker.reply"),
+    ("93", R93 / "exploit2_match_3.py", "torch add"),
+    ("93", R93 / "exploit2_match_4.py", "(run with the operator watch switched off)"),
+    # per-element Python callbacks, files mapped as tensors
+    ("93", R93 / "exploit2_callback_1.py", "map_ (a Python function per element)"),
+    ("93", R93 / "exploit2_callback_2.py", "map2_ (a Python function per element)"),
+    ("93", R93 / "exploit2_callback_3.py", "apply_ (a Python function per element)"),
+    ("93", R93 / "exploit2_bytes_2.py", "torch from_file"),
+    # a kernel that does nothing, handed the output
+    ("93", R93 / "exploit2_noop_1.py", "torch add"),
+    ("93", R93 / "exploit2_noop_2.py", "torch.set_printoptions()"),
+    # a replaced reply method (and reader) on the worker's instances
+    ("93", R93 / "exploit2_reply_1.py", "worker.reply"),
+    ("93", R93 / "exploit2_reply_2.py", "worker.reply"),
+    ("93", R93 / "exploit2_reply_3.py", "reader.recv"),
+    # malformed replies: RJ at the boundary, never IE
+    ("93", R93 / "exploit2_malformed_1.py", "an output must be an object"),
+    ("93", R93 / "exploit2_malformed_2.py", "an output must be an object"),
+    ("93", R93 / "exploit2_malformed_3.py", "RecursionError"),
+    ("93", R93 / "exploit2_malformed_4.py", "RecursionError"),
+    # format strings read the per-run secret; the worker's descriptor redirected, every reply forged
+    ("93", R93 / "exploit2_format_1.py", "reply channel was redirected"),
 ]
 
 

@@ -79,3 +79,83 @@ def test_the_watch_records_kernels_operators_and_threads(tmp_path):
     assert set(got["launch"]["ops"]) == {"add", "sum", "_local_scalar_dense"}, got["launch"]  # int() reads it out
     assert got["cheat"] == {"own": {}, "ops": {"add": 1}}
     assert got["spawn"] == {"thread": 1}
+
+
+RECORD_DRIVER = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, sys.argv[2])
+    import torch
+    from judge.untrusted import guard
+    guard.install(sys.argv[1], interpret=True)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    x, y = torch.randn(100), torch.randn(100)
+    python_off = torch.DispatchKeySet(torch.DispatchKey.Python)
+
+    def excluded():
+        with torch.ExcludeDispatchKeyGuard(python_off):
+            return x + y
+
+    def redispatched():
+        return torch.ops.aten.add.Tensor.redispatch(torch.DispatchKeySet(torch.DispatchKey.CPU), x, y)
+
+    def per_element():
+        return x.clone().map_(y, lambda a, b: a + b)
+
+    def left_off():
+        torch._C._dispatch_tls_set_dispatch_key_excluded(torch.DispatchKey.Python, True)
+
+    def wrapper_work():  # what an honest wrapper does, a debugging print included
+        out = torch.empty_like(x).view(10, 10).t().contiguous().reshape(-1)
+        table = torch.tensor([1.0, 2.0], dtype=torch.float16)
+        print(out[:3], table, file=open(os.devnull, "w"))
+        return torch.cat([out, x.to(torch.float32)]).clone()
+
+    out = {"record_ok": guard._state.record_ok}
+    for fn in (excluded, redispatched, per_element, left_off, wrapper_work):
+        try:
+            with guard.watching(verify=True) as w:
+                fn()
+        finally:
+            torch._C._dispatch_tls_set_dispatch_key_excluded(torch.DispatchKey.Python, False)
+        out[fn.__name__] = dict(w.ops)
+    print(json.dumps(out))
+""")
+
+
+def test_the_operator_record_sees_what_the_watch_was_kept_from(tmp_path):
+    """PyTorch's profiler around a judged call: operators that ran with Python dispatch off, redispatched below
+    it or per element in Python are named; an honest wrapper's allocation, views, copies and prints are not."""
+    sub = tmp_path / "mine.py"
+    sub.write_text("x = 1\n")
+    proc = subprocess.run([sys.executable, "-c", RECORD_DRIVER, str(sub), str(ROOT)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "USDT" not in proc.stderr  # the profiler prints nothing (it would count as the submission's output)
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["record_ok"]
+    assert got["excluded"] == {"add (run with the operator watch switched off)": 1}, got
+    assert got["redispatched"] == {"add (redispatched below the operator watch)": 1}, got
+    assert got["per_element"] == {"map_ (a Python function per element)": 1}, got
+    assert any("still off when the call returned" in k for k in got["left_off"]), got
+    assert got["wrapper_work"] == {}, got
+
+
+def test_integrity_compares_the_workers_own_objects():
+    """A method set on an instance shadows its class's; a changed descriptor or secret is a changed value."""
+    from judge.untrusted import integrity
+
+    class Channel:
+        def __init__(self):
+            self.fd, self.nonce, self.last = 5, "secret", None
+
+        def reply(self, message):
+            return message
+
+    worker = Channel()
+    before = integrity.snapshot({"worker": worker})
+    worker.last = ("a new case",)  # data that changes with every case is not compared
+    assert integrity.changed(before) == []
+    worker.reply = lambda message: {}
+    worker.fd = 7
+    assert integrity.changed(before) == ["worker.fd", "worker.reply"]

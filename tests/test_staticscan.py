@@ -65,6 +65,77 @@ def test_aliases_do_not_hide_a_rule(source, code):
     assert any(f.code == code for f in staticscan.scan(source)), staticscan.scan(source)
 
 
+# Syntax that reads an attribute by name without an attribute node, and PyTorch's dispatch guard under
+# other names (issue 12): each must trip the rule named.
+@pytest.mark.parametrize("source,code", [
+    # class patterns: keyword attributes are attribute reads; positional ones read __match_args__
+    ("match w:\n    case object(__dict__=d):\n        pass", "case ...(__dict__=...)"),
+    ("match w:\n    case object(reply=r, _reader=q):\n        pass", "case ...(_reader=...)"),
+    ("import torch as t\nmatch t:\n    case object(_C=c):\n        pass", "case ...(_C=...)"),
+    ("import os\nmatch os:\n    case object(environ=e):\n        pass", "case ...(environ=...)"),
+    ("match f():\n    case object(environ=e):\n        pass", "case ...(environ=...)"),
+    ("import torch\nmatch torch:\n    case object(cuda=object(Stream=s)):\n        pass", "case ...(Stream=...)"),
+    ("match e:\n    case [object(__traceback__=tb)]:\n        pass", "case ...(__traceback__=...)"),
+    ("match w:\n    case Sneaky(r):\n        pass", "a positional class pattern"),
+    ("class C:\n    __match_args__ = ('_C',)", "__match_args__"),
+    # format strings read attributes by the names in them
+    ("s = '{0.__class__}'.format(x)", "{...__class__}"),
+    ("s = '{0.__traceback__.tb_frame.f_back.f_locals[self].nonce}'.format(e)", "{...tb_frame}"),
+    ("s = '{0:{1._C}}'.format(1, torch)", "{..._C}"),
+    ("s = ('{0.' + '_C}').format(torch)", ".format"),
+    ("fmt = make()\ns = fmt.format_map(m)", ".format_map"),
+    ("s = str.format(fmt, x)", ".format"),
+    ("import string\nv = string.Formatter().get_field('0._C', [t], {})", "string.Formatter"),
+    # name resolvers
+    ("import torch.fx.node as n\ng = n.operator.attrgetter('_C')", "attrgetter"),
+    ("import pydoc\nc = pydoc.locate('torch._C')", "import pydoc"),
+    ("import torch\nc = torch.__getattr__('x')", "__getattr__"),
+    # the dispatch guard under other names and paths
+    ("import torch\ng = torch.ExcludeDispatchKeyGuard(torch.DispatchKeySet(torch.DispatchKey.Python))",
+     "torch.ExcludeDispatchKeyGuard"),
+    ("from torch import ExcludeDispatchKeyGuard as G", "from torch import ExcludeDispatchKeyGuard"),
+    ("import torch\nz = torch.ops.aten.add.Tensor.redispatch(k, x, y)", "redispatch"),
+    ("from torch.utils._mode_utils import no_dispatch as nd", "from torch.utils._mode_utils import no_dispatch"),
+    ("import torch._subclasses.fake_tensor as ft", "import torch._subclasses.fake_tensor"),
+    ("import torch\nc = torch.cuda.memory._C", "torch.cuda.memory._C"),
+    ("from torch.autograd.function import _C", "from torch.autograd.function import _C"),
+    ("import torch.nn.functional as F\ng = F._C._DisableTorchDispatch", "_C"),
+    ("from torch.utils.checkpoint import TorchDispatchMode", "from torch.utils.checkpoint import TorchDispatchMode"),
+    ("from torch.fx.experimental import proxy_tensor", "from torch.fx.experimental import proxy_tensor"),
+    ("import torch\ng = getattr(torch, 'ExcludeDispatchKeyGuard')", "getattr()"),
+    ("import torch\nm = torch.utils._python_dispatch", "torch.utils._python_dispatch"),
+    ("import torch\nwith torch.autograd.profiler.record_function('PythonDispatchMode'):\n    pass",
+     "torch.autograd.profiler"),
+    ("import torch\ntorch.cuda.set_per_process_memory_fraction(1.0)", "torch.cuda.set_per_process_memory_fraction"),
+    # work with no dispatched operator: per-element callbacks, bytes out and back in
+    ("out.map_(y, lambda a, b: a + b)", "map_"),
+    ("out.map2_(x, y, f)", "map2_"),
+    ("out.apply_(f)", "apply_"),
+    ("import torch\nt = torch.frombuffer(b, dtype=torch.float32)", "frombuffer"),
+    ("import torch\nt = torch.from_file('x', True, 4)", "from_file"),
+    ("import torch, io\ntorch.save(x, io.BytesIO())", "torch.save"),
+    ("from torch import save as keep", "from torch import save"),
+    ("m = open('/proc/self/mem', 'rb')", "/proc"),
+    ("import torch\ntorch.set_printoptions(precision=20)", "torch.set_printoptions"),
+    # getattr with a plain name is the attribute itself
+    ("import os\ne = getattr(os, 'environ')", "getattr()"),
+    ("import torch\ns = getattr(torch, 'save')", "getattr()"),
+])
+def test_attribute_reads_by_other_syntax(source, code):
+    findings = staticscan.scan(source)
+    assert any(f.code == code for f in findings), findings
+
+
+@pytest.mark.parametrize("source", [
+    "match n:\n    case int(v) if v > 0:\n        pass\n    case [a, b] | (a, b, _):\n        pass\n"
+    "    case {'k': v}:\n        pass\n    case object(shape=s, dtype=d):\n        pass",
+    "s = '{0.shape} {1:>{2}} {name}'.format(x, 'a', 3, name='n')\nt = f'{x.shape} {n:{w}}'",
+    "import torch\nout = torch.empty_like(x)\nk = x.is_cuda and torch.cuda.is_available()",
+])
+def test_ordinary_syntax_is_not_flagged(source):
+    assert staticscan.scan(source) == []
+
+
 @pytest.mark.parametrize("source", [
     "import math\nimport os.path\np = os.path.join('a', 'b')",
     "import torch\nimport triton\nimport triton.language as tl\nout = torch.empty_like(x)\nd = getattr(tl, 'float32')",

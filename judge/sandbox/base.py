@@ -26,6 +26,7 @@ class Limits:
     processes: int  # tasks the worker may hold at once (threads count)
     startup_seconds: float = 120.0  # importing torch, triton and the submission
     scratch_mb: int = 1024  # the worker's private writable space (Triton's cache lives there)
+    gpu_memory_mb: int | None = None  # GPU memory the worker may allocate through PyTorch (None: the device's)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,9 @@ import struct
 import time
 
 PROTOCOL_VERSION = 1
+# The worker's exit status when its reply descriptor no longer leads where it did at start-up: someone
+# redirected it (and wrote replies of their own on the real channel). The judge counts it a forged reply.
+EXIT_CHANNEL_REDIRECTED = 86
 
 # Tensors may cross only in these dtypes; anything else in a reply is a protocol
 # violation, not something the judge tries to interpret.

@@ -86,6 +86,7 @@ class _State:
     submission = ""
     kernels: dict = {}  # id(compiled kernel) -> its resources, for kernels of the submission's file
     compile_seconds = 0.0  # time spent in launches that compiled (or loaded) a new kernel
+    record_ok = False  # PyTorch's profiler shows this watch's dispatch mode (probed at install())
 
 
 _state = _State()
@@ -292,6 +293,257 @@ def _first_config_only(autotuner_cls) -> None:
     autotuner_cls.prune_configs = prune_configs
 
 
+def _watch_redispatch() -> None:
+    """``OpOverload.redispatch`` sends an operator straight to a kernel below the Python dispatch key, past the
+    operator watch and PyTorch's profiler alike: every use during a watched call is recorded as an operator."""
+    try:
+        from torch._ops import OpOverload
+    except ImportError:  # pragma: no cover
+        return
+    original = getattr(OpOverload, "redispatch", None)
+    if original is None or getattr(original, "_judge_wrapped", False):
+        return
+
+    def redispatch(self, *args, **kwargs):
+        watch = _state.watch
+        if watch is not None:
+            watch.ops[f"{_op_name(self)} (redispatched below the operator watch)"] += 1
+        return original(self, *args, **kwargs)
+
+    redispatch._judge_wrapped = True
+    OpOverload.redispatch = redispatch
+
+
+def _watch_callbacks() -> None:
+    """``Tensor.map_``, ``map2_`` and ``apply_`` run a Python function per element of a CPU tensor and dispatch no
+    operator: every use during a watched call is recorded as an operator."""
+    import torch
+
+    for name in ("map_", "map2_", "apply_"):
+        original = getattr(torch.Tensor, name, None)
+        if original is None or getattr(original, "_judge_wrapped", False):
+            continue
+
+        def per_element(self, *args, _original=original, _name=name, **kwargs):
+            watch = _state.watch
+            if watch is not None:
+                watch.ops[f"{_name} (a Python function per element)"] += 1
+            return _original(self, *args, **kwargs)
+
+        per_element._judge_wrapped = True
+        setattr(torch.Tensor, name, per_element)
+
+
+def _mark_printing() -> None:
+    """Printing a tensor (``repr``, ``print``) switches Python dispatch off inside PyTorch itself: its operators
+    are marked in the record with a range of a secret name, so that a debugging print is not taken for a cheat."""
+    import torch
+    import torch._tensor_str as tensor_str
+
+    original = tensor_str._str
+    fast = getattr(getattr(torch._C, "_profiler", None), "_RecordFunctionFast", None)
+    if fast is None or getattr(original, "_judge_wrapped", False):
+        return
+
+    def _str(self, *args, **kwargs):
+        if _state.watch is None:
+            return original(self, *args, **kwargs)
+        with fast(_PRINTING):
+            return original(self, *args, **kwargs)
+
+    _str._judge_wrapped = True
+    tensor_str._str = _str
+
+
+# --------------------------------------------------------------------------- the operator record
+#
+# The operator watch is a TorchDispatchMode: code that switches Python dispatch
+# off (PyTorch's dispatch guard under any of its names, a key excluded, the mode
+# popped) runs operators it never sees. PyTorch's profiler records every
+# operator in C++, below Python dispatch, and an event "PythonDispatchMode"
+# wherever the Python key handled one. During a judged call (watching(verify=True))
+# the worker runs the profiler (CPU events only, about a millisecond) and
+# afterwards finds, as evidence:
+#   * operators that ran with no Python dispatch around them (neither inside nor
+#     above a PythonDispatchMode event): computed out of the watch's sight;
+#   * more operators handled by Python dispatch than the watch saw: another
+#     dispatch handler took them;
+#   * a sentinel operator at the end of the call that the watch did not see:
+#     the watch was left switched off;
+#   * a record that was stopped or replaced during the call.
+# Allocation, views and copies are not counted; nor is an operator every overload
+# of which is CompositeImplicitAutograd (it computes only through the operators
+# it dispatches, which are judged themselves).
+
+_OP_EVENT = re.compile(r"^\w+::\w+$")
+_MODE_EVENT = "PythonDispatchMode"
+_PRINTING = f"judge::printing::{os.urandom(8).hex()}"  # the range around tensor printing (_mark_printing)
+_composite: dict[str, bool] = {}
+# Operators PyTorch's own code runs with Python dispatch off (torch.tensor([...]) detaches its result
+# inside C++; a copy to the GPU asks whether memory is pinned): they compute nothing.
+_QUIET_OPS = frozenset({"detach_", "is_pinned", "set_", "resize_", "record_stream",
+                        "_has_compatible_shallow_copy_type"})
+
+
+def _all_composite(name: str) -> bool:
+    got = _composite.get(name)
+    if got is None:
+        got = False
+        try:
+            import torch
+
+            namespace, op = name.split("::")
+            flags = []
+            for overload in getattr(getattr(torch.ops, namespace), op).overloads():
+                qualified = name if overload == "default" else f"{name}.{overload}"
+                try:
+                    flags.append(torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CompositeImplicitAutograd"))
+                except RuntimeError:  # an overload only TorchScript knows
+                    pass
+            got = bool(flags) and all(flags)
+        except Exception:  # noqa: BLE001 - an unknown namespace: not composite
+            got = False
+        _composite[name] = got
+    return got
+
+
+class _Event:
+    """One CPU event of the profiler, with its place in the call tree of its thread."""
+
+    __slots__ = ("name", "start", "end", "op", "parent", "children")
+
+    def __init__(self, name: str, start: int, end: int, op: bool):
+        self.name, self.start, self.end, self.op = name, start, end, op
+        self.parent = None
+        self.children = []
+
+
+def _events(raw) -> list:
+    """The profiler's raw events (kineto's, not the heavy FunctionEvent objects) as call trees, nested by time."""
+    threads: dict = {}
+    for e in raw:
+        # Only operators and PyTorch's own ranges (scope 0): a user's record_function can be named anything.
+        op = e.scope() == 0 and not e.is_user_annotation()
+        threads.setdefault(e.start_thread_id(), []).append(_Event(e.name(), e.start_ns(), e.end_ns(), op))
+    out = []
+    for events in threads.values():
+        events.sort(key=lambda n: (n.start, -n.end))
+        stack: list = []
+        for n in events:
+            while stack and stack[-1].end < n.end:
+                stack.pop()
+            if stack:
+                n.parent = stack[-1]
+                stack[-1].children.append(n)
+            stack.append(n)
+        out += events
+    return out
+
+
+def _is_mode_event(e) -> bool:
+    return e is not None and e.op and e.name == _MODE_EVENT
+
+
+def _covered(e) -> bool:
+    """Python dispatch handled this operator: a PythonDispatchMode event above or below it (or it ran inside
+    tensor printing, which switches Python dispatch off itself)."""
+    p = e.parent
+    while p is not None:
+        if _is_mode_event(p) or p.name == _PRINTING:
+            return True
+        p = p.parent
+    stack = list(e.children)
+    while stack:
+        c = stack.pop()
+        if _is_mode_event(c):
+            return True
+        stack.extend(c.children)
+    return False
+
+
+def _analyse(events, seen: int) -> Counter:
+    """Findings (as operator names) from the profiler's events of one call; ``seen``: operators the watch saw."""
+    found: Counter = Counter()
+    ops = [e for e in events if e.op]
+    if not any(_is_mode_event(e) for e in ops):
+        return found  # not even the start sentinel shows: this build does not record Python dispatch
+    handled = 0
+    last = None
+    for e in ops:
+        if _is_mode_event(e):
+            if e.parent is not None and e.parent.op and e.parent.name != _MODE_EVENT:
+                handled += 1
+            continue
+        if not _OP_EVENT.match(e.name):
+            continue
+        if e.parent is None and (last is None or e.start >= last.start):
+            last = e  # the last operator called at the top (the sentinel, when the watch is on)
+        base = e.name.split("::", 1)[1]
+        if e.name.startswith("aten::") and (base in ALLOWED_OPS or base in _QUIET_OPS):
+            continue
+        if not _covered(e) and not _all_composite(e.name):
+            found[f"{base if e.name.startswith('aten::') else e.name} (run with the operator watch switched off)"] += 1
+    if handled > seen:
+        found[f"operators ({handled - seen}) taken by a dispatch handler other than the judge's"] += 1
+    if last is None or last.name != "aten::empty" or not _covered(last):
+        found["operators after the operator watch was switched off (it was still off when the call returned)"] += 1
+    return found
+
+
+class _Record:
+    """PyTorch's profiler around one watched call (see above)."""
+
+    def __init__(self):
+        self.prof = None
+        self.failed = ""
+
+    def start(self) -> None:
+        try:
+            import torch.autograd.profiler as profiler
+
+            self.prof = profiler.profile()
+            self.prof.__enter__()
+        except Exception as exc:  # noqa: BLE001 - e.g. a profiler left running by the submission
+            self.prof = None
+            self.failed = f"it could not start: {type(exc).__name__}"
+
+    @staticmethod
+    def sentinel() -> None:
+        import torch
+
+        torch.empty((0,))
+
+    def finish(self, watch: Watch, seen: int) -> None:
+        if self.prof is None:
+            watch.ops[f"PyTorch's operator record ({self.failed})"] += 1
+            return
+        try:
+            self.prof.__exit__(None, None, None)
+            events = _events(self.prof.kineto_results.events())
+        except Exception as exc:  # noqa: BLE001 - stopped by the submission
+            watch.ops[f"PyTorch's operator record (stopped during the call: {type(exc).__name__})"] += 1
+            return
+        watch.ops.update(_analyse(events, seen))
+
+
+def _probe() -> bool:
+    """Whether the profiler shows this watch's dispatch mode here (before the submission is imported)."""
+    import torch
+
+    try:
+        w = watching(verify=False)
+        record = _Record()
+        record.start()
+        if record.prof is None:
+            return False
+        with w:
+            torch.empty((0,))
+        record.prof.__exit__(None, None, None)
+        return any(_is_mode_event(e) for e in _events(record.prof.kineto_results.events()))
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def install(submission_path: str, interpret: bool = False) -> None:
     """Patch Triton's launchers; call after importing triton, before the submission."""
     global _LIBRARY_DIRS, _TRITON_DIRS
@@ -322,6 +574,11 @@ def install(submission_path: str, interpret: bool = False) -> None:
             _first_config_only(Autotuner)
     except ImportError:  # pragma: no cover
         pass
+    _watch_redispatch()
+    _watch_callbacks()
+    _mark_printing()
+    os.environ["KINETO_LOG_LEVEL"] = "9"  # the profiler prints a line at every start and stop below this
+    _state.record_ok = _probe()
 
 
 def _tensors(args, kwargs):
@@ -366,12 +623,19 @@ def counting():
     return _Ctx()
 
 
-def watching():
-    """Context manager: record launches and torch operators during one call."""
+def watching(verify: bool = False):
+    """Context manager: record launches and torch operators during one call.
+
+    ``verify``: also run PyTorch's operator record around the call (see _Record), for the judged calls;
+    the speed run's watched calls leave it off.
+    """
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class _OpWatch(TorchDispatchMode):
+        seen = 0  # operators this mode was handed
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen += 1
             kwargs = kwargs or {}
             watch = _state.watch
             if watch is None:
@@ -401,15 +665,24 @@ def watching():
             self.watch = Watch()
             _state.watch = self.watch
             _state.depth = 0
+            self.record = _Record() if verify and _state.record_ok else None
+            if self.record is not None:
+                self.record.start()
             self.mode = _OpWatch()
             self.mode.__enter__()
+            if self.record is not None:
+                self.record.sentinel()
             return self.watch
 
         def __exit__(self, *exc):
             try:
+                if self.record is not None:
+                    self.record.sentinel()
                 self.mode.__exit__(*exc)
             finally:
                 _state.watch = None
+                if self.record is not None:
+                    self.record.finish(self.watch, self.mode.seen)
             return False
 
     return _Ctx()

@@ -8,6 +8,13 @@ the worker's own channel and recording code). After the import and after
 every call it compares: a difference is reported by name, and the judge
 rejects the submission. A determined cheat could restore things in time; the
 static scan and the sandbox are the other layers.
+
+The worker's own objects are compared too (``snapshot(objects=...)``): a
+method set on an instance (``worker.reply = fake``) shadows its class's, which
+the class-level identities would never show. For each object, every attribute
+in its own ``vars()`` that is callable or a module is recorded by identity and
+every int, str or bytes by value; after the import and every call a changed
+one, or a new callable one, is reported as ``label.attribute``.
 """
 
 from __future__ import annotations
@@ -24,6 +31,10 @@ SETTINGS = {
     "torch.get_float32_matmul_precision()": lambda t: t.get_float32_matmul_precision(),
     "torch.are_deterministic_algorithms_enabled()": lambda t: t.are_deterministic_algorithms_enabled(),
     "torch.utils.deterministic.fill_uninitialized_memory": lambda t: t.utils.deterministic.fill_uninitialized_memory,
+    "torch.set_printoptions()": lambda t: sorted(vars(t._tensor_str.PRINT_OPTS).items()),
+    # 1.0 (the default) until CUDA starts: reading it must not start CUDA in a worker that does not use it.
+    "torch.cuda.get_per_process_memory_fraction()":
+        lambda t: t.cuda.get_per_process_memory_fraction() if t.cuda.is_initialized() else 1.0,
 }
 
 IDENTITIES = [
@@ -51,6 +62,19 @@ IDENTITIES = [
     "judge.untrusted.bench.BenchState.run", "judge.untrusted.bench.BenchState._samples",
     "judge.untrusted.bench.BenchState._hold_gpu", "judge.untrusted.bench.BenchState.check",
     "judge.shared.bench_inputs.fill", "judge.shared.bench_inputs.call_seed", "judge.shared.bench_inputs.allocate",
+    "torch.cuda.CUDAGraph.replay", "torch.cuda.graph",
+    # The operator watch and PyTorch's operator record (judge.untrusted.guard): the mode stack, the profiler,
+    # the dispatch keys, the wrappers of redispatch, tensor printing and the per-element callbacks.
+    "torch._C._push_on_torch_dispatch_stack", "torch._C._pop_torch_dispatch_stack", "torch._C._len_torch_dispatch_stack",
+    "torch._C._get_dispatch_stack_at", "torch._C._set_dispatch_mode", "torch._C._get_dispatch_mode",
+    "torch._C._unset_dispatch_mode", "torch._C._dispatch_tls_set_dispatch_key_excluded",
+    "torch._C._dispatch_tls_is_dispatch_key_excluded", "torch._C._dispatch_has_kernel_for_dispatch_key",
+    "torch._C._profiler._RecordFunctionFast", "torch.autograd.profiler.profile",
+    "torch.autograd.profiler.profile.__enter__", "torch.autograd.profiler.profile.__exit__",
+    "torch.autograd._enable_profiler", "torch.autograd._disable_profiler", "torch.autograd._prepare_profiler",
+    "torch._ops.OpOverload.redispatch", "torch._tensor_str._str", "torch.Tensor.map_", "torch.Tensor.map2_",
+    "torch.Tensor.apply_", "judge.untrusted.guard._state", "judge.untrusted.guard.ALLOWED_OPS",
+    "judge.untrusted.guard._LIBRARY_DIRS", "judge.untrusted.guard._TRITON_DIRS",
 ]
 
 
@@ -67,6 +91,9 @@ WHOLE = [
     "torch.profiler", "torch.profiler.profiler", "torch.autograd.profiler", "torch.autograd.profiler.profile",
     "torch.autograd.profiler_util", "torch._C._profiler", "torch._C._autograd", "torch._C._autograd._KinetoEvent",
     "torch._C._autograd._ProfilerResult", "torch._C._profiler._RecordFunctionFast",
+    "judge.untrusted.runner.Worker", "judge.shared.wire.Reader", "torch.utils._python_dispatch",
+    "torch.utils._python_dispatch.TorchDispatchMode", "torch.autograd", "torch.autograd.profiler", "torch._C._autograd",
+    "torch._ops.OpOverload",
 ]
 
 
@@ -96,7 +123,26 @@ def _resolve(dotted: str):
     raise LookupError(dotted)
 
 
-def snapshot() -> dict:
+def _instance(label: str, obj) -> dict:
+    """What must not change in one of the worker's objects (see the module's docstring)."""
+    import types
+
+    out = {}
+    try:
+        items = list(vars(obj).items())
+    except TypeError:
+        return out
+    for key, value in items:
+        if callable(value) or isinstance(value, types.ModuleType):
+            out[f"{label}.{key}"] = ("object", id(value))
+        elif isinstance(value, (int, str, bytes)):
+            out[f"{label}.{key}"] = ("value", value)
+    return out
+
+
+def snapshot(objects: dict | None = None) -> dict:
+    """The state to compare; ``objects``: label -> one of the worker's own objects (the Worker, its reader,
+    the guard's state), whose instance attributes are compared as well."""
     import torch
 
     state = {}
@@ -117,15 +163,27 @@ def snapshot() -> dict:
             continue
         for key, ident in functions.items():
             state[f"{space}.{key}"] = ident
+    objects = dict(objects or {})
+    for label, obj in objects.items():
+        state.update(_instance(label, obj))
+    state[_OBJECTS] = objects
     return state
+
+
+_OBJECTS = "<objects>"  # the objects a snapshot covered, compared again by changed()
 
 
 def changed(before: dict) -> list[str]:
     """Names whose value or identity differs from ``before`` (names that appeared since are not compared:
-    modules fill in lazily)."""
-    now = snapshot()
-    return sorted(name for name in before if name in now and now[name] != before[name]
-                  or name not in now and not _lazy(name))
+    modules fill in lazily), and callables that appeared on one of the worker's objects."""
+    objects = before.get(_OBJECTS) or {}
+    now = snapshot(objects)
+    found = {name for name in before if name != _OBJECTS and (name in now and now[name] != before[name]
+                                                              or name not in now and not _lazy(name))}
+    labels = tuple(f"{label}." for label in objects)
+    found |= {name for name, value in now.items()
+              if name.startswith(labels) and name not in before and value[0] == "object"}
+    return sorted(found)
 
 
 def _lazy(name: str) -> bool:

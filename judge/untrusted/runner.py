@@ -203,8 +203,13 @@ class Worker:
         self.last = None  # (args, storages) of the last case, for a refill
         self.baseline: dict = {}
         self.bench = None  # judge.untrusted.bench.BenchState, made on the first timing request
+        self.channel = _identity(out_fd)
 
     def reply(self, message: dict, tensors=None):
+        if _identity(self.out_fd) != self.channel:
+            # The descriptor was pointed elsewhere (at /dev/null, say) and this reply would vanish while
+            # replies written by the submission reach the judge: stop, so that the judge sees it.
+            os._exit(wire.EXIT_CHANNEL_REDIRECTED)
         message["nonce"] = self.nonce
         wire.send(self.out_fd, message, tensors)
 
@@ -233,8 +238,8 @@ class Worker:
 
     def run_case(self, msg, payloads):
         """A new case: build its inputs, call the entry point, reply."""
-        self.last = self.build_args(msg, payloads)
-        return self.call(msg["id"], *self.last)
+        self.last = Worker.build_args(self, msg, payloads)
+        return Worker.call(self, msg["id"], *self.last)
 
     def refill(self, msg, payloads):
         """The same input memory, new values: a result cached by address must show."""
@@ -252,7 +257,7 @@ class Worker:
                 raise ValueError("refill does not match the last case's storages")
             storage.copy_(new.to(storage.device))
             storages[i] = (storage, hashlib.sha256(raw).hexdigest())
-        return self.call(msg["id"], args, storages)
+        return Worker.call(self, msg["id"], args, storages)
 
     def call(self, case_id, args, storages):
         import threading
@@ -266,15 +271,15 @@ class Worker:
         watch = None
         threads_before = {t.ident for t in threading.enumerate()}
         try:
-            with guard.watching() as watch:
+            with guard.watching(verify=True) as watch:
                 result = self.fn(*args)
             if cuda:
                 # Device-wide: work queued on any stream is finished (and counted).
                 torch.cuda.synchronize()
         except BaseException as exc:  # noqa: BLE001
             err = classify(exc, self.path)
-            self.reply({"type": "result", "id": case_id, "status": "error", "error": err,
-                        "evidence": _evidence(watch)})
+            Worker.reply(self, {"type": "result", "id": case_id, "status": "error", "error": err,
+                                "evidence": _evidence(watch)})
             return not err.get("fatal")
 
         outputs, tensors = describe_outputs(result)
@@ -298,13 +303,23 @@ class Worker:
                 out["aliases_input"] = any(
                     e is not None and _overlaps((lo, hi), e[0]) for e in storages
                 )
-        self.reply(
+        Worker.reply(  # the class's method: one set on the instance is reported (integrity), never used
+            self,
             {"type": "result", "id": case_id, "status": "ok", "returned": kind_of(result),
              "outputs": outputs, "inputs_modified": modified, "evidence": evidence},
             tensors,
         )
         return True
 
+
+
+def _identity(fd: int):
+    """What a descriptor leads to (device, inode): a pipe's never changes, whatever number it has."""
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def _started_text(started: dict) -> str:
@@ -355,16 +370,16 @@ def _bench(worker, msg) -> bool:
         worker.bench = BenchState(worker)
     try:
         if msg["type"] == "bench":
-            worker.reply(worker.bench.run(msg))
+            Worker.reply(worker, worker.bench.run(msg))
         else:
             reply, tensors = worker.bench.check(msg)
-            worker.reply(reply, tensors)
+            Worker.reply(worker, reply, tensors)
         return True
     except BaseException as exc:  # noqa: BLE001 - the submission raised while timed
         traceback.print_exc()
         err = classify(exc, worker.path)
-        worker.reply({"type": "bench_result" if msg["type"] == "bench" else "bench_outputs", "id": msg.get("id"),
-                      "status": "error", "error": err})
+        Worker.reply(worker, {"type": "bench_result" if msg["type"] == "bench" else "bench_outputs",
+                              "id": msg.get("id"), "status": "error", "error": err})
         return not err.get("fatal")
 
 
@@ -395,6 +410,11 @@ def main() -> int:
     torch.utils.deterministic.fill_uninitialized_memory = True
     if setup.get("threads"):
         torch.set_num_threads(int(setup["threads"]))
+    if setup.get("gpu_memory_mb") and str(setup.get("device", "")).startswith("cuda"):
+        # PyTorch's allocator refuses more than the job's GPU memory: an out-of-memory error in this
+        # worker (MLE for this job), not in the judge's or another job's process on the same GPU.
+        total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, (int(setup["gpu_memory_mb"]) << 20) / total))
 
     import triton
 
@@ -404,10 +424,11 @@ def main() -> int:
     worker = Worker(reader, proto_out, setup)
     from judge.untrusted import integrity
 
-    worker.baseline = integrity.snapshot()
+    objects = {"worker": worker, "reader": reader, "guard state": guard._state}
+    worker.baseline = integrity.snapshot(objects)
     # Up to here nothing of the submission has run: a failure before this
     # message is the judge's environment's, not the submission's.
-    worker.reply({"type": "ready"})
+    Worker.reply(worker, {"type": "ready"})
     t1 = time.perf_counter()
     fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
     if err is None:
@@ -429,10 +450,12 @@ def main() -> int:
     }
     if err is not None:
         hello["error"] = err
-    worker.reply(hello)
+    else:
+        worker.fn = fn
+        worker.baseline = integrity.snapshot(objects)  # with the entry point; compared just above without it
+    Worker.reply(worker, hello)
     if err is not None:
         return 0
-    worker.fn = fn
     while True:
         msg, payloads = reader.recv(1 << 40)
         if msg.get("nonce") != nonce:
@@ -445,13 +468,13 @@ def main() -> int:
             continue
         if msg.get("type") in ("case", "refill"):
             try:
-                handler = worker.run_case if msg["type"] == "case" else worker.refill
-                alive = handler(msg, payloads)
+                handler = Worker.run_case if msg["type"] == "case" else Worker.refill
+                alive = handler(worker, msg, payloads)
             except BaseException as exc:  # noqa: BLE001 - e.g. an output object that breaks on inspection
                 traceback.print_exc()
                 err = classify(exc, worker.path)
                 err["message"] = f"while the worker handled the result: {err['message']}"
-                worker.reply({"type": "result", "id": msg.get("id"), "status": "error", "error": err})
+                Worker.reply(worker, {"type": "result", "id": msg.get("id"), "status": "error", "error": err})
                 alive = not err.get("fatal")
             if not alive:
                 return 0  # the CUDA context is gone; the judge starts a new worker

@@ -1,8 +1,8 @@
 # Writes a fake "all good" reply into every pipe it can find, hoping the judge
-# reads it instead of the worker's real one. The static scan rejects the raw
-# descriptor writes before anything runs (and replies must carry a per-run
-# secret anyway: sandbox/hostile/rejected/forges_results.py tests that).
-# expect: os.write
+# reads it instead of the worker's real one. The static scan rejects the /proc
+# path and the raw descriptor writes before anything runs (and replies must carry
+# a per-run secret anyway: sandbox/hostile/rejected/forges_results.py tests that).
+# expect: /proc
 import json
 import os
 import struct

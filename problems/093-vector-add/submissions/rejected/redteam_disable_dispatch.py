@@ -1,6 +1,6 @@
 # Red team, 2026-11-30: written against the judge by someone who had not built it;
 # it got AC before the fixes that followed (its docstring says how it cheated).
-# expect: getattr()
+# expect: _C
 """Cheat: torch._C reached by getattr with a string (the scan matches dotted names only);
 _DisableTorchDispatch turns off the judge's TorchDispatchMode while torch adds."""
 import torch

@@ -1,0 +1,86 @@
+"""The judge's own answers survive a GPU out of memory that someone else caused (issue 12).
+
+The golden model runs in the trusted process on the judged GPU, which the
+worker (and, in a course, other jobs) share. An out-of-memory error there is
+not the submission's fault and must not become an internal error: the answers
+are computed again on the CPU. Simulated here on the CPU with PyTorch's "meta"
+device standing in for the GPU: the golden model raises the GPU's error the
+first time it is handed tensors that are not on the CPU.
+"""
+
+import pytest
+import torch
+
+from judge import expected
+from judge.problems import find_problem
+
+P93 = find_problem("93")
+X, Y = torch.randn(10), torch.randn(10)
+
+
+def _fails_once_off_the_cpu(monkeypatch, error) -> list:
+    real = P93.golden.golden
+    devices = []
+
+    def golden(*args):
+        devices.append(args[0].device.type)
+        if args[0].device.type != "cpu" and len(devices) == 1:
+            raise error
+        return real(*args)
+
+    monkeypatch.setattr(P93.golden, "golden", golden)
+    return devices
+
+
+def _accelerator_error(text):
+    try:
+        return torch.AcceleratorError(text)
+    except (AttributeError, TypeError):  # an older torch: a RuntimeError with the same text
+        return RuntimeError(text)
+
+
+@pytest.mark.parametrize("error", [
+    torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 139.81 GiB total capacity)"),
+    _accelerator_error("CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."),
+], ids=["OutOfMemoryError", "AcceleratorError"])
+def test_an_out_of_memory_on_the_gpu_is_answered_on_the_cpu(monkeypatch, error):
+    devices = _fails_once_off_the_cpu(monkeypatch, error)
+    got = expected.answers(P93, [X, Y], "float32", "meta")
+    assert devices == ["meta", "cpu"]
+    assert got.device == "cpu"
+    assert torch.equal(got.golden[0], X.double() + Y.double())
+    assert got.naive[0].dtype == torch.float32 and got.dtypes == [torch.float32]
+
+
+def test_other_gpu_errors_are_not_hidden(monkeypatch):
+    _fails_once_off_the_cpu(monkeypatch, _accelerator_error("CUDA error: an illegal memory access was encountered"))
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        expected.answers(P93, [X, Y], "float32", "meta")
+
+
+def test_an_out_of_memory_on_the_cpu_is_not_retried(monkeypatch):
+    calls = []
+
+    def golden(*args):
+        calls.append(args[0].device.type)
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(P93.golden, "golden", golden)
+    with pytest.raises(MemoryError):
+        expected.answers(P93, [X, Y], "float32", "cpu")
+    assert calls == ["cpu"]
+
+
+@pytest.mark.parametrize("error", [
+    torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB (GPU 0; 2.00 GiB allowed by the "
+                                "per-process memory fraction)"),
+    _accelerator_error("CUDA error: out of memory"),
+], ids=["OutOfMemoryError", "AcceleratorError"])
+def test_a_jobs_own_gpu_out_of_memory_is_mle(error):
+    """In the worker ([limits] gpu_memory_mb caps PyTorch's allocator there): MLE for that job alone."""
+    from judge import rules
+    from judge.untrusted.runner import classify
+
+    err = classify(error, "/nowhere/submission.py")
+    assert err["category"] == "memory"
+    assert rules.error_verdict(err["category"]).value == "MLE"
