@@ -25,22 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge import problem_schema
+from judge.verdicts import Verdict
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PROBLEMS_DIR = Path(os.environ.get("JUDGE_PROBLEMS", REPO_ROOT / "problems"))
 REFERENCE_DIR = Path(os.environ.get("JUDGE_REFERENCE", REPO_ROOT / "reference"))
 
 DTYPES = ("float32", "float16", "bfloat16")
-VERDICT_DIRS = {
-    "accepted": "AC",
-    "wrong_answer": "WA",
-    "runtime_error": "RTE",
-    "time_limit_exceeded": "TLE",
-    "memory_limit_exceeded": "MLE",
-    "output_limit_exceeded": "OLE",
-    "compile_error": "CE",
-    "rejected": "RJ",
-}
+# corpus folder -> the verdict its submissions must get (judge.verdicts.VERDICTS)
+VERDICT_DIRS = {v.directory: v.value for v in Verdict if v.directory}
 
 
 class ProblemError(Exception):

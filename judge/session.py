@@ -34,7 +34,6 @@ from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
 BF16_NOTE = ("bfloat16 was not tested: Triton's interpreter computes bfloat16 on raw bits, "
              "so its results would be wrong for any kernel; it is tested on a GPU")
-SHORT_CIRCUIT = {Verdict.RJ, Verdict.TLE, Verdict.MLE, Verdict.OLE}
 NOT_RUN = "not run"
 
 
@@ -73,10 +72,7 @@ class Session:
             groups_started = time.monotonic()
             groups = []
             for g in self._selected_groups():
-                if groups and groups[-1].verdict in SHORT_CIRCUIT:
-                    # Groups grow in size: a case that hung, or ran out of memory
-                    # or output, here would do so there too, at a full limit each;
-                    # and after a rule violation the score is 0 whatever follows.
+                if groups and groups[-1].verdict.stops_later_groups:
                     last = groups[-1].verdict
                     groups.append(GroupResult(g.name, g.about, g.points, False, 0, last,
                                               skipped=f"not run: an earlier group ended with {last.value}"))

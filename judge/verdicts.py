@@ -27,21 +27,37 @@ class Verdict(str, Enum):
 
     @property
     def meaning(self) -> str:
-        return MEANINGS[self]
+        return VERDICTS[self][0]
+
+    @property
+    def directory(self) -> str | None:
+        """The corpus folder whose submissions must get this verdict (problems/*/submissions/<directory>/)."""
+        return VERDICTS[self][1]
+
+    @property
+    def stops_later_groups(self) -> bool:
+        """After a group ends with this verdict the later (larger) groups are not run."""
+        return VERDICTS[self][2]
 
 
-MEANINGS = {
-    Verdict.AC: "accepted",
-    Verdict.WA: "wrong answer",
-    Verdict.RTE: "run-time error",
-    Verdict.TLE: "time limit exceeded",
-    Verdict.MLE: "memory limit exceeded",
-    Verdict.OLE: "output limit exceeded",
-    Verdict.CE: "compile error",
-    Verdict.RJ: "rejected (rule violation)",
-    Verdict.IE: "internal error of the judge",
+# Everything about a verdict, in one place: what it means, the corpus folder of
+# the submissions that must get it, and whether it ends the run of groups (a
+# hang, or running out of memory or output, would recur at full cost in every
+# larger group; after a rule violation the score is 0 whatever follows).
+VERDICTS = {
+    Verdict.AC: ("accepted", "accepted", False),
+    Verdict.WA: ("wrong answer", "wrong_answer", False),
+    Verdict.RTE: ("run-time error", "runtime_error", False),
+    Verdict.TLE: ("time limit exceeded", "time_limit_exceeded", True),
+    Verdict.MLE: ("memory limit exceeded", "memory_limit_exceeded", True),
+    Verdict.OLE: ("output limit exceeded", "output_limit_exceeded", True),
+    Verdict.CE: ("compile error", "compile_error", False),
+    Verdict.RJ: ("rejected (rule violation)", "rejected", True),
+    Verdict.IE: ("internal error of the judge", None, False),
 }
+MEANINGS = {v: info[0] for v, info in VERDICTS.items()}
 
+# When groups fail differently, the submission's verdict is the first of these among them.
 PRIORITY = [Verdict.IE, Verdict.RJ, Verdict.CE, Verdict.TLE, Verdict.MLE, Verdict.OLE, Verdict.RTE, Verdict.WA]
 
 
