@@ -3,8 +3,9 @@
 The inputs are what a FlashAttention forward hands its backward: q, k, v, the
 output o (rounded to the dtype) and the natural-log logsumexp lse of each query
 row (float32), both from an exact float64 forward, plus the incoming gradient
-do. Every (batch, head) slice is handled on its own so that the N x N score
-matrices stay small (N = 4096 is 128 MiB of float64 per slice).
+do. The (batch, head) slices are handled a batch of them at a time, so that
+the N x N score matrices stay within about 256 MiB (N = 4096 is 128 MiB of
+float64 per slice) and small slices still run as a few batched matmuls.
 """
 
 import math
@@ -44,13 +45,25 @@ def _scale(sm_scale, d):
 
 
 def _scores(q, k, scale, causal):
-    """Scaled scores of one (batch, head) slice, causally masked with -inf."""
+    """Scaled scores of a batch of (batch, head) slices, causally masked with -inf."""
     s = (q @ k.transpose(-1, -2)) * scale
     if causal:
         n = s.shape[-1]
         keep = torch.ones(n, n, dtype=torch.bool, device=s.device).tril()
         s = s.masked_fill(~keep, float("-inf"))
     return s
+
+
+def _chunks(q):
+    """Slices of the flattened (batch x head) dimension, each a few score matrices big."""
+    b, h, n, _ = q.shape
+    step = max(1, (1 << 25) // max(1, n * n))  # 2^25 float64 scores: 256 MiB
+    return [slice(s, min(s + step, b * h)) for s in range(0, b * h, step)]
+
+
+def _flat(t):
+    """(b, h, ...) -> (b * h, ...), a view where the layout allows."""
+    return t.reshape(t.shape[0] * t.shape[1], *t.shape[2:])
 
 
 def _tensor(values, layout, offset=0):
@@ -74,12 +87,12 @@ def make_inputs(p, gen):
     # The golden forward, in float64 from the rounded q, k, v.
     o = torch.empty(shape, dtype=dtype)
     lse = torch.empty((b, h, n), dtype=torch.float32)
-    for i in range(b):
-        for j in range(h):
-            s = _scores(q[i, j].double(), k[i, j].double(), scale, causal)
-            m = torch.logsumexp(s, dim=-1)
-            o[i, j] = (torch.exp(s - m[:, None]) @ v[i, j].double()).to(dtype)
-            lse[i, j] = m.to(torch.float32)
+    qf, kf, vf, of, lf = _flat(q), _flat(k), _flat(v), _flat(o), _flat(lse)
+    for c in _chunks(q):
+        s = _scores(qf[c].double(), kf[c].double(), scale, causal)
+        m = torch.logsumexp(s, dim=-1)
+        of[c] = (torch.exp(s - m[..., None]) @ vf[c].double()).to(dtype)
+        lf[c] = m.to(torch.float32)
 
     layout = p["layout"]
     tensors = {"q": q, "k": k, "v": v, "o": o, "do": do, "lse": lse}
@@ -103,18 +116,19 @@ def golden(q, k, v, o, lse, do, causal, sm_scale):
     """
     b, h, n, d = q.shape
     scale = _scale(sm_scale, d)
-    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-    for i in range(b):
-        for j in range(h):
-            s = _scores(q[i, j], k[i, j], scale, causal)
-            p = torch.softmax(s, dim=-1)
-            g = do[i, j]
-            dv[i, j] = p.transpose(-1, -2) @ g
-            dp = g @ v[i, j].transpose(-1, -2)
-            delta = (g * o[i, j]).sum(-1, keepdim=True)
-            ds = p * (dp - delta)
-            dq[i, j] = (ds @ k[i, j]) * scale
-            dk[i, j] = (ds.transpose(-1, -2) @ q[i, j]) * scale
+    dq, dk, dv = (torch.empty(q.shape, dtype=q.dtype, device=q.device) for _ in range(3))
+    qf, kf, vf, of, gf = _flat(q), _flat(k), _flat(v), _flat(o), _flat(do)
+    dqf, dkf, dvf = _flat(dq), _flat(dk), _flat(dv)
+    for c in _chunks(q):
+        s = _scores(qf[c], kf[c], scale, causal)
+        p = torch.softmax(s, dim=-1)
+        g = gf[c]
+        dvf[c] = p.transpose(-1, -2) @ g
+        dp = g @ vf[c].transpose(-1, -2)
+        delta = (g * of[c]).sum(-1, keepdim=True)
+        ds = p * (dp - delta)
+        dqf[c] = (ds @ kf[c]) * scale
+        dkf[c] = (ds.transpose(-1, -2) @ qf[c]) * scale
     return dq, dk, dv
 
 
@@ -133,18 +147,19 @@ def naive(q, k, v, o, lse, do, causal, sm_scale):
 
     dq = torch.empty(q.shape, dtype=torch.float32, device=q.device)
     dk, dv = torch.empty_like(dq), torch.empty_like(dq)
-    for i in range(b):
-        for j in range(h):
-            qf, kf, vf = q[i, j].float(), k[i, j].float(), v[i, j].float()
-            of, gf, lf = o[i, j].float(), do[i, j].float(), lse[i, j].float()
-            s = r(_scores(qf, kf, scale, causal))
-            p = r(torch.exp(s - lf[:, None]))
-            dv[i, j] = r(p.transpose(-1, -2) @ gf)
-            dp = r(gf @ vf.transpose(-1, -2))
-            delta = (gf * of).sum(-1, keepdim=True)
-            ds = r(p * (dp - delta))
-            dq[i, j] = r((ds @ kf) * scale)
-            dk[i, j] = r((ds.transpose(-1, -2) @ qf) * scale)
+    qa, ka, va, oa, ga, la = (_flat(t) for t in (q, k, v, o, do, lse))
+    dqa, dka, dva = _flat(dq), _flat(dk), _flat(dv)
+    for c in _chunks(q):
+        qf, kf, vf = qa[c].float(), ka[c].float(), va[c].float()
+        of, gf, lf = oa[c].float(), ga[c].float(), la[c].float()
+        s = r(_scores(qf, kf, scale, causal))
+        p = r(torch.exp(s - lf[..., None]))
+        dva[c] = r(p.transpose(-1, -2) @ gf)
+        dp = r(gf @ vf.transpose(-1, -2))
+        delta = (gf * of).sum(-1, keepdim=True)
+        ds = r(p * (dp - delta))
+        dqa[c] = r((ds @ kf) * scale)
+        dka[c] = r((ds.transpose(-1, -2) @ qf) * scale)
     return dq, dk, dv
 
 
