@@ -51,15 +51,16 @@ def show(problem):
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True, help="Overwrite PATH if it exists.")
 def init(problem, path, force):
-    """Write a problem's skeleton to PATH (default: ./<slug>.py)."""
+    """Write a problem's skeleton to PATH (default: ./<slug>.py, or ./<slug>.toml for an answers problem)."""
     p = problem_or_exit(problem)
-    path = path or Path(f"{p.slug.replace('-', '_')}.py")
+    path = path or Path(f"{p.slug.replace('-', '_')}{p.suffix}")
     if path.is_dir():
-        path = path / f"{p.slug.replace('-', '_')}.py"
+        path = path / f"{p.slug.replace('-', '_')}{p.suffix}"
     if path.exists() and not force:
         usage(f"{path} exists; pass --force to overwrite it")
     path.write_text(p.skeleton_path.read_text())
-    click.echo(f"wrote {path}: fill in the kernel, then run: python -m judge submit {p.id} {path}")
+    click.echo(f"wrote {path}: fill in the {'kernel' if p.kind == 'kernel' else 'answers'}, then run: "
+               f"python -m judge submit {p.id} {path}")
 
 
 def _judge_options(fn):
@@ -151,7 +152,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             usage("--case needs --group (the reproduce line in a report has both)")
     if group is not None and group not in [g.name for g in p.groups]:
         usage(f"unknown group '{group}' for problem {p.id}; valid: {', '.join(g.name for g in p.groups)}")
-    device, interpret, note = _resolve_device(device, interpret)
+    device, interpret, note = _resolve_device(device, interpret) if p.kind == "kernel" else ("cpu", False, None)
     if sandbox != "auto":
         from judge.sandbox import get_backend
 
@@ -170,9 +171,8 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "big") >> 1
 
+    from judge.judging import judge_file
     from judge.options import Options
-
-    from judge.session import Session
     from judge.verdicts import Verdict
 
     options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
@@ -183,7 +183,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
                               "output_kb": output_limit, "processes": processes},
                       speed=speed, bench=bench or {}, log=lambda m: err(m))
     try:
-        report = Session(p, file, options).run()
+        report = judge_file(p, file, options)
         if as_json:
             from judge.report import to_json
 
@@ -240,6 +240,8 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
               max_rounds, plot_path):
     """Time FILE against the reference (and PyTorch) on PROBLEM's bench shapes: speedups with 95% intervals."""
     p = problem_or_exit(problem)
+    if p.kind != "kernel":
+        usage(f"problem {p.id} ({p.slug}) is answered by hand: there is nothing to time (use submit)")
     check_file(file)
     sandbox_or_exit(sandbox)
     only = None

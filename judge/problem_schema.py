@@ -14,7 +14,7 @@ NUM = (int, float)
 DOMAIN = object()  # a parameter domain: a constant, a list, or a {min, max, log} table (judge.cases)
 
 SCHEMA = {
-    "id": int, "slug": str, "title": str, "entry_point": str, "signature": str, "arity": int,
+    "kind": str, "id": int, "slug": str, "title": str, "entry_point": str, "signature": str, "arity": int,
     "outputs": [{"name": str, "dtype": str, "scope": str}],
     "limits": {"case_seconds": NUM, "case_seconds_interpret": NUM, "run_seconds": NUM, "run_seconds_interpret": NUM,
                "startup_seconds": NUM, "memory_mb": int, "output_kb": int, "processes": int,
@@ -29,6 +29,18 @@ SCHEMA = {
 REQUIRED = ("id", "slug", "title", "entry_point", "signature", "arity", "outputs", "groups")
 SCOPES = ("element", "row", "tensor")
 
+# kind = "answers": the submission is a TOML file of named numbers (judge.answers); each part is checked
+# against its exact value within a tolerance and earns its own points. Nothing runs: no worker, no golden.py.
+ANSWERS_SCHEMA = {
+    "kind": str, "id": int, "slug": str, "title": str,
+    "score": {"speed_points": NUM},
+    "parts": [{"name": str, "about": str, "value": NUM, "unit": str, "points": NUM, "rel_tol": NUM, "abs_tol": NUM,
+               "hint": str, "mistakes": [{"values": [NUM], "ratios": [NUM], "hint": str}]}],
+}
+ANSWERS_REQUIRED = ("kind", "id", "slug", "title", "parts")
+PART_REQUIRED = ("name", "value", "unit", "points", "hint")
+KINDS = {"kernel": (SCHEMA, REQUIRED), "answers": (ANSWERS_SCHEMA, ANSWERS_REQUIRED)}
+
 
 def _type_name(kind) -> str:
     if kind is NUM:
@@ -40,12 +52,42 @@ def _type_name(kind) -> str:
 
 def check(spec: dict, where: str) -> list[str]:
     """Every problem with the spec, one line each (empty when it is well formed)."""
-    problems = [f"{where}: missing '{key}'" for key in REQUIRED if key not in spec]
-    _walk(spec, SCHEMA, where, "", problems)
+    kind = spec.get("kind", "kernel")
+    if kind not in KINDS:
+        return [f"{where}: kind must be one of {', '.join(KINDS)} (not {kind!r})"]
+    schema, required = KINDS[kind]
+    problems = [f"{where}: missing '{key}'" for key in required if key not in spec]
+    _walk(spec, schema, where, "", problems)
+    if kind == "answers":
+        _check_parts(spec, where, problems)
+        return problems
     for i, out in enumerate(spec.get("outputs") or []):
         if isinstance(out, dict) and out.get("scope", "row") not in SCOPES:
             problems.append(f"{where}: outputs[{i}].scope must be one of {', '.join(SCOPES)}")
     return problems
+
+
+def _check_parts(spec: dict, where: str, problems: list) -> None:
+    """The keys of an answers problem that the type walk cannot see: required keys of each part and mistake."""
+    if spec.get("score", {}).get("speed_points", 0) != 0:
+        problems.append(f"{where}: 'score.speed_points' must be 0: an answers problem has no speed part")
+    parts = spec.get("parts")
+    if not isinstance(parts, list):
+        return
+    if not parts:
+        problems.append(f"{where}: 'parts' must list at least one part")
+    for i, part in enumerate(parts):
+        if not isinstance(part, dict):
+            continue
+        problems += [f"{where}: missing 'parts[{i}].{key}'" for key in PART_REQUIRED if key not in part]
+        for j, mistake in enumerate(part.get("mistakes") or []):
+            if not isinstance(mistake, dict):
+                continue
+            here = f"parts[{i}].mistakes[{j}]"
+            if "hint" not in mistake:
+                problems.append(f"{where}: missing '{here}.hint'")
+            if not mistake.get("values") and not mistake.get("ratios"):
+                problems.append(f"{where}: '{here}' needs 'values' or 'ratios' (the wrong answers it explains)")
 
 
 def _walk(value, schema, where: str, path: str, problems: list) -> None:

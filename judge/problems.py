@@ -14,12 +14,20 @@ A problem directory holds:
 
 The Triton reference solution lives in ``reference/<dir name>.py``, outside
 anything a sandbox mounts. Adding a problem touches no judge code.
+
+A problem of ``kind = "answers"`` is worked by hand: its submission is a TOML
+file of named numbers, checked part by part against ``[[parts]]`` in
+problem.toml (judge.answers); it has ``statement.md``, ``skeleton.toml`` and a
+corpus of ``submissions/<verdict>/*.toml``, and no golden.py, reference or
+worker.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +73,62 @@ class Group:
         return merged
 
 
+MISTAKE_REL = 1e-3  # a wrong answer within 0.1% of a known mistake gets that mistake's hint
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A wrong answer we know how students reach, and the hint that names the step that goes wrong."""
+
+    hint: str
+    values: tuple[float, ...] = ()  # the wrong answers themselves
+    ratios: tuple[float, ...] = ()  # wrong answers as multiples of the right one (a unit or a factor of 2 off)
+
+
+@dataclass(frozen=True)
+class Part:
+    """One named answer of an answers problem: its exact value, tolerance, unit, points and hints."""
+
+    name: str
+    about: str
+    value: float
+    unit: str
+    points: float
+    rel_tol: float
+    abs_tol: float
+    hint: str  # the general hint, for a wrong answer no known mistake explains
+    mistakes: tuple[Mistake, ...]
+
+    def close(self, got: float, target: float, rel_floor: float = 0.0) -> bool:
+        """GOT is TARGET within this part's tolerance (at least REL_FLOOR of it; a few ulps of slack for decimals)."""
+        allowed = max(self.abs_tol, self.rel_tol * abs(target), rel_floor * abs(target)) + 4 * math.ulp(target)
+        return abs(got - target) <= allowed
+
+    def accepts(self, got: float) -> bool:
+        return self.close(got, self.value)
+
+    def tolerance_text(self) -> str:
+        """Which answers count, in words (the exact value itself is never shown)."""
+        if self.rel_tol == 0 and self.abs_tol == 0:
+            return "only the exact value counts"
+        parts = []
+        if self.rel_tol:
+            parts.append(f"{self.rel_tol * 100:g}% of the exact value")
+        if self.abs_tol:
+            parts.append(f"{self.abs_tol:g}{' ' + self.unit if self.unit else ''}")
+        return "answers within " + " or ".join(parts) + " count"
+
+    def hint_for(self, got: float) -> tuple[str, bool]:
+        """(the hint, whether a known mistake explains GOT)."""
+        # A known mistake is recognised within the part's tolerance of it, or 0.1% of it when that is wider
+        # (a student rounds a wrong answer as much as a right one).
+        for m in self.mistakes:
+            wrong = list(m.values) + [r * self.value for r in m.ratios]
+            if any(self.close(got, w, MISTAKE_REL) for w in wrong):
+                return m.hint, True
+        return self.hint, False
+
+
 @dataclass
 class Problem:
     id: int
@@ -81,6 +145,18 @@ class Problem:
     groups: list[Group]
     spec: dict = field(repr=False)
     _golden: object = field(default=None, repr=False)
+    kind: str = "kernel"  # "kernel" (a Triton file, judged by judge.session) or "answers" (judge.answers)
+    parts: list[Part] = field(default_factory=list)  # kind "answers": the named answers (groups mirror them)
+
+    @property
+    def suffix(self) -> str:
+        """The submission's file extension: ``.py`` for a kernel, ``.toml`` for answers."""
+        return ".toml" if self.kind == "answers" else ".py"
+
+    @property
+    def has_reference(self) -> bool:
+        """Kernel problems have a reference solution (judged AC in the self-test, timed by speed runs)."""
+        return self.kind == "kernel"
 
     @property
     def name(self) -> str:
@@ -92,7 +168,7 @@ class Problem:
 
     @property
     def skeleton_path(self) -> Path:
-        return self.directory / "skeleton.py"
+        return self.directory / f"skeleton{self.suffix}"
 
     @property
     def reference_path(self) -> Path:
@@ -114,6 +190,8 @@ class Problem:
 
     def golden_interface(self) -> list[str]:
         """The functions golden.py must define: the correctness trio, and the speed run's when speed is scored."""
+        if self.kind != "kernel":
+            return []
         needed = ["make_inputs", "golden", "naive"]
         if self.speed_points > 0:
             needed += ["bench_args", "work"]
@@ -126,7 +204,7 @@ class Problem:
         out = []
         root = self.directory / "submissions"
         for dirname, verdict in VERDICT_DIRS.items():
-            for path in sorted((root / dirname).glob("*.py")):
+            for path in sorted((root / dirname).glob(f"*{self.suffix}")):
                 out.append((verdict, path))
         return out
 
@@ -150,6 +228,8 @@ def load_problem(directory: Path) -> Problem:
     if wrong:
         more = f" (and {len(wrong) - 1} more)" if len(wrong) > 1 else ""
         raise ProblemError(wrong[0] + more)
+    if spec.get("kind", "kernel") == "answers":
+        return _load_answers(spec, directory, where)
     outputs = [
         Output(o["name"], o.get("dtype", "input"), o.get("scope", spec.get("check", {}).get("scope", "row")))
         for o in _require(spec, "outputs", list, where)
@@ -188,6 +268,47 @@ def load_problem(directory: Path) -> Problem:
         raise ProblemError(f"{where}: group points plus speed_points must total 100, not {total:g}")
     if problem.speed_points > 0 and not spec.get("bench", {}).get("shapes"):
         raise ProblemError(f"{where}: speed_points > 0 needs [bench] shapes to time")
+    return problem
+
+
+PART_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def _load_answers(spec: dict, directory: Path, where: str) -> Problem:
+    """An answers problem: its parts, and a Group per part so that reports, rubrics and platforms see groups."""
+    parts, names = [], set()
+    for i, p in enumerate(spec["parts"]):
+        pw = f"{where} parts[{i}] ({p.get('name', '?')})"
+        name = p["name"]
+        if not PART_NAME.match(name):
+            raise ProblemError(f"{pw}: a part's name is its key in the student's file: lower-case letters, "
+                               "digits and _ (starting with a letter)")
+        if name in names:
+            raise ProblemError(f"{pw}: a second part named '{name}'")
+        names.add(name)
+        part = Part(name=name, about=p.get("about", ""), value=float(p["value"]), unit=p["unit"],
+                    points=float(p["points"]), rel_tol=float(p.get("rel_tol", 0)), abs_tol=float(p.get("abs_tol", 0)),
+                    hint=p["hint"],
+                    mistakes=tuple(Mistake(m["hint"], tuple(map(float, m.get("values", ()))),
+                                           tuple(map(float, m.get("ratios", ())))) for m in p.get("mistakes", ())))
+        if not math.isfinite(part.value) or part.points <= 0 or part.rel_tol < 0 or part.abs_tol < 0:
+            raise ProblemError(f"{pw}: value must be finite, points > 0 and tolerances >= 0")
+        for m in part.mistakes:
+            for wrong in list(m.values) + [r * part.value for r in m.ratios]:
+                if part.accepts(wrong):
+                    raise ProblemError(f"{pw}: the mistake {wrong:g} ('{m.hint[:40]}...') is within the tolerance "
+                                       "of the answer, so it would be accepted")
+        parts.append(part)
+    groups = [Group(name=p.name, points=p.points, about=p.about, params={}, interpret={}, examples=(),
+                    max_examples=1, max_examples_interpret=1) for p in parts]
+    problem = Problem(
+        id=spec["id"], slug=spec["slug"], title=spec["title"], directory=directory,
+        entry_point="", signature=f"answers ({len(parts)} parts, TOML)", arity=0, outputs=[], limits={}, check={},
+        speed_points=0.0, groups=groups, spec=spec, kind="answers", parts=parts,
+    )
+    total = sum(p.points for p in parts)
+    if abs(total - 100) > 1e-9:
+        raise ProblemError(f"{where}: the parts' points must total 100, not {total:g}")
     return problem
 
 

@@ -47,13 +47,17 @@ def render(report: Report, console: Console) -> None:
     device_name = report.worker.get("device_name")
     if device_name and not mode["interpret"]:
         where += f": {device_name}"
+    answers = mode.get("kind") == "answers"
     console.print(f"[bold]Problem {p['id']} · {escape(p['title'])}[/bold]   {escape(report.submission['path'])}")
-    console.print(f"[dim]mode: {where} · sandbox {mode['sandbox']} · seed {report.seed}"
-                  f"{' · quick test' if mode.get('quick') else ''}[/dim]")
+    if answers:
+        console.print("[dim]answers read as data and checked part by part (nothing in the file runs)[/dim]")
+    else:
+        console.print(f"[dim]mode: {where} · sandbox {mode['sandbox']} · seed {report.seed}"
+                      f"{' · quick test' if mode.get('quick') else ''}[/dim]")
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("")
-    table.add_column("group")
+    table.add_column("part" if answers else "group")
     table.add_column("cases", justify="right")
     table.add_column("points", justify="right")
     table.add_column("")
@@ -103,7 +107,9 @@ def render(report: Report, console: Console) -> None:
 
         console.print()
         render_speed(speed, console)
-    if not speed.get("scored"):
+    if answers:
+        pass  # no speed part
+    elif not speed.get("scored"):
         console.print(f"[dim]speed ({speed.get('max_points', 0):g} points): {escape(speed.get('reason', ''))}[/dim]")
     else:
         console.print(f"speed: {speed.get('points', 0):g} / {speed.get('max_points', 0):g} points - "
@@ -113,6 +119,11 @@ def render(report: Report, console: Console) -> None:
     console.print(f"\n[{style}]{report.verdict.value}[/{style}] {report.verdict.meaning} — "
                   f"{_clean(report.message, 400)}")
     correctness = report.score - report.speed_points
+    if answers:
+        right = sum(g.passed for g in report.groups)
+        console.print(f"[bold]score {report.score:g} / {report.max_score:g}[/bold] "
+                      f"[dim]({right} of {len(report.groups)} parts right)[/dim]")
+        return
     console.print(f"[bold]score {report.score:g} / {report.max_score:g}[/bold] "
                   f"[dim](correctness {correctness:g} of {report.correctness_points:g}; speed "
                   f"{report.speed_points:g} of {speed.get('max_points', 0):g}; {report.elapsed_seconds:.1f} s)[/dim]")

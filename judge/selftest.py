@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from judge.judging import judge_file
 from judge.problems import Problem
 from judge.options import Options
-from judge.session import Session
 
 EXPECT = re.compile(r"^# expect(-cpu|-gpu)?: (.+)$", re.M)
 # Hangs are judged with a short limit: the verdict is the same, the wait is not.
@@ -61,7 +61,7 @@ class Check:
 
 
 def corpus_of(problem: Problem, include_reference: bool = True) -> list[tuple[str, Path]]:
-    items = [("AC", problem.reference_path)] if include_reference else []
+    items = [("AC", problem.reference_path)] if include_reference and problem.has_reference else []
     return items + problem.corpus()
 
 
@@ -83,7 +83,7 @@ def judge_one(problem: Problem, expected: str, path: Path, base: Options) -> Che
 
     options = Options(**{**base.__dict__, "limits": _limits(expected, base.limits)})
     t = time.monotonic()
-    report = Session(problem, path, options).run()
+    report = judge_file(problem, path, options)
     return Check(problem, path, expected, finite_json(report.to_json()), expect_texts(path, options.interpret),
                  time.monotonic() - t)
 

@@ -7,6 +7,11 @@ skeleton that parses and defines it, a reference solution, and then the
 corpus judged: the reference accepted and every self-test submission given
 its declared verdict (judge.selftest). A step that fails is reported and the
 next problem is checked; the exit code says whether all passed.
+
+An answers problem (``kind = "answers"``) has no golden.py and no reference:
+its steps are problem.toml, a statement that names every part, a
+skeleton.toml with a line for every part (and nothing else), and the corpus,
+judged the same way (judge.judging.judge_file).
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ def static_steps(directory: Path):
         problem = load_problem(directory)
     except ProblemError as exc:
         return None, [Step(where, "problem.toml", False, str(exc))]
+    if problem.kind == "answers":
+        steps.append(Step(where, "problem.toml", True, f"answers: {len(problem.parts)} parts"))
+        return problem, steps + _answers_steps(problem)
     steps.append(Step(where, "problem.toml", True, f"{len(problem.groups)} groups, {problem.speed_points:g} speed points"))
     try:
         problem.golden  # noqa: B018 - loading checks the interface
@@ -77,3 +85,29 @@ def _skeleton_step(where: str, path: Path, entry: str) -> Step:
         return Step(where, "skeleton.py", False, reason)
     defined = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)}
     return Step(where, "skeleton.py", entry in defined, "" if entry in defined else f"does not define {entry}()")
+
+
+def _answers_steps(problem) -> list[Step]:
+    """An answers package: a statement naming every part; a skeleton with exactly the parts, not yet answered."""
+    import math
+    import tomllib
+
+    where = problem.directory.name
+    names = [p.name for p in problem.parts]
+    statement = problem.statement_path
+    unnamed = [n for n in names if f"`{n}`" not in statement.read_text()] if statement.is_file() else names
+    steps = [Step(where, "statement.md", statement.is_file() and not unnamed,
+                  "missing" if not statement.is_file() else (f"does not name {', '.join(unnamed)}" if unnamed else ""))]
+    skeleton = problem.skeleton_path
+    if not skeleton.is_file():
+        return steps + [Step(where, skeleton.name, False, "missing")]
+    try:
+        doc = tomllib.loads(skeleton.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return steps + [Step(where, skeleton.name, False, f"not valid TOML: {exc}")]
+    wrong = sorted(set(doc) ^ set(names))
+    unset = [n for n in names if not (isinstance(doc.get(n), float) and math.isnan(doc[n]))]
+    ok = not wrong and not unset
+    detail = (f"keys differ from the parts: {', '.join(wrong)}" if wrong else
+              f"the parts must be left at nan (a CE until answered): {', '.join(unset)}" if unset else "")
+    return steps + [Step(where, skeleton.name, ok, detail)]

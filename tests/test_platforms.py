@@ -210,7 +210,7 @@ def test_service_rejects_malformed_requests(service):
     url, token = service
     auth = {"Authorization": f"Bearer {token.read_text()}", "Content-Type": "application/json"}
     with urllib.request.urlopen(url + "/health", timeout=30) as resp:
-        assert json.loads(resp.read())["problems"] == [93, 94, 95, 96, 97, 98]
+        assert json.loads(resp.read())["problems"] == [93, 94, 95, 96, 97, 98, 101, 102, 103, 104]
     for body, code in ((b"{", 400), (json.dumps({"problem": "999", "source": ""}).encode(), 400)):
         req = urllib.request.Request(url + "/grade", data=body, headers=auth, method="POST")
         with pytest.raises(urllib.error.HTTPError) as exc:

@@ -50,7 +50,7 @@ def test_speed_points_need_bench_shapes_and_the_golden_speed_interface(tmp_path)
 def test_every_real_problem_passes_the_schema():
     import tomllib
 
-    for key in ("93", "94", "95", "96", "97", "98"):
+    for key in ("93", "94", "95", "96", "97", "98", "101", "102", "103", "104"):
         p = find_problem(key)
         assert problem_schema.check(tomllib.loads((p.directory / "problem.toml").read_text()), "x") == []
 
@@ -70,3 +70,34 @@ def test_verify_names_a_broken_package_and_passes_a_sound_one(tmp_path):
     assert "BAD 093-vector-add problem.toml" in proc.stdout and "'limits.output_kib'" in proc.stdout
     ok = subprocess.run([sys.executable, "-m", "judge", "verify", "093", "--no-corpus"], capture_output=True, text=True)
     assert ok.returncode == 0 and "every package is sound" in ok.stdout, ok.stdout + ok.stderr
+
+
+def _copy_answers(tmp_path, edit):
+    src = find_problem("101").directory
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("submissions"))
+    toml = dst / "problem.toml"
+    toml.write_text(edit(toml.read_text()))
+    return dst
+
+
+@pytest.mark.parametrize("edit,text", [
+    (lambda t: t.replace('kind = "answers"', 'kind = "answer"'), "kind must be one of kernel, answers"),
+    (lambda t: t.replace('unit = "programs"\npoints = 20', 'units = "programs"\npoints = 20', 1),
+     "unknown key 'parts[0].units' (did you mean 'unit'?)"),
+    (lambda t: t.replace('value = 97\n', '', 1), "missing 'parts[0].value'"),
+    (lambda t: t.replace('value = 97\n', 'value = "97"\n', 1), "'parts[0].value' must be a number"),
+    (lambda t: t.replace('values = [96]\n', '', 1), "needs 'values' or 'ratios'"),
+    (lambda t: t.replace('values = [96]', 'values = [97]', 1), "is within the tolerance of the answer"),
+    (lambda t: t.replace('points = 20', 'points = 25', 1), "the parts' points must total 100, not 105"),
+    (lambda t: t + '\n[score]\nspeed_points = 30\n', "'score.speed_points' must be 0"),
+    (lambda t: t.replace('name = "programs"', 'name = "Programs!"', 1), "lower-case letters, digits and _"),
+    (lambda t: t.replace('name = "masked_lanes"', 'name = "programs"', 1), "a second part named 'programs'"),
+    (lambda t: t.replace('kind = "answers"', 'kind = "answers"\nentry_point = "add"'),
+     "unknown key 'entry_point'"),
+])
+def test_answers_problem_mistakes_are_named(tmp_path, edit, text):
+    import re
+
+    with pytest.raises(ProblemError, match=re.escape(text)):
+        load_problem(_copy_answers(tmp_path, edit))

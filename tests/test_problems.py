@@ -9,15 +9,32 @@ from judge.cases import allowed_dtypes, expand_examples, validate_case
 from judge.problems import VERDICT_DIRS, all_problems, find_problem
 
 PROBLEMS = all_problems()
+KERNELS = [p for p in PROBLEMS if p.kind == "kernel"]
+ANSWERS = [p for p in PROBLEMS if p.kind == "answers"]
 EXPECTED_IDS = {93: "vector-add", 94: "softmax", 95: "matmul", 96: "rmsnorm",
-                97: "flash-attention-forward", 98: "flash-attention-backward"}
+                97: "flash-attention-forward", 98: "flash-attention-backward",
+                101: "grid-and-masks", 102: "softmax-traffic", 103: "tile-smem", 104: "online-softmax-by-hand"}
+EXPECTED_KINDS = {pid: "answers" if pid > 100 else "kernel" for pid in EXPECTED_IDS}
 
 
-def test_the_six_problems_exist():
+def test_the_problems_exist():
+    """Six kernel problems and the chapter's four exercises worked by hand (answers problems)."""
     assert {p.id: p.slug for p in PROBLEMS} == EXPECTED_IDS
+    assert {p.id: p.kind for p in PROBLEMS} == EXPECTED_KINDS
 
 
-@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.slug)
+@pytest.mark.parametrize("problem", ANSWERS, ids=lambda p: p.slug)
+def test_answers_package_files(problem):
+    names = sorted(f.name for f in problem.directory.iterdir())
+    assert names == ["problem.toml", "skeleton.toml", "statement.md", "submissions"]
+    assert problem.directory.name == f"{problem.id:03d}-{problem.slug}"
+    assert not problem.reference_path.exists() and problem.golden_interface() == []
+    text = problem.statement_path.read_text()
+    for part in problem.parts:
+        assert f"`{part.name}`" in text
+
+
+@pytest.mark.parametrize("problem", KERNELS, ids=lambda p: p.slug)
 def test_package_files(problem):
     for name in ("problem.toml", "statement.md", "skeleton.py", "golden.py"):
         assert (problem.directory / name).is_file(), name
@@ -44,10 +61,19 @@ def test_corpus_meets_the_minimum(problem):
             assert re.search(r"^# expect(-cpu|-gpu)?: .+$", text, re.M), f"{path.name} lacks an '# expect:' line"
     assert counts["AC"] >= 2, "at least two accepted solutions"
     assert counts["WA"] >= 4, "at least four wrong answers"
-    assert counts["RJ"] >= 1
+    if problem.kind == "kernel":
+        assert counts["RJ"] >= 1
+    else:  # answer files run nothing, so nothing to reject; malformed files are CE
+        assert counts["CE"] >= 3 and all(n == 0 for v, n in counts.items() if v not in ("AC", "WA", "CE"))
+        # Every wrong file's hints are ours: each '# expect:' text is a hint of the problem.toml.
+        hints = {m.hint for p in problem.parts for m in p.mistakes} | {p.hint for p in problem.parts}
+        for verdict, path in problem.corpus():
+            if verdict == "WA":
+                for want in re.findall(r"^# expect: (.+)$", path.read_text(), re.M):
+                    assert any(want in h for h in hints), (path.name, want)
 
 
-@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.slug)
+@pytest.mark.parametrize("problem", KERNELS, ids=lambda p: p.slug)
 def test_group_domains_are_well_formed(problem):
     names = [g.name for g in problem.groups]
     assert len(names) == len(set(names))

@@ -90,8 +90,9 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
     """Grade a ROSTER (a directory with a folder or .py file per student, or a CSV student,problem,path).
 
     In a student's folder the file for a problem is the first of <id>.py, <NNN>.py, <NNN-slug>.py, <slug>.py
-    (hyphens or underscores); with one problem, also the folder's only .py file. Results go into OUT/results.sqlite
-    as each job ends: run the same command again to resume after an interruption.
+    (hyphens or underscores; .toml instead of .py for an answers problem); with one problem, also the folder's only
+    such file. Results go into OUT/results.sqlite as each job ends: run the same command again to resume after an
+    interruption.
     """
     from rich.console import Console
 

@@ -90,9 +90,9 @@ class _Handler(BaseHTTPRequestHandler):
         problem = find_problem(str(request.get("problem", "")))
         if problem is None:
             return self._send(400, {"error": f"unknown problem '{request.get('problem')}'"})
-        name = Path(str(request.get("filename") or "submission.py")).name
-        if not name.endswith(".py") or name.startswith("."):
-            name = "submission.py"
+        name = Path(str(request.get("filename") or f"submission{problem.suffix}")).name
+        if not name.endswith(problem.suffix) or name.startswith("."):
+            name = f"submission{problem.suffix}"
         try:
             report = s.judge(problem.id, name, source, seed)
         except Exception as exc:  # noqa: BLE001 - the client gets one line, the service keeps serving

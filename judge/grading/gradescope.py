@@ -165,7 +165,7 @@ def run(problem: Problem, *, submission_dir: Path, results_path: Path, rubric: R
     report = platform_report(
         problem, submission_dir, rubric, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
         missing=f"no submission file found; name it one of {', '.join(candidate_names(problem))} "
-                "(or upload a single .py file)",
+                f"(or upload a single {problem.suffix} file)",
         forward_hint="; ask the course staff to regrade")
     graded = grade(report, problem, rubric)
     doc = results(graded, time.monotonic() - started)

@@ -127,10 +127,10 @@ def main() -> None:
     except ValueError as exc:
         _fail(2, f"bad job: {exc}")
 
+    from judge.judging import judge_file
     from judge.problems import find_problem
     from judge.report import finite_json
     from judge.options import Options
-    from judge.session import Session
 
     problem = find_problem(str(spec.get("problem", "")))
     if problem is None:
@@ -140,7 +140,7 @@ def main() -> None:
     if spec.get("source") is not None and not path.is_file():
         # The file is not on this host: write the bytes that came with the job, under the student's file name.
         tmp = tempfile.mkdtemp(prefix="judge-job-")
-        path = Path(tmp) / Path(str(spec.get("filename") or path.name or "submission.py")).name
+        path = Path(tmp) / Path(str(spec.get("filename") or path.name or f"submission{problem.suffix}")).name
         path.write_bytes(base64.b64decode(spec["source"]))
     if not path.is_file():
         _fail(2, f"bad job: no such file: {path}")
@@ -149,7 +149,7 @@ def main() -> None:
                       sandbox=str(spec.get("sandbox", "auto")), seed=int(spec.get("seed", 0)),
                       gpu=spec.get("gpu"))
     try:
-        report = Session(problem, path, options).run()
+        report = judge_file(problem, path, options)
         out = finite_json(report.to_json())
         if tmp is not None:
             # Reproduce lines name the temporary copy: give them the student's path back.

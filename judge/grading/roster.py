@@ -4,6 +4,7 @@ Directory roster: one entry per student, named by the entry's name:
 
 * a file ``alice.py`` directly in the roster is alice's submission; allowed
   only when a single problem is graded (nothing says which problem it is for);
+  ``alice.toml`` for an answers problem;
 * a folder ``alice/`` holds alice's files; for each problem the file is picked
   by :func:`pick_file` (the rule is documented there and in the README).
 
@@ -51,9 +52,9 @@ def sha256_of(path: Path) -> str:
 
 def candidate_names(problem: Problem) -> list[str]:
     """File names that mean "my submission for this problem", in order of preference."""
-    slug = problem.slug
-    names = [f"{problem.id}.py", f"{problem.id:03d}.py", f"{problem.directory.name}.py",
-             f"{slug}.py", f"{slug.replace('-', '_')}.py"]
+    slug, ext = problem.slug, problem.suffix  # .py for a kernel, .toml for an answers problem
+    names = [f"{problem.id}{ext}", f"{problem.id:03d}{ext}", f"{problem.directory.name}{ext}",
+             f"{slug}{ext}", f"{slug.replace('-', '_')}{ext}"]
     return list(dict.fromkeys(names))
 
 
@@ -64,14 +65,15 @@ def pick_file(folder: Path, problem: Problem, single_problem: bool) -> Path | No
     (``094.py``), ``<NNN-slug>.py`` (``094-softmax.py``), ``<slug>.py`` with a
     hyphen or an underscore (``vector-add.py``, ``vector_add.py``); when only
     one problem is graded and the folder holds exactly one ``.py`` file, that
-    file. Only the folder's top level is looked at.
+    file. Only the folder's top level is looked at. For an answers problem
+    the same names end in ``.toml`` (``101.toml``, ``grid-and-masks.toml``).
     """
     for name in candidate_names(problem):
         path = folder / name
         if path.is_file():
             return path
     if single_problem:
-        files = sorted(p for p in folder.glob("*.py") if p.is_file())
+        files = sorted(p for p in folder.glob(f"*{problem.suffix}") if p.is_file())
         if len(files) == 1:
             return files[0]
     return None
@@ -111,13 +113,14 @@ def _from_directory(root: Path, problems: list[Problem]) -> list[Entry]:
             student = _check_student(child.name, str(child))
             for problem in problems:
                 entries.append(_entry(student, problem, pick_file(child, problem, len(problems) == 1)))
-        elif child.is_file() and child.suffix == ".py":
+        elif child.is_file() and child.suffix in {p.suffix for p in problems}:
             if len(problems) != 1:
                 raise RosterError(f"{child}: a file directly in the roster is only allowed when grading one "
                                   "problem; with several, give each student a folder")
             entries.append(_entry(_check_student(child.stem, str(child)), problems[0], child))
     if not entries:
-        raise RosterError(f"{root}: no student folders or .py files in it")
+        raise RosterError(f"{root}: no student folders or {'/'.join(sorted({p.suffix for p in problems}))} "
+                          "files in it")
     return entries
 
 
