@@ -23,6 +23,8 @@ import threading
 import time
 from collections import Counter
 
+from judge.shared.tracing import REPLAYED
+
 # Operators a wrapper may use around its kernels: they allocate, describe or
 # move data but compute nothing from it.
 ALLOWED_OPS = frozenset(
@@ -77,6 +79,7 @@ class Watch:
         self.kernel_buffers: list[tuple[int, int]] = []  # storage ranges given to own kernels
         self.threads_before = threading.active_count()
         self.kernel_ids: set[int] = set()  # compiled kernels launched (see kernels())
+        self.trace = None  # judge.untrusted.trace.Recorder: the call's launch sequence, for the replay check
 
 
 class _State:
@@ -86,6 +89,8 @@ class _State:
     submission = ""
     kernels: dict = {}  # id(compiled kernel) -> its resources, for kernels of the submission's file
     compile_seconds = 0.0  # time spent in launches that compiled (or loaded) a new kernel
+    quiet = 0  # > 0 while the recorder itself uses torch (its operators are not the submission's)
+    benchmarking = 0  # > 0 while an autotuner times its configs (those launches are not the call's)
 
 
 _state = _State()
@@ -192,14 +197,73 @@ def _record_launch(kernel, args, kwargs):
         watch.other_launches[f"{name} ({os.path.basename(where)})"] += 1
 
 
+def _trace_launch(kernel, args, kwargs):
+    """The launch's record for the replay check, and the keyword arguments to launch with.
+
+    A callable grid is wrapped so that the grid Triton computes from the bound
+    arguments is recorded, without calling the submission's grid a second time.
+    """
+    watch = _state.watch
+    trace = watch.trace if watch is not None else None
+    if trace is None or _state.benchmarking:
+        return None, kwargs
+    fn = getattr(kernel, "fn", None)
+    code = getattr(fn, "__code__", None)
+    name = getattr(fn, "__name__", type(kernel).__name__)
+    _state.quiet += 1
+    try:
+        if code is None or os.path.realpath(code.co_filename) != _state.submission:
+            trace.foreign(f"{name} ({os.path.basename(code.co_filename) if code is not None else '?'})")
+            return None, kwargs
+        grid = kwargs.get("grid")
+        event = trace.launch(name, args, kwargs, grid)
+    finally:
+        _state.quiet -= 1
+    if event is not None and callable(grid):
+        def recorded_grid(meta, _grid=grid, _event=event):
+            resolved = _grid(meta)
+            _event["grid"] = trace.grid(resolved)
+            return resolved
+
+        kwargs = dict(kwargs, grid=recorded_grid)
+    return event, kwargs
+
+
+def _traced_op(trace, func, args, kwargs):
+    """Run an operator the replay redoes, and record it (its arguments as they were before it ran)."""
+    event = trace.op_before(func, args, kwargs)
+    result = func(*args, **kwargs)
+    trace.op_after(event, func, result)
+    return result
+
+
+def _wrap_bench(autotuner_cls) -> None:
+    """An autotuner's timing runs are not part of the call: they are not recorded for the replay."""
+    original = getattr(autotuner_cls, "_bench", None)
+    if original is None or getattr(original, "_judge_wrapped", False):
+        return
+
+    def _bench(self, *args, **kwargs):
+        _state.benchmarking += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _state.benchmarking -= 1
+
+    _bench._judge_wrapped = True
+    autotuner_cls._bench = _bench
+
+
 def _wrap_launcher(cls, count: bool):
     original = cls.run
     if getattr(original, "_judge_wrapped", False):
         return
 
     def run(self, *args, **kwargs):
+        event = None
         if count and not kwargs.get("warmup", False):
             _record_launch(self, args, kwargs)
+            event, kwargs = _trace_launch(self, args, kwargs)
         _state.depth += 1
         try:
             if not count:
@@ -207,6 +271,8 @@ def _wrap_launcher(cls, count: bool):
             before = len(_state.kernels)
             start = time.perf_counter()
             kernel = original(self, *args, **kwargs)
+            if event is not None and _state.watch is not None and _state.watch.trace is not None:
+                _state.watch.trace.launched(event)
             if id(kernel) not in _state.kernels and kernel is not None:
                 _record_kernel(self, kernel)
                 if len(_state.kernels) > before:
@@ -318,6 +384,7 @@ def install(submission_path: str, interpret: bool = False) -> None:
         # keeps the benchmarking they do between launches out of the op watch.
         _wrap_launcher(Autotuner, count=False)
         _wrap_launcher(Heuristics, count=False)
+        _wrap_bench(Autotuner)
         if interpret:
             _first_config_only(Autotuner)
     except ImportError:  # pragma: no cover
@@ -366,27 +433,41 @@ def counting():
     return _Ctx()
 
 
-def watching():
-    """Context manager: record launches and torch operators during one call."""
+def watching(inputs=None, device: str = "cpu"):
+    """Context manager: record launches and torch operators during one call.
+
+    With ``inputs`` ((argument index, storage tensor) of each tensor argument),
+    the call's launch sequence is recorded too (``watch.trace``), for the
+    judge's replay check.
+    """
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    from judge.untrusted.trace import Recorder
 
     class _OpWatch(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             watch = _state.watch
-            if watch is None:
+            if watch is None or _state.quiet:
                 return func(*args, **kwargs)
+            trace = watch.trace
+            replayed = (trace is not None and not _state.benchmarking
+                        and func.overloadpacket.__name__ in REPLAYED and getattr(func, "namespace", None) == "aten")
             if _state.depth > 0:
                 # Inside a launch Triton itself copies and converts arguments;
                 # the submission's own callbacks (grid, hooks, heuristics, an
-                # interpreted kernel body) are still watched.
-                if not _op_is_allowed(func, args, kwargs) and _from_submission(2, _TRITON_DIRS):
+                # interpreted kernel body) are still watched, and what they
+                # allocate or copy is recorded for the replay.
+                allowed = _op_is_allowed(func, args, kwargs)
+                if not allowed and _from_submission(2, _TRITON_DIRS):
                     watch.ops[_op_name(func)] += 1
+                elif allowed and replayed and _from_submission(2, _TRITON_DIRS):
+                    return _traced_op(trace, func, args, kwargs)
                 return func(*args, **kwargs)
             if not _op_is_allowed(func, args, kwargs):
                 watch.ops[_op_name(func)] += 1
                 return func(*args, **kwargs)
-            result = func(*args, **kwargs)
+            result = _traced_op(trace, func, args, kwargs) if replayed else func(*args, **kwargs)
             # A copy, cast or view of a buffer a kernel was given counts as that
             # kernel's output (e.g. an fp32 accumulator cast to fp16 with .to()).
             if any(_in_kernel_buffers(watch, t) for t in _tensors(args, kwargs)):
@@ -399,8 +480,12 @@ def watching():
     class _Ctx:
         def __enter__(self):
             self.watch = Watch()
+            if inputs is not None:
+                self.watch.trace = Recorder(inputs, device)
             _state.watch = self.watch
             _state.depth = 0
+            _state.quiet = 0
+            _state.benchmarking = 0
             self.mode = _OpWatch()
             self.mode.__enter__()
             return self.watch

@@ -265,8 +265,9 @@ class Worker:
             torch.cuda.synchronize()
         watch = None
         threads_before = {t.ident for t in threading.enumerate()}
+        inputs = [(i, entry[0]) for i, entry in enumerate(storages) if entry is not None]
         try:
-            with guard.watching() as watch:
+            with guard.watching(inputs, self.device) as watch:
                 result = self.fn(*args)
             if cuda:
                 # Device-wide: work queued on any stream is finished (and counted).
@@ -278,6 +279,9 @@ class Worker:
             return not err.get("fatal")
 
         outputs, tensors = describe_outputs(result)
+        # The launch sequence for the judge's replay check; outside memory's bytes follow the outputs' frames.
+        trace, snapshots = watch.trace.finish(result)
+        tensors = tensors + snapshots
         modified = []
         for i, entry in enumerate(storages):
             if entry is None:
@@ -300,7 +304,7 @@ class Worker:
                 )
         self.reply(
             {"type": "result", "id": case_id, "status": "ok", "returned": kind_of(result),
-             "outputs": outputs, "inputs_modified": modified, "evidence": evidence},
+             "outputs": outputs, "inputs_modified": modified, "evidence": evidence, "trace": trace},
             tensors,
         )
         return True
