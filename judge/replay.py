@@ -277,10 +277,22 @@ class Replayer:
     def _ensure(self) -> None:
         self.prestart()
         if not self.ready:
+            t0 = time.monotonic()
             hello = self.channel.finish_start()
+            self.timing["replay_start_wait_seconds"] = time.monotonic() - t0
             if not hello.ok:
                 raise WorkerStartFailed(f"it could not read the file's kernels: {hello.error.message if hello.error else '?'}")
             self.ready = True
+
+    def release(self) -> None:
+        """Ask the replay worker to exit, without waiting (stop or close waits); one never used is killed."""
+        if self.channel is not None and not self.ready:
+            self.channel.proc.kill()
+        elif self.channel is not None:
+            try:
+                self.channel.send_case({"type": "exit"}, [])
+            except WorkerDied:
+                pass
 
     def stop(self) -> None:
         if self.channel is not None:
@@ -346,6 +358,8 @@ class Replayer:
             return Outcome(Verdict.RJ, "replayed alone on fresh inputs, your recorded launches "
                                        f"{'crashed the replay' if died.reason == 'crash' else 'broke the replay'}: "
                                        f"{died.detail}", {"replay": "died"})
+        if not result.ok:
+            self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
         return self._judge(trace, reply, result, answers, device)
 
     def _judge(self, trace, reply, result: replies.ReplayResult, answers, device) -> Outcome | None:

@@ -77,6 +77,9 @@ class Session:
         if self.replay_on:
             self.replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
                                      golden_device=self.golden_device)
+            # Started now, it imports torch and Triton while the submission's worker does: cheaper than
+            # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
+            self.replayer.prestart()
         try:
             failure = self.exchange.start()
             if failure is not None:
@@ -102,6 +105,8 @@ class Session:
                 verdict, message = failed
             return self._report(verdict, message, groups, speed=speed)
         finally:
+            if self.replayer is not None:
+                self.replayer.release()  # asks it to exit now; closed for good below, after the worker
             self.exchange.stop()
             if self.replayer is not None:
                 self.replayer.close()
