@@ -48,7 +48,7 @@ from __future__ import annotations
 import secrets
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from judge import expected, kit, replies
@@ -59,6 +59,19 @@ from judge.shared import kernel_source, tracing, wire
 from judge.verdicts import Outcome, Verdict
 
 NOTE = "replay not possible"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A case whose record was not replayed: the note for the report, and whether the call itself is why.
+
+    A group none of whose passing cases could be replayed for a reason of the
+    call's own (``counts``) is RJ (judge.session): otherwise a submission could
+    opt out of the check, say by launching more than MAX_EVENTS times.
+    """
+
+    note: str
+    counts: bool = True
 NAME_HINT = ("a kernel may use only Triton, math, its arguments and the file's own @triton.jit functions and "
              "constants (a GPU compiles nothing else)")
 
@@ -75,6 +88,8 @@ def _walk(value):
             yield from _walk(v)
     if isinstance(value, replies.Tagged) and value.tag == "constexpr":
         yield from _walk(value.value)
+    if isinstance(value, replies.Tagged) and value.tag == "tensor_descriptor":
+        yield from _walk(value.value[0])
 
 
 def _values(event: replies.TraceEvent):
@@ -194,6 +209,10 @@ def _encode(value):
             return {value.tag: [_encode(v) for v in value.value]}
         if value.tag == "constexpr":
             return {"constexpr": _encode(value.value)}
+        if value.tag == "tensor_descriptor":
+            base, shape, strides, block, padding, rnd = value.value
+            return {"tensor_descriptor": {"base": base.as_wire(), "shape": list(shape), "strides": list(strides),
+                                          "block_shape": list(block), "padding": padding, "round_f32_to_tf32": rnd}}
         return {value.tag: value.value}
     return value
 
@@ -308,8 +327,8 @@ class Replayer:
 
     # ------------------------------------------------------------------ one case
 
-    def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str) -> Outcome | str | None:
-        """Replay a passing case's record on fresh inputs: an RJ Outcome, a note, or None (it computes the answer)."""
+    def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str) -> Outcome | Skipped | None:
+        """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the answer)."""
         t0 = time.monotonic()
         try:
             return self._check(params, inputs, reply, device)
@@ -326,10 +345,10 @@ class Replayer:
         found = validate(trace, self.kernels, sizes, device, self.file)
         if found is not None:
             verdict, message = found
-            return message if verdict == "note" else Outcome(Verdict.RJ, message, {"replay": "record"})
+            return Skipped(message) if verdict == "note" else Outcome(Verdict.RJ, message, {"replay": "record"})
         fresh = fresh_inputs(self.problem, params, inputs)
         if fresh is None:
-            return f"{NOTE}: this problem's inputs change layout with their seed"
+            return Skipped(f"{NOTE}: this problem's inputs change layout with their seed", counts=False)
         record, _ = encode(trace)
         frames = []
         for s in trace.storages:
@@ -354,7 +373,9 @@ class Replayer:
         except WorkerDied as died:
             self.stop()
             if died.reason in ("timeout", "memory", "output"):
-                return f"{NOTE}: the replay {'ran out of ' + died.reason if died.reason != 'timeout' else 'took too long'}"
+                why = {"timeout": "did not finish in time", "memory": "ran out of memory",
+                       "output": "printed more than the limit"}[died.reason]
+                return Skipped(f"{NOTE}: the replay {why}")
             return Outcome(Verdict.RJ, "replayed alone on fresh inputs, your recorded launches "
                                        f"{'crashed the replay' if died.reason == 'crash' else 'broke the replay'}: "
                                        f"{died.detail}", {"replay": "died"})

@@ -475,6 +475,17 @@ def _trace_value(x, what: str, depth: int = 0):
         return Tagged(tag, tuple(_trace_value(i, what, depth + 1) for i in v))
     if tag == "constexpr":
         return Tagged(tag, _trace_value(v, what, depth + 1))
+    if tag == "tensor_descriptor":
+        d = _obj(v, f"{what}: a tensor descriptor")
+        base = _trace_value(d.get("base"), what, depth + 1)
+        _need(isinstance(base, TensorRef), f"{what}: a tensor descriptor's base must be a tensor")
+        dims = []
+        for key in ("shape", "strides", "block_shape"):
+            x = d.get(key)
+            _need(isinstance(x, list) and 1 <= len(x) <= 5, f"{what}: a tensor descriptor's {key}: 1 to 5 sizes")
+            dims.append(tuple(_int(i, f"{what}: a tensor descriptor's {key}", 0, 1 << 40) for i in x))
+        _need(d.get("padding") in ("zero", "nan"), f"{what}: a tensor descriptor's padding")
+        return Tagged(tag, (base, *dims, d["padding"], _bool(d.get("round_f32_to_tf32"), f"{what}: round_f32_to_tf32")))
     allowed = {"tl_dtype": tracing.TL_DTYPES, "torch_dtype": tuple(wire.DTYPES), "layout": tracing.LAYOUTS,
                "memory_format": tracing.MEMORY_FORMATS}.get(tag)
     if allowed is not None:

@@ -31,7 +31,7 @@ from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
 from judge.options import Options, limits_for
 from judge.problems import Group, Problem
-from judge.replay import Replayer
+from judge.replay import Replayer, Skipped
 from judge.sandbox import Job
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
@@ -57,7 +57,8 @@ class Session:
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
         self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
         self._refilled: set[str] = set()  # groups whose first passing case was re-run in place
-        self._replayed: set[str] = set()  # groups whose first passing case's launches were replayed alone
+        self._replayed: set[str] = set()  # groups one of whose passing cases' launches was replayed alone
+        self._unreplayed: dict[str, str] = {}  # group -> why a passing case of it could not be replayed
         self.replayer: Replayer | None = None
         # JUDGE_REPLAY=0 turns the replay check off, to measure what it costs (tests/bench/RESULTS.md).
         self.replay_on = options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
@@ -154,11 +155,11 @@ class Session:
         return outcome
 
     def _wants_replay(self, group: Group, params: dict) -> bool:
-        """The first passing case of each group, and one drawn case in eight (not the refill's eighth)."""
+        """The first passing case of each group (the next, while none could be replayed), and one drawn case in
+        eight (not the refill's eighth)."""
         if self.replayer is None:
             return False
         if group.name not in self._replayed:
-            self._replayed.add(group.name)
             return True
         return derive_seed("replay?", canonical(params)) % 8 == 0
 
@@ -166,12 +167,26 @@ class Session:
         """The case's recorded launches, replayed alone on fresh inputs (judge.replay): RJ if they miss the answer."""
         device = "cuda" if self.options.device == "cuda" else "cpu"
         found = self.replayer.check(params, inputs, reply, device)
-        if isinstance(found, str):
-            note = f"{found} (a case of group {group.name}; its verdict stands)"
-            if not any(n.startswith(found) for n in self.notes):
-                self.notes.append(note)
+        if isinstance(found, Skipped):
+            if not any(n.startswith(found.note) for n in self.notes):
+                self.notes.append(f"{found.note} (a case of group {group.name})")
+            if found.counts:
+                self._unreplayed.setdefault(group.name, found.note)
+            else:
+                self._replayed.add(group.name)
             return None
+        self._replayed.add(group.name)
         return found
+
+    def _never_replayed(self, group: Group) -> GroupResult | None:
+        """RJ for a passing group none of whose cases could be replayed for a reason of the call's own."""
+        if self.replayer is None or group.name in self._replayed or group.name not in self._unreplayed:
+            return None
+        why = self._unreplayed[group.name]
+        return GroupResult(group.name, group.about, group.points, False, 0, Verdict.RJ,
+                           message=f"none of this group's passing cases could be replayed alone on fresh inputs "
+                                   f"({why}); at least one must be",
+                           details={"replay": "none"})
 
     def _call(self, kind: str, params: dict, input_bytes: int | None = None):
         """Build the case's inputs, send them, compute the expected answers meanwhile, judge the reply.
@@ -238,6 +253,10 @@ class Session:
             failure = run_group(domain, expand_examples(group.examples, domain, interp, salt), n, salt, counted,
                                 interpret=interp, shrink_seconds=opts.shrink_seconds)
         if failure is None:
+            never = self._never_replayed(group)
+            if never is not None:
+                never.cases_run = ran["n"]
+                return never
             return GroupResult(group.name, group.about, group.points, True, ran["n"])
         return GroupResult(
             name=group.name, about=group.about, points=group.points, passed=False, cases_run=ran["n"],

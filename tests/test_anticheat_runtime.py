@@ -37,6 +37,7 @@ CASES = [
     ("93", R93 / "redteam_bytes_roundtrip.py", "data from outside your kernels reached out"),
     ("93", R93 / "redteam_hidden_compute.py", "launch 1 of 1, copy_kernel grid"),
     ("94", R94 / "redteam_softmax_map_callback.py", "launch 1 of 1, normalize_kernel grid"),
+    ("93", R93 / "redteam_replay_flood.py", "none of this group's passing cases could be replayed"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "redteam_map_callback"}
 

@@ -218,6 +218,19 @@ SUBMISSION = textwrap.dedent("""
         add_kernel[(1,)](x, staged, out, n)
         return out
 
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    @triton.jit
+    def desc_kernel(desc, out, BLOCK: tl.constexpr):
+        tl.store(out + tl.arange(0, BLOCK), desc.load([0]) * 2)
+
+    def with_descriptor(x):
+        base = torch.empty(16, device=x.device)
+        base.copy_(x)
+        out = torch.empty(16, device=x.device)
+        desc_kernel[(1,)](TensorDescriptor(base, [16], [1], [16]), out, BLOCK=16)
+        return out
+
     def many(x):
         for _ in range(12):
             out = torch.empty_like(x)
@@ -237,7 +250,7 @@ RECORD = textwrap.dedent("""
     spec = importlib.util.spec_from_file_location("submission", sys.argv[1])
     sub = importlib.util.module_from_spec(spec); spec.loader.exec_module(sub)
     out = {}
-    for name in ("entry", "with_outside", "many"):
+    for name in ("entry", "with_outside", "with_descriptor", "many"):
         if name == "many":
             tracing.MAX_EVENTS = 5
         storage = torch.randn(20)
@@ -342,6 +355,18 @@ def test_the_replay_uses_outside_bytes_as_recorded(recorded):
     fresh = torch.randn(20)
     result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
     assert result.ok and torch.allclose(result.outputs[0].tensor, fresh[4:] + 1)
+
+
+def test_a_tensor_descriptor_is_recorded_and_rebuilt(recorded):
+    path, out = recorded
+    rec = out["with_descriptor"]["record"]
+    launch = rec["events"][-1]
+    assert launch["args"][0]["tensor_descriptor"]["block_shape"] == [16]
+    parsed = replies.parse_trace(rec, [])
+    assert validate(parsed, set(kernel_source.kernel_names(path.read_text())), {0: 80}, "cpu", "sub.py") is None
+    fresh = torch.randn(20)
+    result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
+    assert result.ok and torch.allclose(result.outputs[0].tensor, fresh[4:] * 2)
 
 
 def test_a_kernel_that_reaches_past_triton_fails_in_the_replay(tmp_path, recorded):

@@ -24,9 +24,11 @@ event of its own. Other values are JSON scalars (ints, floats, booleans, null,
 strings) or tagged objects: ``{"tuple": [...]}``, ``{"list": [...]}``,
 ``{"tl_dtype": "fp32"}``, ``{"constexpr": value}``, ``{"torch_dtype":
 "float32"}``, ``{"device": "cuda:0"}``, ``{"layout": "strided"}``,
-``{"memory_format": "contiguous_format"}``, and ``{"opaque": "type name"}``
-for anything else (which the judge refuses or, for Triton's own types, does
-not replay).
+``{"memory_format": "contiguous_format"}``, ``{"tensor_descriptor": {"base":
+ref, "shape", "strides", "block_shape", "padding", "round_f32_to_tf32"}}``
+(Triton's host-side TMA descriptor), and ``{"opaque": "type name"}`` for
+anything else (which the judge refuses, or for Triton's own types does not
+replay).
 """
 
 from __future__ import annotations
@@ -53,7 +55,8 @@ WRITES = frozenset("fill_ zero_ copy_".split())
 REPLAYED = MAKES | WRITES
 
 # Tags of the values the replay can rebuild, besides JSON scalars and tensor references.
-TAGS = ("tuple", "list", "tl_dtype", "constexpr", "torch_dtype", "device", "layout", "memory_format", "opaque")
+TAGS = ("tuple", "list", "tl_dtype", "constexpr", "torch_dtype", "device", "layout", "memory_format",
+        "tensor_descriptor", "opaque")
 LAYOUTS = ("strided",)
 MEMORY_FORMATS = ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d")
 # Triton element types a kernel may be handed as a value (str(tl.float32) == "fp32").

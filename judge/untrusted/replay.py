@@ -190,6 +190,11 @@ class Replay:
             import triton.language as tl
 
             return tl.constexpr(self.value(x, depth + 1))
+        if tag == "tensor_descriptor" and isinstance(x, dict):
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            return TensorDescriptor(self.value(x.get("base"), depth + 1), list(x["shape"]), list(x["strides"]),
+                                    list(x["block_shape"]), x.get("padding", "zero"), bool(x.get("round_f32_to_tf32")))
         if tag == "tl_dtype" and x in tracing.TL_DTYPES:
             import triton.language as tl
 

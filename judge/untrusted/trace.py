@@ -122,7 +122,13 @@ class Recorder:
             return {"memory_format": str(v).removeprefix("torch.")}
         try:
             import triton.language as tl
+            from triton.tools.tensor_descriptor import TensorDescriptor
 
+            if type(v) is TensorDescriptor:
+                return {"tensor_descriptor": {
+                    "base": self.value(v.base, depth + 1), "shape": [int(x) for x in v.shape],
+                    "strides": [int(x) for x in v.strides], "block_shape": [int(x) for x in v.block_shape],
+                    "padding": str(v.padding), "round_f32_to_tf32": bool(v.round_f32_to_tf32)}}
             if isinstance(v, tl.constexpr):
                 return {"constexpr": self.value(v.value, depth + 1)}
             if type(v) is tl.dtype:
