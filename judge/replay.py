@@ -404,6 +404,8 @@ class Replayer:
         index = names.index(name) if name in names else 0
         ref = trace.outputs[index] if index < len(trace.outputs) else None
         writer = result.writers[index] if index < len(result.writers) else None
+        if writer is not None and writer >= len(trace.events):
+            writer = None  # only a broken replay worker says so: name nothing rather than something wrong
         given = max((k for k, e in enumerate(trace.events) if e.kind == "launch" and ref is not None
                      and any(r.storage == ref.storage for r in _refs(e))), default=None)
         written = f"last written by {label(trace, writer)}" if writer is not None else "no recorded event wrote it"

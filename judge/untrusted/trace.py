@@ -37,36 +37,46 @@ class Recorder:
         self.device = device
         self.events: list[dict] = []
         self.storages: list[dict] = []
-        self.by_ptr: dict[tuple, tuple[int, int]] = {}  # (device type, data_ptr) -> (id, nbytes)
-        self.keep: list = []  # every storage seen, held so that its address is not reused during the call
+        # (device type, data_ptr) -> (id, nbytes, the StorageImpl's address): a block is known by all three.
+        self.by_ptr: dict[tuple, tuple[int, int, int]] = {}
+        # Storages seen, held (up to a budget) so that their addresses are not reused during the call.
+        self.keep: list = []
+        self.kept_bytes = 0
         self.snapshots: list[tuple[dict, bytes]] = []
         self.snapshot_bytes = 0
         self.truncated = ""
-        total = 0
-        for index, storage in inputs:
-            st = storage.untyped_storage()
-            total += st.nbytes()
-            self._new(st, "input", arg=index)
+        inputs = [(index, storage.untyped_storage()) for index, storage in inputs]
+        total = sum(st.nbytes() for _, st in inputs)
         self.budget = tracing.snapshot_budget(total)
+        self.keep_budget = 2 * total + (64 << 20)
+        for index, st in inputs:
+            self._new(st, "input", arg=index)
 
     # ------------------------------------------------------------------ storages
 
     def _truncate(self, why: str) -> None:
         if not self.truncated:
             self.truncated = why
+            # Nothing more is recorded: let go of what was held.
+            self.keep.clear()
+            self.snapshots.clear()
 
     def _new(self, st, origin: str, **extra) -> int:
+        if len(self.storages) >= tracing.MAX_STORAGES:
+            self._truncate(f"the call used more than {tracing.MAX_STORAGES} blocks of memory")
+        if self.truncated:
+            return -1
         sid = len(self.storages)
         nbytes = st.nbytes()
         entry = {"id": sid, "nbytes": nbytes, "device": st.device.type, "origin": origin if nbytes else "empty",
                  **extra}
         if entry["origin"] == "outside":
             entry["snapshot"] = self._snapshot(st)
-        if len(self.storages) >= tracing.MAX_STORAGES:
-            self._truncate(f"the call used more than {tracing.MAX_STORAGES} blocks of memory")
         self.storages.append(entry)
-        self.by_ptr[(st.device.type, st.data_ptr())] = (sid, nbytes)
-        self.keep.append(st)
+        self.by_ptr[(st.device.type, st.data_ptr())] = (sid, nbytes, st._cdata)
+        if self.kept_bytes + nbytes <= self.keep_budget:
+            self.keep.append(st)
+            self.kept_bytes += nbytes
         return sid
 
     def _snapshot(self, st) -> bool:
@@ -83,7 +93,7 @@ class Recorder:
     def storage_of(self, t) -> int:
         st = t.untyped_storage()
         hit = self.by_ptr.get((st.device.type, st.data_ptr()))
-        if hit is not None and hit[1] == st.nbytes():
+        if hit is not None and hit[1] == st.nbytes() and hit[2] == st._cdata:
             return hit[0]
         return self._new(st, "outside")
 
@@ -162,11 +172,13 @@ class Recorder:
             dims = [int(g) for g in tuple(grid)]
         except (TypeError, ValueError):
             return None
-        return dims if 1 <= len(dims) <= 3 else None
+        return dims if 1 <= len(dims) <= 3 and all(0 <= g < (1 << 31) for g in dims) else None
 
     def launched(self, event: dict | None) -> None:
         """After the launch returned: the event takes its place (after what its callbacks did)."""
-        if event is not None and self._room():
+        if event is not None and event["grid"] is None:
+            self._truncate(f"a launch of {event['kernel']} had a grid the record cannot describe")
+        elif event is not None and self._room():
             self.events.append(event)
 
     def foreign(self, name: str) -> None:
@@ -184,7 +196,7 @@ class Recorder:
     def op_after(self, event, func, result) -> None:
         import torch
 
-        if event is None:
+        if event is None or self.truncated:
             return
         made = []
         items = list(result) if isinstance(result, (tuple, list)) else [result]
@@ -194,7 +206,8 @@ class Recorder:
                 continue
             st = item.untyped_storage()
             known = self.by_ptr.get((st.device.type, st.data_ptr()))
-            if func.overloadpacket.__name__ in tracing.MAKES and (known is None or known[1] != st.nbytes()):
+            if func.overloadpacket.__name__ in tracing.MAKES and (
+                    known is None or known[1] != st.nbytes() or known[2] != st._cdata):
                 made.append(self._new(st, "made", event=len(self.events)))
             else:
                 made.append(None)
