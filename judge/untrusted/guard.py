@@ -12,6 +12,10 @@ here as plain data for the judge to rule on:
 
 The worker is in the submission's process, so none of this is tamper-proof on
 its own; the judge treats it as evidence, and the values are still checked.
+With ``watching(inputs, device)`` the call's launch sequence is recorded too
+(judge.untrusted.trace), for the judge to replay alone on fresh inputs in a
+process the submission never ran in (judge.replay): that check believes none
+of this.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ Each run is a fresh `python -m judge submit ID reference/ID-*.py --seed 1
 --json` process (the command a student runs), once with JUDGE_REPLAY=0 and
 once without, alternating which goes first; the table gives the medians of
 the command's wall time and of the report's elapsed_seconds (the judging
-itself, after the CLI's imports), the number of replays and the time they
-took beyond the replay worker's start (timing.replay_seconds), and the
+itself, after the CLI's imports), the number of replays and the time the
+judge spent on them (timing.replay_seconds, which includes any wait for the
+replay worker's start), and the
 overhead of the medians. Run it on a quiet machine: on a shared one the
 spread between runs is as large as what is measured (the min-max columns
 show it).
