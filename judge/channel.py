@@ -136,6 +136,11 @@ class WorkerChannel:
             raise self._died(wire.ChannelClosed(str(exc))) from None
 
     def start(self, *, submission_entry: str, arity: int, threads: int | None) -> replies.Hello:
+        self.begin(submission_entry=submission_entry, arity=arity, threads=threads)
+        return self.finish_start()
+
+    def begin(self, *, submission_entry: str, arity: int, threads: int | None) -> None:
+        """Send the setup without waiting: the worker imports torch and Triton while the judge goes on."""
         self._send({
             "type": "setup",
             "version": wire.PROTOCOL_VERSION,
@@ -147,6 +152,9 @@ class WorkerChannel:
             "threads": threads,
             "gpu_memory_mb": self.limits.gpu_memory_mb,
         })
+
+    def finish_start(self) -> replies.Hello:
+        """Wait for the worker's ready and hello (after begin)."""
         deadline = self.limits.startup_seconds
         try:
             message, _ = self._recv(deadline, 0)

@@ -23,6 +23,7 @@ class Options:
     limits: dict = field(default_factory=dict)  # overrides of the spec's limits
     static_scan: bool = True  # reject tampering found in the source (off only to test the sandboxes)
     speed: bool = True  # measure speed after every group passed (GPU only; submit --no-speed turns it off)
+    replay: bool = True  # the replay check (judge.replay); off only to measure what it costs (JUDGE_REPLAY=0)
     bench: dict = field(default_factory=dict)  # overrides of the problem's [bench] settings
     log: object = None  # callable(str) for progress lines on stderr (the GPU lock's wait), or None
 

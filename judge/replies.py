@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
+from judge.shared import tracing, wire
+
 MAX_TEXT = 4000  # an error message
 MAX_NAME = 300  # a kernel, operator, type or thread name
 MAX_ENTRIES = 256  # entries of a count table or a list of names
@@ -94,12 +96,69 @@ class Returned:
 
 
 @dataclass(frozen=True)
+class TensorRef:
+    """A tensor in a recorded call: a view (offset and strides in elements of ``dtype``) of one storage."""
+
+    storage: int
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: str
+
+    def as_wire(self) -> dict:
+        return {"ref": [self.storage, self.offset, list(self.shape), list(self.strides), self.dtype]}
+
+
+@dataclass(frozen=True)
+class Tagged:
+    """A recorded value that is not a JSON scalar: ``tag`` is one of judge.shared.tracing.TAGS."""
+
+    tag: str
+    value: object  # a tuple of values for "tuple" and "list", a value for "constexpr", else a string
+
+
+@dataclass(frozen=True)
+class TraceStorage:
+    """A block of memory a recorded call used: an input's, one the call made, or one from outside the call."""
+
+    id: int
+    nbytes: int
+    device: str  # "cpu" or "cuda"
+    origin: str  # "input", "made", "outside" or "empty"
+    arg: int | None = None  # input: the argument's index
+    event: int | None = None  # made: the event that made it
+    snapshot: bytes | None = None  # outside: its bytes when the call first used it (None: over the budget)
+
+
+@dataclass(frozen=True)
+class TraceEvent:
+    kind: str  # "launch" (a kernel of the file), "op" (a PyTorch operator) or "foreign" (a kernel from elsewhere)
+    kernel: str = ""
+    grid: tuple[int, ...] | None = None
+    op: str = ""  # e.g. "copy_.default"
+    args: tuple = ()
+    kwargs: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    made: tuple[int | None, ...] = ()  # op: the storage each returned tensor made (None: not new memory)
+
+
+@dataclass(frozen=True)
+class Trace:
+    """A judged call's launch sequence, as the worker recorded it (judge.untrusted.trace), for the replay."""
+
+    storages: tuple[TraceStorage, ...] = ()
+    events: tuple[TraceEvent, ...] = ()
+    outputs: tuple[TensorRef | None, ...] = ()
+    truncated: str = ""  # why nothing was recorded (too many events or storages), or ""
+
+
+@dataclass(frozen=True)
 class CaseResult:
     id: int
     returned: str  # "tuple", "list" or the type name of the single returned object
     outputs: tuple[Returned, ...]
     inputs_modified: tuple[int, ...]
     evidence: Evidence
+    trace: Trace | None = None  # the call's launch sequence (None: the worker sent none)
 
     def tensors(self) -> list | None:
         """The returned tensors, when every returned item is one (else None)."""
@@ -196,6 +255,19 @@ class BenchResult:
 @dataclass(frozen=True)
 class BenchError:
     error: ErrorInfo
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """What the replay worker (judge.untrusted.replay) made of a recorded call on fresh inputs."""
+
+    id: int
+    ok: bool
+    outputs: tuple[Returned, ...] = ()
+    writers: tuple[int | None, ...] = ()  # per output: the last event that changed its values
+    event: int = -1  # on failure: the event that failed (-1: the request itself)
+    kind: str = ""  # on failure: "record" (the record asks for the impossible) or "run" (a kernel or operator raised)
+    error: ErrorInfo | None = None
 
 
 @dataclass(frozen=True)
@@ -401,10 +473,180 @@ def parse_case_reply(msg: dict, payloads: list, expect_id: int | None = None) ->
         _no_tensors(msg, payloads)
         return CaseError(case_id, parse_error(msg.get("error") or {}), parse_evidence(msg.get("evidence")))
     _need(msg.get("status") == "ok", "status must be 'ok' or 'error'")
+    # The outputs' frames come first; the frames of the record's outside memory follow them.
+    snapshots = _snapshot_count(msg.get("trace"))
+    _need(snapshots <= len(payloads), "the record of the call announces more memory than the reply carries")
+    split = len(payloads) - snapshots
     return CaseResult(id=case_id, returned=_text(msg.get("returned"), "returned", default="?"),
-                      outputs=parse_outputs(msg.get("outputs") or [], payloads),
+                      outputs=parse_outputs(msg.get("outputs") or [], payloads[:split]),
                       inputs_modified=_ints(msg.get("inputs_modified"), "inputs_modified", 64),
-                      evidence=parse_evidence(msg.get("evidence")))
+                      evidence=parse_evidence(msg.get("evidence")),
+                      trace=parse_trace(msg.get("trace"), payloads[split:]))
+
+
+# --------------------------------------------------------------------------- the record of a call
+
+
+def _snapshot_count(x) -> int:
+    if not isinstance(x, dict) or not isinstance(x.get("storages"), list):
+        return 0
+    return sum(1 for s in x["storages"][: tracing.MAX_STORAGES + 1]
+               if isinstance(s, dict) and s.get("origin") == "outside" and s.get("snapshot") is True)
+
+
+def _trace_value(x, what: str, depth: int = 0):
+    if x is None or isinstance(x, bool):
+        return x
+    if isinstance(x, int):
+        _need(-(1 << 64) < x < (1 << 64), f"{what}: an integer over 64 bits")
+        return x
+    if isinstance(x, float):
+        return x  # infinities and NaN are values a kernel may be given
+    if isinstance(x, str):
+        _need(len(x) <= tracing.MAX_NAME, f"{what}: a string over {tracing.MAX_NAME} characters")
+        return x
+    _need(isinstance(x, dict) and len(x) == 1, f"{what}: a value must be a scalar or a tagged object")
+    _need(depth < tracing.MAX_DEPTH, f"{what}: values nested deeper than {tracing.MAX_DEPTH}")
+    tag, v = next(iter(x.items()))
+    if tag == "ref":
+        return _trace_ref(v, what)
+    _need(tag in tracing.TAGS, f"{what}: unknown tag {str(tag)[:40]!r}")
+    if tag in ("tuple", "list"):
+        _need(isinstance(v, list) and len(v) <= tracing.MAX_SEQ, f"{what}: a {tag} of at most {tracing.MAX_SEQ} items")
+        return Tagged(tag, tuple(_trace_value(i, what, depth + 1) for i in v))
+    if tag == "constexpr":
+        return Tagged(tag, _trace_value(v, what, depth + 1))
+    if tag == "tensor_descriptor":
+        d = _obj(v, f"{what}: a tensor descriptor")
+        base = _trace_value(d.get("base"), what, depth + 1)
+        _need(isinstance(base, TensorRef), f"{what}: a tensor descriptor's base must be a tensor")
+        dims = []
+        for key in ("shape", "strides", "block_shape"):
+            x = d.get(key)
+            _need(isinstance(x, list) and 1 <= len(x) <= 5, f"{what}: a tensor descriptor's {key}: 1 to 5 sizes")
+            dims.append(tuple(_int(i, f"{what}: a tensor descriptor's {key}", 0, 1 << 40) for i in x))
+        _need(d.get("padding") in ("zero", "nan"), f"{what}: a tensor descriptor's padding")
+        return Tagged(tag, (base, *dims, d["padding"], _bool(d.get("round_f32_to_tf32"), f"{what}: round_f32_to_tf32")))
+    allowed = {"tl_dtype": tracing.TL_DTYPES, "torch_dtype": tuple(wire.DTYPES), "layout": tracing.LAYOUTS,
+               "memory_format": tracing.MEMORY_FORMATS}.get(tag)
+    if allowed is not None:
+        _need(v in allowed, f"{what}: unknown {tag} {str(v)[:40]!r}")
+    elif tag == "device":
+        _need(isinstance(v, str) and (v == "cpu" or v == "cuda" or (v.startswith("cuda:") and v[5:].isdigit()
+                                                                     and len(v) < 12)), f"{what}: unknown device")
+    else:
+        v = _text(v, f"{what}: opaque type")
+    return Tagged(tag, v)
+
+
+def _trace_ref(x, what: str) -> TensorRef:
+    _need(isinstance(x, list) and len(x) == 5, f"{what}: a tensor reference is [storage, offset, shape, strides, dtype]")
+    sid, offset, shape, strides, dtype = x
+    _need(isinstance(shape, list) and isinstance(strides, list) and len(shape) == len(strides) <= tracing.MAX_DIMS,
+          f"{what}: a tensor reference's shape and strides must be lists of equal length, at most {tracing.MAX_DIMS}")
+    _need(dtype in wire.DTYPES, f"{what}: a tensor of dtype {str(dtype)[:20]!r}")
+    return TensorRef(_int(sid, f"{what}: storage", 0, tracing.MAX_STORAGES), _int(offset, f"{what}: offset", 0, 1 << 40),
+                     tuple(_int(v, f"{what}: size", 0, 1 << 40) for v in shape),
+                     tuple(_int(v, f"{what}: stride", 0, 1 << 40) for v in strides), dtype)
+
+
+def _trace_kwargs(x, what: str) -> Mapping[str, object]:
+    if x is None:
+        return MappingProxyType({})
+    _obj(x, what)
+    _need(len(x) <= tracing.MAX_SEQ, f"{what}: more than {tracing.MAX_SEQ} keyword arguments")
+    return MappingProxyType({_text(k, f"{what}: a keyword", 100): _trace_value(v, what) for k, v in x.items()})
+
+
+def _trace_args(x, what: str) -> tuple:
+    if x is None:
+        return ()
+    _need(isinstance(x, list) and len(x) <= tracing.MAX_SEQ, f"{what}: at most {tracing.MAX_SEQ} arguments")
+    return tuple(_trace_value(v, what) for v in x)
+
+
+def parse_trace(x, payloads: list) -> Trace | None:
+    """The record of a call (judge.shared.tracing's format) with its outside memory's bytes, typed and bounded.
+
+    Only its form is checked here; whether it adds up (references inside their
+    memory, kernels of the file, inputs of the case's sizes) is judge.replay's.
+    """
+    if x is None:
+        _need(not payloads, "memory frames without a record")
+        return None
+    t = _obj(x, "the record of the call")
+    truncated = _text(t.get("truncated"), "the record's truncated", default="")
+    storages_in = t.get("storages") or []
+    events_in = t.get("events") or []
+    outputs_in = t.get("outputs") or []
+    _need(isinstance(storages_in, list) and len(storages_in) <= tracing.MAX_STORAGES + 1,
+          f"the record holds at most {tracing.MAX_STORAGES} storages")
+    _need(isinstance(events_in, list) and len(events_in) <= tracing.MAX_EVENTS,
+          f"the record holds at most {tracing.MAX_EVENTS} events")
+    _need(isinstance(outputs_in, list) and len(outputs_in) <= MAX_OUTPUTS, "the record's outputs must be a list")
+    frames = iter(payloads)
+    storages = []
+    for i, s in enumerate(storages_in):
+        s = _obj(s, "a storage of the record")
+        _need(s.get("id") == i, "the record's storages must be numbered in order")
+        origin = s.get("origin")
+        _need(origin in ("input", "made", "outside", "empty"), "a storage's origin must be input, made, outside or empty")
+        device = s.get("device")
+        _need(device in ("cpu", "cuda"), "a storage's device must be cpu or cuda")
+        nbytes = _int(s.get("nbytes"), "a storage's size", 0, 1 << 40)
+        arg = _int(s.get("arg"), "an input storage's argument", 0, 63) if origin == "input" else None
+        event = _int(s.get("event"), "a made storage's event", 0, tracing.MAX_EVENTS) if origin == "made" else None
+        snapshot = None
+        if origin == "outside" and _bool(s.get("snapshot"), "a storage's snapshot"):
+            snapshot = next(frames, None)
+            _need(snapshot is not None and len(snapshot) == nbytes, "an outside storage's bytes do not match its size")
+        storages.append(TraceStorage(i, nbytes, device, origin, arg, event, snapshot))
+    _need(next(frames, None) is None, "more memory frames than the record announces")
+    events = []
+    for i, e in enumerate(events_in):
+        e = _obj(e, "an event of the record")
+        kind = e.get("k")
+        where = f"event {i + 1}"
+        if kind == "launch":
+            grid = e.get("grid")
+            _need(isinstance(grid, list) and 1 <= len(grid) <= 3, f"{where}: a launch's grid must have 1 to 3 sizes")
+            events.append(TraceEvent("launch", kernel=_text(e.get("kernel"), f"{where}: kernel"),
+                                     grid=tuple(_int(g, f"{where}: a grid size", 0, (1 << 31) - 1) for g in grid),
+                                     args=_trace_args(e.get("args"), where), kwargs=_trace_kwargs(e.get("kwargs"), where)))
+        elif kind == "op":
+            op = _text(e.get("op"), f"{where}: operator")
+            _need(op.split(".")[0] in tracing.REPLAYED, f"{where}: {op[:40]} is not an operator the replay redoes")
+            made = e.get("made") or []
+            _need(isinstance(made, list) and len(made) <= tracing.MAX_SEQ, f"{where}: made must be a list")
+            events.append(TraceEvent("op", op=op, args=_trace_args(e.get("args"), where),
+                                     kwargs=_trace_kwargs(e.get("kwargs"), where),
+                                     made=tuple(None if m is None else _int(m, f"{where}: made", 0, tracing.MAX_STORAGES)
+                                                for m in made)))
+        elif kind == "foreign":
+            events.append(TraceEvent("foreign", kernel=_text(e.get("kernel"), f"{where}: kernel")))
+        else:
+            raise MalformedReply(f"{where}: unknown event kind {str(kind)[:40]!r}")
+    outputs = tuple(None if o is None else _trace_value(o, "an output of the record") for o in outputs_in)
+    _need(all(o is None or isinstance(o, TensorRef) for o in outputs), "the record's outputs must be tensor references")
+    return Trace(tuple(storages), tuple(events), outputs, truncated)
+
+
+def parse_replay_reply(msg: dict, payloads: list, expect_id: int | None = None) -> ReplayResult:
+    _kind(msg, "replay_result")
+    rid = _int(msg.get("id"), "id")
+    _need(expect_id is None or rid == expect_id, f"a reply to replay {rid} came for replay {expect_id}")
+    if msg.get("status") == "error":
+        _no_tensors(msg, payloads)
+        kind = msg.get("kind")
+        _need(kind in ("record", "run"), "a failed replay's kind must be 'record' or 'run'")
+        return ReplayResult(rid, False, event=_int(msg.get("event"), "event", -1, tracing.MAX_EVENTS), kind=kind,
+                            error=parse_error(dict(_obj(msg.get("error") or {}, "error"), category="runtime")))
+    _need(msg.get("status") == "ok", "status must be 'ok' or 'error'")
+    outputs = parse_outputs(msg.get("outputs") or [], payloads)
+    writers = msg.get("writers") or []
+    _need(isinstance(writers, list) and len(writers) == len(outputs), "one writer per output")
+    return ReplayResult(rid, True, outputs, tuple(None if w is None else _int(w, "writer", 0, tracing.MAX_EVENTS)
+                                                  for w in writers))
 
 
 PROFILE_STATUS = ("ok", "no kernels", "unavailable", "cpu")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import tempfile
@@ -22,6 +23,7 @@ from pathlib import Path
 
 from judge import expected, intake
 from judge.cases import canonical, derive_seed, expand_examples
+from judge.shared import tracing
 from judge.channel import WorkerDied
 from judge.exchange import Exchange, encode_inputs
 from judge.groups import CaseFailed, run_cases, run_group
@@ -29,6 +31,7 @@ from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
 from judge.options import Options, limits_for
 from judge.problems import Group, Problem
+from judge.replay import Replayer, Skipped
 from judge.sandbox import Job
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
@@ -53,6 +56,12 @@ class Session:
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
         self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
         self._refilled: set[str] = set()  # groups whose first passing case was re-run in place
+        self._replayed: set[str] = set()  # groups one of whose passing cases' launches was replayed alone
+        self._unreplayed: dict[str, str] = {}  # group -> why a passing case of it could not be replayed
+        self.replayer: Replayer | None = None
+        # JUDGE_REPLAY=0 turns the replay check off, to measure what it costs (tests/bench/RESULTS.md).
+        self.replay_on = options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
+        self._last: tuple | None = None  # (inputs, reply) of the last "case" call, for the replay
 
     # ------------------------------------------------------------------ entry
 
@@ -65,6 +74,12 @@ class Session:
         job = Job(submission=self.submission, scratch=scratch, device=self.options.device,
                   interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu)
         self.exchange = Exchange(self.problem, job, self.backend, threads=self.options.threads)
+        if self.replay_on:
+            self.replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
+                                     golden_device=self.golden_device)
+            # Started now, it imports torch and Triton while the submission's worker does: cheaper than
+            # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
+            self.replayer.prestart()
         try:
             failure = self.exchange.start()
             if failure is not None:
@@ -87,7 +102,11 @@ class Session:
                 verdict, message = failed
             return self._report(verdict, message, groups, speed=speed)
         finally:
+            if self.replayer is not None:
+                self.replayer.release()  # asks it to exit now; closed for good below, after the worker
             self.exchange.stop()
+            if self.replayer is not None:
+                self.replayer.close()
             shutil.rmtree(scratch, ignore_errors=True)
 
     def _selected_groups(self) -> list[Group]:
@@ -119,12 +138,51 @@ class Session:
             if failure is not None:
                 return failure
         outcome, got, input_bytes = self._call("case", params)
-        if not outcome.passed or not self._wants_refill(group, params):
+        if not outcome.passed:
             return outcome
-        # The same input memory with new values: the answer must change with it.
-        params2 = dict(params, seed=derive_seed("refill", params["seed"]))
-        outcome2, got2, _ = self._call("refill", params2, input_bytes)
-        return judge_refill(got, (outcome2, got2)) or outcome
+        last = self._last
+        if self._wants_refill(group, params):
+            # The same input memory with new values: the answer must change with it.
+            params2 = dict(params, seed=derive_seed("refill", params["seed"]))
+            outcome2, got2, _ = self._call("refill", params2, input_bytes)
+            outcome = judge_refill(got, (outcome2, got2)) or outcome
+        if outcome.passed and last is not None and self._wants_replay(group, params):
+            outcome = self._replay(group, params, *last) or outcome
+        return outcome
+
+    def _wants_replay(self, group: Group, params: dict) -> bool:
+        """The first passing case of each group (the next, while none could be replayed), and one drawn case in
+        eight (not the refill's eighth)."""
+        if self.replayer is None:
+            return False
+        if group.name not in self._replayed:
+            return True
+        return derive_seed("replay?", canonical(params)) % 8 == 0
+
+    def _replay(self, group: Group, params: dict, inputs: list, reply) -> Outcome | None:
+        """The case's recorded launches, replayed alone on fresh inputs (judge.replay): RJ if they miss the answer."""
+        device = "cuda" if self.options.device == "cuda" else "cpu"
+        found = self.replayer.check(params, inputs, reply, device)
+        if isinstance(found, Skipped):
+            if not any(n.startswith(found.note) for n in self.notes):
+                self.notes.append(f"{found.note} (a case of group {group.name})")
+            if found.counts:
+                self._unreplayed.setdefault(group.name, found.note)
+            else:
+                self._replayed.add(group.name)
+            return None
+        self._replayed.add(group.name)
+        return found
+
+    def _never_replayed(self, group: Group) -> GroupResult | None:
+        """RJ for a passing group none of whose cases could be replayed for a reason of the call's own."""
+        if self.replayer is None or group.name in self._replayed or group.name not in self._unreplayed:
+            return None
+        why = self._unreplayed[group.name]
+        return GroupResult(group.name, group.about, group.points, False, 0, Verdict.RJ,
+                           message=f"none of this group's passing cases could be replayed alone on fresh inputs "
+                                   f"({why}); at least one must be",
+                           details={"replay": "none"})
 
     def _call(self, kind: str, params: dict, input_bytes: int | None = None):
         """Build the case's inputs, send them, compute the expected answers meanwhile, judge the reply.
@@ -135,18 +193,22 @@ class Session:
         inputs = self.problem.golden.make_inputs(dict(params), generator(params["seed"]))
         wire_args, payloads, nbytes = encode_inputs(inputs)
         input_bytes = input_bytes or nbytes
+        self._last = None
         try:
             t0 = time.monotonic()
             case_id = ex.send(kind, wire_args if kind == "case" else None, payloads)
             answers = expected.for_inputs(self.problem, inputs, params, self.golden_device)
             ex.timing["golden_seconds"] += time.monotonic() - t0
-            reply = ex.receive(case_id, max_bytes=8 * input_bytes + (1 << 20))
+            # Outputs, and the bytes of any memory from outside the call its record carries.
+            reply = ex.receive(case_id, max_bytes=8 * input_bytes + (1 << 20) + tracing.snapshot_budget(input_bytes))
         except WorkerDied as died:
             ex.stop()
             return death_outcome(died.reason, died.detail, limit_seconds=self.limits.case_seconds,
                                  interpret=self.options.interpret), None, input_bytes
         device = "cuda" if self.options.device == "cuda" else "cpu"
         outcome, got = judge_case(self.problem, reply, answers, device, self.submission.name)
+        if kind == "case" and outcome.passed:
+            self._last = (inputs, reply)
         if getattr(reply, "error", None) is not None and reply.error.fatal:
             ex.stop()  # a CUDA error poisons the context: start afresh
         return outcome, got, input_bytes
@@ -187,6 +249,10 @@ class Session:
             failure = run_group(domain, expand_examples(group.examples, domain, interp, salt), n, salt, counted,
                                 interpret=interp, shrink_seconds=opts.shrink_seconds)
         if failure is None:
+            never = self._never_replayed(group)
+            if never is not None:
+                never.cases_run = ran["n"]
+                return never
             return GroupResult(group.name, group.about, group.points, True, ran["n"])
         return GroupResult(
             name=group.name, about=group.about, points=group.points, passed=False, cases_run=ran["n"],
@@ -219,6 +285,8 @@ class Session:
         from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
         self.exchange.stop()  # the correctness worker's memory and context are not needed any more
+        if self.replayer is not None:
+            self.replayer.stop()
         t0 = time.monotonic()
         try:
             result = SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret,
@@ -247,7 +315,7 @@ class Session:
             notes.append(caveat)
         data = self.submission.read_bytes() if self.submission.is_file() else b""
         ex = self.exchange
-        timing = {**(ex.timing if ex else {}), **self.timing}
+        timing = {**(ex.timing if ex else {}), **(self.replayer.timing if self.replayer else {}), **self.timing}
         return Report(
             problem={"id": self.problem.id, "slug": self.problem.slug, "title": self.problem.title},
             submission={"path": str(self.submission), "sha256": hashlib.sha256(data).hexdigest()},

@@ -3,7 +3,9 @@
 The static scan rejects most exploits before they run, which would leave the
 checks in the worker and the judge untested. Here the scan is off and each
 exploit must still be rejected, by the check named in the expected message.
-What no runtime check catches yet is listed in problems/README.md ("Exploit
+The last cases fool the operator watch and every other check in the worker;
+only the replay of their recorded launches on fresh inputs catches them. What
+no runtime check catches yet is listed in problems/README.md ("Exploit
 corpus"), not here.
 """
 
@@ -63,15 +65,35 @@ CASES = [
     ("93", R93 / "exploit2_malformed_4.py", "RecursionError"),
     # format strings read the per-run secret; the worker's descriptor redirected, every reply forged
     ("93", R93 / "exploit2_format_1.py", "reply channel was redirected"),
+    # Only the replay check catches these (judge.replay): the watch sees allowed copies and a kernel given the output.
+    ("93", R93 / "redteam_map_callback.py", "replayed alone on fresh inputs, the recorded launches did not compute out"),
+    ("93", R93 / "redteam_bytes_roundtrip.py", "data from outside your kernels reached out"),
+    ("93", R93 / "redteam_hidden_compute.py", "launch 1 of 1, copy_kernel grid"),
+    ("94", R94 / "redteam_softmax_map_callback.py", "launch 1 of 1, normalize_kernel grid"),
+    ("93", R93 / "redteam_replay_flood.py", "none of this group's passing cases could be replayed"),
 ]
+FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "redteam_map_callback"}
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("pid,path,expect", [c if i < 3 else pytest.param(*c, marks=pytest.mark.full)
-                                             for i, c in enumerate(CASES)], ids=[c[1].stem for c in CASES])
+@pytest.mark.parametrize("pid,path,expect", [c if c[1].stem in FAST else pytest.param(*c, marks=pytest.mark.full)
+                                             for c in CASES], ids=[c[1].stem for c in CASES])
 def test_rejected_without_the_static_scan(pid, path, expect):
     options = Options(sandbox="process", seed=1, device="cpu", interpret=True, static_scan=False)
     report = Session(find_problem(pid), path, options).run()
     assert report.verdict.value != "AC", report.message
     if expect is not None:
         assert report.verdict.value == "RJ" and expect in report.message, f"{report.verdict.value}: {report.message}"
+
+
+REPLAY_ONLY = [c for c in CASES if "replay" in c[2] or "launch 1 of 1" in c[2] or "outside your kernels" in c[2]]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("pid,path,expect", [c if c[1].stem in FAST else pytest.param(*c, marks=pytest.mark.full)
+                                             for c in REPLAY_ONLY], ids=[c[1].stem for c in REPLAY_ONLY])
+def test_only_the_replay_catches(pid, path, expect):
+    # With every other check on (the static scan too) and the replay off, these pass: the replay is what stops them.
+    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, replay=False)
+    report = Session(find_problem(pid), path, options).run()
+    assert report.verdict.value == "AC", f"{report.verdict.value}: {report.message}"

@@ -43,7 +43,7 @@ def test_untrusted_and_shared_code_import_nothing_of_the_trusted_judge(package):
 def test_the_worker_process_loads_no_trusted_module():
     # What is actually imported when the worker starts (imports can hide in functions and in other modules).
     code = ("import sys, judge.untrusted.runner, judge.untrusted.bench, judge.untrusted.guard, "
-            "judge.untrusted.integrity, judge.untrusted.outputs;"
+            "judge.untrusted.integrity, judge.untrusted.outputs, judge.untrusted.trace, judge.untrusted.replay;"
             "print('\\n'.join(m for m in sys.modules if m.startswith('judge')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     loaded = set(out.split())

@@ -32,7 +32,23 @@ OK_BENCH = {"type": "bench_result", "id": "0", "status": "ok", "shape": 0, "mode
             "checkable": [0, 1], "evidence": {"own_launches": {"k": 2}, "calls_without_own_launch": 0},
             "kernels": [{"name": "k", "own": True, "registers": 32, "spills": 0, "shared_bytes": 0,
                          "num_warps": 4, "num_stages": 2}], "worker_wall": 0.01}
-PARSERS = [replies.parse_case_reply, replies.parse_hello, replies.parse_bench_reply, replies.parse_bench_outputs]
+TRACE = {
+    "storages": [{"id": 0, "nbytes": 8, "device": "cpu", "origin": "input", "arg": 0},
+                 {"id": 1, "nbytes": 8, "device": "cpu", "origin": "made", "event": 0},
+                 {"id": 2, "nbytes": 4, "device": "cpu", "origin": "outside", "snapshot": True}],
+    "events": [{"k": "op", "op": "empty.memory_format", "args": [{"list": [2]}],
+                "kwargs": {"dtype": {"torch_dtype": "float32"}, "device": {"device": "cpu"}}, "made": [1]},
+               {"k": "launch", "kernel": "add_kernel", "grid": [1],
+                "args": [{"ref": [0, 0, [2], [1], "float32"]}, {"ref": [1, 0, [2], [1], "float32"]},
+                         {"ref": [2, 0, [1], [1], "float32"]}, 2, 1.5, True, None, {"tuple": [1, {"tl_dtype": "fp32"}]}],
+                "kwargs": {"BLOCK": {"constexpr": 128}, "num_warps": 4}}],
+    "outputs": [{"ref": [1, 0, [2], [1], "float32"]}], "truncated": ""}
+OK_CASE_TRACE = dict(OK_CASE, trace=TRACE)
+SNAPSHOT = [b"\0\0\0\0"]
+OK_REPLAY = {"type": "replay_result", "id": 3, "status": "ok", "writers": [1],
+             "outputs": [{"kind": "tensor", "dtype": "float32", "shape": [2], "device": "cpu"}]}
+PARSERS = [replies.parse_case_reply, replies.parse_hello, replies.parse_bench_reply, replies.parse_bench_outputs,
+           replies.parse_replay_reply]
 
 
 def test_a_good_case_reply_becomes_a_record():
@@ -69,6 +85,56 @@ def test_malformed_case_replies_are_named(broken, why):
         replies.parse_case_reply(broken, payloads, expect_id=3)
 
 
+def test_a_case_reply_carries_the_record_of_its_call():
+    r = replies.parse_case_reply(OK_CASE_TRACE, PAYLOAD + SNAPSHOT, expect_id=3)
+    assert r.outputs[0].tensor.tolist() == [1.0, 2.0]
+    t = r.trace
+    assert [s.origin for s in t.storages] == ["input", "made", "outside"] and t.storages[2].snapshot == SNAPSHOT[0]
+    launch = t.events[1]
+    assert launch.kernel == "add_kernel" and launch.grid == (1,) and launch.args[3:7] == (2, 1.5, True, None)
+    assert launch.args[0] == replies.TensorRef(0, 0, (2,), (1,), "float32")
+    assert launch.kwargs["BLOCK"] == replies.Tagged("constexpr", 128)
+    assert t.outputs == (replies.TensorRef(1, 0, (2,), (1,), "float32"),)
+    r2 = replies.parse_replay_reply(OK_REPLAY, PAYLOAD, expect_id=3)
+    assert r2.ok and r2.writers == (1,) and r2.outputs[0].tensor.tolist() == [1.0, 2.0]
+
+
+def _with(path, value, base=TRACE):
+    trace = json.loads(json.dumps(base))
+    node = trace
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return dict(OK_CASE, trace=trace)
+
+
+@pytest.mark.parametrize("broken,frames,why", [
+    (OK_CASE_TRACE, PAYLOAD, "has no bytes"),
+    (OK_CASE_TRACE, [], "more memory than the reply carries"),
+    (OK_CASE_TRACE, PAYLOAD + SNAPSHOT * 2, "more tensor frames"),
+    (_with(["storages", 2, "nbytes"], 8), PAYLOAD + SNAPSHOT, "do not match"),
+    (_with(["storages", 1, "id"], 5), PAYLOAD + SNAPSHOT, "numbered in order"),
+    (_with(["storages", 0, "origin"], "elsewhere"), PAYLOAD + SNAPSHOT, "origin"),
+    (_with(["events", 0, "op"], "add.Tensor"), PAYLOAD + SNAPSHOT, "not an operator the replay redoes"),
+    (_with(["events", 1, "grid"], [1, 2, 3, 4]), PAYLOAD + SNAPSHOT, "grid"),
+    (_with(["events", 1, "grid"], [1 << 40]), PAYLOAD + SNAPSHOT, "grid size"),
+    (_with(["events", 1, "k"], "exec"), PAYLOAD + SNAPSHOT, "unknown event kind"),
+    (_with(["events", 1, "args", 0], {"ref": [0, 0, [2], [1, 1], "float32"]}), PAYLOAD + SNAPSHOT, "equal length"),
+    (_with(["events", 1, "args", 0], {"ref": [0, 0, [2], [1], "complex64"]}), PAYLOAD + SNAPSHOT, "dtype"),
+    (_with(["events", 1, "args", 0], {"eval": "1+1"}), PAYLOAD + SNAPSHOT, "unknown tag"),
+    (_with(["events", 1, "args", 0], {"tuple": [{"tuple": [{"tuple": [{"tuple": [{"tuple": []}]}]}]}]}),
+     PAYLOAD + SNAPSHOT, "nested deeper"),
+    (_with(["events", 1, "args", 0], [1, 2]), PAYLOAD + SNAPSHOT, "scalar or a tagged object"),
+    (_with(["events", 1, "args", 0], 1 << 70), PAYLOAD + SNAPSHOT, "64 bits"),
+    (_with(["events", 1, "args", 0], {"device": "../etc"}), PAYLOAD + SNAPSHOT, "device"),
+    (_with(["events"], [{"k": "foreign"}] * (replies.tracing.MAX_EVENTS + 1)), PAYLOAD + SNAPSHOT, "at most"),
+    (_with(["outputs", 0], 3), PAYLOAD + SNAPSHOT, "tensor references"),
+])
+def test_malformed_records_are_named(broken, frames, why):
+    with pytest.raises(replies.MalformedReply, match=why):
+        replies.parse_case_reply(broken, frames, expect_id=3)
+
+
 def test_extra_tensor_frames_are_refused():
     with pytest.raises(replies.MalformedReply, match="more tensor frames"):
         replies.parse_case_reply(OK_CASE, PAYLOAD * 2, expect_id=3)
@@ -95,12 +161,15 @@ JSON = st.recursive(
     max_leaves=30)
 KEYS = ["type", "id", "status", "returned", "outputs", "inputs_modified", "evidence", "error", "versions",
         "device_name", "startup", "mode", "times", "host", "overhead", "checkable", "kernels", "out_bytes",
-        "worker_wall", "note", "own_launches", "torch_ops", "tampered", "started", "frames", "category"]
+        "worker_wall", "note", "own_launches", "torch_ops", "tampered", "started", "frames", "category",
+        "trace", "storages", "events", "origin", "nbytes", "snapshot", "arg", "event", "k", "kernel", "grid", "args",
+        "kwargs", "made", "op", "ref", "tuple", "constexpr", "writers", "kind", "truncated"]
 
 
 def _parse_or_malformed(parser, message, payloads):
     try:
-        result = parser(message, payloads, **({"expect_id": 3} if parser is replies.parse_case_reply else {}))
+        expect = {"expect_id": 3} if parser in (replies.parse_case_reply, replies.parse_replay_reply) else {}
+        result = parser(message, payloads, **expect)
     except replies.MalformedReply:
         return None
     json.dumps(getattr(result, "__dict__", {}), default=str)  # a record is plain, printable data
@@ -116,9 +185,10 @@ def test_fuzz_random_messages(message, payloads):
 
 
 @settings(max_examples=300, deadline=None)
-@given(base=st.sampled_from([OK_CASE, OK_HELLO, OK_BENCH]), path=st.lists(st.sampled_from(KEYS + [0, 1]), min_size=1,
-                                                                           max_size=3), value=JSON)
-def test_fuzz_valid_replies_broken_in_one_place(base, path, value):
+@given(base=st.sampled_from([OK_CASE, OK_HELLO, OK_BENCH, OK_CASE_TRACE, OK_REPLAY]),
+       path=st.lists(st.sampled_from(KEYS + [0, 1, 2]), min_size=1, max_size=6), value=JSON,
+       frames=st.sampled_from([PAYLOAD, PAYLOAD + SNAPSHOT, PAYLOAD + SNAPSHOT * 2, []]))
+def test_fuzz_valid_replies_broken_in_one_place(base, path, value, frames):
     message = json.loads(json.dumps(base))
     node = message
     for key in path[:-1]:
@@ -133,4 +203,4 @@ def test_fuzz_valid_replies_broken_in_one_place(base, path, value):
     elif isinstance(node, list) and isinstance(last, int) and last < len(node):
         node[last] = value
     for parser in PARSERS:
-        _parse_or_malformed(parser, message, PAYLOAD)
+        _parse_or_malformed(parser, message, frames)

@@ -37,6 +37,7 @@ class Job:
     interpret: bool
     limits: Limits
     gpu: int | None = None  # host index of the GPU assigned to this job
+    module: str = "judge.untrusted"  # the worker's entry point (judge.untrusted.replay: the replay check's)
 
 
 class Proc:

@@ -177,7 +177,7 @@ class BwrapBackend(Backend):
         # read-only too: only /scratch and /tmp can be written.
         args += ["--remount-ro", "/"]
         # sys.executable, not its real path: a venv is recognised by the path it is run from.
-        return args + ["--", sys.executable, "-P", "-m", "judge.untrusted"]
+        return args + ["--", sys.executable, "-P", "-m", job.module]
 
     def spawn(self, job: Job) -> Proc:
         stage, code, submission = new_stage(job.submission, "judge-bwrap-")

@@ -226,7 +226,7 @@ class DockerBackend(Backend):
             kwargs["device_requests"] = [DeviceRequest(device_ids=[str(job.gpu or 0)], capabilities=[["gpu"]])]
         container = client().containers.create(
             self.image_for(job.device),
-            command=["python3", "-P", "-m", "judge.untrusted"],
+            command=["python3", "-P", "-m", job.module],
             user="65534:65534",
             working_dir=SCRATCH,
             environment=env,

@@ -74,7 +74,7 @@ class ProcessBackend(Backend):
     def spawn(self, job: Job) -> Proc:
         env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch))
         popen = subprocess.Popen(
-            [sys.executable, "-P", "-m", "judge.untrusted"],
+            [sys.executable, "-P", "-m", job.module],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -12,6 +12,10 @@ here as plain data for the judge to rule on:
 
 The worker is in the submission's process, so none of this is tamper-proof on
 its own; the judge treats it as evidence, and the values are still checked.
+With ``watching(inputs, device)`` the call's launch sequence is recorded too
+(judge.untrusted.trace), for the judge to replay alone on fresh inputs in a
+process the submission never ran in (judge.replay): that check believes none
+of this.
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import sys
 import threading
 import time
 from collections import Counter
+
+from judge.shared.tracing import REPLAYED
 
 # Operators a wrapper may use around its kernels: they allocate, describe or
 # move data but compute nothing from it.
@@ -77,6 +83,7 @@ class Watch:
         self.kernel_buffers: list[tuple[int, int]] = []  # storage ranges given to own kernels
         self.threads_before = threading.active_count()
         self.kernel_ids: set[int] = set()  # compiled kernels launched (see kernels())
+        self.trace = None  # judge.untrusted.trace.Recorder: the call's launch sequence, for the replay check
 
 
 class _State:
@@ -87,6 +94,8 @@ class _State:
     kernels: dict = {}  # id(compiled kernel) -> its resources, for kernels of the submission's file
     compile_seconds = 0.0  # time spent in launches that compiled (or loaded) a new kernel
     record_ok = False  # PyTorch's profiler shows this watch's dispatch mode (probed at install())
+    quiet = 0  # > 0 while the recorder itself uses torch (its operators are not the submission's)
+    benchmarking = 0  # > 0 while an autotuner times its configs (those launches are not the call's)
 
 
 _state = _State()
@@ -193,14 +202,73 @@ def _record_launch(kernel, args, kwargs):
         watch.other_launches[f"{name} ({os.path.basename(where)})"] += 1
 
 
+def _trace_launch(kernel, args, kwargs):
+    """The launch's record for the replay check, and the keyword arguments to launch with.
+
+    A callable grid is wrapped so that the grid Triton computes from the bound
+    arguments is recorded, without calling the submission's grid a second time.
+    """
+    watch = _state.watch
+    trace = watch.trace if watch is not None else None
+    if trace is None or _state.benchmarking:
+        return None, kwargs
+    fn = getattr(kernel, "fn", None)
+    code = getattr(fn, "__code__", None)
+    name = getattr(fn, "__name__", type(kernel).__name__)
+    _state.quiet += 1
+    try:
+        if code is None or os.path.realpath(code.co_filename) != _state.submission:
+            trace.foreign(f"{name} ({os.path.basename(code.co_filename) if code is not None else '?'})")
+            return None, kwargs
+        grid = kwargs.get("grid")
+        event = trace.launch(name, args, kwargs, grid)
+    finally:
+        _state.quiet -= 1
+    if event is not None and callable(grid):
+        def recorded_grid(meta, _grid=grid, _event=event):
+            resolved = _grid(meta)
+            _event["grid"] = trace.grid(resolved)
+            return resolved
+
+        kwargs = dict(kwargs, grid=recorded_grid)
+    return event, kwargs
+
+
+def _traced_op(trace, func, args, kwargs):
+    """Run an operator the replay redoes, and record it (its arguments as they were before it ran)."""
+    event = trace.op_before(func, args, kwargs)
+    result = func(*args, **kwargs)
+    trace.op_after(event, func, result)
+    return result
+
+
+def _wrap_bench(autotuner_cls) -> None:
+    """An autotuner's timing runs are not part of the call: they are not recorded for the replay."""
+    original = getattr(autotuner_cls, "_bench", None)
+    if original is None or getattr(original, "_judge_wrapped", False):
+        return
+
+    def _bench(self, *args, **kwargs):
+        _state.benchmarking += 1
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            _state.benchmarking -= 1
+
+    _bench._judge_wrapped = True
+    autotuner_cls._bench = _bench
+
+
 def _wrap_launcher(cls, count: bool):
     original = cls.run
     if getattr(original, "_judge_wrapped", False):
         return
 
     def run(self, *args, **kwargs):
+        event = None
         if count and not kwargs.get("warmup", False):
             _record_launch(self, args, kwargs)
+            event, kwargs = _trace_launch(self, args, kwargs)
         _state.depth += 1
         try:
             if not count:
@@ -208,6 +276,8 @@ def _wrap_launcher(cls, count: bool):
             before = len(_state.kernels)
             start = time.perf_counter()
             kernel = original(self, *args, **kwargs)
+            if event is not None and _state.watch is not None and _state.watch.trace is not None:
+                _state.watch.trace.launched(event)
             if id(kernel) not in _state.kernels and kernel is not None:
                 _record_kernel(self, kernel)
                 if len(_state.kernels) > before:
@@ -570,6 +640,7 @@ def install(submission_path: str, interpret: bool = False) -> None:
         # keeps the benchmarking they do between launches out of the op watch.
         _wrap_launcher(Autotuner, count=False)
         _wrap_launcher(Heuristics, count=False)
+        _wrap_bench(Autotuner)
         if interpret:
             _first_config_only(Autotuner)
     except ImportError:  # pragma: no cover
@@ -623,13 +694,17 @@ def counting():
     return _Ctx()
 
 
-def watching(verify: bool = False):
+def watching(verify: bool = False, inputs=None, device: str = "cpu"):
     """Context manager: record launches and torch operators during one call.
 
     ``verify``: also run PyTorch's operator record around the call (see _Record), for the judged calls;
-    the speed run's watched calls leave it off.
+    the speed run's watched calls leave it off. With ``inputs`` ((argument index, storage tensor) of
+    each tensor argument), the call's launch sequence is recorded too (``watch.trace``), for the
+    judge's replay check.
     """
     from torch.utils._python_dispatch import TorchDispatchMode
+
+    from judge.untrusted.trace import Recorder
 
     class _OpWatch(TorchDispatchMode):
         seen = 0  # operators this mode was handed
@@ -638,19 +713,26 @@ def watching(verify: bool = False):
             self.seen += 1
             kwargs = kwargs or {}
             watch = _state.watch
-            if watch is None:
+            if watch is None or _state.quiet:
                 return func(*args, **kwargs)
+            trace = watch.trace
+            replayed = (trace is not None and not _state.benchmarking
+                        and func.overloadpacket.__name__ in REPLAYED and getattr(func, "namespace", None) == "aten")
             if _state.depth > 0:
                 # Inside a launch Triton itself copies and converts arguments;
                 # the submission's own callbacks (grid, hooks, heuristics, an
-                # interpreted kernel body) are still watched.
-                if not _op_is_allowed(func, args, kwargs) and _from_submission(2, _TRITON_DIRS):
+                # interpreted kernel body) are still watched, and what they
+                # allocate or copy is recorded for the replay.
+                allowed = _op_is_allowed(func, args, kwargs)
+                if not allowed and _from_submission(2, _TRITON_DIRS):
                     watch.ops[_op_name(func)] += 1
+                elif allowed and replayed and _from_submission(2, _TRITON_DIRS):
+                    return _traced_op(trace, func, args, kwargs)
                 return func(*args, **kwargs)
             if not _op_is_allowed(func, args, kwargs):
                 watch.ops[_op_name(func)] += 1
                 return func(*args, **kwargs)
-            result = func(*args, **kwargs)
+            result = _traced_op(trace, func, args, kwargs) if replayed else func(*args, **kwargs)
             # A copy, cast or view of a buffer a kernel was given counts as that
             # kernel's output (e.g. an fp32 accumulator cast to fp16 with .to()).
             if any(_in_kernel_buffers(watch, t) for t in _tensors(args, kwargs)):
@@ -663,8 +745,12 @@ def watching(verify: bool = False):
     class _Ctx:
         def __enter__(self):
             self.watch = Watch()
+            if inputs is not None:
+                self.watch.trace = Recorder(inputs, device)
             _state.watch = self.watch
             _state.depth = 0
+            _state.quiet = 0
+            _state.benchmarking = 0
             self.record = _Record() if verify and _state.record_ok else None
             if self.record is not None:
                 self.record.start()

@@ -1,0 +1,428 @@
+"""The replay check: a call's recorded launches, replayed alone on fresh inputs, must compute the answer.
+
+Whatever the worker says about a call is evidence from inside the
+submission's process, and code in that process can forge it: hand a kernel
+that does nothing the output while Python fills it in (``Tensor.map_``), or
+do the arithmetic on bytes and copy the result in. So the judge does not take
+the worker's word. The worker records the call's launch sequence
+(judge.untrusted.trace: the file's kernels with their grids, arguments and
+options, and the allocations and copies around them); the judge checks that
+record like any other input (this module, :func:`validate`), then has it
+replayed by a second sandboxed process that never imports the submission and
+compiles only the file's ``@triton.jit`` functions from their source
+(judge.untrusted.replay), on fresh memory holding fresh inputs from a new
+secret seed. The replayed outputs must pass the same output check as the
+case (judge.rules.outputs against judge.expected's answers for the fresh
+inputs); if they do not, the verdict is RJ, with a message that names the
+output and the launch that last wrote it.
+
+What is decided here, and what it means:
+
+* a record that does not add up (a kernel the file does not define at top
+  level, memory referenced beyond its end, inputs of other sizes) is RJ: the
+  worker recorded what happened, so a record that could not have happened
+  was forged;
+* a kernel launched from outside the file, or given an object no Triton
+  kernel can take, is RJ: the replay can run only the file's kernels on
+  tensors and values;
+* memory from outside the call (made before it, or outside PyTorch) is
+  replayed with the bytes it held when the call first used it; over a budget
+  (judge.shared.tracing.snapshot_budget) it is RJ ("data from outside your
+  kernels reached ...");
+* a record the worker cut short (more than judge.shared.tracing.MAX_EVENTS
+  launches and copies), a kernel argument of one of Triton's own types the
+  replay does not rebuild (a TensorDescriptor), and a replay that ran out of
+  time or memory are notes: the replay is skipped for that case, whose verdict
+  stands (see README, "Rules and anti-cheat", for what that leaves open).
+
+The replay runs on the first passing case of every group and on one drawn
+case in eight (judge.session). TODO(speed run): judge/timing/speedrun.py's
+``_check`` should replay the timed call it checks as well; that needs the
+bench worker (judge/untrusted/bench.py) to record the call with
+``guard.watching(inputs, device)`` and send ``trace`` with the outputs, after
+which :meth:`Replayer.check` takes the bench inputs as they are.
+"""
+
+from __future__ import annotations
+
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from judge import expected, kit, replies
+from judge.cases import canonical, derive_seed
+from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
+from judge.rules import outputs as output_rules
+from judge.shared import kernel_source, tracing, wire
+from judge.verdicts import Outcome, Verdict
+
+NOTE = "replay not possible"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A case whose record was not replayed: the note for the report, and whether the call itself is why.
+
+    A group none of whose passing cases could be replayed for a reason of the
+    call's own (``counts``) is RJ (judge.session): otherwise a submission could
+    opt out of the check, say by launching more than MAX_EVENTS times.
+    """
+
+    note: str
+    counts: bool = True
+NAME_HINT = ("a kernel may use only Triton, math, its arguments and the file's own @triton.jit functions and "
+             "constants (a GPU compiles nothing else)")
+
+
+# --------------------------------------------------------------------------- checking the record
+
+
+def _walk(value):
+    """Every TensorRef and Tagged inside a recorded value."""
+    if isinstance(value, (replies.TensorRef, replies.Tagged)):
+        yield value
+    if isinstance(value, replies.Tagged) and value.tag in ("tuple", "list"):
+        for v in value.value:
+            yield from _walk(v)
+    if isinstance(value, replies.Tagged) and value.tag == "constexpr":
+        yield from _walk(value.value)
+    if isinstance(value, replies.Tagged) and value.tag == "tensor_descriptor":
+        yield from _walk(value.value[0])
+
+
+def _values(event: replies.TraceEvent):
+    for v in list(event.args) + list(event.kwargs.values()):
+        yield from _walk(v)
+
+
+def _refs(event: replies.TraceEvent) -> list[replies.TensorRef]:
+    return [v for v in _values(event) if isinstance(v, replies.TensorRef)]
+
+
+def label(trace: replies.Trace, index: int) -> str:
+    return tracing.event_label(
+        [{"k": e.kind, "kernel": e.kernel, "grid": e.grid, "op": e.op} for e in trace.events], index)
+
+
+def validate(trace: replies.Trace, kernels: set[str], input_sizes: dict[int, int], device: str, file: str
+             ) -> tuple[str, str] | None:
+    """Why this record cannot be replayed: ("RJ", message) or ("note", message); None when it can."""
+    if trace.truncated:
+        return "note", f"{NOTE}: {trace.truncated}"
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+    storages = trace.storages
+    seen_args = set()
+    for s in storages:
+        if s.device not in ("cpu", device_type):
+            return "RJ", f"the record of the call is not consistent: memory on {s.device} in a run on {device_type}"
+        if s.origin == "input":
+            if s.arg not in input_sizes or s.arg in seen_args or input_sizes[s.arg] != s.nbytes:
+                return "RJ", ("the record of the call is not consistent: its inputs are not the case's "
+                              "(a forged or tampered record)")
+            seen_args.add(s.arg)
+        elif s.origin == "made":
+            e = trace.events[s.event] if s.event < len(trace.events) else None
+            if e is None or e.kind != "op" or s.id not in e.made:
+                return "RJ", "the record of the call is not consistent: memory made by an event that did not make it"
+    if seen_args != set(input_sizes):
+        return "RJ", "the record of the call is not consistent: it lacks some of the case's inputs"
+
+    def check_ref(ref: replies.TensorRef, at: int, what: str) -> tuple[str, str] | None:
+        if ref.storage >= len(storages):
+            return "RJ", f"the record of the call is not consistent: {what} uses memory it never describes"
+        s = storages[ref.storage]
+        if s.origin == "made" and s.event >= at:
+            return "RJ", f"the record of the call is not consistent: {what} uses memory before it was made"
+        need = tracing.extent(ref.offset, ref.shape, ref.strides) * tracing.itemsize(ref.dtype)
+        if need > s.nbytes:
+            return "RJ", f"the record of the call is not consistent: {what} reaches beyond its memory"
+        if s.origin == "outside" and s.snapshot is None:
+            return "RJ", (f"data from outside your kernels reached {what}: {s.nbytes} bytes of memory that no "
+                          "allocation or copy of the call made (all data must come from the inputs through your "
+                          "kernels)")
+        return None
+
+    for i, e in enumerate(trace.events):
+        if e.kind == "foreign":
+            return "RJ", (f"the call launched {e.kernel}, a kernel not defined in {file}: only your file's kernels "
+                          "may compute the answer")
+        where = label(trace, i)
+        if e.kind == "launch" and e.kernel not in kernels:
+            return "RJ", (f"{where}: {e.kernel} is not a top-level @triton.jit function of {file} (kernels are "
+                          "replayed from the file's source, so they must be defined there at top level)")
+        for v in _values(e):
+            if isinstance(v, replies.Tagged) and v.tag == "opaque":
+                if str(v.value).startswith("triton.") or "tensor of dtype" in str(v.value):
+                    return "note", f"{NOTE}: {where} was given {v.value}, which the replay does not rebuild"
+                return "RJ", (f"{where} was given a {v.value}: a Triton kernel takes tensors, numbers, booleans, "
+                              "strings, dtypes and tuples of those")
+            if isinstance(v, replies.TensorRef):
+                found = check_ref(v, i, where)
+                if found is not None:
+                    return found
+        for m in e.made:
+            if m is not None and (m >= len(storages) or storages[m].origin != "made" or storages[m].event != i):
+                return "RJ", "the record of the call is not consistent: an operator made memory the record lacks"
+    for n, ref in enumerate(trace.outputs):
+        if ref is not None:
+            found = check_ref(ref, len(trace.events), f"output {n + 1}")
+            if found is not None:
+                return found
+    return None
+
+
+def outside_source(trace: replies.Trace, storage: int) -> tuple[bool, int | None]:
+    """Whether memory from outside the call can have reached ``storage``, and the first event that brought it there.
+
+    Conservative: a launch may have written any tensor it was given.
+    (False, None): no; (True, None): the storage is itself outside memory; (True, k): through event k.
+    """
+    tainted: dict[int, int | None] = {s.id: None for s in trace.storages if s.origin == "outside"}
+    for k, e in enumerate(trace.events):
+        refs = {r.storage for r in _refs(e)}
+        if not refs & tainted.keys():
+            continue
+        writes = set(refs) if e.kind == "launch" else {m for m in e.made if m is not None}
+        if e.kind == "op" and e.op.split(".")[0] in tracing.WRITES and e.args and isinstance(e.args[0],
+                                                                                            replies.TensorRef):
+            writes.add(e.args[0].storage)
+        out = e.kwargs.get("out")
+        if isinstance(out, replies.TensorRef):
+            writes.add(out.storage)
+        # Named by the event where outside memory first came in on this path.
+        first = min(k if tainted[r] is None else tainted[r] for r in refs if r in tainted)
+        for w in writes:
+            tainted.setdefault(w, first)
+    return (storage in tainted), tainted.get(storage)
+
+
+# --------------------------------------------------------------------------- the wire, both ways
+
+
+def _encode(value):
+    if isinstance(value, replies.TensorRef):
+        return value.as_wire()
+    if isinstance(value, replies.Tagged):
+        if value.tag in ("tuple", "list"):
+            return {value.tag: [_encode(v) for v in value.value]}
+        if value.tag == "constexpr":
+            return {"constexpr": _encode(value.value)}
+        if value.tag == "tensor_descriptor":
+            base, shape, strides, block, padding, rnd = value.value
+            return {"tensor_descriptor": {"base": base.as_wire(), "shape": list(shape), "strides": list(strides),
+                                          "block_shape": list(block), "padding": padding, "round_f32_to_tf32": rnd}}
+        return {value.tag: value.value}
+    return value
+
+
+def encode(trace: replies.Trace) -> tuple[dict, list]:
+    """The record as the replay worker reads it, without the bytes (which travel as frames)."""
+    storages = []
+    for s in trace.storages:
+        entry = {"id": s.id, "nbytes": s.nbytes, "device": s.device, "origin": s.origin}
+        if s.origin == "input":
+            entry["arg"] = s.arg
+        elif s.origin == "made":
+            entry["event"] = s.event
+        elif s.origin == "outside":
+            entry["snapshot"] = s.snapshot is not None
+        storages.append(entry)
+    events = []
+    for e in trace.events:
+        base = {"args": [_encode(a) for a in e.args], "kwargs": {k: _encode(v) for k, v in e.kwargs.items()}}
+        if e.kind == "launch":
+            events.append({"k": "launch", "kernel": e.kernel, "grid": list(e.grid or ()), **base})
+        else:
+            events.append({"k": "op", "op": e.op, "made": list(e.made), **base})
+    outputs = [None if o is None else o.as_wire() for o in trace.outputs]
+    return {"storages": storages, "events": events, "outputs": outputs}, []
+
+
+def fresh_inputs(problem, params: dict, original: list) -> list | None:
+    """The case's inputs again, with new values from a new secret seed: same layouts, same scalars.
+
+    None if the problem's make_inputs gives another layout for another seed
+    (then a record of the first layout means nothing for the second).
+    """
+    seed = derive_seed("replay", secrets.token_hex(16), canonical(params))
+    fresh = problem.golden.make_inputs(dict(params, seed=seed), kit.generator(seed))
+    if len(fresh) != len(original):
+        return None
+    out = []
+    for a, b in zip(original, fresh):
+        if isinstance(a, kit.TensorInput):
+            if not (isinstance(b, kit.TensorInput) and b.dtype == a.dtype and b.values.shape == a.values.shape
+                    and b.strides() == a.strides() and b.offset == a.offset
+                    and b.storage_numel() == a.storage_numel()):
+                return None
+            out.append(b)
+        else:
+            out.append(a)  # a scalar is part of the case, not of its data
+    return out
+
+
+# --------------------------------------------------------------------------- the replay worker
+
+
+class Replayer:
+    """The replay worker of one judging run: started once (at the first replay, or early with prestart)."""
+
+    def __init__(self, problem, job, backend, *, threads: int | None, golden_device: str):
+        self.problem = problem
+        self.backend = backend
+        self.threads = threads
+        self.golden_device = golden_device
+        self.file = job.submission.name
+        try:
+            self.kernels = set(kernel_source.kernel_names(job.submission.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            self.kernels = set()
+        self.scratch = Path(tempfile.mkdtemp(prefix="judge-replay-"))
+        self.job = replace(job, module="judge.untrusted.replay", scratch=self.scratch)
+        self.channel: WorkerChannel | None = None
+        self.ready = False
+        self.replay_id = 0
+        self.timing = {"replays": 0, "replay_seconds": 0.0}
+
+    def prestart(self) -> None:
+        """Start the worker now (it imports torch and Triton while the judge goes on); wait for it later."""
+        if self.channel is None:
+            self.channel = WorkerChannel(self.backend, self.job)
+            self.channel.begin(submission_entry="", arity=0, threads=self.threads)
+            self.ready = False
+
+    def _ensure(self) -> None:
+        self.prestart()
+        if not self.ready:
+            t0 = time.monotonic()
+            hello = self.channel.finish_start()
+            self.timing["replay_start_wait_seconds"] = time.monotonic() - t0
+            if not hello.ok:
+                raise WorkerStartFailed(f"it could not read the file's kernels: {hello.error.message if hello.error else '?'}")
+            self.ready = True
+
+    def release(self) -> None:
+        """Ask the replay worker to exit, without waiting (stop or close waits); one never used is killed."""
+        if self.channel is not None and not self.ready:
+            self.channel.proc.kill()
+        elif self.channel is not None:
+            try:
+                self.channel.send_case({"type": "exit"}, [])
+            except WorkerDied:
+                pass
+
+    def stop(self) -> None:
+        if self.channel is not None:
+            self.channel.close()
+            self.channel = None
+            self.ready = False
+
+    def close(self) -> None:
+        import shutil
+
+        self.stop()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    # ------------------------------------------------------------------ one case
+
+    def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str) -> Outcome | Skipped | None:
+        """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the answer)."""
+        t0 = time.monotonic()
+        try:
+            return self._check(params, inputs, reply, device)
+        finally:
+            self.timing["replays"] += 1
+            self.timing["replay_seconds"] += time.monotonic() - t0
+
+    def _check(self, params, inputs, reply, device):
+        trace = reply.trace
+        if trace is None:
+            return Outcome(Verdict.RJ, "the worker sent no record of the call's launches (a forged or tampered reply)")
+        sizes = {i: a.storage_numel() * a.values.element_size() for i, a in enumerate(inputs)
+                 if isinstance(a, kit.TensorInput)}
+        found = validate(trace, self.kernels, sizes, device, self.file)
+        if found is not None:
+            verdict, message = found
+            return Skipped(message) if verdict == "note" else Outcome(Verdict.RJ, message, {"replay": "record"})
+        fresh = fresh_inputs(self.problem, params, inputs)
+        if fresh is None:
+            return Skipped(f"{NOTE}: this problem's inputs change layout with their seed", counts=False)
+        record, _ = encode(trace)
+        frames = []
+        for s in trace.storages:
+            if s.origin == "input":
+                raw = wire.storage_to_wire(fresh[s.arg].storage())
+                frames.append(({"dtype": "uint8", "shape": [len(raw)]}, raw))
+            elif s.origin == "outside":
+                frames.append(({"dtype": "uint8", "shape": [len(s.snapshot)]}, s.snapshot))
+        input_bytes = sum(len(raw) for _, raw in frames)
+        try:
+            self._ensure()
+        except (WorkerStartFailed, WorkerDied) as exc:
+            self.stop()
+            return Outcome(Verdict.IE, f"the replay worker could not start: {exc}")
+        try:
+            self.replay_id += 1
+            self.channel.send_case({"type": "replay", "id": self.replay_id, "trace": record}, frames)
+            # The judge's answers for the fresh inputs, while the replay runs.
+            answers = expected.for_inputs(self.problem, fresh, params, self.golden_device)
+            result = self.channel.receive(replies.parse_replay_reply, timeout=2 * self.job.limits.case_seconds,
+                                          max_bytes=8 * input_bytes + (1 << 20), expect_id=self.replay_id)
+        except WorkerDied as died:
+            self.stop()
+            if died.reason in ("timeout", "memory", "output"):
+                why = {"timeout": "did not finish in time", "memory": "ran out of memory",
+                       "output": "printed more than the limit"}[died.reason]
+                return Skipped(f"{NOTE}: the replay {why}")
+            return Outcome(Verdict.RJ, "replayed alone on fresh inputs, your recorded launches "
+                                       f"{'crashed the replay' if died.reason == 'crash' else 'broke the replay'}: "
+                                       f"{died.detail}", {"replay": "died"})
+        if not result.ok:
+            self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
+        return self._judge(trace, reply, result, answers, device)
+
+    def _judge(self, trace, reply, result: replies.ReplayResult, answers, device) -> Outcome | None:
+        if not result.ok:
+            where = label(trace, result.event) if 0 <= result.event < len(trace.events) else "the record"
+            err = result.error
+            if result.kind == "record":
+                return Outcome(Verdict.RJ, f"the record of the call could not be replayed ({where}): {err.message}",
+                               {"replay": "record"})
+            line = f" (line {err.line}: {err.code})" if err.line and err.code else ""
+            text = f"replayed alone on fresh inputs, {where} failed: {err.type}: {err.message.splitlines()[0] if err.message else ''}{line}"
+            details = {"replay": "error", "error": err.as_dict()}
+            if err.type == "NameError":
+                details["hint"] = NAME_HINT
+            return Outcome(Verdict.RJ, text, details)
+        wrong = output_rules.check(self.problem, reply.returned, result.outputs, answers, device)
+        if wrong is None:
+            return None
+        names = [o.name for o in self.problem.outputs]
+        name = wrong.details.get("output") or next((n for n in names if wrong.message.startswith(n)), None)
+        index = names.index(name) if name in names else 0
+        ref = trace.outputs[index] if index < len(trace.outputs) else None
+        writer = result.writers[index] if index < len(result.writers) else None
+        if writer is not None and writer >= len(trace.events):
+            writer = None  # only a broken replay worker says so: name nothing rather than something wrong
+        given = max((k for k, e in enumerate(trace.events) if e.kind == "launch" and ref is not None
+                     and any(r.storage == ref.storage for r in _refs(e))), default=None)
+        written = f"last written by {label(trace, writer)}" if writer is not None else "no recorded event wrote it"
+        if given is not None and (writer is None or trace.events[writer].kind != "launch"):
+            who = f"{label(trace, given)} was the last launch given it; {written}"
+        elif given is None and writer is not None and trace.events[writer].kind != "launch":
+            who = f"no launch was given it; {written}"
+        else:
+            who = written
+        name = name or "the output"
+        text = f"replayed alone on fresh inputs, the recorded launches did not compute {name}: {wrong.message} ({who})"
+        reached, through = outside_source(trace, ref.storage) if ref is not None else (False, None)
+        if reached:
+            how = f"through {label(trace, through)}" if through is not None else "returned as it is"
+            text = f"data from outside your kernels reached {name} (memory the call did not make, {how}): {text}"
+        details = {k: v for k, v in wrong.details.items()}
+        details["replay"] = "wrong"
+        if writer is not None:
+            details["event"] = label(trace, writer)
+        return Outcome(Verdict.RJ, text, details)

@@ -1,0 +1,318 @@
+"""A file's Triton kernels, found in its source with ``ast``: never by importing it.
+
+Both sides use this: the judge, to know which kernel names a recorded launch
+may carry; the replay worker (judge.untrusted.replay), to compile those kernels
+and nothing else of the file. What it keeps, in source order:
+
+* imports of ``triton`` (and its submodules) and ``math``, as bindings to make
+  (the replay does them itself: a kernel gets no ``__import__``);
+* top-level functions decorated with ``@triton.jit`` (in any spelling the
+  file's imports give it), with every other decorator removed: an
+  ``@triton.autotune`` or ``@triton.heuristics`` above it has already made its
+  choice, which the record of the launch carries; and functions decorated with
+  ``@triton.constexpr_function``;
+* top-level constants: a name assigned an expression of literals, other kept
+  constants, Triton and ``math`` (``LOG2E = 1.4426950408889634``,
+  ``BLOCK = tl.constexpr(128)``, ``RCP = 1 / math.log(2)``).
+
+A name the file binds in any other way at top level (a plain function, a
+class, an import of another module, a computed value), or declares ``global``
+in a function (it may change while the file runs), is left unbound: a kernel
+that uses it cannot be replayed (and could not be compiled for a GPU either).
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import __future__ as _future
+import ast
+import copy
+from dataclasses import dataclass, field
+
+ALLOWED_MODULES = ("triton", "math")
+# Built-in functions a constant's expression may call.
+CONST_CALLS = frozenset({"int", "float", "bool", "abs", "min", "max", "round", "pow"})
+
+
+@dataclass(frozen=True)
+class Bind:
+    """Bind ``name`` to module ``module`` (``attr`` None) or to its attribute ``attr``."""
+
+    name: str
+    module: str
+    attr: str | None = None
+
+
+@dataclass(frozen=True)
+class TryBinds:
+    """Imports tried in turn (a ``try: import ... except ImportError: import ...`` block)."""
+
+    alternatives: tuple[tuple[Bind, ...], ...]
+
+
+@dataclass(frozen=True)
+class Code:
+    """A statement to execute: a kernel definition (decorated with @triton.jit alone) or a constant."""
+
+    node: ast.stmt
+    name: str
+    kind: str  # "kernel", "constexpr_function" or "constant"
+
+
+@dataclass
+class Extracted:
+    kernels: list[str] = field(default_factory=list)  # top-level @triton.jit functions, in source order
+    steps: list = field(default_factory=list)  # Bind, TryBinds and Code, in source order
+    unbound: set[str] = field(default_factory=set)  # names to remove once every step ran
+    future_flags: int = 0  # compile flags of the file's ``from __future__`` imports
+
+
+def _dotted(expr) -> str | None:
+    parts = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if isinstance(expr, ast.Name):
+        parts.append(expr.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _allowed_module(module: str) -> bool:
+    return any(module == m or module.startswith(m + ".") for m in ALLOWED_MODULES)
+
+
+def _import_binds(node) -> tuple[list[Bind], list[str]]:
+    """(the bindings an allowed import makes, the names an import of anything else binds)."""
+    binds, other = [], []
+    if isinstance(node, ast.Import):
+        for a in node.names:
+            # ``import a.b as x`` binds x to a.b; ``import a.b`` binds a to a.
+            name, module = (a.asname, a.name) if a.asname else (a.name.split(".")[0], a.name.split(".")[0])
+            if _allowed_module(a.name):
+                binds.append(Bind(name, module))
+            else:
+                other.append(name)
+    elif isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        ok = node.level == 0 and _allowed_module(module)
+        for a in node.names:
+            name = a.asname or a.name
+            if a.name == "*":
+                if ok:
+                    binds.append(Bind("*", module))
+                continue
+            if ok:
+                binds.append(Bind(name, module, a.name))
+            else:
+                other.append(name)
+    return binds, other
+
+
+def _bound_names(node) -> set[str]:
+    """Names a top-level statement binds at module scope (not inside functions or classes it defines)."""
+    names = set()
+
+    def visit(n):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(n.name)
+            for d in n.decorator_list:
+                visit(d)
+            return
+        if isinstance(n, ast.Lambda):
+            return
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                if a.name != "*":
+                    names.add(a.asname or a.name.split(".")[0])
+            return
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names.add(n.id)
+        if isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        if isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            names.add(n.name)
+        if isinstance(n, ast.MatchMapping) and n.rest:
+            names.add(n.rest)
+        for child in ast.iter_child_nodes(n):
+            visit(child)
+
+    visit(node)
+    return names
+
+
+def _globals_declared(tree) -> set[str]:
+    return {name for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal)) for name in n.names}
+
+
+class _Scope:
+    def __init__(self):
+        self.modules: set[str] = set()  # names bound to an allowed module
+        self.imported: set[str] = set()  # names bound to something from an allowed module
+        self.constants: set[str] = set()
+        self.triton: set[str] = set()  # names of the triton package itself
+        self.jit: set[str] = set()  # names bound to triton.jit
+        self.cfn: set[str] = set()  # names bound to triton.constexpr_function
+
+    def known(self) -> set[str]:
+        return self.modules | self.imported | self.constants
+
+    def bind(self, b: Bind) -> None:
+        if b.name == "*":
+            return
+        if b.attr is None:
+            self.modules.add(b.name)
+            if b.module == "triton":
+                self.triton.add(b.name)
+        else:
+            self.imported.add(b.name)
+            if b.module == "triton" and b.attr == "jit":
+                self.jit.add(b.name)
+            if b.module == "triton" and b.attr == "constexpr_function":
+                self.cfn.add(b.name)
+
+    def forget(self, names) -> None:
+        for s in (self.modules, self.imported, self.constants, self.triton, self.jit, self.cfn):
+            s.difference_update(names)
+
+    def decorator_kind(self, dec) -> str | None:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = _dotted(target)
+        if name is None:
+            return None
+        head, _, attr = name.rpartition(".")
+        if (head in self.triton and attr == "jit") or name in self.jit:
+            return "kernel"
+        if (head in self.triton and attr == "constexpr_function") or name in self.cfn:
+            return "constexpr_function"
+        return None
+
+    def constant_expr(self, e) -> bool:
+        """An expression of literals, kept constants, and Triton's or math's functions and values."""
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, (int, float, bool, str, type(None)))
+        if isinstance(e, ast.Name):
+            return e.id in self.known()
+        if isinstance(e, ast.Attribute):
+            name = _dotted(e)
+            return (name is not None and name.split(".")[0] in self.modules | self.imported
+                    and not any(p.startswith("_") for p in name.split(".")[1:]))
+        if isinstance(e, ast.UnaryOp):
+            return self.constant_expr(e.operand)
+        if isinstance(e, ast.BinOp):
+            return self.constant_expr(e.left) and self.constant_expr(e.right)
+        if isinstance(e, ast.BoolOp):
+            return all(self.constant_expr(v) for v in e.values)
+        if isinstance(e, ast.Compare):
+            return self.constant_expr(e.left) and all(self.constant_expr(c) for c in e.comparators)
+        if isinstance(e, ast.IfExp):
+            return all(self.constant_expr(x) for x in (e.test, e.body, e.orelse))
+        if isinstance(e, ast.Tuple):
+            return all(self.constant_expr(x) for x in e.elts)
+        if isinstance(e, ast.Call):
+            func = e.func
+            if isinstance(func, ast.Name):
+                ok = func.id in CONST_CALLS or func.id in self.imported
+            else:
+                ok = self.constant_expr(func)
+            return (ok and all(self.constant_expr(a) and not isinstance(a, ast.Starred) for a in e.args)
+                    and all(k.arg is not None and self.constant_expr(k.value) for k in e.keywords))
+        return False
+
+
+def _try_of_imports(node) -> TryBinds | None:
+    if not isinstance(node, ast.Try) or node.orelse or node.finalbody:
+        return None
+    blocks = [node.body] + [h.body for h in node.handlers]
+    alternatives = []
+    for block in blocks:
+        binds = []
+        for stmt in block:
+            if isinstance(stmt, ast.Pass):
+                continue
+            if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                return None
+            ok, other = _import_binds(stmt)
+            if other:
+                return None
+            binds += ok
+        alternatives.append(tuple(binds))
+    return TryBinds(tuple(alternatives))
+
+
+def extract(source: str) -> Extracted:
+    """The kernels, constants and Triton imports of a file's source (raises SyntaxError as ``ast.parse``)."""
+    tree = ast.parse(source)
+    out = Extracted()
+    scope = _Scope()
+    state: dict[str, bool] = {}  # name -> whether its last top-level binding is kept
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for a in node.names:
+                feature = getattr(_future, a.name, None)
+                if feature is not None:
+                    out.future_flags |= feature.compiler_flag
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            binds, other = _import_binds(node)
+            for b in binds:
+                out.steps.append(b)
+                scope.bind(b)
+                state[b.name] = True
+            scope.forget(other)
+            state.update({n: False for n in other})
+            continue
+        tried = _try_of_imports(node)
+        if tried is not None:
+            out.steps.append(tried)
+            for alt in tried.alternatives:
+                for b in alt:
+                    scope.bind(b)
+                    state[b.name] = True
+            continue
+        if isinstance(node, ast.FunctionDef):
+            kinds = [(scope.decorator_kind(d), d) for d in node.decorator_list]
+            kept = [(k, d) for k, d in kinds if k is not None]
+            if kept:
+                kind, dec = kept[-1]  # the innermost Triton decorator
+                fn = copy.copy(node)
+                fn.decorator_list = [dec]
+                out.steps.append(Code(fn, node.name, kind))
+                if kind == "kernel":
+                    if node.name in out.kernels:
+                        out.kernels.remove(node.name)
+                    out.kernels.append(node.name)
+                scope.forget({node.name})
+                scope.imported.add(node.name)  # usable by later constants (a constexpr_function's result)
+                state[node.name] = True
+                continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            value = node.value
+            if (value is not None and all(isinstance(t, ast.Name) for t in targets)
+                    and scope.constant_expr(value)):
+                names = [t.id for t in targets]
+                out.steps.append(Code(node, names[0], "constant"))
+                out.kernels = [k for k in out.kernels if k not in names]
+                scope.forget(names)
+                scope.constants.update(names)
+                state.update({n: True for n in names})
+                continue
+        # Anything else (a plain function: a kernel that calls one does not compile
+        # for a GPU; a class; a computed value) leaves the names it binds unbound.
+        names = _bound_names(node)
+        scope.forget(names)
+        state.update({n: False for n in names})
+        if names & set(out.kernels):
+            out.kernels = [k for k in out.kernels if k not in names]
+    out.unbound = {n for n, kept in state.items() if not kept} | _globals_declared(tree)
+    out.kernels = [k for k in out.kernels if k not in out.unbound]
+    return out
+
+
+def kernel_names(source: str) -> list[str]:
+    """The names of the file's top-level ``@triton.jit`` functions ([] if it does not parse)."""
+    try:
+        return extract(source).kernels
+    except (SyntaxError, ValueError, RecursionError):
+        return []

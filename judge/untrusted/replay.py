@@ -1,0 +1,397 @@
+"""The replay worker: a recorded launch sequence, run alone on fresh inputs.
+
+``python -m judge.untrusted.replay`` is started by the judge (judge.replay)
+through the same sandbox backend as the submission's worker, with the same
+mounts and limits, and speaks the same protocol (judge.shared.wire). It never
+imports the submission. It reads the file's source and compiles, from it,
+only the top-level ``@triton.jit`` functions, ``@triton.constexpr_function``
+helpers and constants (judge.shared.kernel_source), in a namespace that holds
+nothing but ``triton``, ``triton.language``, ``math`` and a few harmless
+built-ins: in the interpreter a kernel body is Python, and this namespace is
+all it can reach by name.
+
+For each request it allocates fresh memory: the inputs hold the values the
+judge sent (drawn from a new secret seed), memory from outside the call holds
+the bytes the worker recorded, and every allocation is redone with the same
+NaN fill the worker uses. It then redoes the recorded operators and launches
+in order, and returns the outputs, with, for each, the last event that
+changed its memory. A failure is reported as data (which event, what error);
+the judge decides what it means.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import sys
+import time
+import traceback
+
+from judge.shared import kernel_source, tracing, wire
+
+SAFE_BUILTINS = {name: getattr(builtins, name) for name in (
+    "abs", "all", "any", "bool", "dict", "divmod", "enumerate", "filter", "float", "int", "isinstance", "len",
+    "list", "map", "max", "min", "next", "iter", "pow", "print", "range", "repr", "reversed", "round", "slice",
+    "sorted", "str", "sum", "tuple", "zip", "ValueError", "TypeError", "AssertionError", "RuntimeError",
+    "IndexError", "KeyError", "NotImplementedError", "ZeroDivisionError", "ArithmeticError", "Exception",
+)}
+# Names Triton's interpreter adds to a kernel's globals that its rewritten code needs.
+INTERPRETER_NAMES = ("interpreter_semantic", "_InterpreterComparison")
+
+
+class ReplayError(Exception):
+    """A request the replay cannot carry out: the record asks for something impossible."""
+
+
+# --------------------------------------------------------------------------- the kernels
+
+
+def _bind(ns: dict, b: kernel_source.Bind) -> None:
+    import importlib
+
+    module = importlib.import_module(b.module)
+    if b.attr is None:
+        ns[b.name] = module
+    elif b.name == "*":
+        names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
+        for n in names:
+            ns[n] = getattr(module, n)
+    elif hasattr(module, b.attr):
+        ns[b.name] = getattr(module, b.attr)
+    else:
+        ns[b.name] = importlib.import_module(f"{b.module}.{b.attr}")
+
+
+def load_kernels(path: str, interpret: bool) -> tuple[dict, list[str], list[str]]:
+    """(the namespace holding the file's kernels and constants, the kernels' names, what could not be defined)."""
+    import ast
+
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    extracted = kernel_source.extract(source)
+    ns: dict = {"__builtins__": dict(SAFE_BUILTINS), "__name__": "replayed_kernels"}
+    skipped = []
+    for step in extracted.steps:
+        try:
+            if isinstance(step, kernel_source.Bind):
+                _bind(ns, step)
+            elif isinstance(step, kernel_source.TryBinds):
+                for alternative in step.alternatives:
+                    try:
+                        for b in alternative:
+                            _bind(ns, b)
+                        break
+                    except (ImportError, AttributeError):
+                        continue
+            else:
+                module = ast.Module(body=[step.node], type_ignores=[])
+                code = compile(module, path, "exec", flags=extracted.future_flags, dont_inherit=True)
+                exec(code, ns)  # noqa: S102 - the file's own kernel definitions, in a namespace of Triton alone
+        except Exception as exc:  # noqa: BLE001 - a definition that fails here is reported, not fatal
+            name = getattr(step, "name", "?")
+            skipped.append(f"{name}: {type(exc).__name__}: {str(exc)[:200]}")
+            ns.pop(name, None)
+    for name in extracted.unbound:
+        ns.pop(name, None)
+    if interpret:
+        _prepare_interpreted(ns)
+    return ns, extracted.kernels, skipped
+
+
+def _prepare_interpreted(ns: dict) -> None:
+    """Rewrite every interpreted kernel now, then take away what the interpreter put in reach.
+
+    Triton's interpreter rewrites a kernel's source on its first launch and, doing
+    so, copies its own module's globals (numpy, torch, inspect, ...) into the
+    kernel's globals. Done here, before any launch, those can be removed again.
+    """
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover
+        return
+    before = set(ns)
+    for value in list(ns.values()):
+        if isinstance(value, InterpretedFunction):
+            try:
+                value.rewrite()
+            except Exception:  # noqa: BLE001 - it fails again, and is reported, at its launch
+                pass
+    for name in set(ns) - before - set(INTERPRETER_NAMES):
+        del ns[name]
+
+
+# --------------------------------------------------------------------------- one replay
+
+
+def _refs(value, found: set) -> set:
+    if isinstance(value, dict):
+        if "ref" in value and isinstance(value["ref"], list) and value["ref"]:
+            found.add(value["ref"][0])
+        else:
+            for v in value.values():
+                _refs(v, found)
+    elif isinstance(value, list):
+        for v in value:
+            _refs(v, found)
+    return found
+
+
+def _same(a, b) -> bool:
+    """Bitwise equality of two tensors of one dtype and shape (NaN equals NaN)."""
+    import torch
+
+    if a is None or b is None:
+        return a is b
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[a.element_size()]
+    return torch.equal(a.contiguous().view(ints), b.contiguous().view(ints))
+
+
+class Replay:
+    def __init__(self, ns: dict, kernels: list[str], device: str, path: str):
+        self.ns = ns
+        self.kernels = set(kernels)
+        self.device = device
+        self.path = path
+        self.storages: dict = {}  # id -> torch.UntypedStorage
+        self.sizes: dict = {}  # id -> nbytes the record gives
+
+    # values --------------------------------------------------------------
+
+    def view(self, ref):
+        import torch
+
+        if not (isinstance(ref, list) and len(ref) == 5):
+            raise ReplayError("a malformed tensor reference")
+        sid, offset, shape, strides, dtype = ref
+        if dtype not in wire.DTYPES or sid not in self.storages:
+            raise ReplayError(f"a reference to memory that does not exist (storage {sid})")
+        if len(shape) != len(strides) or len(shape) > tracing.MAX_DIMS:
+            raise ReplayError("a tensor reference with mismatched shape and strides")
+        st = self.storages[sid]
+        if tracing.extent(offset, shape, strides) * wire.DTYPES[dtype] > st.nbytes() or offset < 0 or any(
+                s < 0 for s in list(shape) + list(strides)):
+            raise ReplayError(f"a tensor reference beyond its memory (storage {sid})")
+        return torch.empty(0, dtype=getattr(torch, dtype), device=st.device).set_(st, offset, shape, strides)
+
+    def value(self, v, depth: int = 0):
+        import torch
+
+        if v is None or isinstance(v, (bool, int, float, str)):
+            return v
+        if not isinstance(v, dict) or len(v) != 1 or depth > tracing.MAX_DEPTH:
+            raise ReplayError("a malformed value")
+        tag, x = next(iter(v.items()))
+        if tag == "ref":
+            return self.view(x)
+        if tag in ("tuple", "list"):
+            items = [self.value(i, depth + 1) for i in x]
+            return tuple(items) if tag == "tuple" else items
+        if tag == "constexpr":
+            import triton.language as tl
+
+            return tl.constexpr(self.value(x, depth + 1))
+        if tag == "tensor_descriptor" and isinstance(x, dict):
+            from triton.tools.tensor_descriptor import TensorDescriptor
+
+            return TensorDescriptor(self.value(x.get("base"), depth + 1), list(x["shape"]), list(x["strides"]),
+                                    list(x["block_shape"]), x.get("padding", "zero"), bool(x.get("round_f32_to_tf32")))
+        if tag == "tl_dtype" and x in tracing.TL_DTYPES:
+            import triton.language as tl
+
+            return tl.dtype(x)
+        if tag == "torch_dtype" and x in wire.DTYPES:
+            return getattr(torch, x)
+        if tag == "device" and isinstance(x, str) and (x == "cpu" or x.startswith("cuda")):
+            return torch.device(x)
+        if tag == "layout" and x in tracing.LAYOUTS:
+            return getattr(torch, x)
+        if tag == "memory_format" and x in tracing.MEMORY_FORMATS:
+            return getattr(torch, x)
+        raise ReplayError(f"a value the replay cannot rebuild ({tag})")
+
+    # events --------------------------------------------------------------
+
+    def op(self, event):
+        import torch
+
+        name = str(event.get("op", ""))
+        packet, _, overload = name.partition(".")
+        if packet not in tracing.REPLAYED:
+            raise ReplayError(f"the operator {name} is not one the replay redoes")
+        func = getattr(getattr(torch.ops.aten, packet), overload or "default")
+        args = [self.value(a) for a in event.get("args", [])]
+        kwargs = {k: self.value(v) for k, v in event.get("kwargs", {}).items()}
+        result = func(*args, **kwargs)
+        items = list(result) if isinstance(result, (tuple, list)) else [result]
+        for item, made in zip(items, event.get("made", [])):
+            if made is None:
+                continue
+            if not isinstance(item, torch.Tensor) or made in self.storages:
+                raise ReplayError(f"the operator {name} did not make the memory the record says")
+            st = item.untyped_storage()
+            if st.nbytes() != self.sizes.get(made):
+                raise ReplayError(f"the operator {name} made {st.nbytes()} bytes; the record says {self.sizes.get(made)}")
+            self.storages[made] = st
+
+    def launch(self, event):
+        from triton.runtime.jit import KernelInterface
+
+        name = event.get("kernel")
+        kernel = self.ns.get(name) if name in self.kernels else None
+        if not isinstance(kernel, KernelInterface):
+            raise ReplayError(f"{name} is not a @triton.jit function of the file")
+        grid = event.get("grid")
+        if not (isinstance(grid, list) and 1 <= len(grid) <= 3 and all(isinstance(g, int) for g in grid)):
+            raise ReplayError("a launch without a grid")
+        args = [self.value(a) for a in event.get("args", [])]
+        kwargs = {k: self.value(v) for k, v in event.get("kwargs", {}).items()}
+        kernel[tuple(grid)](*args, **kwargs)
+
+    # the request ---------------------------------------------------------
+
+    def run(self, msg: dict, payloads: list):
+        import torch
+
+        trace = msg["trace"]
+        frames = iter(payloads)
+        for entry in trace["storages"]:
+            sid, nbytes, origin = entry["id"], entry["nbytes"], entry["origin"]
+            self.sizes[sid] = nbytes
+            device = self.device if entry.get("device") != "cpu" else "cpu"
+            if origin in ("input", "outside"):
+                raw = next(frames)
+                if len(raw) != nbytes:
+                    raise ReplayError(f"storage {sid} should hold {nbytes} bytes")
+                data = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else torch.empty(0, dtype=torch.uint8)
+                self.storages[sid] = data.to(device).clone().untyped_storage()
+            elif origin == "empty":
+                self.storages[sid] = torch.empty(0, dtype=torch.uint8, device=device).untyped_storage()
+        events = trace["events"]
+        outputs = trace["outputs"]
+        # Output i lives in storage watched[i]: which event last changed its values is reported.
+        watched = {i: ref["ref"][0] for i, ref in enumerate(outputs)
+                   if isinstance(ref, dict) and isinstance(ref.get("ref"), list) and ref["ref"]}
+        last_use = {}
+        for k, event in enumerate(events):
+            for sid in _refs(event, set()) | set(x for x in event.get("made", []) if x is not None):
+                last_use[sid] = k
+        writers: dict[int, int] = {}
+        for k, event in enumerate(events):
+            used = _refs(event, set()) | set(x for x in event.get("made", []) if x is not None)
+            touched = [i for i, sid in watched.items() if sid in used]
+            before = {i: self._output(outputs[i]) for i in touched if watched[i] in self.storages}
+            try:
+                if event.get("k") == "launch":
+                    self.launch(event)
+                elif event.get("k") == "op":
+                    self.op(event)
+                else:
+                    raise ReplayError(f"an event the replay cannot redo ({event.get('k')})")
+            except ReplayError as exc:
+                return self._failed(k, "record", "ReplayError", str(exc))
+            except Exception as exc:  # noqa: BLE001 - the kernel or operator failed on fresh inputs
+                from judge.untrusted.runner import classify
+
+                err = classify(exc, self.path)
+                return self._failed(k, "run", err["type"], err["message"], err.get("line"), err.get("code", ""))
+            for i in touched:
+                if i not in before or not _same(before[i], self._output(outputs[i])):
+                    writers[i] = k
+            for sid in [s for s, last in last_use.items() if last == k and s not in watched.values()]:
+                self.storages.pop(sid, None)
+        described, tensors, writer_list = [], [], []
+        try:
+            for i, ref in enumerate(outputs):
+                if i not in watched:
+                    described.append({"kind": "other"})
+                    writer_list.append(None)
+                    continue
+                view = self.view(ref["ref"])
+                described.append({"kind": "tensor", "dtype": wire.dtype_name(view.dtype), "shape": list(view.shape),
+                                  "device": str(view.device)})
+                tensors.append(wire.tensor_to_wire(view))
+                writer_list.append(writers.get(i))
+        except ReplayError as exc:
+            return self._failed(len(events), "record", "ReplayError", str(exc))
+        return {"status": "ok", "outputs": described, "writers": writer_list}, tensors
+
+    def _output(self, ref):
+        try:
+            return self.view(ref["ref"]).clone()
+        except (ReplayError, KeyError):
+            return None
+
+    @staticmethod
+    def _failed(k, kind, type_, message, line=None, code=""):
+        return {"status": "error", "event": k, "kind": kind, "error": {
+            "type": type_, "message": str(message)[:4000], "line": line, "code": code}}, []
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main() -> int:
+    from judge.untrusted.runner import _take_protocol_fds
+
+    t0 = time.perf_counter()
+    proto_in, proto_out = _take_protocol_fds()
+    reader = wire.Reader(proto_in)
+    setup, _ = reader.recv(0)
+    if setup.get("type") != "setup":
+        return 2
+    nonce = setup["nonce"]
+    interpret = bool(setup.get("interpret"))
+    if interpret:
+        os.environ["TRITON_INTERPRET"] = "1"
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
+    import torch
+    import torch.utils.deterministic
+
+    # Fresh memory reads as NaN, as in the worker: an allocation is replayed with the same fill.
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    if setup.get("threads"):
+        torch.set_num_threads(int(setup["threads"]))
+    import triton
+
+    def reply(message: dict, tensors=None):
+        message["nonce"] = nonce
+        wire.send(proto_out, message, tensors)
+
+    reply({"type": "ready"})
+    t1 = time.perf_counter()
+    path = os.path.realpath(setup["submission"])
+    device = setup.get("device", "cpu")
+    try:
+        ns, kernels, skipped = load_kernels(path, interpret)
+    except BaseException as exc:  # noqa: BLE001 - e.g. an unreadable file: said in the hello
+        reply({"type": "hello", "status": "error", "versions": {}, "device_name": "?",
+               "error": {"category": "runtime", "type": type(exc).__name__, "message": str(exc)[:2000]}})
+        return 0
+    for line in skipped:
+        print(f"replay: not defined: {line}", file=sys.stderr)
+    reply({"type": "hello", "status": "ok",
+           "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__},
+           "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
+           "startup": {"imports_seconds": round(t1 - t0, 4), "load_seconds": round(time.perf_counter() - t1, 4)}})
+    while True:
+        msg, payloads = reader.recv(1 << 40)
+        if msg.get("nonce") != nonce:
+            return 2
+        if msg.get("type") == "exit":
+            os._exit(0)  # nothing to tear down: skip the interpreter's (torch's) slow shutdown
+        if msg.get("type") != "replay":
+            return 2
+        try:
+            result, tensors = Replay(ns, kernels, device, path).run(msg, payloads)
+        except BaseException as exc:  # noqa: BLE001 - a malformed request: said, not fatal
+            traceback.print_exc()
+            result, tensors = Replay._failed(-1, "record", type(exc).__name__, str(exc))
+        reply({"type": "replay_result", "id": msg.get("id"), **result}, tensors)
+        if device.startswith("cuda") and result.get("status") == "error" and "CUDA error" in str(result):
+            return 0  # the context is gone: the judge starts a fresh replay worker
+
+
+if __name__ == "__main__":
+    sys.exit(main())
