@@ -65,14 +65,19 @@ CASES = [
     ("93", R93 / "exploit2_malformed_4.py", "RecursionError"),
     # format strings read the per-run secret; the worker's descriptor redirected, every reply forged
     ("93", R93 / "exploit2_format_1.py", "reply channel was redirected"),
-    # Only the replay check catches these (judge.replay): the watch sees allowed copies and a kernel given the output.
-    ("93", R93 / "redteam_map_callback.py", "replayed alone on fresh inputs, the recorded launches did not compute out"),
-    ("93", R93 / "redteam_bytes_roundtrip.py", "data from outside your kernels reached out"),
-    ("93", R93 / "redteam_hidden_compute.py", "launch 1 of 1, copy_kernel grid"),
-    ("94", R94 / "redteam_softmax_map_callback.py", "launch 1 of 1, normalize_kernel grid"),
+    # Per-element Python callbacks, also seen by the operator record (the static scan refuses them too).
+    ("93", R93 / "redteam_map_callback.py", "map_ (a Python function per element)"),
+    ("93", R93 / "redteam_bytes_roundtrip.py", "apply_ (a Python function per element)"),
+    ("93", R93 / "redteam_hidden_compute.py", "map2_ (a Python function per element)"),
+    ("94", R94 / "redteam_softmax_map_callback.py", "(a Python function per element)"),
+    # Only the replay check catches these (judge.replay): the values come from plain Python over the
+    # inputs' bytes, and a copy into an output that a do-nothing kernel is handed is all the watch sees.
+    ("93", R93 / "exploit2_bytes_proc_mem.py", "the record of the call is not consistent"),
+    ("93", R93 / "exploit2_bytes_repr_bits.py", "the record of the call is not consistent"),
+    ("93", R93 / "exploit2_noop_proc_mem_tensor.py", "the record of the call is not consistent"),
     ("93", R93 / "redteam_replay_flood.py", "none of this group's passing cases could be replayed"),
 ]
-FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "redteam_map_callback"}
+FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor"}
 
 
 @pytest.mark.corpus
@@ -86,7 +91,7 @@ def test_rejected_without_the_static_scan(pid, path, expect):
         assert report.verdict.value == "RJ" and expect in report.message, f"{report.verdict.value}: {report.message}"
 
 
-REPLAY_ONLY = [c for c in CASES if "replay" in c[2] or "launch 1 of 1" in c[2] or "outside your kernels" in c[2]]
+REPLAY_ONLY = [c for c in CASES if "replay" in c[2] or "record of the call" in c[2]]
 
 
 @pytest.mark.corpus

@@ -3,7 +3,7 @@
 # back with torch.frombuffer (none of which is a dispatched operator), cast with
 # an allowed .to(), and a kernel only copies them into the output. Replayed on
 # fresh inputs, the staged bytes still hold the first inputs' sums.
-# expect: data from outside your kernels reached out
+# expect: apply_
 import struct
 
 import torch

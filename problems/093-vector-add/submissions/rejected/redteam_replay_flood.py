@@ -1,25 +1,39 @@
-# The map_ cheat (redteam_map_callback.py), plus 5000 allowed in-place fills of a
-# scratch buffer, so that the record of every call overflows its bound: a record
-# cut short is not replayed (a note), so a submission could opt out of the
-# replay check. Every case of a group overflowing is RJ instead.
+# The replay-only cheat of exploit2_noop_proc_mem_tensor.py (the sums computed in plain
+# Python from the inputs' bytes, read through /proc/self/mem, then copied into the output
+# a do-nothing kernel is handed), plus 5000 allowed in-place fills of a scratch buffer, so
+# that the record of every call overflows its bound: a record cut short is not replayed
+# (a note), so a submission could opt out of the replay check. A group none of whose
+# passing cases could be replayed is RJ instead.
 # expect: none of this group's passing cases could be replayed
+import struct
+
 import torch
 import triton
 import triton.language as tl
 
+CODES = {torch.float32: "f", torch.float16: "e", torch.float64: "d"}
+
 
 @triton.jit
 def touch_kernel(out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    tl.load(out_ptr + offs, mask=offs < n)
+    pid = tl.program_id(0)
+
+
+def _values(mem, t):
+    size, stride, n = t.element_size(), t.stride(0), t.numel()
+    mem.seek(t.data_ptr())
+    raw = mem.read(((n - 1) * stride + 1) * size if n else 0)
+    return [struct.unpack_from("<" + CODES[t.dtype], raw, i * stride * size)[0] for i in range(n)]
 
 
 def add(x, y):
     scratch = torch.empty(1, dtype=x.dtype, device=x.device)
     for _ in range(5000):
         scratch.fill_(0)
-    out = x.clone()
-    out.map_(y, lambda a, b: a + b)
-    n = out.numel()
-    touch_kernel[(triton.cdiv(n, 1024),)](out, n, BLOCK=1024)
+    path = "/".join(["", "pr" + "oc", "self", "mem"])
+    with open(path, "rb", buffering=0) as mem:
+        sums = [a + b for a, b in zip(_values(mem, x), _values(mem, y))]
+    out = torch.empty_like(x, memory_format=torch.contiguous_format)
+    out.copy_(torch.tensor(sums, dtype=torch.float64).to(x.dtype))
+    touch_kernel[(1,)](out, out.numel(), BLOCK=16)
     return out

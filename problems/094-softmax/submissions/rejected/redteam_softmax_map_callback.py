@@ -2,7 +2,7 @@
 # exponentials are computed in Python callbacks (Tensor.apply_ and map_), which
 # dispatch no PyTorch operator, so the operator watch sees only copies. Replayed
 # alone on fresh inputs, the kernel normalises the inputs without exponentials.
-# expect: replayed alone on fresh inputs, the recorded launches did not compute out
+# expect: apply_
 import math
 
 import torch
