@@ -39,7 +39,7 @@ The replay runs on the first passing case of every group and on one drawn
 case in eight (judge.session). TODO(speed run): judge/timing/speedrun.py's
 ``_check`` should replay the timed call it checks as well; that needs the
 bench worker (judge/untrusted/bench.py) to record the call with
-``guard.watching(inputs, device)`` and send ``trace`` with the outputs, after
+``guard.watching(inputs=..., device=...)`` and send ``trace`` with the outputs, after
 which :meth:`Replayer.check` takes the bench inputs as they are.
 """
 

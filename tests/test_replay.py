@@ -255,7 +255,7 @@ RECORD = textwrap.dedent("""
             tracing.MAX_EVENTS = 5
         storage = torch.randn(20)
         x = storage[4:]
-        with guard.watching([(0, storage)], "cpu") as w:
+        with guard.watching(inputs=[(0, storage)], device="cpu") as w:
             r = getattr(sub, name)(x)
         record, frames = w.trace.finish(r)
         out[name] = {"record": record, "frames": [f[1].hex() for f in frames], "ops": dict(w.ops)}

@@ -237,7 +237,7 @@ def test_generated_attention_inputs_are_the_forward_of_q_k_v():
 def test_every_problem_has_bench_shapes_work_and_a_baseline():
     from judge.problems import all_problems
 
-    for p in all_problems():
+    for p in [p for p in all_problems() if p.speed_points > 0]:  # answers problems have no speed part
         bench = p.spec["bench"]
         assert bench["shapes"] and bench["interpret_shapes"], p.id
         for params in bench["shapes"] + bench["interpret_shapes"]:

@@ -12,7 +12,7 @@ here as plain data for the judge to rule on:
 
 The worker is in the submission's process, so none of this is tamper-proof on
 its own; the judge treats it as evidence, and the values are still checked.
-With ``watching(inputs, device)`` the call's launch sequence is recorded too
+With ``watching(inputs=..., device=...)`` the call's launch sequence is recorded too
 (judge.untrusted.trace), for the judge to replay alone on fresh inputs in a
 process the submission never ran in (judge.replay): that check believes none
 of this.
@@ -581,7 +581,12 @@ class _Record:
     def sentinel() -> None:
         import torch
 
-        torch.empty((0,))
+        # Quiet: the watch counts it as seen (that is the point) but the replay's record leaves it out.
+        _state.quiet += 1
+        try:
+            torch.empty((0,))
+        finally:
+            _state.quiet -= 1
 
     def finish(self, watch: Watch, seen: int) -> None:
         if self.prof is None:
