@@ -16,13 +16,16 @@ from dataclasses import dataclass, field
 
 import torch
 
+from judge import hints
+
 
 @dataclass
 class Mismatch:
     output: str
     message: str  # one line for the verdict
     pattern: str = ""  # where the wrong elements are
-    hint: str = ""  # the likely cause, when the pattern says something
+    hint: str = ""  # the likely cause, when a signature of judge.hints fits
+    hint_id: str = ""  # which signature (judge.hints.Hint.id)
     samples: list = field(default_factory=list)  # (index, got, expected, allowed)
     bad: int = 0
     total: int = 0
@@ -93,32 +96,36 @@ def describe_pattern(bad: torch.Tensor, names=None) -> str:
     return "; ".join(parts)
 
 
-def _hint(got: torch.Tensor, gold: torch.Tensor, bad: torch.Tensor) -> str:
-    g, r = got[bad], gold[bad]
-    if torch.isnan(g).all() and torch.isfinite(r).all():
-        return ("NaN where a value was expected: outputs start out filled with NaN, so these elements were "
-                "probably never written (a mask or grid that misses them), or NaN padding was read")
-    if (g == 0).all() and (r != 0).any():
-        return "zeros where values were expected: these elements were probably never computed"
-    if bad.dim() >= 1 and bad.shape[-1] > 1:
-        cols = bad.reshape(-1, bad.shape[-1]).any(dim=0).nonzero().flatten()
-        n = bad.shape[-1]
-        if (len(cols) and int(cols.min()) > 0 and int(cols.max()) == n - 1 and len(cols) == n - int(cols.min())
-                and len(cols) <= n // 2):
-            where = "of each row " if bad.dim() > 1 else ""
-            return f"only the last {len(cols)} elements {where}are wrong: check the tail of the last dimension"
-    ok = torch.isfinite(g) & torch.isfinite(r) & (r.abs() > 1e-6)
-    if ok.sum() >= 4:
-        ratio = g[ok] / r[ok]
-        med = ratio.median()
-        if (ratio - med).abs().max() < 1e-2 * med.abs() and abs(float(med) - 1) > 0.05:
-            return f"every wrong element is the expected one times {float(med):.4g}: a scale factor is off"
-    return ""
+def _kinds(got: torch.Tensor, ref: torch.Tensor, value_bad: torch.Tensor, err: torch.Tensor) -> list[str]:
+    """What the wrong elements are, by kind: NaN or inf where numbers were expected (no error size can describe
+    those), numbers where NaN/inf was expected, and values outside the tolerance with the largest error."""
+    fin_ref, fin_got = torch.isfinite(ref), torch.isfinite(got)
+    nan_got, inf_got = torch.isnan(got), torch.isinf(got)
+    parts = []
+    for n, text in (
+        (int((fin_ref & nan_got).sum()), "NaN where finite values were expected"),
+        (int((fin_ref & inf_got).sum()), "inf where finite values were expected"),
+        (int((~fin_ref & fin_got).sum()), "finite values where NaN/inf was expected"),
+        (int((~fin_ref & ~fin_got & ((torch.isnan(ref) != nan_got) | (inf_got & (ref != got)))).sum()),
+         "NaN/inf of the wrong kind (NaN for inf, or the wrong sign)"),
+    ):
+        if n:
+            parts.append(f"{n} {text}")
+    if bool(value_bad.any()):
+        parts.append(f"{int(value_bad.sum())} values outside the tolerance (largest error "
+                     f"{float(err[value_bad].max()):.3g})")
+    return parts
 
 
 def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tensor, dtype: torch.dtype,
-            scope: str, check: dict, dim_names=None) -> Mismatch | None:
-    """None if ``got`` is right; otherwise what is wrong and where."""
+            scope: str, check: dict, dim_names=None, case: hints.Case | None = None,
+            index: int = 0) -> Mismatch | None:
+    """None if ``got`` is right; otherwise what is wrong and where.
+
+    ``case`` (the problem, the case's parameters and inputs) and ``index`` (the
+    output's position) let judge.hints recompute known mistakes; without them
+    only the hints read from the pattern of wrong elements can answer.
+    """
     got64 = got.to(torch.float64).to(gold.device)
     gold = gold.to(torch.float64)
     naive64 = naive.to(torch.float64).to(gold.device)
@@ -151,21 +158,14 @@ def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tenso
         idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), gold.shape)) if gold.dim() else ()
         samples.append((idx, float(got64.flatten()[flat]), float(ref.flatten()[flat]),
                         float(allowed.flatten()[flat])))
-    if bool(nonfinite_bad.any()) and not bool(value_bad.any()):
-        what = "non-finite values (NaN/inf) where the expected output differs"
-    elif bool(nonfinite_bad.any()):
-        what = "wrong values and misplaced NaN/inf"
-    else:
-        what = "values outside the tolerance"
-    worst = float(err[value_bad].max()) if bool(value_bad.any()) else float("nan")
-    message = f"{name}: {n_bad} of {total} elements wrong ({what})"
-    if worst == worst:
-        message += f"; largest error {worst:.3g}"
+    message = f"{name}: {n_bad} of {total} elements wrong: " + "; ".join(_kinds(got64, ref, value_bad, err))
+    said = hints.hint(hints.Wrong(name, index, got64, gold, ref, allowed, bad, dtype, scope, case or hints.Case()))
     return Mismatch(
         output=name,
         message=message,
         pattern=describe_pattern(bad, dim_names),
-        hint=_hint(got64, ref, bad),
+        hint=said.text if said else "",
+        hint_id=said.id if said else "",
         samples=samples,
         bad=n_bad,
         total=total,

@@ -22,6 +22,10 @@ class Expected:
     naive: list  # tensors in the case's dtype
     dtypes: list  # the dtype each output must have
     device: str = "cpu"  # where they were computed
+    # For the hints of a wrong answer (judge.hints): the case's parameters, and its inputs as built
+    # (kit.TensorInput or plain values; tensors for a timed call's regenerated inputs).
+    params: dict | None = None
+    inputs: list | None = None
 
 
 def _as_list(x):
@@ -36,15 +40,18 @@ def output_dtypes(problem, dtype_name: str) -> list:
     return [kit.dtype_of(dtype_name if out.dtype == "input" else out.dtype) for out in problem.outputs]
 
 
-def answers(problem, args: list, dtype_name: str, device: str) -> Expected:
-    """Golden and naive answers for ``args`` (tensors in the case's dtype, or scalars)."""
+def answers(problem, args: list, dtype_name: str, device: str, params: dict | None = None) -> Expected:
+    """Golden and naive answers for ``args`` (tensors in the case's dtype, or scalars); ``params`` (the case's
+    parameters) only travel with them, for the hints."""
     try:
-        return _answers(problem, args, dtype_name, device)
+        out = _answers(problem, args, dtype_name, device)
     except Exception as exc:  # noqa: BLE001 - only an out-of-memory is retried
         if device == "cpu" or not _out_of_memory(exc):
             raise
         torch.cuda.empty_cache()
-        return _answers(problem, args, dtype_name, "cpu")
+        out = _answers(problem, args, dtype_name, "cpu")
+    out.params, out.inputs = params, list(args)
+    return out
 
 
 def _answers(problem, args, dtype_name, device) -> Expected:
@@ -59,4 +66,6 @@ def _answers(problem, args, dtype_name, device) -> Expected:
 def for_inputs(problem, inputs: list, params: dict, device: str) -> Expected:
     """Answers for a case built by golden.make_inputs (kit.TensorInput values, scalars)."""
     args = [a.values if isinstance(a, kit.TensorInput) else a for a in inputs]
-    return answers(problem, args, params.get("dtype", "float32"), device)
+    out = answers(problem, args, params.get("dtype", "float32"), device, params)
+    out.inputs = list(inputs)  # with their layouts: a hint may read them as a kernel that ignores strides would
+    return out

@@ -75,10 +75,14 @@ def render(report: Report, console: Console) -> None:
         console.print(f"    line {f['line']}: {escape(f['code'])} - {escape(f['why'])}")
     for f in ((report.details.get("error") or {}).get("frames") or [])[-3:]:
         console.print(f"    line {f['line']} in {escape(f['function'])}: {_clean(f['code'], 200)}")
-    for g in report.groups:
-        if g.passed or g.skipped:
-            continue
-        console.print(f"\n[bold red]✗ {escape(g.name)}[/bold red] [dim]({escape(g.about)})[/dim]")
+    for same in _same_failures(report.groups):
+        g = same[0]
+        if len(same) == 1:
+            console.print(f"\n[bold red]✗ {escape(g.name)}[/bold red] [dim]({escape(g.about)})[/dim]")
+        else:
+            names = ", ".join(x.name for x in same)
+            console.print(f"\n[bold red]✗ {escape(names)}[/bold red] [dim](the same failure in {len(same)} "
+                          f"groups; the first one's case)[/dim]")
         console.print(f"  {g.verdict.value}: {_clean(g.message)}")
         if g.case is not None:
             console.print(f"  case: [cyan]{escape(json.dumps(g.case))}[/cyan]")
@@ -121,9 +125,28 @@ def render(report: Report, console: Console) -> None:
     correctness = report.score - report.speed_points
     if answers:
         right = sum(g.passed for g in report.groups)
-        console.print(f"[bold]score {report.score:g} / {report.max_score:g}[/bold] "
+        console.print(f"[bold]score {report.score:g} / {report.attainable_score:g}[/bold] "
                       f"[dim]({right} of {len(report.groups)} parts right)[/dim]")
         return
-    console.print(f"[bold]score {report.score:g} / {report.max_score:g}[/bold] "
-                  f"[dim](correctness {correctness:g} of {report.correctness_points:g}; speed "
-                  f"{report.speed_points:g} of {speed.get('max_points', 0):g}; {report.elapsed_seconds:.1f} s)[/dim]")
+    speed_part = (f"speed {report.speed_points:g} of {speed.get('max_points', 0):g}" if report.speed_measurable
+                  else escape(report.max_score_note) if report.max_score_note else "no speed points")
+    console.print(f"[bold]score {report.score:g} / {report.attainable_score:g}[/bold] "
+                  f"[dim](correctness {correctness:g} of {report.correctness_points:g}; {speed_part}; "
+                  f"{report.elapsed_seconds:.1f} s)[/dim]")
+
+
+def _same_failures(groups) -> list[list]:
+    """The failed groups, those with an identical failure (verdict, message, details) together, in order.
+
+    The case and its reproduce line differ from group to group and are not compared: a failure that does not
+    depend on the case (an error at import, a missing entry point) is printed once, for every group it hit.
+    """
+    out: dict = {}
+    for g in groups:
+        if g.passed or g.skipped:
+            continue
+        key = (g.verdict.value, g.message, json.dumps(g.details or {}, sort_keys=True, default=str))
+        if g.case is not None and (g.details or {}).get("samples"):
+            key += (g.name,)  # wrong values are about their own case
+        out.setdefault(key, []).append(g)
+    return list(out.values())

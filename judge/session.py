@@ -261,7 +261,7 @@ class Session:
         )
 
     def _repro(self, group: Group, params: dict) -> str:
-        parts = ["python", "-m", "judge", "test", str(self.problem.id), str(self.submission),
+        parts = ["python", "-m", "judge", "test", str(self.problem.id), self.submission.name,
                  "--group", group.name, "--case", json.dumps(params, separators=(",", ":"))]
         if self.options.interpret and self.options.device == "cpu":
             parts += ["--device", "cpu"]

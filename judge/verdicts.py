@@ -111,7 +111,7 @@ class Report:
     message: str
     groups: list[GroupResult]
     notes: list[str]
-    max_score: float
+    max_score: float  # the problem's full score (100); what this run can earn is ``attainable_score``
     speed: dict
     elapsed_seconds: float
     worker: dict = field(default_factory=dict)
@@ -136,13 +136,52 @@ class Report:
     def correctness_points(self) -> float:
         return sum(g.points for g in self.groups)
 
+    @property
+    def speed_measurable(self) -> bool:
+        """Can this run earn speed points? Only a compiled run on a GPU that measures speed: not the
+        interpreter, not a quick test; an AC whose speed went unmeasured was told not to measure it
+        (--no-speed, --group/--case). A wrong answer on a GPU could have earned them."""
+        if float(self.speed.get("max_points", 0) or 0) <= 0:
+            return False
+        if self.speed.get("scored"):
+            return True
+        if self.mode.get("interpret") or self.mode.get("device") != "cuda" or self.mode.get("quick"):
+            return False
+        return self.verdict is not Verdict.AC
+
+    @property
+    def attainable_score(self) -> float:
+        """The most this run can earn: the groups' points, plus the speed points where speed is measured."""
+        if not self.groups:
+            return self.max_score
+        speed = float(self.speed.get("max_points", 0) or 0) if self.speed_measurable else 0.0
+        return round(self.correctness_points + speed, 2)
+
+    @property
+    def max_score_note(self) -> str:
+        """Why the attainable maximum is below the problem's full score ("" when it is not)."""
+        if not self.groups or self.attainable_score >= self.max_score:
+            return ""
+        speed = float(self.speed.get("max_points", 0) or 0)
+        if speed and not self.speed_measurable:
+            if self.mode.get("interpret") or self.mode.get("device") != "cuda":
+                why = "speed is not measured in interpreter mode (submit on a GPU to earn them)"
+            elif self.mode.get("quick"):
+                why = "a quick test does not measure speed (submit does)"
+            else:
+                why = "this run did not measure speed"
+            return f"the {speed:g} speed points are not part of this run: {why}"
+        return "only some of the test groups ran"
+
     def to_json(self) -> dict:
         return {
             "version": REPORT_VERSION,
             "verdict": self.verdict.value,
             "verdict_meaning": self.verdict.meaning,
             "score": self.score,
-            "max_score": self.max_score,
+            "max_score": self.attainable_score,
+            "full_score": self.max_score,
+            "max_score_note": self.max_score_note or None,
             "message": self.message,
             "details": self.details,
             "problem": self.problem,

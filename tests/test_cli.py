@@ -38,6 +38,14 @@ def test_show_prints_the_statement():
     assert r.returncode == 0 and "add(x, y)" in r.stdout
 
 
+@pytest.mark.parametrize("key", ["093", "93", "vector-add"])
+def test_zero_padded_ids_and_slugs_name_the_problem(key, tmp_path):
+    r = judge("show", key)
+    assert r.returncode == 0 and "add(x, y)" in r.stdout
+    r = judge("init", key, tmp_path / "mine.py")
+    assert r.returncode == 0 and (tmp_path / "mine.py").read_text() == VECTOR_ADD.skeleton_path.read_text()
+
+
 def test_unknown_problem_is_a_usage_error_listing_valid_ones():
     r = judge("submit", "999", GOOD)
     assert r.returncode == 2
@@ -75,7 +83,9 @@ def test_accepted_json_report(tmp_path):
     report = json.loads(r.stdout)  # stdout holds the JSON and nothing else
     assert report["version"] == 1 and report["verdict"] == "AC"
     assert report["problem"] == {"id": 93, "slug": "vector-add", "title": "Vector addition"}
-    assert report["score"] == 70 and report["max_score"] == 100
+    # In the interpreter speed is not measured: 70 of 70, and the report says why (the problem's full score: 100).
+    assert report["score"] == 70 and report["max_score"] == 70 and report["full_score"] == 100
+    assert "interpreter mode" in report["max_score_note"]
     assert report["speed"]["scored"] is False
     assert all(g["passed"] for g in report["groups"])
     assert report["mode"] == {"device": "cpu", "interpret": True, "sandbox": "process", "quick": False}
@@ -88,12 +98,12 @@ def test_failure_reports_a_reproducible_case():
     assert report["verdict"] == "WA"
     failed = [g for g in report["groups"] if not g["passed"]]
     repro = failed[0]["failure"]["reproduce"]
-    assert repro.startswith("python -m judge test 93 ")
-    # The reproduce line replays exactly the failing case, and fails the same way.
+    assert repro.startswith("python -m judge test 93 tail_dropped.py ")  # the file's own name, no folder
+    # The reproduce line replays exactly the failing case (run beside the file), and fails the same way.
     import shlex
 
     argv = shlex.split(repro)[3:]
-    again = judge(*argv, "--json")
+    again = judge(*argv, "--json", cwd=WRONG.parent)
     assert again.returncode == 1
     rerun = json.loads(again.stdout)
     groups = [g for g in rerun["groups"] if g["name"] == failed[0]["name"]]
@@ -107,6 +117,7 @@ def test_human_report_shows_groups_verdict_and_score():
     assert "✗" in r.stdout and "WA wrong answer" in r.stdout and "score" in r.stdout
     assert "reproduce:" in r.stdout and "never written" in r.stdout
     assert "Triton's interpreter" in r.stderr
+    assert "/ 70" in r.stdout and "speed is not measured in interpreter mode" in r.stdout
 
 
 def test_default_sandbox_is_auto_and_said():

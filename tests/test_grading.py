@@ -98,6 +98,7 @@ def test_grade_sample_roster_end_to_end(tmp_path):
     check_rubric_points_and_csv_export(graded)
     check_student_reports_hide_groups_before_the_deadline(graded)
     check_the_secret_seed_never_reaches_outputs(graded)
+    check_no_host_path_in_outputs(graded, tmp_path)
 
 
 # The other four problems, one student each: an accepted file, a wrong answer,
@@ -137,6 +138,21 @@ def test_grade_a_roster_over_the_other_four_problems(tmp_path):
     assert got == expected
 
 
+def check_no_host_path_in_outputs(graded, tmp_path):
+    """Every file grade writes names students' files by their names (or relative to the roster), never by a
+    folder of this host: not the roster's, not the judge's, not a temporary one."""
+    hosts = {str(tmp_path), str(tmp_path.resolve()), str(ROOT), "/tmp/"}
+    files = [p for p in graded["out"].rglob("*") if p.is_file()]
+    assert {p.name for p in files} >= {"results.sqlite", "summary.json", "grades.csv", "s01.json"}
+    for path in files:
+        data = path.read_bytes()
+        for host in hosts:
+            assert host.encode() not in data, f"{path.name} holds the host path {host}"
+    with open(graded["out"] / "grades.csv") as f:
+        paths = {r["path"] for r in csv.DictReader(f)}
+    assert "s01/93.py" in paths  # relative to the roster: staff can still find the file
+
+
 def _rows(db: Path):
     with sqlite3.connect(db) as c:
         return c.execute("SELECT student, problem, sha256, verdict, score, graded_at FROM results").fetchall()
@@ -166,7 +182,12 @@ def check_rubric_points_and_csv_export(graded):
     ac93 = rows[("s01", "93")]
     # problem.toml: 20+15+15+10+10 = 70 for correctness; the rubric makes small-ragged 30, large 5.
     assert ac93["verdict"] == "AC" and float(ac93["score"]) == 30 + 15 + 15 + 10 + 5
-    assert float(ac93["max_score"]) == 30 + 15 + 15 + 10 + 5 + 30
+    # Interpreter mode measures no speed, and the rubric gives speed no points of its own: the maximum is what
+    # the groups carry, so an accepted file scores 100% (not 75 of 105).
+    assert float(ac93["max_score"]) == 30 + 15 + 15 + 10 + 5
+    summary = json.loads((graded["out"] / "summary.json").read_text())
+    p93 = next(p for p in summary["problems"] if p["problem"] == 93)
+    assert p93["histogram"][9] == 1 and p93["histogram"][7] == 0  # the AC in the 90-100% bin
     assert float(rows[("s01", "94")]["score"]) == 70.0
     assert rows[("s03", "94")]["sha256"] == "missing" and rows[("s03", "94")]["verdict"] == "CE"
     assert all(float(rows[k]["score"]) == 0 for k in rows if rows[k]["verdict"] != "AC")
@@ -357,3 +378,21 @@ def test_the_rubric_reads_the_speedup_the_judge_reports():
     points, most = speed_points(curve, speed, P93)
     assert most == 20 and points == pytest.approx(10.0)
     assert speed_points(ProblemRubric(), speed, P93) == (speed["points"], 30.0)
+
+
+def test_interpreter_reports_earn_no_speed_points_unless_the_rubric_says_so():
+    """An accepted report from the interpreter: 70 of 70 without a rubric (not the 70-80% bin), while a rubric
+    that gives speed points keeps them in the maximum."""
+    from judge.grading.rubric import ProblemRubric, Rubric, grade
+
+    groups = [{"name": g.name, "passed": True, "verdict": "AC"} for g in P93.groups]
+    report = {"verdict": "AC", "groups": groups, "mode": {"device": "cpu", "interpret": True},
+              "speed": {"scored": False, "points": 0, "max_points": 30, "reason": "interpreter mode"},
+              "submission": {"path": "/tmp/course/roster/carol.py", "sha256": "x"}}
+    graded = grade(report, P93, Rubric())
+    assert graded["score"] == graded["max_score"] == 70 and graded["speed"]["max_points"] == 0
+    assert graded["submission"]["path"] == "carol.py"
+    with_speed = grade(report, P93, Rubric(problems={93: ProblemRubric(speed={"max_points": 30})}))
+    assert with_speed["max_score"] == 100
+    on_gpu = grade(dict(report, mode={"device": "cuda", "interpret": False}, verdict="WA"), P93, Rubric())
+    assert on_gpu["max_score"] == 100

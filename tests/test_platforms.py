@@ -91,6 +91,25 @@ def bundle_dir(tmp_path):
     return root
 
 
+def assert_no_host_path(folder: Path, root: Path):
+    """No file written into FOLDER names a folder of the grading host (ROOT, the judge's, a temporary one)."""
+    files = [p for p in folder.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        for host in {str(root), str(root.resolve()), str(ROOT), "/tmp/"}:
+            assert host.encode() not in data, f"{path} holds the host path {host}"
+
+
+def test_gradescope_setup_installs_the_cpu_build_of_torch(tmp_path):
+    zpath = tmp_path / "autograder.zip"
+    r = judge("gradescope", "bundle", "--problem", "93", "-o", zpath)
+    assert r.returncode == 0, r.stderr
+    setup = zipfile.ZipFile(zpath).read("setup.sh").decode()
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu torch==2.13.0+cpu" in setup
+    assert "torch==2.13.0 " not in setup and "torch==2.13.0\n" not in setup
+
+
 def run_autograder(root: Path):
     # The bundle's own entry point, with Gradescope's paths moved under ROOT and this Python.
     return subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True, timeout=900,
@@ -109,8 +128,12 @@ def test_gradescope_bundle_grades_a_submission(bundle_dir):
     assert "reproduce: python -m judge test 93" in tests["small-ragged"]["output"]
     assert tests["small-ragged"]["visibility"] == "visible"
     assert tests["views"]["visibility"] == "after_due_date" and tests["large"]["visibility"] == "hidden"
-    assert tests["speed"]["max_score"] == 30 and "status" not in tests["speed"]
+    # The bundle judges in the interpreter, which measures no speed, and the rubric gives speed no points:
+    # no speed test that nobody could pass.
+    assert "speed" not in tests
     assert doc["score"] == 0 and doc["output"].startswith("WA:") and doc["stdout_visibility"] == "hidden"
+    assert "reproduce: python -m judge test 93 my_add.py " in tests["small-ragged"]["output"]
+    assert_no_host_path(bundle_dir / "results", bundle_dir)
     assert "leaderboard" not in doc  # no speedup measured
     # The rubric (it holds the secret) is deleted before the submission runs; the secret is nowhere.
     assert not (bundle_dir / "source" / "triton-judge" / "rubric.toml").exists()
@@ -128,6 +151,7 @@ def test_gradescope_compile_error_and_missing_file(bundle_dir):
     doc = json.loads((bundle_dir / "results" / "results.json").read_text())
     validate(doc, "gradescope")
     assert doc["score"] == 0 and doc["output"].startswith("CE:") and "line" in doc["output"]
+    assert_no_host_path(bundle_dir / "results", bundle_dir)
 
 
 def pl_dirs(tmp_path, source: Path | None, params=None):
@@ -152,10 +176,12 @@ def test_prairielearn_accepted(tmp_path):
     validate(doc, "prairielearn")
     assert len(text.encode()) < 1 << 20
     assert doc["gradable"] is True
-    # Before the deadline only small-ragged and block-edges (and speed) are listed; all groups count.
-    assert [t["name"] for t in doc["tests"]] == ["small-ragged", "block-edges", "speed"]
-    assert doc["score"] == pytest.approx((30 + 15 + 15 + 10 + 10) / (30 + 15 + 15 + 10 + 10 + 30))
+    # Before the deadline only small-ragged and block-edges are listed; all groups count. No speed in the
+    # interpreter (the rubric gives it no points of its own): an accepted file scores 1.
+    assert [t["name"] for t in doc["tests"]] == ["small-ragged", "block-edges"]
+    assert doc["score"] == pytest.approx(1.0)
     assert "shown after the deadline" in doc["message"] and SECRET not in text
+    assert_no_host_path(tmp_path / "results", tmp_path)
 
 
 @pytest.mark.parametrize("source, text", [(CE, "SyntaxError"), (None, "no submission file found")])
@@ -165,6 +191,17 @@ def test_prairielearn_ce_is_not_gradable(tmp_path, source, text):
     doc = json.loads((tmp_path / "results" / "results.json").read_text())
     validate(doc, "prairielearn")
     assert doc["gradable"] is False and any(text in e or "syntax" in e.lower() for e in doc["format_errors"])
+    assert_no_host_path(tmp_path / "results", tmp_path)
+
+
+def test_prairielearn_results_may_name_a_folder(tmp_path):
+    args = pl_dirs(tmp_path, CE)[:-2]
+    (tmp_path / "out").mkdir()
+    r = judge("prairielearn", *args, "--results", tmp_path / "out", "--sandbox", "process", "--device", "cpu")
+    assert r.returncode == 0, r.stderr[-2000:]
+    validate(json.loads((tmp_path / "out" / "results.json").read_text()), "prairielearn")
+    r = judge("prairielearn", *args, "--results", f"{tmp_path / 'new'}/", "--sandbox", "process", "--device", "cpu")
+    assert r.returncode == 0 and (tmp_path / "new" / "results.json").is_file()
 
 
 @pytest.fixture()

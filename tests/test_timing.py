@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -353,6 +354,63 @@ def test_speed_table_shows_rates_roofline_and_flags_spills():
         import matplotlib  # noqa: F401
     except ImportError:
         assert "matplotlib is not installed" in plot(speed, "/nonexistent/x.png")
+
+
+def _recorded_speed_sections():
+    """Speed sections of real judge reports (the H200 calibration, tests/bench/gpu-json)."""
+    import json
+
+    data = json.loads((Path(__file__).parent / "bench" / "gpu-json" / "2026-12-01" / "calibrate-call4.json")
+                      .read_text())
+    return [run["speed"] for problem in data["problems"].values() for run in problem.values()
+            if isinstance(run, dict) and (run.get("speed") or {}).get("shapes")]
+
+
+def test_speed_table_fits_80_columns_without_cutting_a_shape():
+    import io
+    import re
+
+    from rich.console import Console
+
+    from judge.timing.render import render_speed, speed_columns
+
+    sections = _recorded_speed_sections()
+    assert len(sections) >= 3
+    for speed in sections:
+        buf = io.StringIO()
+        render_speed(speed, Console(file=buf, width=80, color_system=None))
+        text = buf.getvalue()
+        assert "…" not in text, text
+        assert all(len(line.rstrip()) <= 80 for line in text.splitlines())
+        words = set(text.split())
+        for row in speed["shapes"]:
+            for key, value in row["params"].items():
+                assert f"{key}={value}" in words, (key, value)  # every part of every shape, whole
+        # One unit per time column: the header names it and no cell carries another.
+        unit = speed_columns(speed)[2][0].split()[1]
+        assert unit in ("µs", "ms", "s") and f"time {unit}" in text and f"profiler {unit}" in text
+        assert not re.search(r"\d (µs|ms)\b", text)  # no cell carries a unit of its own
+
+
+def test_speed_units_follow_the_column():
+    from judge.timing.render import speed_columns
+
+    slow = {"shapes": [{"params": {"n": 1}, "mode": "cpu", "time_s": 0.13407, "speedup": 1.0},
+                       {"params": {"n": 2}, "mode": "cpu", "time_s": 0.0021, "speedup": 1.0}]}
+    header, _, cells, _ = speed_columns(slow)[2]
+    assert header == "time ms" and cells == ["134.07", "2.10"]
+
+
+def test_plot_writes_a_png_of_a_recorded_speed_section(tmp_path):
+    pytest.importorskip("matplotlib")  # in the dev and plot extras
+    from judge.timing.render import plot
+
+    speed = _recorded_speed_sections()[0]
+    note = plot(speed, tmp_path / "speed.png")
+    assert "written" in note and (tmp_path / "speed.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # A shape without an interval or a PyTorch time still plots.
+    bare = dict(speed, shapes=[dict(r, ci=None, vs_pytorch=None) for r in speed["shapes"]])
+    assert "written" in plot(bare, tmp_path / "bare.png")
 
 
 def test_work_left_on_another_stream_is_counted():

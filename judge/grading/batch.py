@@ -40,18 +40,32 @@ class Plan:
     seed: int | None = None  # --seed; else the rubric's secret; else one drawn and kept in the store
     csv_path: Path | None = None
     progress: bool = True
+    root: Path | None = None  # the roster's folder: stored paths are relative to it (no host path in the exports)
     counts: dict = field(default_factory=dict)
 
 
-def missing_report(entry: Entry) -> dict:
+def missing_report(entry: Entry, interpret: bool | None = None) -> dict:
     """The report of a student with no file for a problem: a compile error, scored 0, not judged."""
     names = ", ".join(candidate_names(entry.problem))
-    report = ie_report(entry.problem.id, "")
+    report = ie_report(entry.problem.id, "", interpret=interpret)
     report.update(verdict="CE", verdict_meaning="compile error",
                   message=f"no submission for problem {entry.problem.id} ({entry.problem.slug}); looked for {names}",
                   problem={"id": entry.problem.id, "slug": entry.problem.slug, "title": entry.problem.title},
                   submission={"path": None, "sha256": "missing"})
     return report
+
+
+def shown_path(path: Path | None, root: Path | None) -> str | None:
+    """A submission's path as the store and the CSV keep it: relative to the roster's folder (the file's name
+    when it lies elsewhere), so that no export names a folder of the grading host."""
+    if path is None:
+        return None
+    if root is not None:
+        try:
+            return str(Path(path).resolve().relative_to(Path(root).resolve()))
+        except ValueError:
+            pass
+    return Path(path).name
 
 
 def _seeds(plan: Plan, store: Store) -> dict[int, int]:
@@ -88,7 +102,7 @@ def run(plan: Plan, console) -> dict:
                 continue
             seen.add(entry.key)
             if entry.path is None:
-                _record(store, plan, entry, missing_report(entry))
+                _record(store, plan, entry, missing_report(entry, plan.device == "cpu"))
                 continue
             todo.append(entry)
         by_key = {e.key: e for e in todo}
@@ -131,7 +145,7 @@ def _progress(console, enabled: bool):
 
 def _record(store: Store, plan: Plan, entry: Entry, report: dict) -> None:
     graded = grade(report, entry.problem, plan.rubric)
-    store.put(entry.student, entry.problem.id, entry.sha256, str(entry.path) if entry.path else None, report, graded)
+    store.put(entry.student, entry.problem.id, entry.sha256, shown_path(entry.path, plan.root), report, graded)
 
 
 # ---------------------------------------------------------------------- exports

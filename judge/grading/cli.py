@@ -124,7 +124,8 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
         usage(str(exc))
     console = Console(stderr=True, highlight=False)
     plan = Plan(entries=entries, problems=problems, out=out, rubric=rub, device=device, sandbox=sandbox,
-                executor=runner, seed=seed, csv_path=csv_path, progress=not no_progress)
+                executor=runner, seed=seed, csv_path=csv_path, progress=not no_progress,
+                root=roster if roster.is_dir() else roster.parent)
     try:
         summary = run(plan, console)
     except GradeError as exc:
@@ -227,8 +228,8 @@ def gradescope_run(problem_key, rubric, delete_rubric, sandbox, device, forward,
 @_platform_options
 @click.option("--data", type=click.Path(path_type=Path), default=Path("/grade/data/data.json"), show_default=True)
 @click.option("--student", type=click.Path(path_type=Path), default=Path("/grade/student"), show_default=True)
-@click.option("--results", "results_path", type=click.Path(path_type=Path),
-              default=Path("/grade/results/results.json"), show_default=True)
+@click.option("--results", "results_path", type=click.Path(), default="/grade/results/results.json", show_default=True,
+              help="The results file, or a folder to write results.json into.")
 def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, token_file, seed, timeout, data,
                  student, results_path):
     """PrairieLearn external grader: grade /grade/student, write /grade/results/results.json.
@@ -241,6 +242,10 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
         problem_key = pl.problem_key(data)
         if problem_key is None:
             usage(f"no --problem, and {data} has no params.problem")
+    folder = str(results_path).endswith(("/", os.sep))
+    results_path = Path(results_path)
+    if folder or results_path.is_dir():
+        results_path = results_path / "results.json"  # a folder: PrairieLearn's file name in it
     p, rub, sandbox, device, token = _platform_setup(problem_key, rubric, delete_rubric, sandbox, device, forward,
                                                      token_file)
     doc = pl.run(p, student_dir=student, results_path=results_path, rubric=rub, sandbox=sandbox, device=device,

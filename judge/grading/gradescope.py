@@ -32,7 +32,10 @@ from judge.grading.roster import candidate_names
 from judge.grading.rubric import Rubric, grade
 from judge.problems import Problem
 
-TORCH = "torch==2.13.0"  # the CPU build, as the README's install (change for another index)
+# The CPU build of torch, named explicitly: on the public index a bare torch==2.13.0 is the multi-GB CUDA
+# build (the README's install note). Triton and the rest come from the default index.
+TORCH_INDEX = "https://download.pytorch.org/whl/cpu"
+TORCH = "torch==2.13.0+cpu"
 
 SETUP_SH = """#!/usr/bin/env bash
 # Run once, as root, when Gradescope builds the autograder image (Ubuntu 22.04 base).
@@ -50,7 +53,8 @@ python3.11 -m venv /autograder/venv
 /autograder/venv/bin/python -m judge list
 """
 
-INSTALL_FULL = f"/autograder/venv/bin/pip install -q {TORCH} -e /autograder/source/triton-judge"
+INSTALL_FULL = (f"/autograder/venv/bin/pip install -q --extra-index-url {TORCH_INDEX} {TORCH}\n"
+                "/autograder/venv/bin/pip install -q -e /autograder/source/triton-judge")
 # Forward mode judges elsewhere: no torch, no triton here, only what the CLI and the rubric need.
 INSTALL_FORWARD = ("/autograder/venv/bin/pip install -q --no-deps -e /autograder/source/triton-judge\n"
                    "/autograder/venv/bin/pip install -q 'click>=8.1' 'rich>=13'")

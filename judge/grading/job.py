@@ -29,12 +29,16 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
-def ie_report(problem, message: str, elapsed: float = 0.0) -> dict:
-    """The report of a job that produced none (the judge crashed, timed out or was killed)."""
+def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | None = None) -> dict:
+    """The report of a job that produced none (the judge crashed, timed out or was killed). ``interpret``:
+    whether the job was to run in the interpreter (no speed points to earn there), when it is known."""
     pid = getattr(problem, "id", problem)
-    return {"version": 1, "verdict": "IE", "verdict_meaning": "internal error of the judge", "score": 0,
-            "max_score": 100.0, "message": message, "details": {}, "problem": {"id": pid}, "groups": [],
-            "speed": {"scored": False}, "notes": [], "elapsed_seconds": round(elapsed, 3)}
+    report = {"version": 1, "verdict": "IE", "verdict_meaning": "internal error of the judge", "score": 0,
+              "max_score": 100.0, "message": message, "details": {}, "problem": {"id": pid}, "groups": [],
+              "speed": {"scored": False}, "notes": [], "elapsed_seconds": round(elapsed, 3)}
+    if interpret is not None:
+        report["mode"] = {"interpret": bool(interpret)}
+    return report
 
 
 def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None) -> dict:
@@ -56,7 +60,7 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None) -> dic
                               capture_output=True, text=True, timeout=timeout, env=env, cwd=str(REPO_ROOT))
     except subprocess.TimeoutExpired:
         return ie_report(spec.get("problem"), f"the judging job did not finish within {timeout:g} s",
-                         time.monotonic() - started)
+                         time.monotonic() - started, spec.get("interpret"))
     if proc.returncode == 0:
         try:
             report = json.loads(proc.stdout)
@@ -66,7 +70,7 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None) -> dic
             pass
     tail = (proc.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1][:300]
     return ie_report(spec.get("problem"), f"the judging job failed (exit {proc.returncode}): {tail}",
-                     time.monotonic() - started)
+                     time.monotonic() - started, spec.get("interpret"))
 
 
 def platform_report(problem, directory: Path, rubric, *, missing: str, sandbox: str, device: str,
@@ -81,7 +85,7 @@ def platform_report(problem, directory: Path, rubric, *, missing: str, sandbox: 
     if seed is None:
         seed = rubric.seed_for(problem)
     if path is None:
-        report = ie_report(problem.id, "")
+        report = ie_report(problem.id, "", interpret=device == "cpu" and not forward)
         report.update(verdict="CE", message=missing)
         return report
     if forward:
@@ -151,11 +155,11 @@ def main() -> None:
     try:
         report = judge_file(problem, path, options)
         out = finite_json(report.to_json())
-        if tmp is not None:
-            # Reproduce lines name the temporary copy: give them the student's path back.
-            original = str(spec.get("path") or path.name)
-            out = json.loads(json.dumps(out).replace(json.dumps(str(path))[1:-1], json.dumps(original)[1:-1]))
-            out["submission"]["path"] = original
+        # A grading report goes to students and platforms: it names the student's file, never a path of this
+        # host (the roster's folder, a temporary copy).
+        name = Path(str(spec.get("filename") or spec.get("path") or path.name)).name
+        out = json.loads(json.dumps(out).replace(json.dumps(str(path))[1:-1], json.dumps(name)[1:-1]))
+        out["submission"]["path"] = name
         sys.stdout.write(json.dumps(out))
     except Exception as exc:  # noqa: BLE001 - one line; the driver records IE
         _fail(3, f"internal error: {type(exc).__name__}: {exc}")

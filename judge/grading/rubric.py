@@ -19,7 +19,7 @@ import hashlib
 import os
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from judge.problems import Problem, find_problem
 
@@ -175,15 +175,19 @@ def visibility(pr: ProblemRubric, group: str) -> str:
     return "hidden"
 
 
-def speed_points(pr: ProblemRubric, speed: dict, problem: Problem) -> tuple[float, float]:
+def speed_points(pr: ProblemRubric, speed: dict, problem: Problem, measurable: bool = True) -> tuple[float, float]:
     """(points, max_points) for speed, from the report's speed part (computed elsewhere, never here).
 
     The rubric's ``speed.curve`` maps the report's ``speedup`` piecewise-linearly to
     a fraction of ``speed.max_points``; without a curve the report's own points
-    are scaled to the rubric's maximum. Unscored speed earns 0.
+    are scaled to the rubric's maximum. Unscored speed earns 0. Without a
+    ``speed.max_points`` in the rubric, the maximum is the report's speed points
+    where the grading mode measures speed (``measurable``: on a GPU) and 0 in
+    interpreter mode, so that an accepted submission there scores 100%; a rubric
+    that sets it keeps it in the maximum either way.
     """
     reported_max = float(speed.get("max_points", problem.speed_points) or 0)
-    max_points = float(pr.speed.get("max_points", reported_max))
+    max_points = float(pr.speed.get("max_points", reported_max if measurable else 0.0))
     if not speed.get("scored"):
         return 0.0, max_points
     curve = pr.speed.get("curve")
@@ -226,7 +230,8 @@ def grade(report: dict, problem: Problem, rubric: Rubric) -> dict:
             "visibility": visibility(pr, g.name),
         })
     speed = report.get("speed") or {}
-    s_points, s_max = speed_points(pr, speed, problem)
+    mode = report.get("mode") or {}
+    s_points, s_max = speed_points(pr, speed, problem, measurable=not (mode.get("interpret") or mode.get("quick")))
     if zero:
         s_points = 0.0
     max_score = round(sum(g["points"] for g in groups) + s_max, 2)
@@ -240,10 +245,17 @@ def grade(report: dict, problem: Problem, rubric: Rubric) -> dict:
         "groups": groups,
         "speed": {"scored": bool(speed.get("scored")), "points": s_points, "max_points": s_max,
                   "speedup": speed.get("speedup"), "reason": speed.get("reason")},
-        "submission": report.get("submission") or {},
+        "submission": _file_only(report.get("submission") or {}),
         "elapsed_seconds": report.get("elapsed_seconds"),
         "notes": report.get("notes") or [],
     }
+
+
+def _file_only(submission: dict) -> dict:
+    """The report's submission with its file's name only: no folder of the grading host in what students see
+    (reports of older runs may still hold the full path)."""
+    path = submission.get("path")
+    return {**submission, "path": PurePath(str(path)).name if path else path}
 
 
 def student_view(graded: dict, rubric: Rubric, now: dt.datetime | None = None) -> dict:

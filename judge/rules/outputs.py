@@ -9,7 +9,7 @@ within the tolerance of judge.checker against the golden answer.
 
 from __future__ import annotations
 
-from judge import checker
+from judge import checker, hints
 from judge.verdicts import Outcome, Verdict
 
 
@@ -21,7 +21,8 @@ def check(problem, returned: str, outputs, expected, device: str, inputs_modifie
     """None when the outputs are right; otherwise a WA Outcome saying what is wrong and where.
 
     ``returned`` and ``outputs`` come from a parsed reply (judge.replies),
-    ``expected`` from judge.expected, ``device`` is "cuda" or "cpu".
+    ``expected`` from judge.expected (its ``params`` and ``inputs``, when it has
+    them, feed the hints of a wrong value), ``device`` is "cuda" or "cpu".
     """
     names = [o.name for o in problem.outputs]
     want = len(names)
@@ -48,12 +49,16 @@ def check(problem, returned: str, outputs, expected, device: str, inputs_modifie
     for name, out in zip(names, outputs):
         if out.aliases_input:
             return Outcome(Verdict.WA, f"{name} shares memory with an input; return a new tensor")
-    for spec, out, gold, naive, dtype in zip(problem.outputs, outputs, expected.golden, expected.naive, expected.dtypes):
+    case = hints.Case(problem, getattr(expected, "params", None) or {}, getattr(expected, "inputs", None),
+                      getattr(expected, "device", "cpu"))
+    for i, (spec, out, gold, naive, dtype) in enumerate(zip(problem.outputs, outputs, expected.golden,
+                                                             expected.naive, expected.dtypes)):
         mismatch = checker.compare(spec.name, out.tensor, gold, naive, dtype, spec.scope, problem.check,
-                                   problem.check.get("dim_names", {}).get(spec.name))
+                                   problem.check.get("dim_names", {}).get(spec.name), case=case, index=i)
         if mismatch is not None:
             return Outcome(Verdict.WA, mismatch.message, {
                 "output": mismatch.output, "pattern": mismatch.pattern, "hint": mismatch.hint,
+                "hint_id": mismatch.hint_id,
                 "bad": mismatch.bad, "total": mismatch.total,
                 "samples": [{"index": list(s[0]), "got": s[1], "expected": s[2], "allowed_error": s[3]}
                             for s in mismatch.samples],

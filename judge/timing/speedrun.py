@@ -405,7 +405,7 @@ class SpeedRun:
             if not answer.present:
                 raise BenchFailed("RJ", f"the outputs of timed call {call} were not there to check")
             args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(seed, call), dev)
-            answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev)
+            answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
             wrong = output_rules.check(self.problem, answer.returned, answer.outputs, answers, dev)
             if wrong is not None:
                 raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {wrong.message}",

@@ -90,3 +90,39 @@ def work(p):
 
 def pytorch(x):
     return torch.softmax(x, dim=-1)
+
+
+# ----------------------------------------------------------------------------- hints
+# See problems/README.md, "Hints": what a kernel with a known mistake returns,
+# computed from the case's inputs (float64 here). When a wrong output is one of
+# these, the report names the mistake.
+
+
+def mistakes(x):
+    n = x.shape[-1]
+    # Masked lanes loaded as 0.0 instead of -inf: with the row in one block of
+    # next_power_of_2(N), or in tiles of a looped kernel, the last block's
+    # lanes past N join the max and the sum as zeros.
+    whole = 1 << max(n - 1, 0).bit_length()
+    for block in [whole] + [1 << b for b in range(4, 13) if (1 << b) != whole]:
+        pad = -n % block
+        if pad == 0:
+            continue
+        padded = torch.cat([x, x.new_zeros(*x.shape[:-1], pad)], dim=-1)
+        negative = bool((x.amax(dim=-1) < 0).any())
+        yield ("masked_tail_other",
+               f"the output is what the kernel computes when the {pad} masked lanes past the end of each row "
+               f"(N = {n} in blocks of {block}) are loaded as 0.0: they join the row's max and sum"
+               + (", and on rows whose logits are all below zero the 0.0 wins the max, so the real outputs "
+                  "collapse towards 0" if negative else "")
+               + ". Load masked lanes with other=-float('inf'), which never wins a max and adds exp(-inf) = 0",
+               torch.softmax(padded, dim=-1)[..., :n])
+    # No max subtraction: exp of the logits themselves, in float32.
+    e = torch.exp(x.float())
+    low, high = (float(x.min()), float(x.max())) if x.numel() else (0.0, 0.0)
+    yield ("max_subtraction",
+           "the output is exp(x) / sum(exp(x)) without subtracting the row's maximum first: exp overflows to "
+           f"inf above x = 88 (inf / inf = NaN), and where every term underflows to 0 far below zero, 0 / 0 = NaN "
+           f"(this case's logits run from {low:.4g} to {high:.4g}). Subtract the row's max before exp: "
+           "softmax(x) = softmax(x - max(x))",
+           (e / e.sum(dim=-1, keepdim=True)).double())

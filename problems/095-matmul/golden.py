@@ -111,3 +111,37 @@ def work(p):
 
 def pytorch(a, b):
     return torch.matmul(a, b)
+
+
+# ----------------------------------------------------------------------------- hints
+# See problems/README.md, "Hints": what a kernel with a known mistake returns,
+# computed from the case's inputs (float64 here).
+
+
+def mistakes(a, b):
+    # The running sum of the K loop kept in float16/bfloat16: each block's
+    # tl.dot (exact products, a float32 sum) rounded to the dtype and added to a
+    # sum rounded to the dtype after every block. Only matters when it is not float32.
+    k = a.shape[1]
+    for dtype in (torch.float16, torch.bfloat16):
+        if not (_representable(a, dtype) and _representable(b, dtype)):
+            continue
+        for block in (16, 32, 64, 128, 256):
+            if block > max(k, 16) * 2:
+                break
+            acc = torch.zeros(a.shape[0], b.shape[1], dtype=dtype, device=a.device)
+            for k0 in range(0, k, block):
+                part = (a[:, k0:k0 + block].float() @ b[k0:k0 + block].float()).to(dtype)
+                acc = (acc.float() + part.float()).to(dtype)
+            name = str(dtype).removeprefix("torch.")
+            yield ("low_precision_accumulator",
+                   f"the output is what a K loop computes when its running sum is kept in {name} (an accumulator "
+                   f"made with the inputs' dtype, or each tl.dot cast down before it is added): every addition "
+                   f"rounds to {name}, and once the sum is large the later blocks' small contributions round "
+                   f"away, an error that grows with K (K = {k} here). Keep acc in float32 "
+                   "(tl.zeros(..., dtype=tl.float32)) and cast once, when storing c", acc.double())
+
+
+def _representable(x, dtype):
+    """Does x hold values of this dtype (is that the case's dtype)?"""
+    return bool((x.to(dtype).double() == x).all())

@@ -196,3 +196,61 @@ def pytorch(q, k, v, o, lse, do, causal, sm_scale):
     if not o.requires_grad:  # not prepared: forward and backward
         q, k, v, o, lse, do, causal, sm_scale = bench_prepare(q, k, v, o, lse, do, causal, sm_scale)
     return torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+
+
+# ----------------------------------------------------------------------------- hints
+# See problems/README.md, "Hints": what a kernel with a known mistake returns,
+# computed from the case's inputs (float64 here). A backward recomputes P from
+# the lse it is handed: P = exp(S - lse), whatever scale it puts into S.
+
+
+def _grads(q, k, v, o, lse, do, causal, score_scale, grad_scale, lse_factor=1.0, delta=True, strict=False):
+    b, h, n, d = q.shape
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    for i in range(b):
+        for j in range(h):
+            s = _scores(q[i, j], k[i, j], score_scale, causal)
+            if strict:
+                s = s.masked_fill(torch.eye(n, dtype=torch.bool, device=s.device), float("-inf"))
+            p = torch.exp(s - lse[i, j][:, None] * lse_factor)
+            g = do[i, j]
+            dv[i, j] = p.transpose(-1, -2) @ g
+            dp = g @ v[i, j].transpose(-1, -2)
+            ds = p * (dp - (g * o[i, j]).sum(-1, keepdim=True)) if delta else p * dp
+            dq[i, j] = (ds @ k[i, j]) * grad_scale
+            dk[i, j] = (ds.transpose(-1, -2) @ q[i, j]) * grad_scale
+    return dq, dk, dv
+
+
+def mistakes(q, k, v, o, lse, do, causal, sm_scale):
+    d = q.shape[-1]
+    scale = _scale(sm_scale, d)
+    yield ("missing_delta", "dS is computed as P * dP, without the D_i term: dS = P * (dP - D_i) with "
+           "D_i = rowsum(dO * O) per query row (compute it first, in a preprocessing pass). dV does not need it, "
+           "so dV is right while dQ and dK are not",
+           _grads(q, k, v, o, lse, do, causal, scale, scale, delta=False))
+    yield ("lse_base", "P is recomputed as exp2(S * log2(e) - lse) with the natural-log lse of the forward: that "
+           "is exp(S - lse * ln(2)), not exp(S - lse). With exp2, multiply lse by log2(e) too (or use exp)",
+           _grads(q, k, v, o, lse, do, causal, scale, scale, lse_factor=LN2))
+    yield ("sm_scale", f"dS is not multiplied by sm_scale ({scale:.4g}): dQ and dK are 1/sm_scale = "
+           f"{1 / scale:.4g} times too large. dQ = dS K * sm_scale and dK = dS^T Q * sm_scale",
+           _grads(q, k, v, o, lse, do, causal, scale, 1.0))
+    if causal:
+        yield ("causal_strict", "the gradients are those of a causal mask that keeps keys j < i instead of j <= i: "
+               "every query loses its own key, and query 0 sees none (P = 0 there). Keep "
+               "offs_m[:, None] >= offs_n[None, :]", _grads(q, k, v, o, lse, do, causal, scale, scale, strict=True))
+    tried = {scale}
+    for used, why in (
+        (1.0 / math.sqrt(d), f"1/sqrt(d) = {1 / math.sqrt(d):.4g}, ignoring the sm_scale argument ({sm_scale})"),
+        (1.0, f"1 (no scale at all) instead of sm_scale = {scale:.4g}"),
+        (scale * math.sqrt(d), f"sm_scale * sqrt(d) = {scale * math.sqrt(d):.4g}: off by sqrt(d)"),
+        (scale / math.sqrt(d), f"sm_scale / sqrt(d) = {scale / math.sqrt(d):.4g}: 1/sqrt(d) applied twice"),
+    ):
+        if any(abs(used - t) <= 1e-9 * abs(t) for t in tried):
+            continue
+        tried.add(used)
+        yield ("sm_scale", f"the gradients are those of scores scaled by {why}. Use sm_scale (1/sqrt(d) when "
+               "it is None) for S and for dS, exactly once each", _grads(q, k, v, o, lse, do, causal, used, used))
+
+
+LN2 = math.log(2.0)

@@ -2,7 +2,7 @@
 # row in registers, but there is no loop over the rest of the row: columns
 # from 1024 on are never read (the max and sum miss them) and never written,
 # so they keep the NaN the judge fills new outputs with.
-# expect: misplaced NaN/inf
+# expect: NaN where finite values were expected
 import torch
 import triton
 import triton.language as tl
