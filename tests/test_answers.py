@@ -224,9 +224,9 @@ def test_submit_json_report_has_the_documented_fields():
     r = judge("submit", "102", wa, "--json")
     assert r.returncode == 1, r.stderr
     report = json.loads(r.stdout)
-    assert set(report) == {"version", "verdict", "verdict_meaning", "score", "max_score", "message", "details",
-                           "problem", "submission", "mode", "seed", "groups", "speed", "timing", "notes", "worker",
-                           "output", "elapsed_seconds"}
+    assert set(report) == {"version", "verdict", "verdict_meaning", "score", "max_score", "full_score",
+                           "max_score_note", "message", "details", "problem", "submission", "mode", "seed", "groups",
+                           "speed", "timing", "notes", "worker", "output", "elapsed_seconds"}
     assert report["version"] == 1 and report["verdict"] == "WA" and report["max_score"] == 100
     assert report["problem"] == {"id": 102, "slug": "softmax-traffic", "title": "Softmax traffic: naive vs fused"}
     assert report["mode"]["kind"] == "answers" and report["speed"] == {

@@ -104,7 +104,7 @@ def _rel(problem, path: Path) -> str:
     return str(path.relative_to(problem.directory.parent))
 
 
-WA_FILES = {_rel(p, path) for p in all_problems() for verdict, path in p.corpus() if verdict == "WA"}
+WA_FILES = {_rel(p, path) for p in all_problems() if p.kind == "kernel" for verdict, path in p.corpus() if verdict == "WA"}
 
 
 def _load():
