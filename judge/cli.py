@@ -76,6 +76,9 @@ def _judge_options(fn):
         click.option("--case", "case_json", default=None, help="Run only this case (JSON from a report)."),
         click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0)."),
         click.option("--max-examples", type=int, default=None, help="Drawn cases per group (default: the spec's)."),
+        click.option("--workers", type=click.IntRange(1, 64), default=None,
+                     help="Workers one submission's cases are spread over (default: from the host's cores and "
+                          "GPU memory; 1 in the interpreter on one core)."),
         click.option("--time-limit", type=float, default=None, help="Seconds per case (overrides the spec)."),
         click.option("--memory-limit", type=int, default=None, help="MiB of host memory (overrides the spec)."),
         click.option("--startup-limit", type=float, default=None,
@@ -135,7 +138,7 @@ def _plot(speed, path):
 
 
 def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
-         max_examples, time_limit, memory_limit, startup_limit, run_limit, output_limit, processes,
+         max_examples, workers, time_limit, memory_limit, startup_limit, run_limit, output_limit, processes,
          speed=True, bench=None, plot_path=None):
     p = problem_or_exit(problem)
     check_file(file)
@@ -176,7 +179,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     from judge.verdicts import Verdict
 
     options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
-                      case=case, gpu=gpu, max_examples=max_examples,
+                      case=case, gpu=gpu, max_examples=max_examples, workers=workers,
                       limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
                               "memory_mb": memory_limit, "startup_seconds": startup_limit,
                               "run_seconds": run_limit, "run_seconds_interpret": run_limit,

@@ -29,6 +29,24 @@ def run_cases(cases: list[dict], run_case) -> CaseFailed | None:
     return None
 
 
+def draw_cases(domain: dict, examples: list[dict], n: int, salt: str, *, interpret: bool) -> list[dict]:
+    """The cases run_group will run, in its order, as long as every one passes: the explicit examples, then
+    the drawn ones (the same seed draws the same cases: Hypothesis's choices depend on the outcomes only
+    through a failure). The session runs them ahead, in parallel, and run_group then finds their outcomes."""
+    seen: list[dict] = []
+
+    class _Pass:
+        passed = True
+        message = ""
+
+    def record(params):
+        seen.append(dict(params))
+        return _Pass()
+
+    run_group(domain, examples, n, salt, record, interpret=interpret, shrink_seconds=0.0)
+    return seen
+
+
 def run_group(domain: dict, examples: list[dict], n: int, salt: str, run_case, *, interpret: bool,
               shrink_seconds: float) -> CaseFailed | None:
     """The explicit examples, then ``n`` drawn cases (seeded by ``salt``): the shrunk first failure, or None."""

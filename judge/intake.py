@@ -43,3 +43,23 @@ def backend_for(name: str, device: str):
     if name == "auto":
         return choose_auto(device)
     return get_backend(name), None
+
+
+def kernel_cache(submission: Path, device: str, interpret: bool) -> Path | None:
+    """Where this submission's compiled kernels are kept: a directory of its content's own (GPU only).
+
+    Every worker of the same file (the parallel workers, the speed run's, a
+    re-submission of the same bytes) shares it, so each kernel variant is
+    compiled once; a file of other bytes never sees it, so no submission can
+    plant a compiled kernel that another would load. The replay worker keeps
+    its own (judge.replay). ``JUDGE_CACHE_DIR`` moves the root
+    (judge.timing.ceilings.cache_dir).
+    """
+    if interpret or device != "cuda":
+        return None  # the interpreter compiles nothing
+    import hashlib
+
+    from judge.timing.ceilings import cache_dir
+
+    digest = hashlib.sha256(submission.read_bytes()).hexdigest()
+    return cache_dir() / "kernels" / digest[:40]

@@ -26,6 +26,7 @@ class Options:
     replay: bool = True  # the replay check (judge.replay); off only to measure what it costs (JUDGE_REPLAY=0)
     bench: dict = field(default_factory=dict)  # overrides of the problem's [bench] settings
     log: object = None  # callable(str) for progress lines on stderr (the GPU lock's wait), or None
+    workers: int | None = None  # workers a submission's cases are spread over (None: judge.options.auto_workers)
 
 
 def limits_for(problem, options: Options) -> Limits:
@@ -44,3 +45,31 @@ def limits_for(problem, options: Options) -> Limits:
         startup_seconds=float(spec.get("startup_seconds", 60)),
         gpu_memory_mb=int(spec["gpu_memory_mb"]) if spec.get("gpu_memory_mb") else None,
     )
+
+
+def auto_workers(device: str, interpret: bool) -> int:
+    """How many workers to spread one submission's correctness cases over, from this host.
+
+    Each worker is a process with its own copy of torch (about 0.5 GB of host
+    memory) and, on a GPU, its own CUDA context (about 0.5 GB of device memory
+    before any tensor); the judge computes its golden answers in a thread per
+    worker. In the interpreter every worker keeps a core busy, so one per core,
+    at most 4. On a GPU the kernels run on the device and the workers mostly
+    wait, so up to 8, one for every two cores, and no more than one per 16 GB
+    of the device's memory (the largest cases hold several GB). ``JUDGE_WORKERS``
+    overrides it.
+    """
+    import os
+
+    if os.environ.get("JUDGE_WORKERS"):
+        return max(1, int(os.environ["JUDGE_WORKERS"]))
+    cores = os.cpu_count() or 1
+    if interpret or device != "cuda":
+        return max(1, min(cores, 4))
+    try:
+        import torch
+
+        gb = torch.cuda.get_device_properties(0).total_memory / 2**30
+    except Exception:  # noqa: BLE001 - no GPU visible: one worker
+        return 1
+    return max(1, min(8, cores // 2, int(gb // 16)))

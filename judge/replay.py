@@ -58,6 +58,8 @@ from judge.rules import outputs as output_rules
 from judge.shared import kernel_source, tracing, wire
 from judge.verdicts import Outcome, Verdict
 
+PREFIX = "the replay check"  # every RJ of this layer starts with it
+
 NOTE = "replay not possible"
 
 
@@ -280,7 +282,10 @@ class Replayer:
         except (OSError, UnicodeDecodeError):
             self.kernels = set()
         self.scratch = Path(tempfile.mkdtemp(prefix="judge-replay-"))
-        self.job = replace(job, module="judge.untrusted.replay", scratch=self.scratch)
+        # Its own kernel cache: the submission's workers write theirs, and the replay must compile the
+        # file's kernels from their source, never load a binary a submission's worker left there.
+        cache = job.cache.with_name(job.cache.name + "-replay") if job.cache is not None else None
+        self.job = replace(job, module="judge.untrusted.replay", scratch=self.scratch, cache=cache)
         self.channel: WorkerChannel | None = None
         self.ready = False
         self.replay_id = 0
@@ -331,7 +336,12 @@ class Replayer:
         """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the answer)."""
         t0 = time.monotonic()
         try:
-            return self._check(params, inputs, reply, device)
+            found = self._check(params, inputs, reply, device)
+            if isinstance(found, Outcome) and found.verdict is Verdict.RJ:
+                # One prefix for every way the replay rejects a call, so a report (and a corpus file's
+                # expect line) can name the layer whichever of its checks fired.
+                found = replace(found, message=f"{PREFIX}: {found.message}")
+            return found
         finally:
             self.timing["replays"] += 1
             self.timing["replay_seconds"] += time.monotonic() - t0

@@ -18,7 +18,10 @@ import os
 import shlex
 import shutil
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from judge import expected, intake
@@ -26,10 +29,10 @@ from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
 from judge.exchange import Exchange, encode_inputs
-from judge.groups import CaseFailed, run_cases, run_group
+from judge.groups import CaseFailed, draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
-from judge.options import Options, limits_for
+from judge.options import Options, auto_workers, limits_for
 from judge.problems import Group, Problem
 from judge.replay import Replayer, Skipped
 from judge.sandbox import Job
@@ -50,18 +53,23 @@ class Session:
         self.notes: list[str] = [note] if note else []
         # The judge computes its answers on the same GPU the worker was given.
         self.golden_device = f"cuda:{options.gpu or 0}" if options.device == "cuda" else "cpu"
-        self.exchange: Exchange | None = None
+        self.exchange: Exchange | None = None  # the first worker; Hypothesis's shrinking runs on it
+        self.lanes: list[Exchange] = []  # every worker the cases are spread over, the first one included
+        self._lane_starts: list = []  # futures of the other workers' starts
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.RLock()  # the case cache and the group's state, shared by the workers' threads
+        self._replay_lock = threading.Lock()  # one replay worker, one replay at a time
         self.started = 0.0
         self.timing: dict = {}
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
         self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
-        self._refilled: set[str] = set()  # groups whose first passing case was re-run in place
+        self._first: dict[str, str] = {}  # group -> its first case (canonical): refilled, and replayed first
+        self._replaying: set[str] = set()  # groups whose first replay is under way
         self._replayed: set[str] = set()  # groups one of whose passing cases' launches was replayed alone
         self._unreplayed: dict[str, str] = {}  # group -> why a passing case of it could not be replayed
         self.replayer: Replayer | None = None
         # JUDGE_REPLAY=0 turns the replay check off, to measure what it costs (tests/bench/RESULTS.md).
         self.replay_on = options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
-        self._last: tuple | None = None  # (inputs, reply) of the last "case" call, for the replay
 
     # ------------------------------------------------------------------ entry
 
@@ -72,8 +80,17 @@ class Session:
             return self._report(refusal.verdict, refusal.message, [], refusal.details)
         scratch = Path(tempfile.mkdtemp(prefix="judge-run-"))
         job = Job(submission=self.submission, scratch=scratch, device=self.options.device,
-                  interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu)
+                  interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu,
+                  cache=intake.kernel_cache(self.submission, self.options.device, self.options.interpret))
         self.exchange = Exchange(self.problem, job, self.backend, threads=self.options.threads)
+        self.lanes = [self.exchange]
+        workers = 1 if self.options.case is not None else (
+            self.options.workers or auto_workers(self.options.device, self.options.interpret))
+        for i in range(1, workers):
+            lane_scratch = scratch / f"worker{i}"
+            lane_scratch.mkdir()
+            self.lanes.append(Exchange(self.problem, replace(job, scratch=lane_scratch), self.backend,
+                                       threads=self.options.threads))
         if self.replay_on:
             self.replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
                                      golden_device=self.golden_device)
@@ -81,6 +98,11 @@ class Session:
             # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
             self.replayer.prestart()
         try:
+            if len(self.lanes) > 1:
+                # The other workers start beside the first (they import torch and Triton meanwhile) and
+                # join the first group that has cases to spread.
+                self._pool = ThreadPoolExecutor(len(self.lanes), thread_name_prefix="judge-worker")
+                self._lane_starts = [self._pool.submit(ex.start) for ex in self.lanes[1:]]
             failure = self.exchange.start()
             if failure is not None:
                 return self._report(failure.verdict, failure.message, [], failure.details)
@@ -104,10 +126,23 @@ class Session:
         finally:
             if self.replayer is not None:
                 self.replayer.release()  # asks it to exit now; closed for good below, after the worker
-            self.exchange.stop()
+            self._stop_lanes()
             if self.replayer is not None:
                 self.replayer.close()
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _stop_lanes(self) -> None:
+        for future in self._lane_starts:
+            future.cancel()
+            try:
+                future.result()
+            except Exception:  # noqa: BLE001 - a start that failed: stopped below like the others
+                pass
+        for ex in self.lanes:
+            ex.stop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def _selected_groups(self) -> list[Group]:
         if self.options.group is None:
@@ -116,62 +151,104 @@ class Session:
 
     # ------------------------------------------------------------------ cases
 
-    def run_case(self, group: Group, params: dict) -> Outcome:
+    def run_case(self, group: Group, params: dict, ex: Exchange | None = None) -> Outcome:
+        """The outcome of one case: from the cache when it already ran (Hypothesis asks again while shrinking,
+        and the cases run ahead by the other workers are there), else run on ``ex`` (the first worker)."""
         key = f"{group.name}|{canonical(params)}"
-        if key in self._cache:
-            return self._cache[key]
-        if self._frozen:
-            # A worker died (or the run's time ran out) on an earlier case of
-            # this group; shrinking further would cost a full limit per try.
-            return Outcome(Verdict.AC, NOT_RUN)
+        with self._lock:
+            if key in self._cache:
+                outcome = self._cache[key]
+                self._frozen = self._frozen or _freezes(outcome)
+                return outcome
+            if self._frozen:
+                # A worker died (or the run's time ran out) on an earlier case of
+                # this group; shrinking further would cost a full limit per try.
+                return Outcome(Verdict.AC, NOT_RUN)
         if time.monotonic() - self.started > self.limits.run_seconds:
             outcome = Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
         else:
-            outcome = self._execute(group, params)
-        self._cache[key] = outcome
-        self._frozen = outcome.verdict is Verdict.TLE or bool(outcome.details.get("worker_died"))
+            outcome = self._execute(group, params, ex or self.exchange)
+        with self._lock:
+            self._cache[key] = outcome
+            self._frozen = self._frozen or _freezes(outcome)
         return outcome
 
-    def _execute(self, group: Group, params: dict) -> Outcome:
-        if not self.exchange.alive:
-            failure = self.exchange.start()
+    def _execute(self, group: Group, params: dict, ex: Exchange) -> Outcome:
+        if not ex.alive:
+            failure = ex.start()
             if failure is not None:
                 return failure
-        outcome, got, input_bytes = self._call("case", params)
+        outcome, got, input_bytes, last = self._call(ex, "case", params)
         if not outcome.passed:
             return outcome
-        last = self._last
         if self._wants_refill(group, params):
             # The same input memory with new values: the answer must change with it.
             params2 = dict(params, seed=derive_seed("refill", params["seed"]))
-            outcome2, got2, _ = self._call("refill", params2, input_bytes)
+            outcome2, got2, _, _ = self._call(ex, "refill", params2, input_bytes)
             outcome = judge_refill(got, (outcome2, got2)) or outcome
         if outcome.passed and last is not None and self._wants_replay(group, params):
             outcome = self._replay(group, params, *last) or outcome
         return outcome
+
+    def _prefetch(self, group: Group, cases: list[dict]) -> None:
+        """Run a group's cases ahead on every worker at once, into the cache, in their order; stop handing
+        out cases past the first that failed. Hypothesis then finds their outcomes, in the same order."""
+        lanes = [self.exchange]
+        for ex, future in zip(self.lanes[1:], self._lane_starts):
+            try:
+                if future.result() is None:
+                    lanes.append(ex)
+            except Exception:  # noqa: BLE001 - a worker that could not start: the others carry on
+                pass
+        if len(lanes) < 2 or len(cases) < 2:
+            return
+        state = {"next": 0, "failed_at": len(cases)}
+
+        def lane(ex: Exchange) -> None:
+            while True:
+                with self._lock:
+                    i = state["next"]
+                    state["next"] += 1
+                    if i >= len(cases) or i > state["failed_at"] or self._frozen:
+                        return
+                outcome = self.run_case(group, cases[i], ex)
+                if not outcome.passed:
+                    with self._lock:
+                        state["failed_at"] = min(state["failed_at"], i)
+
+        threads = [threading.Thread(target=lane, args=(ex,), name=f"judge-lane{i}") for i, ex in enumerate(lanes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     def _wants_replay(self, group: Group, params: dict) -> bool:
         """The first passing case of each group (the next, while none could be replayed), and one drawn case in
         eight (not the refill's eighth)."""
         if self.replayer is None:
             return False
-        if group.name not in self._replayed:
-            return True
+        with self._lock:
+            if group.name not in self._replayed and group.name not in self._replaying:
+                self._replaying.add(group.name)
+                return True
         return derive_seed("replay?", canonical(params)) % 8 == 0
 
     def _replay(self, group: Group, params: dict, inputs: list, reply) -> Outcome | None:
         """The case's recorded launches, replayed alone on fresh inputs (judge.replay): RJ if they miss the answer."""
         device = "cuda" if self.options.device == "cuda" else "cpu"
-        found = self.replayer.check(params, inputs, reply, device)
-        if isinstance(found, Skipped):
-            if not any(n.startswith(found.note) for n in self.notes):
-                self.notes.append(f"{found.note} (a case of group {group.name})")
-            if found.counts:
-                self._unreplayed.setdefault(group.name, found.note)
-            else:
-                self._replayed.add(group.name)
-            return None
-        self._replayed.add(group.name)
+        with self._replay_lock:
+            found = self.replayer.check(params, inputs, reply, device)
+        with self._lock:
+            self._replaying.discard(group.name)
+            if isinstance(found, Skipped):
+                if not any(n.startswith(found.note) for n in self.notes):
+                    self.notes.append(f"{found.note} (a case of group {group.name})")
+                if found.counts:
+                    self._unreplayed.setdefault(group.name, found.note)
+                else:
+                    self._replayed.add(group.name)
+                return None
+            self._replayed.add(group.name)
         return found
 
     def _never_replayed(self, group: Group) -> GroupResult | None:
@@ -184,16 +261,16 @@ class Session:
                                    f"({why}); at least one must be",
                            details={"replay": "none"})
 
-    def _call(self, kind: str, params: dict, input_bytes: int | None = None):
-        """Build the case's inputs, send them, compute the expected answers meanwhile, judge the reply.
+    def _call(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None = None):
+        """Build the case's inputs, send them to worker ``ex``, compute the expected answers meanwhile, judge
+        the reply.
 
-        (Outcome, the returned tensors or None, the inputs' size in bytes).
+        (Outcome, the returned tensors or None, the inputs' size in bytes, (inputs, reply) of a passing case
+        for the replay or None).
         """
-        ex = self.exchange
         inputs = self.problem.golden.make_inputs(dict(params), generator(params["seed"]))
         wire_args, payloads, nbytes = encode_inputs(inputs)
         input_bytes = input_bytes or nbytes
-        self._last = None
         try:
             t0 = time.monotonic()
             case_id = ex.send(kind, wire_args if kind == "case" else None, payloads)
@@ -204,19 +281,18 @@ class Session:
         except WorkerDied as died:
             ex.stop()
             return death_outcome(died.reason, died.detail, limit_seconds=self.limits.case_seconds,
-                                 interpret=self.options.interpret), None, input_bytes
+                                 interpret=self.options.interpret), None, input_bytes, None
         device = "cuda" if self.options.device == "cuda" else "cpu"
         outcome, got = judge_case(self.problem, reply, answers, device, self.submission.name)
-        if kind == "case" and outcome.passed:
-            self._last = (inputs, reply)
+        last = (inputs, reply) if kind == "case" and outcome.passed else None
         if getattr(reply, "error", None) is not None and reply.error.fatal:
             ex.stop()  # a CUDA error poisons the context: start afresh
-        return outcome, got, input_bytes
+        return outcome, got, input_bytes, last
 
     def _wants_refill(self, group: Group, params: dict) -> bool:
-        """The first passing case of each group, and one drawn case in eight."""
-        if group.name not in self._refilled:
-            self._refilled.add(group.name)
+        """The group's first case (when it passes), and one case in eight: decided by the case alone, so
+        that the same cases are refilled whichever worker runs them, in whatever order."""
+        if self._first.get(group.name) == canonical(params):
             return True
         return derive_seed("refill?", canonical(params)) % 8 == 0
 
@@ -240,14 +316,21 @@ class Session:
             return outcome
 
         if opts.case is not None:
+            self._first[group.name] = canonical(opts.case)
             failure = run_cases([opts.case], counted)
         else:
             n = opts.max_examples if opts.max_examples is not None else (
                 group.max_examples_interpret if interp else group.max_examples)
             if opts.quick:
                 n = min(n, 2)
-            failure = run_group(domain, expand_examples(group.examples, domain, interp, salt), n, salt, counted,
-                                interpret=interp, shrink_seconds=opts.shrink_seconds)
+            examples = expand_examples(group.examples, domain, interp, salt)
+            cases = draw_cases(domain, examples, n, salt, interpret=interp)
+            if cases:
+                self._first[group.name] = canonical(cases[0])
+            self._prefetch(group, cases)
+            self._frozen = False  # the shrinking pass decides again, in the cases' order
+            failure = run_group(domain, examples, n, salt, counted, interpret=interp,
+                                shrink_seconds=opts.shrink_seconds)
         if failure is None:
             never = self._never_replayed(group)
             if never is not None:
@@ -284,7 +367,7 @@ class Session:
             return {**base, "reason": why_not}, None
         from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
-        self.exchange.stop()  # the correctness worker's memory and context are not needed any more
+        self._stop_lanes()  # the correctness workers' memory and contexts are not needed any more
         if self.replayer is not None:
             self.replayer.stop()
         t0 = time.monotonic()
@@ -315,7 +398,10 @@ class Session:
             notes.append(caveat)
         data = self.submission.read_bytes() if self.submission.is_file() else b""
         ex = self.exchange
-        timing = {**(ex.timing if ex else {}), **(self.replayer.timing if self.replayer else {}), **self.timing}
+        timing = {**_summed([lane.timing for lane in self.lanes]), **(self.replayer.timing if self.replayer else {}),
+                  **self.timing}
+        if len(self.lanes) > 1:
+            timing["workers"] = len(self.lanes)
         return Report(
             problem={"id": self.problem.id, "slug": self.problem.slug, "title": self.problem.title},
             submission={"path": str(self.submission), "sha256": hashlib.sha256(data).hexdigest()},
@@ -332,7 +418,7 @@ class Session:
             elapsed_seconds=time.monotonic() - self.started,
             timing={k: round(v, 3) if isinstance(v, float) else v for k, v in timing.items()},
             worker=ex.info if ex else {},
-            output=ex.output_text() if ex else "",
+            output="\n".join(t for t in (lane.output_text() for lane in self.lanes) if t)[-8192:],
             details=details or {},
         )
 
@@ -353,3 +439,17 @@ def _no_speed_run(problem: Problem, opts: Options, verdict: Verdict) -> str | No
     if verdict is not Verdict.AC:
         return "no speed points without correctness: not every test group passed"
     return None
+
+
+def _freezes(outcome: Outcome) -> bool:
+    """A case after which a group's other cases are not run: a worker death or the run's time limit."""
+    return outcome.verdict is Verdict.TLE or bool(outcome.details.get("worker_died"))
+
+
+def _summed(timings: list[dict]) -> dict:
+    """The workers' timing books added up."""
+    out: dict = {}
+    for t in timings:
+        for k, v in t.items():
+            out[k] = out.get(k, 0) + v
+    return out

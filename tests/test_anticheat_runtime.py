@@ -72,9 +72,9 @@ CASES = [
     ("94", R94 / "redteam_softmax_map_callback.py", "(a Python function per element)"),
     # Only the replay check catches these (judge.replay): the values come from plain Python over the
     # inputs' bytes, and a copy into an output that a do-nothing kernel is handed is all the watch sees.
-    ("93", R93 / "exploit2_bytes_proc_mem.py", "the record of the call is not consistent"),
-    ("93", R93 / "exploit2_bytes_repr_bits.py", "the record of the call is not consistent"),
-    ("93", R93 / "exploit2_noop_proc_mem_tensor.py", "the record of the call is not consistent"),
+    ("93", R93 / "exploit2_bytes_proc_mem.py", "the replay check"),
+    ("93", R93 / "exploit2_bytes_repr_bits.py", "the replay check"),
+    ("93", R93 / "exploit2_noop_proc_mem_tensor.py", "the replay check"),
     ("93", R93 / "redteam_replay_flood.py", "none of this group's passing cases could be replayed"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor"}
@@ -91,7 +91,7 @@ def test_rejected_without_the_static_scan(pid, path, expect):
         assert report.verdict.value == "RJ" and expect in report.message, f"{report.verdict.value}: {report.message}"
 
 
-REPLAY_ONLY = [c for c in CASES if "replay" in c[2] or "record of the call" in c[2]]
+REPLAY_ONLY = [c for c in CASES if "replay" in c[2]]
 
 
 @pytest.mark.corpus

@@ -16,7 +16,13 @@ from judge.cli_common import EXIT_INTERNAL, err, problem_or_exit, sandbox_help, 
 
 
 def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) -> tuple[str, list[int | None]]:
-    """("cpu"|"cuda", slots): one slot per GPU (its host index), or JOBS interpreter slots on the CPU."""
+    """("cpu"|"cuda", slots): JOBS slots per GPU (its host index, repeated), or JOBS interpreter slots on the CPU.
+
+    Several submissions share a GPU: their correctness cases run side by side
+    (a GPU has room for many), and their speed runs queue for the GPU's lock
+    (judge.timing.lock), so timing still has the GPU to itself. The default on
+    a GPU: judge.grading.executors.jobs_per_gpu.
+    """
     if jobs is not None and jobs < 1:
         usage("--jobs must be at least 1")
     if gpus is not None:
@@ -41,9 +47,10 @@ def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) ->
             ids = ids if gpus is not None else list(range(count))
             if max(ids) >= count:
                 usage(f"--gpus {gpus}: this host has {count} GPU(s) (0-{count - 1})")
-            if jobs is not None:
-                usage("--jobs is for interpreter workers on the CPU; on GPUs each GPU runs one job (--gpus)")
-            return "cuda", ids
+            from judge.grading.executors import jobs_per_gpu
+
+            per = jobs or jobs_per_gpu(len(ids))
+            return "cuda", [i for i in ids for _ in range(per)]
     return "cpu", [None] * (jobs or 1)
 
 
@@ -72,9 +79,11 @@ def _token(token_file: Path | None) -> str | None:
               help="Where the store (results.sqlite), reports/ and summary.json go.")
 @click.option("--rubric", type=click.Path(path_type=Path), default=None, help="The course's rubric (TOML).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None,
-              help="cuda: one job per GPU; cpu: interpreter jobs (default: cuda when a GPU is there).")
+              help="cuda: --jobs jobs per GPU; cpu: interpreter jobs (default: cuda when a GPU is there).")
 @click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all).")
-@click.option("--jobs", type=int, default=None, help="Interpreter jobs at once on the CPU (default 1).")
+@click.option("--jobs", type=int, default=None,
+              help="Jobs at once: per GPU on a GPU host (default: from its cores and memory; speed runs queue "
+                   "for the GPU), else interpreter jobs on the CPU (default 1).")
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")
@@ -257,8 +266,10 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", type=int, default=8321, show_default=True, help="0 picks a free port (printed).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
-@click.option("--gpus", default=None, help="GPU indices (default: all); one submission per GPU at a time.")
-@click.option("--jobs", type=int, default=None, help="Interpreter jobs at once on the CPU (default 1).")
+@click.option("--gpus", default=None, help="GPU indices (default: all); --jobs submissions per GPU at a time.")
+@click.option("--jobs", type=int, default=None,
+              help="Jobs at once: per GPU on a GPU host (default: from its cores and memory; speed runs queue "
+                   "for the GPU), else interpreter jobs on the CPU (default 1).")
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--token-file", type=click.Path(path_type=Path), default=None,
               help="Require this bearer token (else $JUDGE_SERVE_TOKEN; neither: no token, local use only).")

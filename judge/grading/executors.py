@@ -5,8 +5,9 @@ the driver's thread as each job ends, in the order they end; only that thread
 writes the store. Each job is a child ``python -m judge.grading.job`` (see
 ``job.py``), so a crashing judge costs one job, never the others.
 
-GPUs: one job per GPU at a time, each job seeing only its GPU
-(``CUDA_VISIBLE_DEVICES``; with Ray, the GPU Ray assigned to the task).
+GPUs: N jobs per GPU at a time (a slot per job; the same GPU index in N
+slots), each job seeing only its GPU (``CUDA_VISIBLE_DEVICES``; with Ray,
+the GPU Ray assigned to the task); their speed runs queue for the GPU's lock.
 On the CPU: N jobs at once, each in Triton's interpreter.
 """
 
@@ -21,6 +22,30 @@ from typing import Callable, Iterable
 from judge.grading.job import REPO_ROOT, ie_report, run_subprocess
 
 OnResult = Callable[[object, dict], None]
+
+
+def jobs_per_gpu(gpus: int) -> int:
+    """Submissions judged at once on each GPU by default: each runs its cases on several workers of its
+    own (judge.options.auto_workers), so a few per GPU keep a host's cores busy: one job for every 4
+    cores a GPU has, 1 to 4."""
+    import os
+
+    cores = os.cpu_count() or 1
+    return max(1, min(4, cores // max(1, 4 * gpus)))
+
+
+def workers_per_job(slots: list) -> int | None:
+    """Workers each job spreads its cases over when several jobs share a GPU: the host's cores split
+    between them (None: the job decides, judge.options.auto_workers)."""
+    import os
+    from collections import Counter
+
+    gpu_slots = [s for s in slots if s is not None]
+    if not gpu_slots:
+        return None
+    per_gpu = max(Counter(gpu_slots).values())
+    cores = os.cpu_count() or 1
+    return max(1, min(8, cores // max(1, 2 * len(gpu_slots))) if per_gpu > 1 else min(8, cores // 2))
 
 
 class ExecutorError(Exception):
@@ -40,11 +65,12 @@ class LocalExecutor:
         free: queue.Queue = queue.Queue()
         for slot in self.slots:
             free.put(slot)
+        workers = workers_per_job(self.slots)
 
         def one(spec):
-            gpu = free.get()  # a GPU is held by exactly one job at a time
+            gpu = free.get()  # a slot is held by exactly one job at a time (a GPU has --jobs slots)
             try:
-                return run_subprocess(spec, timeout=self.timeout, gpu=gpu)
+                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers)
             finally:
                 free.put(gpu)
 
@@ -100,6 +126,10 @@ class RayExecutor:
         self.address = address
         self.slots = slots
         self.workers = len(slots)
+        self.gpus = sorted({s for s in slots if s is not None})
+        # Several jobs per GPU: each Ray task asks for that fraction of one (its speed run still has the
+        # GPU to itself: it waits for the GPU's lock on its node, judge.timing.lock).
+        self.gpu_share = len(self.gpus) / max(1, len(slots)) if use_gpu else 0.0
         self.use_gpu = use_gpu
         self.timeout = timeout
 
@@ -116,9 +146,9 @@ class RayExecutor:
             import os
 
             # The local instance gets exactly the GPUs asked for; Ray hands their host indices to the tasks.
-            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.slots)
+            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
             os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-            self.ray.init(num_cpus=self.workers, num_gpus=self.workers, runtime_env=runtime_env,
+            self.ray.init(num_cpus=self.workers, num_gpus=len(self.gpus), runtime_env=runtime_env,
                           logging_level=logging.ERROR, log_to_driver=False, **local)
         else:
             self.ray.init(num_cpus=self.workers, num_gpus=0, runtime_env=runtime_env,
@@ -128,7 +158,7 @@ class RayExecutor:
         ray = self.ray
         self._init()
         try:
-            resources = {"num_gpus": 1, "num_cpus": 1} if self.use_gpu else {"num_cpus": 1}
+            resources = {"num_gpus": self.gpu_share, "num_cpus": 1} if self.use_gpu else {"num_cpus": 1}
             # max_retries=0: a job that killed its Ray worker is an IE for that job, recorded once.
             task = ray.remote(**resources, max_retries=0)(_ray_task)
             pending = {}

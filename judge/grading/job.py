@@ -41,7 +41,7 @@ def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | Non
     return report
 
 
-def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None) -> dict:
+def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, workers: int | None = None) -> dict:
     """Run one job in a child ``python -m judge.grading.job``; always returns a report (IE on failure).
 
     With a GPU, the child sees only that GPU (CUDA_VISIBLE_DEVICES, in PCI bus
@@ -50,6 +50,8 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None) -> dic
     """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    if workers is not None:
+        env["JUDGE_WORKERS"] = str(workers)  # judge.options.auto_workers: this job's share of the host
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"

@@ -38,6 +38,11 @@ class Job:
     limits: Limits
     gpu: int | None = None  # host index of the GPU assigned to this job
     module: str = "judge.untrusted"  # the worker's entry point (judge.untrusted.replay: the replay check's)
+    cache: Path | None = None  # host directory for Triton's compiled kernels, shared by this content's workers
+
+    def cache_inside(self, mounted_at: str) -> str | None:
+        """Where a backend that mounts ``cache`` at ``mounted_at`` tells the worker its kernel cache is."""
+        return mounted_at if self.cache is not None else None
 
 
 class Proc:
@@ -80,7 +85,26 @@ class Backend:
         raise NotImplementedError
 
 
-def worker_env(job: Job, *, code_root: str, scratch: str) -> dict[str, str]:
+INSIDE_CACHE = "/judge/cache"  # where the sandboxes mount Job.cache
+
+
+def prepare_cache(job: Job, uid: int | None = None) -> None:
+    """Make the kernel cache directory exist, writable by the worker's user and nobody else.
+
+    ``uid``: the user the worker is on the host, when it is not the judge's own
+    (docker's ``nobody``); bwrap's user namespace maps its ``nobody`` to the
+    judge's own user, as the process backend runs as it.
+    """
+    if job.cache is None:
+        return
+    job.cache.mkdir(parents=True, exist_ok=True)
+    job.cache.chmod(0o700)
+    if os.geteuid() == 0:  # (a directory docker handed to nobody comes back to root for bwrap, and back)
+        owner = os.geteuid() if uid is None else uid
+        os.chown(job.cache, owner, owner)
+
+
+def worker_env(job: Job, *, code_root: str, scratch: str, cache: str | None = None) -> dict[str, str]:
     """The whole environment a worker gets: nothing of the judge's leaks in."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -91,7 +115,8 @@ def worker_env(job: Job, *, code_root: str, scratch: str) -> dict[str, str]:
         "PYTHONUNBUFFERED": "1",
         "PYTHONSAFEPATH": "1",
         "LANG": "C.UTF-8",
-        "TRITON_CACHE_DIR": os.path.join(scratch, "triton-cache"),
+        # Compiled kernels: in a directory this submission's content alone shares (Job.cache), else scratch.
+        "TRITON_CACHE_DIR": cache or os.path.join(scratch, "triton-cache"),
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
     }

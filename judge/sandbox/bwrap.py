@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from judge.sandbox.base import Backend, Job, Proc, process_tree_memory, worker_env
+from judge.sandbox.base import INSIDE_CACHE, Backend, Job, Proc, prepare_cache, process_tree_memory, worker_env
 from judge.sandbox.cgroups import Cgroup
 from judge.sandbox.staging import new_stage
 
@@ -162,6 +162,8 @@ class BwrapBackend(Backend):
         # be bound on top of the private /tmp, not hidden by it.
         for root in _python_roots():
             args += ["--ro-bind", root, root]
+        if job.cache is not None:
+            args += ["--bind", str(job.cache), INSIDE_CACHE]
         args += ["--ro-bind", str(code), INSIDE_CODE,
                  "--ro-bind", str(submission), f"{INSIDE_SUBMISSION}/{submission.name}",
                  "--chdir", SCRATCH]
@@ -181,7 +183,8 @@ class BwrapBackend(Backend):
 
     def spawn(self, job: Job) -> Proc:
         stage, code, submission = new_stage(job.submission, "judge-bwrap-")
-        env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH)
+        prepare_cache(job)
+        env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH, cache=job.cache_inside(INSIDE_CACHE))
         env["PYTHONNOUSERSITE"] = "1"
         cgroup = Cgroup.create(job.limits.memory_mb << 20, job.limits.processes)
 

@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from judge.sandbox.base import Backend, Job, Proc, worker_env
+from judge.sandbox.base import INSIDE_CACHE, Backend, Job, Proc, prepare_cache, worker_env
 from judge.sandbox.staging import new_stage
 
 LABEL = "org.triton-judge.untrusted"
@@ -215,7 +215,8 @@ class DockerBackend(Backend):
         from docker.types import DeviceRequest, LogConfig, Ulimit
 
         stage, code, submission = new_stage(job.submission, "judge-docker-")
-        env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH)
+        prepare_cache(job, uid=65534)  # the container's user, nobody
+        env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH, cache=job.cache_inside(INSIDE_CACHE))
         env["PATH"] = IMAGE_PATH
         env["PYTHONNOUSERSITE"] = "1"
         env.pop("LD_LIBRARY_PATH", None)  # the host's paths mean nothing in the image
@@ -247,7 +248,8 @@ class DockerBackend(Backend):
             ipc_mode="private",
             init=True,
             volumes={str(code): {"bind": INSIDE_CODE, "mode": "ro"},
-                     str(submission.parent): {"bind": INSIDE_SUBMISSION, "mode": "ro"}},
+                     str(submission.parent): {"bind": INSIDE_SUBMISSION, "mode": "ro"},
+                     **({str(job.cache): {"bind": INSIDE_CACHE, "mode": "rw"}} if job.cache is not None else {})},
             labels={LABEL: secrets.token_hex(8)},
             log_config=LogConfig(type="none"),  # output reaches the judge only through its capped pipe
             **kwargs,

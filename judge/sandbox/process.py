@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 
-from judge.sandbox.base import CODE_ROOT, Backend, Job, Proc, process_tree_memory, worker_env
+from judge.sandbox.base import CODE_ROOT, Backend, Job, Proc, prepare_cache, process_tree_memory, worker_env
 
 
 class _ChildProc(Proc):
@@ -72,7 +72,9 @@ class ProcessBackend(Backend):
         return "sandbox 'process': the submission ran as you, with nothing isolated (use it for your own code)"
 
     def spawn(self, job: Job) -> Proc:
-        env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch))
+        prepare_cache(job)
+        env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch),
+                         cache=str(job.cache) if job.cache is not None else None)
         popen = subprocess.Popen(
             [sys.executable, "-P", "-m", job.module],
             stdin=subprocess.PIPE,

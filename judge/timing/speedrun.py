@@ -33,7 +33,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge import replies, rules
+from judge import intake, replies, rules
 from judge.shared import bench_inputs
 from judge.timing import checks, stats
 from judge.timing.score import SpeedScore
@@ -154,8 +154,11 @@ class SpeedRun:
         started = []
         for name, backend, path, entry, scratch, trusted in plan:
             scratch.mkdir(parents=True, exist_ok=True)
+            # The submission's worker finds the kernels its correctness workers compiled (the same bytes,
+            # judge.intake.kernel_cache); the trusted workers keep theirs in their own scratch.
+            cache = intake.kernel_cache(path, self.device, self.interpret) if not trusted else None
             job = Job(submission=path, scratch=scratch, device=self.device, interpret=self.interpret,
-                      limits=self.limits, gpu=self.gpu if self.device == "cuda" else None)
+                      limits=self.limits, gpu=self.gpu if self.device == "cuda" else None, cache=cache)
             started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
         for name, client, entry, trusted in started:
             self.contenders.append(Contender(name, client, trusted, self.limits.case_seconds))
