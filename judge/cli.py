@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from judge.grading.cli import register as register_grading
-from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, err, internal,
+from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, err,
                               problem_or_exit, sandbox_help, sandbox_or_exit, usage)
 
 

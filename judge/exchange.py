@@ -10,6 +10,8 @@ reply comes back through judge.channel as a typed record of judge.replies.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from judge import kit, replies
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
@@ -123,3 +125,63 @@ class Exchange:
 
     def output_text(self) -> str:
         return "\n".join(self.printed)[-8192:]
+
+
+class Workers:
+    """The workers one submission's cases are spread over: the first, which Hypothesis's shrinking uses,
+    and the others, started beside it in threads (they import torch and Triton meanwhile) and ready for
+    the first group that has cases to spread. Each has its own scratch; they share the kernel cache."""
+
+    def __init__(self, problem, job: Job, backend, *, threads: int | None, count: int):
+        self.first = Exchange(problem, job, backend, threads=threads)
+        self.all = [self.first]
+        for i in range(1, count):
+            scratch = job.scratch / f"worker{i}"
+            scratch.mkdir()
+            self.all.append(Exchange(problem, replace(job, scratch=scratch), backend, threads=threads))
+        self._pool: ThreadPoolExecutor | None = None
+        self._starts: list = []
+
+    def start(self) -> Outcome | None:
+        """Start them all; wait only for the first (an Outcome when it could not load the submission)."""
+        if len(self.all) > 1:
+            self._pool = ThreadPoolExecutor(len(self.all), thread_name_prefix="judge-worker")
+            self._starts = [self._pool.submit(ex.start) for ex in self.all[1:]]
+        return self.first.start()
+
+    def ready(self) -> list[Exchange]:
+        """The workers that are up: the first, and each other one once its start succeeded."""
+        out = [self.first]
+        for ex, future in zip(self.all[1:], self._starts):
+            try:
+                if future.result() is None:
+                    out.append(ex)
+            except Exception:  # noqa: BLE001 - a worker that could not start: the others carry on
+                pass
+        return out
+
+    def stop(self) -> None:
+        for future in self._starts:
+            future.cancel()
+            try:
+                future.result()
+            except Exception:  # noqa: BLE001 - a start that failed: stopped below like the others
+                pass
+        for ex in self.all:
+            ex.stop()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def timing(self) -> dict:
+        """Their timing books added up (and how many there were, when more than one)."""
+        out: dict = {}
+        for ex in self.all:
+            for k, v in ex.timing.items():
+                out[k] = out.get(k, 0) + v
+        if len(self.all) > 1:
+            out["workers"] = len(self.all)
+        return out
+
+    def output_text(self) -> str:
+        return "\n".join(t for t in (ex.output_text() for ex in self.all) if t)[-8192:]

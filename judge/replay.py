@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import secrets
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -436,3 +437,53 @@ class Replayer:
         if writer is not None:
             details["event"] = label(trace, writer)
         return Outcome(Verdict.RJ, text, details)
+
+
+class ReplaySampler:
+    """Which passing cases the replay check replays, and what it found, for one run (judge.session).
+
+    The first passing case of each group (the next, while none could be replayed), and one case in eight
+    by a hash of the case (not the refill's eighth). The run's workers call it from their threads: one
+    replay at a time (one replay worker), and the groups' state under a lock.
+    """
+
+    def __init__(self, replayer: Replayer, device: str):
+        self.replayer = replayer
+        self.device = device
+        self._lock = threading.Lock()
+        self._replay_lock = threading.Lock()
+        self._replaying: set[str] = set()  # groups whose first replay is under way
+        self._replayed: set[str] = set()  # groups one of whose passing cases' launches was replayed alone
+        self._unreplayed: dict[str, str] = {}  # group -> why a passing case of it could not be replayed
+        self.notes: list[str] = []
+
+    def wants(self, group: str, params: dict) -> bool:
+        with self._lock:
+            if group not in self._replayed and group not in self._replaying:
+                self._replaying.add(group)
+                return True
+        return derive_seed("replay?", canonical(params)) % 8 == 0
+
+    def check(self, group: str, params: dict, inputs: list, reply) -> Outcome | None:
+        """The case's recorded launches, replayed alone on fresh inputs: RJ if they miss the answer."""
+        with self._replay_lock:
+            found = self.replayer.check(params, inputs, reply, self.device)
+        with self._lock:
+            self._replaying.discard(group)
+            if isinstance(found, Skipped):
+                if not any(n.startswith(found.note) for n in self.notes):
+                    self.notes.append(f"{found.note} (a case of group {group})")
+                if found.counts:
+                    self._unreplayed.setdefault(group, found.note)
+                else:
+                    self._replayed.add(group)
+                return None
+            self._replayed.add(group)
+        return found
+
+    def never_replayed(self, group: str) -> str | None:
+        """Why none of a passing group's cases could be replayed for a reason of the call's own, or None."""
+        with self._lock:
+            if group in self._replayed:
+                return None
+            return self._unreplayed.get(group)

@@ -20,21 +20,19 @@ import shutil
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 from judge import expected, intake
 from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
-from judge.exchange import Exchange, encode_inputs
-from judge.groups import CaseFailed, draw_cases, run_cases, run_group
+from judge.exchange import Exchange, Workers, encode_inputs
+from judge.groups import draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
 from judge.options import Options, auto_workers, limits_for
 from judge.problems import Group, Problem
-from judge.replay import Replayer, Skipped
+from judge.replay import Replayer, ReplaySampler
 from judge.sandbox import Job
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
@@ -53,21 +51,14 @@ class Session:
         self.notes: list[str] = [note] if note else []
         # The judge computes its answers on the same GPU the worker was given.
         self.golden_device = f"cuda:{options.gpu or 0}" if options.device == "cuda" else "cpu"
-        self.exchange: Exchange | None = None  # the first worker; Hypothesis's shrinking runs on it
-        self.lanes: list[Exchange] = []  # every worker the cases are spread over, the first one included
-        self._lane_starts: list = []  # futures of the other workers' starts
-        self._pool: ThreadPoolExecutor | None = None
+        self.workers: Workers | None = None  # the submission's workers; the first runs Hypothesis's shrinking
         self._lock = threading.RLock()  # the case cache and the group's state, shared by the workers' threads
-        self._replay_lock = threading.Lock()  # one replay worker, one replay at a time
         self.started = 0.0
         self.timing: dict = {}
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
         self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
         self._first: dict[str, str] = {}  # group -> its first case (canonical): refilled, and replayed first
-        self._replaying: set[str] = set()  # groups whose first replay is under way
-        self._replayed: set[str] = set()  # groups one of whose passing cases' launches was replayed alone
-        self._unreplayed: dict[str, str] = {}  # group -> why a passing case of it could not be replayed
-        self.replayer: Replayer | None = None
+        self.replays: ReplaySampler | None = None
         # JUDGE_REPLAY=0 turns the replay check off, to measure what it costs (tests/bench/RESULTS.md).
         self.replay_on = options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
 
@@ -82,28 +73,18 @@ class Session:
         job = Job(submission=self.submission, scratch=scratch, device=self.options.device,
                   interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu,
                   cache=intake.kernel_cache(self.submission, self.options.device, self.options.interpret))
-        self.exchange = Exchange(self.problem, job, self.backend, threads=self.options.threads)
-        self.lanes = [self.exchange]
-        workers = 1 if self.options.case is not None else (
+        count = 1 if self.options.case is not None else (
             self.options.workers or auto_workers(self.options.device, self.options.interpret))
-        for i in range(1, workers):
-            lane_scratch = scratch / f"worker{i}"
-            lane_scratch.mkdir()
-            self.lanes.append(Exchange(self.problem, replace(job, scratch=lane_scratch), self.backend,
-                                       threads=self.options.threads))
+        self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads, count=count)
         if self.replay_on:
-            self.replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
-                                     golden_device=self.golden_device)
+            replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
+                                golden_device=self.golden_device)
             # Started now, it imports torch and Triton while the submission's worker does: cheaper than
             # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
-            self.replayer.prestart()
+            replayer.prestart()
+            self.replays = ReplaySampler(replayer, "cuda" if self.options.device == "cuda" else "cpu")
         try:
-            if len(self.lanes) > 1:
-                # The other workers start beside the first (they import torch and Triton meanwhile) and
-                # join the first group that has cases to spread.
-                self._pool = ThreadPoolExecutor(len(self.lanes), thread_name_prefix="judge-worker")
-                self._lane_starts = [self._pool.submit(ex.start) for ex in self.lanes[1:]]
-            failure = self.exchange.start()
+            failure = self.workers.start()
             if failure is not None:
                 return self._report(failure.verdict, failure.message, [], failure.details)
             groups_started = time.monotonic()
@@ -124,25 +105,12 @@ class Session:
                 verdict, message = failed
             return self._report(verdict, message, groups, speed=speed)
         finally:
-            if self.replayer is not None:
-                self.replayer.release()  # asks it to exit now; closed for good below, after the worker
-            self._stop_lanes()
-            if self.replayer is not None:
-                self.replayer.close()
+            if self.replays is not None:
+                self.replays.replayer.release()  # asks it to exit now; closed for good below, after the workers
+            self.workers.stop()
+            if self.replays is not None:
+                self.replays.replayer.close()
             shutil.rmtree(scratch, ignore_errors=True)
-
-    def _stop_lanes(self) -> None:
-        for future in self._lane_starts:
-            future.cancel()
-            try:
-                future.result()
-            except Exception:  # noqa: BLE001 - a start that failed: stopped below like the others
-                pass
-        for ex in self.lanes:
-            ex.stop()
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
 
     def _selected_groups(self) -> list[Group]:
         if self.options.group is None:
@@ -167,7 +135,7 @@ class Session:
         if time.monotonic() - self.started > self.limits.run_seconds:
             outcome = Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
         else:
-            outcome = self._execute(group, params, ex or self.exchange)
+            outcome = self._execute(group, params, ex or self.workers.first)
         with self._lock:
             self._cache[key] = outcome
             self._frozen = self._frozen or _freezes(outcome)
@@ -186,20 +154,14 @@ class Session:
             params2 = dict(params, seed=derive_seed("refill", params["seed"]))
             outcome2, got2, _, _ = self._call(ex, "refill", params2, input_bytes)
             outcome = judge_refill(got, (outcome2, got2)) or outcome
-        if outcome.passed and last is not None and self._wants_replay(group, params):
-            outcome = self._replay(group, params, *last) or outcome
+        if outcome.passed and last is not None and self.replays is not None and self.replays.wants(group.name, params):
+            outcome = self.replays.check(group.name, params, *last) or outcome
         return outcome
 
     def _prefetch(self, group: Group, cases: list[dict]) -> None:
         """Run a group's cases ahead on every worker at once, into the cache, in their order; stop handing
         out cases past the first that failed. Hypothesis then finds their outcomes, in the same order."""
-        lanes = [self.exchange]
-        for ex, future in zip(self.lanes[1:], self._lane_starts):
-            try:
-                if future.result() is None:
-                    lanes.append(ex)
-            except Exception:  # noqa: BLE001 - a worker that could not start: the others carry on
-                pass
+        lanes = self.workers.ready()
         if len(lanes) < 2 or len(cases) < 2:
             return
         state = {"next": 0, "failed_at": len(cases)}
@@ -222,40 +184,11 @@ class Session:
         for t in threads:
             t.join()
 
-    def _wants_replay(self, group: Group, params: dict) -> bool:
-        """The first passing case of each group (the next, while none could be replayed), and one drawn case in
-        eight (not the refill's eighth)."""
-        if self.replayer is None:
-            return False
-        with self._lock:
-            if group.name not in self._replayed and group.name not in self._replaying:
-                self._replaying.add(group.name)
-                return True
-        return derive_seed("replay?", canonical(params)) % 8 == 0
-
-    def _replay(self, group: Group, params: dict, inputs: list, reply) -> Outcome | None:
-        """The case's recorded launches, replayed alone on fresh inputs (judge.replay): RJ if they miss the answer."""
-        device = "cuda" if self.options.device == "cuda" else "cpu"
-        with self._replay_lock:
-            found = self.replayer.check(params, inputs, reply, device)
-        with self._lock:
-            self._replaying.discard(group.name)
-            if isinstance(found, Skipped):
-                if not any(n.startswith(found.note) for n in self.notes):
-                    self.notes.append(f"{found.note} (a case of group {group.name})")
-                if found.counts:
-                    self._unreplayed.setdefault(group.name, found.note)
-                else:
-                    self._replayed.add(group.name)
-                return None
-            self._replayed.add(group.name)
-        return found
-
     def _never_replayed(self, group: Group) -> GroupResult | None:
         """RJ for a passing group none of whose cases could be replayed for a reason of the call's own."""
-        if self.replayer is None or group.name in self._replayed or group.name not in self._unreplayed:
+        why = self.replays.never_replayed(group.name) if self.replays is not None else None
+        if why is None:
             return None
-        why = self._unreplayed[group.name]
         return GroupResult(group.name, group.about, group.points, False, 0, Verdict.RJ,
                            message=f"none of this group's passing cases could be replayed alone on fresh inputs "
                                    f"({why}); at least one must be",
@@ -367,9 +300,9 @@ class Session:
             return {**base, "reason": why_not}, None
         from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
-        self._stop_lanes()  # the correctness workers' memory and contexts are not needed any more
-        if self.replayer is not None:
-            self.replayer.stop()
+        self.workers.stop()  # the correctness workers' memory and contexts are not needed any more
+        if self.replays is not None:
+            self.replays.replayer.stop()
         t0 = time.monotonic()
         try:
             result = SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret,
@@ -392,16 +325,14 @@ class Session:
         if not groups:
             groups = [GroupResult(g.name, g.about, g.points, False, 0, verdict, skipped="not run: " + message)
                       for g in self._selected_groups()]
-        notes = list(self.notes)
+        notes = list(self.notes) + (self.replays.notes if self.replays is not None else [])
         caveat = self.backend.caveat()
         if caveat:
             notes.append(caveat)
         data = self.submission.read_bytes() if self.submission.is_file() else b""
-        ex = self.exchange
-        timing = {**_summed([lane.timing for lane in self.lanes]), **(self.replayer.timing if self.replayer else {}),
-                  **self.timing}
-        if len(self.lanes) > 1:
-            timing["workers"] = len(self.lanes)
+        ex = self.workers.first if self.workers else None
+        timing = {**(self.workers.timing() if self.workers else {}),
+                  **(self.replays.replayer.timing if self.replays else {}), **self.timing}
         return Report(
             problem={"id": self.problem.id, "slug": self.problem.slug, "title": self.problem.title},
             submission={"path": str(self.submission), "sha256": hashlib.sha256(data).hexdigest()},
@@ -418,7 +349,7 @@ class Session:
             elapsed_seconds=time.monotonic() - self.started,
             timing={k: round(v, 3) if isinstance(v, float) else v for k, v in timing.items()},
             worker=ex.info if ex else {},
-            output="\n".join(t for t in (lane.output_text() for lane in self.lanes) if t)[-8192:],
+            output=self.workers.output_text() if self.workers else "",
             details=details or {},
         )
 
@@ -444,12 +375,3 @@ def _no_speed_run(problem: Problem, opts: Options, verdict: Verdict) -> str | No
 def _freezes(outcome: Outcome) -> bool:
     """A case after which a group's other cases are not run: a worker death or the run's time limit."""
     return outcome.verdict is Verdict.TLE or bool(outcome.details.get("worker_died"))
-
-
-def _summed(timings: list[dict]) -> dict:
-    """The workers' timing books added up."""
-    out: dict = {}
-    for t in timings:
-        for k, v in t.items():
-            out[k] = out.get(k, 0) + v
-    return out

@@ -45,5 +45,6 @@ def test_two_workers_give_the_verdicts_of_one(pid, path):
     one, groups_one = _judge(pid, path, 1)
     two, groups_two = _judge(pid, path, 2)
     assert two.timing.get("workers") == 2
-    assert (one.verdict, one.message) == (two.verdict, two.message)
+    assert one.verdict == two.verdict
+    # The same groups fail on the same shrunk cases (a replay's message quotes its own fresh values).
     assert groups_one == groups_two
