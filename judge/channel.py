@@ -95,8 +95,23 @@ class WorkerChannel:
 
     # ------------------------------------------------------------------ protocol
 
+    def _pressed_against_memory_limit(self) -> str | None:
+        """Why a worker out of time is an MLE: it holds nearly all of its memory. Near a cgroup's
+        cap the kernel reclaims pages instead of killing at once, and on a busy host that stall
+        can outlast the case's time (seen in CI: two memory bombs side by side ended TLE)."""
+        limit = self.limits.memory_mb << 20
+        used = self.proc.memory_bytes()
+        used = max(used or 0, self.peak_memory)
+        if used >= 0.95 * limit:
+            return (f"used {used >> 20} MiB of host memory, against its limit of {self.limits.memory_mb} MiB, "
+                    "when its time ran out (near its cap the kernel reclaims pages rather than kill at once)")
+        return None
+
     def _died(self, exc: Exception) -> WorkerDied:
         if isinstance(exc, wire.ChannelTimeout):
+            pressed = self._pressed_against_memory_limit()
+            if pressed is not None:
+                self._kill("memory", pressed)
             self._kill("timeout", str(exc))
         elif isinstance(exc, wire.OutputLimitExceeded):
             self._kill("output", str(exc))

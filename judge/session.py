@@ -64,6 +64,13 @@ class Session:
 
     # ------------------------------------------------------------------ entry
 
+    def _planned_cases(self, group) -> int:
+        """How many cases Hypothesis is asked for in ``group`` (its explicit examples come on top)."""
+        opts = self.options
+        n = opts.max_examples if opts.max_examples is not None else (
+            group.max_examples_interpret if opts.interpret else group.max_examples)
+        return min(n, 2) if opts.quick else n
+
     def run(self) -> Report:
         self.started = time.monotonic()
         refusal = intake.check_source(self.submission, self.options.static_scan)
@@ -75,7 +82,9 @@ class Session:
                   cache=intake.kernel_cache(self.submission, self.options.device, self.options.interpret))
         count = 1 if self.options.case is not None else (
             self.options.workers or auto_workers(self.options.device, self.options.interpret))
-        self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads, count=count)
+        # No more workers than the largest group has cases: a second worker for one case is a start for nothing.
+        count = min(count, max([self._planned_cases(g) + len(g.examples) for g in self._selected_groups()] or [1]))
+        self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads, count=max(count, 1))
         if self.replay_on:
             replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
                                 golden_device=self.golden_device)
@@ -252,10 +261,7 @@ class Session:
             self._first[group.name] = canonical(opts.case)
             failure = run_cases([opts.case], counted)
         else:
-            n = opts.max_examples if opts.max_examples is not None else (
-                group.max_examples_interpret if interp else group.max_examples)
-            if opts.quick:
-                n = min(n, 2)
+            n = self._planned_cases(group)
             examples = expand_examples(group.examples, domain, interp, salt)
             cases = draw_cases(domain, examples, n, salt, interpret=interp)
             if cases:

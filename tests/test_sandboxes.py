@@ -105,8 +105,10 @@ def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
     device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")  # tests/gpu/run.sh sets cuda
     # The static scan would reject most of these before they run; the point
     # here is what the sandbox contains, so it is off.
+    # One worker: the suite is about containment, and two workers per file, beside pytest's other
+    # process on two cores, slowed the memory bombs past the shortened case limit (TLE, not MLE).
     options = Options(sandbox=backend_name, seed=1, device=device, interpret=device == "cpu", static_scan=False,
-                      speed=False,
+                      speed=False, workers=1,
                       limits={"case_seconds_interpret": CASE_SECONDS, "case_seconds": CASE_SECONDS,
                               "startup_seconds": 60})
     started = time.monotonic()

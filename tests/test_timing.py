@@ -326,7 +326,8 @@ def test_submit_in_interpreter_mode_says_speed_is_not_scored(tmp_path):
     assert report.verdict.value == "AC"
     assert report.speed["scored"] is False and "interpreter mode" in report.speed["reason"]
     assert report.speed_points == 0 and report.score == 20
-    assert report.timing["worker_starts"] == 1 and report.timing["cases"] >= 1
+    # One start per correctness worker, none for a speed run.
+    assert report.timing["worker_starts"] == report.timing.get("workers", 1) and report.timing["cases"] >= 1
 
 
 def test_speed_table_shows_rates_roofline_and_flags_spills():

@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+from judge.sandbox.cgroups import Cgroup
 from judge.sandbox.base import INSIDE_CACHE, Backend, Job, Proc, prepare_cache, worker_env
 from judge.sandbox.staging import new_stage
 
@@ -53,6 +54,7 @@ def client():
 class _DockerProc(Proc):
     def __init__(self, container, sock, submission_path: str, stage: Path):
         self.container = container
+        self._cgroup = None  # its memory cgroup (False: not readable from here)
         self.pid = -1
         self.submission_path = submission_path
         self.stage = stage
@@ -159,6 +161,14 @@ class _DockerProc(Proc):
             if deadline is not None and time.monotonic() >= deadline:
                 return None
             time.sleep(0.05)
+
+    def memory_bytes(self) -> int | None:
+        # Read from the container's cgroup when it is on this host: the stats
+        # API takes a second or two per call, too slow for a watchdog.
+        if self._cgroup is None:
+            cid = getattr(self.container, "id", None)
+            self._cgroup = (Cgroup.of_container(cid) if cid else None) or False
+        return self._cgroup.memory_bytes() if self._cgroup else None
 
     def oom_killed(self) -> bool:
         if not self._oom:
