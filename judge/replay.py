@@ -75,6 +75,9 @@ class Skipped:
 
     note: str
     counts: bool = True
+COMPILE_HINT = ("in the interpreter a kernel body runs as Python, so Python calls, lists, loops over elements and "
+                "a tensor's .handle work there; a GPU compiles only Triton: tl operations on blocks, constexpr "
+                "arithmetic, the file's own @triton.jit functions")
 NAME_HINT = ("a kernel may use only Triton, math, its arguments and the file's own @triton.jit functions and "
              "constants (a GPU compiles nothing else)")
 
@@ -401,6 +404,11 @@ class Replayer:
             if result.kind == "record":
                 return Outcome(Verdict.RJ, f"the record of the call could not be replayed ({where}): {err.message}",
                                {"replay": "record"})
+            if result.kind == "compile":
+                # The interpreter ran it as Python; Triton's compiler, for a GPU, refuses it (judge.untrusted.frontend).
+                return Outcome(Verdict.CE, f"the replay check: {where} would not compile for a GPU (sm_{kernel_source.COMPILE_ARCH}), "
+                                           f"though the interpreter ran it: {err.message}",
+                               {"replay": "compile", "error": err.as_dict(), "hint": COMPILE_HINT})
             line = f" (line {err.line}: {err.code})" if err.line and err.code else ""
             text = f"replayed alone on fresh inputs, {where} failed: {err.type}: {err.message.splitlines()[0] if err.message else ''}{line}"
             details = {"replay": "error", "error": err.as_dict()}

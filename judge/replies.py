@@ -638,7 +638,7 @@ def parse_replay_reply(msg: dict, payloads: list, expect_id: int | None = None) 
     if msg.get("status") == "error":
         _no_tensors(msg, payloads)
         kind = msg.get("kind")
-        _need(kind in ("record", "run"), "a failed replay's kind must be 'record' or 'run'")
+        _need(kind in ("record", "run", "compile"), "a failed replay's kind must be 'record', 'run' or 'compile'")
         return ReplayResult(rid, False, event=_int(msg.get("event"), "event", -1, tracing.MAX_EVENTS), kind=kind,
                             error=parse_error(dict(_obj(msg.get("error") or {}, "error"), category="runtime")))
     _need(msg.get("status") == "ok", "status must be 'ok' or 'error'")

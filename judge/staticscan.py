@@ -171,6 +171,13 @@ FORBIDDEN_NAMES = {
     "map2_": "runs a Python function per element (computes outside your kernels)",
     "apply_": "runs a Python function per element (computes outside your kernels)",
     "frombuffer": "makes tensors of Python bytes (computes outside your kernels)",
+    # ctypes is forbidden as an import, but other modules hold it as an attribute
+    # (triton.backends.amd.compiler.ctypes): the name is refused wherever it is written.
+    **dict.fromkeys(("ctypes", "_ctypes", "cffi", "CDLL", "PyDLL", "pythonapi", "from_address", "dlopen"),
+                    "loads native code and pokes at memory"),
+    # An interpreted kernel runs the code its rewriter made; swapping it runs another body than the source's.
+    "rewriter": "rewires what a kernel runs",
+    "rewritten_fn": "rewires what a kernel runs",
     "from_file": "maps files into tensors (computes outside your kernels)",
     # PyTorch's dispatch guard and its relatives, under any name or path they are re-exported by.
     **dict.fromkeys((

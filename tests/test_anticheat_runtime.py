@@ -70,6 +70,8 @@ CASES = [
     ("93", R93 / "redteam_bytes_roundtrip.py", "apply_ (a Python function per element)"),
     ("93", R93 / "redteam_hidden_compute.py", "map2_ (a Python function per element)"),
     ("94", R94 / "redteam_softmax_map_callback.py", "(a Python function per element)"),
+    # A kernel whose interpreter rewriter was swapped for an empty kernel's; the sums done on the host (ctypes).
+    ("93", R93 / "redteam_rewriter_swap.py", "the kernel add_kernel (it would run another function than its own)"),
     # Only the replay check catches these (judge.replay): the values come from plain Python over the
     # inputs' bytes, and a copy into an output that a do-nothing kernel is handed is all the watch sees.
     ("93", R93 / "exploit2_bytes_proc_mem.py", "the replay check"),

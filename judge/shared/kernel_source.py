@@ -33,6 +33,10 @@ ALLOWED_MODULES = ("triton", "math")
 # Built-in functions a constant's expression may call.
 CONST_CALLS = frozenset({"int", "float", "bool", "abs", "min", "max", "round", "pow"})
 
+# The GPU architecture interpreted kernels are compiled for, to check that they would compile at all
+# (judge.untrusted.frontend): the H200's.
+COMPILE_ARCH = 90
+
 
 @dataclass(frozen=True)
 class Bind:

@@ -189,3 +189,47 @@ def changed(before: dict) -> list[str]:
 def _lazy(name: str) -> bool:
     """A name that may legitimately vanish from a namespace snapshot (none known): report it."""
     return False
+
+
+# --------------------------------------------------------------------------- the file's kernels
+
+
+def kernels_of(namespace: dict) -> dict:
+    """name -> the ``@triton.jit`` function bound under that name in the submission's module (an autotuner or
+    heuristics wrapper looked through), for ``rewired``."""
+    from triton.runtime.jit import JITFunction
+
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover - a Triton without the interpreter
+        InterpretedFunction = ()  # noqa: N806
+    out = {}
+    for name, obj in list(namespace.items()):
+        depth = 0
+        while obj is not None and not isinstance(obj, (JITFunction, InterpretedFunction)) and depth < 8:
+            obj, depth = getattr(obj, "fn", None) if not isinstance(obj, type) else None, depth + 1
+        if obj is not None and isinstance(obj, (JITFunction, InterpretedFunction)):
+            out[name] = obj
+    return out
+
+
+def rewired(kernels: dict) -> list[str]:
+    """Kernels that would run another body than their own source's. In the interpreter a kernel runs what
+    its rewriter made of ``kernel.fn``: a rewriter (or a cached rewrite) taken from another kernel runs
+    that kernel's body instead (a red team swapped in an empty one and computed the answer on the host)."""
+    try:
+        from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
+    except ImportError:  # pragma: no cover
+        return []
+    found = []
+    for name, k in kernels.items():
+        if not isinstance(k, InterpretedFunction):
+            continue
+        fn = vars(k).get("fn")
+        rw = vars(k).get("rewriter")
+        made = InterpretedFunction.rewritten_fn.get(fn) if isinstance(
+            getattr(InterpretedFunction, "rewritten_fn", None), dict) else None
+        if (type(rw) is not FunctionRewriter or rw.fn is not fn
+                or made is not None and getattr(made, "__name__", None) != getattr(fn, "__name__", None)):
+            found.append(f"the kernel {name} (it would run another function than its own)")
+    return found

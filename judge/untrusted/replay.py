@@ -146,8 +146,25 @@ def _same(a, b) -> bool:
     return torch.equal(a.contiguous().view(ints), b.contiguous().view(ints))
 
 
+def compile_checker(path: str):
+    """The GPU compiler's front end, in a child process without the interpreter (judge.untrusted.frontend),
+    for checking interpreted launches; None where it cannot be started (said on stderr)."""
+    try:
+        from judge.untrusted.frontend import Checker
+
+        return Checker(path)
+    except Exception as exc:  # noqa: BLE001 - no front end (e.g. a Triton without the NVIDIA backend): not checked
+        print(f"replay: the compile check is off: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+
+
+class CompileRefused(Exception):
+    """The GPU compiler's front end refused a launched kernel."""
+
+
 class Replay:
-    def __init__(self, ns: dict, kernels: list[str], device: str, path: str):
+    def __init__(self, ns: dict, kernels: list[str], device: str, path: str, frontend=None):
+        self.frontend = frontend
         self.ns = ns
         self.kernels = set(kernels)
         self.device = device
@@ -245,6 +262,10 @@ class Replay:
             raise ReplayError("a launch without a grid")
         args = [self.value(a) for a in event.get("args", [])]
         kwargs = {k: self.value(v) for k, v in event.get("kwargs", {}).items()}
+        if self.frontend is not None:
+            refused = self.frontend.check(name, kernel, args, kwargs)
+            if refused is not None:
+                raise CompileRefused(refused)
         kernel[tuple(grid)](*args, **kwargs)
 
     # the request ---------------------------------------------------------
@@ -289,6 +310,8 @@ class Replay:
                     raise ReplayError(f"an event the replay cannot redo ({event.get('k')})")
             except ReplayError as exc:
                 return self._failed(k, "record", "ReplayError", str(exc))
+            except CompileRefused as exc:
+                return self._failed(k, "compile", "CompilationError", str(exc))
             except Exception as exc:  # noqa: BLE001 - the kernel or operator failed on fresh inputs
                 from judge.untrusted.runner import classify
 
@@ -371,6 +394,8 @@ def main() -> int:
         return 0
     for line in skipped:
         print(f"replay: not defined: {line}", file=sys.stderr)
+    # In the interpreter a kernel body is Python and runs whatever Python does; on a GPU it must compile.
+    frontend = compile_checker(path) if interpret and setup.get("compile_check", True) else None
     reply({"type": "hello", "status": "ok",
            "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__},
            "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
@@ -384,7 +409,7 @@ def main() -> int:
         if msg.get("type") != "replay":
             return 2
         try:
-            result, tensors = Replay(ns, kernels, device, path).run(msg, payloads)
+            result, tensors = Replay(ns, kernels, device, path, frontend).run(msg, payloads)
         except BaseException as exc:  # noqa: BLE001 - a malformed request: said, not fatal
             traceback.print_exc()
             result, tensors = Replay._failed(-1, "record", type(exc).__name__, str(exc))

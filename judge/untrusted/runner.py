@@ -200,6 +200,7 @@ class Worker:
         self.path = os.path.realpath(setup["submission"])
         self.device = setup["device"]
         self.fn = None
+        self.kernels: dict = {}  # the file's kernels, checked for rewiring after each call (judge.untrusted.integrity)
         self.last = None  # (args, storages) of the last case, for a refill
         self.baseline: dict = {}
         self.bench = None  # judge.untrusted.bench.BenchState, made on the first timing request
@@ -297,7 +298,7 @@ class Worker:
                 modified.append(i)
         evidence = _evidence(watch)
         evidence["threads_left"] = _new_threads(threads_before, self.path)
-        evidence["tampered"] = integrity.changed(self.baseline)
+        evidence["tampered"] = integrity.changed(self.baseline) + integrity.rewired(self.kernels)
         evidence["started"] = guard.take_events()
         evidence["compile"] = guard.compile_stats()
         for out in outputs:
@@ -436,7 +437,8 @@ def main() -> int:
     t1 = time.perf_counter()
     fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
     if err is None:
-        tampered = integrity.changed(worker.baseline)
+        worker.kernels = integrity.kernels_of(vars(sys.modules.get("submission") or object()))
+        tampered = integrity.changed(worker.baseline) + integrity.rewired(worker.kernels)
         started = guard.take_events()
         if tampered:
             err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],

@@ -1,0 +1,186 @@
+"""Would this launch compile for a GPU? Triton's front end, run without one.
+
+In the interpreter (TRITON_INTERPRET=1) a ``@triton.jit`` body is ordinary
+Python: it can call ``math.exp`` on floats, index a loaded block's NumPy buffer
+(``x.handle.data``), build lists, loop over elements. None of that is Triton,
+none of it compiles on a GPU, and a "kernel" written that way passes every
+check that only looks at answers (a red team got AC on softmax so). The GPU
+path would refuse it at compile time; on a CPU the judge asks the same
+question of the same compiler: it lowers each launched kernel, with the
+launch's argument types and constants, from its AST to Triton IR for an sm_90
+target. That stage is Python and MLIR only (no ptxas, no driver): about 0.05 s
+per specialization.
+
+It cannot run in the replay worker itself: a process that imported Triton
+with TRITON_INTERPRET=1 holds Triton's own library (``tl.sum``'s combine
+function, ``tl.cdiv``...) as interpreted functions, which the compiler
+refuses. So the replay worker (judge.untrusted.replay) types each launch with
+Triton's own binder (``Specializer``) and asks a child process, started
+without the interpreter (``python -m judge.untrusted.frontend FILE``; it
+imports Triton alone, in about 0.1 s), which compiles the file's kernels from
+their source, never importing the submission. One JSON line each way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from judge.shared.kernel_source import COMPILE_ARCH
+
+WARP = 32
+
+
+def _target():
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+
+    target = GPUTarget("cuda", COMPILE_ARCH, WARP)
+    return target, make_backend(target)
+
+
+def _jit_function(obj):
+    """The JITFunction under ``obj`` (an autotuner or heuristics wrapper looked through), or None."""
+    from triton.runtime.jit import JITFunction
+
+    depth = 0
+    while obj is not None and not isinstance(obj, JITFunction) and depth < 8:
+        obj, depth = getattr(obj, "fn", None), depth + 1
+    return obj if isinstance(obj, JITFunction) else None
+
+
+# --------------------------------------------------------------------------- the replay worker's side
+
+
+def _constant(value):
+    """A constexpr as JSON, or raise TypeError for one the check does not carry (a function, say)."""
+    import triton.language as tl
+
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, tl.dtype):
+        return {"dtype": value.name}
+    raise TypeError(type(value).__name__)
+
+
+class Specializer:
+    """Types a launch as Triton's launcher would for the GPU (signature, constants, alignment attributes)."""
+
+    def __init__(self):
+        self.target, self.backend = _target()
+        self.binders: dict = {}
+
+    def describe(self, kernel, args: list, kwargs: dict) -> dict | None:
+        """The launch as a compile request, or None where it cannot be typed (the run then reports it)."""
+        from triton.runtime.jit import JITFunction, create_function_from_signature
+
+        fn = kernel.fn if not isinstance(kernel, JITFunction) else kernel
+        try:
+            jit = kernel if isinstance(kernel, JITFunction) else JITFunction(fn)
+            binder = self.binders.get(id(fn))
+            if binder is None:
+                binder = self.binders[id(fn)] = (jit, create_function_from_signature(jit.signature, jit.params,
+                                                                                      self.backend))
+            jit, bind = binder
+            bound, specialization, options = bind(*args, **dict(kwargs))
+            options, signature, constexprs, attrs = jit._pack_args(self.backend, dict(kwargs), bound,
+                                                                   specialization, options)
+            return {"signature": signature,
+                    "constexprs": [[list(path), _constant(v)] for path, v in constexprs.items()],
+                    "attrs": [[list(path), v] for path, v in attrs.items()],
+                    "options": {k: v for k, v in kwargs.items() if k in ("num_warps", "num_stages", "num_ctas")}}
+        except Exception:  # noqa: BLE001 - not typable here: not checked
+            return None
+
+
+class Checker:
+    """The child process, and the answers it gave (one per kernel and specialization)."""
+
+    def __init__(self, path: str):
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        self.proc = subprocess.Popen([sys.executable, "-m", "judge.untrusted.frontend", path], env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.specializer = Specializer()
+        self.answers: dict = {}
+
+    def check(self, name: str, kernel, args: list, kwargs: dict) -> str | None:
+        """None when the launch compiles (or could not be checked); else the compiler's reason."""
+        request = self.specializer.describe(kernel, args, kwargs)
+        if request is None:
+            return None
+        request["kernel"] = name
+        line = json.dumps(request, sort_keys=True)
+        if line not in self.answers:
+            try:
+                self.proc.stdin.write(line + "\n")
+                self.proc.stdin.flush()
+                answer = json.loads(self.proc.stdout.readline() or "{}")
+            except (OSError, ValueError):
+                answer = {}
+            self.answers[line] = answer.get("refused")
+        return self.answers[line]
+
+    def close(self) -> None:
+        try:
+            self.proc.kill()
+        except OSError:
+            pass
+
+
+# --------------------------------------------------------------------------- the child
+
+
+def _restore(value):
+    import triton.language as tl
+
+    if isinstance(value, dict) and "dtype" in value:
+        return tl.dtype(value["dtype"])
+    return value
+
+
+def _compile(ns: dict, ctx, target, backend, request: dict) -> str | None:
+    from triton.compiler import ASTSource
+
+    fn = _jit_function(ns.get(request.get("kernel")))
+    if fn is None:
+        return None  # not a kernel of the file: the replay says so itself
+    constexprs = {tuple(path): _restore(v) for path, v in request["constexprs"]}
+    attrs = {tuple(path): v for path, v in request["attrs"]}
+    options = backend.parse_options(dict(request.get("options") or {}))
+    try:
+        ASTSource(fn, request["signature"], constexprs, attrs).make_ir(
+            target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx)
+        return None
+    except Exception as exc:  # noqa: BLE001 - the compiler's refusal is the finding
+        lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
+        return "\n".join(lines[-8:])[:1500] or type(exc).__name__
+
+
+def main() -> int:
+    os.environ.pop("TRITON_INTERPRET", None)
+    from triton._C.libtriton import ir
+
+    from judge.untrusted.replay import load_kernels
+
+    ns, _, _ = load_kernels(sys.argv[1], interpret=False)
+    target, backend = _target()
+    ctx = ir.context()
+    ir.load_dialects(ctx)
+    backend.load_dialects(ctx)
+    for line in sys.stdin:
+        try:
+            refused = _compile(ns, ctx, target, backend, json.loads(line))
+        except Exception as exc:  # noqa: BLE001 - a request this side cannot carry out: not a finding
+            print(f"frontend: {type(exc).__name__}: {exc}", file=sys.stderr)
+            refused = None
+        sys.stdout.write(json.dumps({"refused": refused}) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
