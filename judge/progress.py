@@ -229,6 +229,8 @@ class LiveLine(_Ticker):
 
     def draw(self):
         with self._draw_lock:
+            if self._closed.is_set():
+                return  # the line was cleared for good (a usage error found inside a blocking stretch)
             if self._helper is not None:
                 return  # the helper process draws the line meanwhile
             self._frame += 1
@@ -293,12 +295,23 @@ class PlainLines(_Ticker):
         self.draw()
         return super().start()
 
+    def stage(self, text):
+        super().stage(text)
+        self.draw()  # a new stage or group is written at once: a short one may not last until the next tick
+
+    def group(self, name, index, total, planned):
+        super().group(name, index, total, planned)
+        self.draw()
+
     def draw(self):
-        now = time.monotonic()
-        text = self.line(with_time=False)
-        if text != self._last[0] or now - self._last[1] >= self.quiet:
+        with self._write_lock:
+            now = time.monotonic()
+            text = self.line(with_time=False)
+            if text == self._last[0] and now - self._last[1] < self.quiet:
+                return
             self._last = (text, now)
-            self._write(f"judge: … {self.line()}")
+            self._stream.write(f"judge: … {self.line()}\n")
+            self._stream.flush()
 
     def log(self, message):
         self._write(f"judge: {message}")

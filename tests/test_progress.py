@@ -234,7 +234,8 @@ def test_json_on_a_terminal_keeps_stdout_pure_and_shows_no_progress():
 def test_progress_asked_for_with_json_goes_to_stderr_only():
     r = subprocess.run([sys.executable, "-m", "judge", "test", "93", str(GOOD), "--device", "cpu", "--sandbox",
                         "process", "--json", "--seed", "1", "--group", "small-ragged", "--progress"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                       cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"] == "AC"
     assert "judge: … group small-ragged · " in r.stderr  # plain lines: stderr is not a terminal

@@ -42,7 +42,8 @@ def test_save_case_writes_the_failing_case_and_its_loader_reproduces_it(tmp_path
     saved = tmp_path / "cases"
     r = subprocess.run([sys.executable, "-m", "judge", "test", "93", str(WRONG), "--device", "cpu", "--sandbox",
                         "process", "--seed", "2", "--group", "views", "--json", "--save-case", str(saved)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                       cwd=ROOT, capture_output=True, text=True, timeout=600,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert r.returncode == 1, r.stderr
     report = json.loads(r.stdout)
     (group,) = [g for g in report["groups"] if not g["passed"]]
@@ -108,4 +109,5 @@ def test_the_human_report_prints_the_saved_case_and_its_loader(tmp_path):
     assert f"saved case: {path}; load it with:" in text
     for line in lines.splitlines():
         assert line in text
-    assert json.loads(json.dumps(report.to_json()))["groups"][0]["failure"]["details"]["saved_case"]["path"] == str(path)
+    round_trip = json.loads(json.dumps(report.to_json()))
+    assert round_trip["groups"][0]["failure"]["details"]["saved_case"]["path"] == str(path)

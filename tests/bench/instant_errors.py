@@ -37,6 +37,8 @@ def cases(tmp: Path, sandbox: str) -> list[tuple[str, list[str], int]]:
         ("syntax error (submit 94)", judge + ["submit", "94", str(syntax), "--sandbox", sandbox], 1),
         ("unknown problem", judge + ["submit", "999", str(SOFTMAX_REF), "--sandbox", sandbox], 2),
         ("bad option (--device tpu)", judge + ["submit", "94", str(SOFTMAX_REF), "--device", "tpu"], 2),
+        ("unknown option (--no-such-option)", judge + ["submit", "94", str(SOFTMAX_REF), "--no-such-option"], 2),
+        ("bad --sandbox (chroot)", judge + ["submit", "94", str(SOFTMAX_REF), "--sandbox", "chroot"], 2),
         ("missing entry point (submit 93)",
          judge + ["submit", "93", str(VECTOR_ADD / "compile_error" / "missing_entry_point.py"), "--sandbox", sandbox], 1),
         ("wrong arity (submit 93)",
