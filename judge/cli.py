@@ -95,7 +95,7 @@ def _judge_options(fn):
         click.option("--processes", type=int, default=None,
                      help="Processes and threads the worker may hold (sandboxes; overrides the spec)."),
         _progress_option,
-        click.option("--save-case", "save_case", type=click.Path(path_type=Path), default=None,
+        click.option("--save-case", "save_case", type=click.Path(path_type=Path), default=None, metavar="DIR",
                      help="Write the first failing group's (shrunk) case to DIR as a .pt file: its inputs in their "
                           "exact layout and the expected outputs (the report prints a loader)."),
     ]

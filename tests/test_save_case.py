@@ -54,9 +54,15 @@ def test_save_case_writes_the_failing_case_and_its_loader_reproduces_it(tmp_path
     assert len(loader) == 3 and "from tail_dropped import add" in loader[0]
     # The printed loader, run beside the submission, loads the case and calls the file on it.
     check = "\n".join(loader) + "\n" + "\n".join([
-        "import json",
+        "import importlib.util, json",
         "wrong = (out.double() - case['expected'][0]).abs().gt(1e-3) | out.isnan()",
-        "print(json.dumps({'params': case['params'], 'wrong': int(wrong.sum()),",
+        # The reference, called on the saved case, gives the expected outputs.
+        f"spec = importlib.util.spec_from_file_location('ref', {str(VECTOR_ADD.reference_path)!r})",
+        "ref = importlib.util.module_from_spec(spec); spec.loader.exec_module(ref)",
+        "ref_out = ref.add(*case['args'])",
+        "eps = torch.finfo(ref_out.dtype).eps",
+        "ref_ok = bool(torch.allclose(ref_out.double(), case['expected'][0], rtol=eps, atol=eps, equal_nan=True))",
+        "print(json.dumps({'params': case['params'], 'wrong': int(wrong.sum()), 'ref_ok': ref_ok,",
         "                  'layout': [[list(a.shape), list(a.stride()), a.storage_offset()] for a in case['args']],",
         "                  'inputs': case['inputs'], 'verdict': case['verdict']}))",
     ])
@@ -65,6 +71,7 @@ def test_save_case_writes_the_failing_case_and_its_loader_reproduces_it(tmp_path
     assert ran.returncode == 0, ran.stderr
     got = json.loads(ran.stdout.strip().splitlines()[-1])
     assert got["params"] == failure["case"] and got["verdict"] == "WA"
+    assert got["ref_ok"]  # the reference, on the saved inputs, gives the saved expected outputs
     assert got["layout"] == [[i["shape"], i["stride"], i["offset"]] for i in got["inputs"]]
     assert any(i["offset"] or i["stride"] != [1] for i in got["inputs"])  # a view, as the group promises
     n_wrong = int(failure["message"].split(" of ")[0].split()[-1])  # "out: K of N elements wrong: ..."
