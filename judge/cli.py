@@ -4,6 +4,11 @@ Exit codes: 0 accepted; 1 judged and not accepted; 2 usage error (unknown
 problem, missing file, bad option); 3 internal error of the judge. Every
 error is one line on stderr; with --json, stdout holds the report and nothing
 else.
+
+``submit``, ``test`` and ``bench`` answer what needs no worker before torch is
+imported (it takes seconds, tens of seconds on a busy machine): usage errors,
+and a file refused from its source alone (CE: not Python, a syntax error, no
+entry point or the wrong arity; RJ: the static scan). See ``_run``.
 """
 
 from __future__ import annotations
@@ -11,13 +16,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
 
 from judge.grading.cli import register as register_grading
-from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, err,
-                              problem_or_exit, sandbox_help, sandbox_or_exit, usage)
+from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
+                              err, problem_or_exit, sandbox_help, sandbox_or_exit, usage)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -88,13 +94,22 @@ def _judge_options(fn):
                      help="KiB the submission may print (overrides the spec)."),
         click.option("--processes", type=int, default=None,
                      help="Processes and threads the worker may hold (sandboxes; overrides the spec)."),
+        _progress_option,
+        click.option("--save-case", "save_case", type=click.Path(path_type=Path), default=None, metavar="DIR",
+                     help="Write the first failing group's (shrunk) case to DIR as a .pt file: its inputs in their "
+                          "exact layout and the expected outputs (the report prints a loader)."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
     return fn
 
 
-def _resolve_device(device, interpret):
+_progress_option = click.option(
+    "--progress/--no-progress", "progress", default=None,
+    help="Live progress on stderr (default: on when stderr is a terminal and without --json).")
+
+
+def _resolve_device(device, interpret, fail=usage):
     """(device, interpret, note) - the default is the GPU when one is there."""
     import torch
 
@@ -105,7 +120,7 @@ def _resolve_device(device, interpret):
             return device, True, ("no CUDA GPU found: running kernels in Triton's interpreter on the CPU "
                                   "(slow, small shapes, bfloat16 skipped)")
     if device == "cuda" and not has_cuda:
-        usage("--device cuda: no CUDA GPU is available here; use --device cpu")
+        fail("--device cuda: no CUDA GPU is available here; use --device cpu")
     if device == "cpu":
         return device, True, "running kernels in Triton's interpreter on the CPU" if not interpret else None
     return device, interpret, None
@@ -139,7 +154,9 @@ def _plot(speed, path):
 
 def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
          max_examples, workers, time_limit, memory_limit, startup_limit, run_limit, output_limit, processes,
-         speed=True, bench=None, plot_path=None):
+         progress=None, save_case=None, speed=True, bench=None, plot_path=None):
+    # First everything that needs neither torch nor a worker: the command line, then the file's source. A
+    # usage error or a refused file is answered here, in well under a second (tests/bench/instant_errors.py).
     p = problem_or_exit(problem)
     check_file(file)
     sandbox_or_exit(sandbox)
@@ -155,64 +172,123 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             usage("--case needs --group (the reproduce line in a report has both)")
     if group is not None and group not in [g.name for g in p.groups]:
         usage(f"unknown group '{group}' for problem {p.id}; valid: {', '.join(g.name for g in p.groups)}")
-    device, interpret, note = _resolve_device(device, interpret) if p.kind == "kernel" else ("cpu", False, None)
+    if save_case is not None:
+        if p.kind != "kernel":
+            usage(f"--save-case: problem {p.id} ({p.slug}) is answered by hand: it has no cases to save")
+        if save_case.exists() and not save_case.is_dir():
+            usage(f"--save-case: {save_case} is a file; give a directory (it is created if missing)")
+    asked_device, asked_interpret = device, interpret
+    device, interpret = device_without_torch(device, interpret) if p.kind == "kernel" else ("cpu", False)
     if sandbox != "auto":
         from judge.sandbox import get_backend
 
         why = get_backend(sandbox).unavailable(device)
         if why:
             usage(f"--sandbox {sandbox}: {why}")
-    if case is not None:
-        from judge.cases import validate_case
-
-        chosen = next(g for g in p.groups if g.name == group)
-        why = validate_case(case, chosen.domain(interpret))
-        if why:
-            usage(f"--case does not fit group {group}: {why}")
-    if note:
-        err(note)
+    _check_case(p, group, case, interpret)
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "big") >> 1
+    started = time.monotonic()
+    if p.kind == "kernel":
+        from judge.intake import check_source, refused_report
 
-    from judge.judging import judge_file
-    from judge.options import Options
-    from judge.verdicts import Verdict
+        refusal = check_source(file, entry=p.entry_point, arity=p.arity)
+        if refusal is not None:
+            # Nothing ran, in no sandbox: the report names the one asked for ("none" for auto).
+            mode = {"device": device, "interpret": interpret, "sandbox": sandbox if sandbox != "auto" else "none",
+                    "quick": quick}
+            groups = [g for g in p.groups if group is None or g.name == group]
+            report = refused_report(p, file, refusal, groups=groups, mode=mode, seed=seed,
+                                    elapsed=time.monotonic() - started)
+            _print_report(report, as_json)
+            sys.exit(EXIT_REJECTED)
 
-    options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
-                      case=case, gpu=gpu, max_examples=max_examples, workers=workers,
-                      limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
-                              "memory_mb": memory_limit, "startup_seconds": startup_limit,
-                              "run_seconds": run_limit, "run_seconds_interpret": run_limit,
-                              "output_kb": output_limit, "processes": processes},
-                      speed=speed, bench=bench or {}, log=lambda m: err(m))
+    from judge.progress import NO_PROGRESS, for_terminal
+
+    shown = for_terminal(progress, as_json) if p.kind == "kernel" else NO_PROGRESS
+    say = err if shown is NO_PROGRESS else shown.log
+
+    def fail(message):
+        shown.close()
+        usage(message)
+
     try:
+        if p.kind == "kernel":
+            with shown.blocking("loading torch"):
+                resolved = _resolve_device(asked_device, asked_interpret, fail)
+            if resolved[:2] != (device, interpret):
+                device, interpret = resolved[:2]
+                _check_case(p, group, case, interpret, fail)
+            if resolved[2]:
+                say(resolved[2])
+
+        from judge.judging import judge_file
+        from judge.options import Options
+
+        options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
+                          case=case, gpu=gpu, max_examples=max_examples, workers=workers,
+                          limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
+                                  "memory_mb": memory_limit, "startup_seconds": startup_limit,
+                                  "run_seconds": run_limit, "run_seconds_interpret": run_limit,
+                                  "output_kb": output_limit, "processes": processes},
+                          speed=speed, bench=bench or {}, log=say, progress=shown)
         report = judge_file(p, file, options)
-        if as_json:
-            from judge.report import to_json
+        if save_case is not None:
+            shown.stage("saving the failing case")
+            from judge.savecase import save_failing_case
 
-            click.echo(to_json(report))
-        else:
-            from rich.console import Console
-
-            from judge.report import render
-
-            render(report, Console(highlight=False, soft_wrap=True))
-        _plot(report.speed, plot_path)
+            save_failing_case(p, report, save_case, device=device)
     except KeyboardInterrupt:
+        shown.close()
         err("interrupted")
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - any bug of ours is IE, reported in one line
+        shown.close()
         if os.environ.get("JUDGE_DEBUG"):
             raise
         message = f"{type(exc).__name__}: {exc}"
         if as_json:
+            from judge.verdicts import Verdict
+
             click.echo(json.dumps({"version": 1, "verdict": Verdict.IE.value, "score": 0,
                                    "problem": {"id": p.id, "slug": p.slug}, "message": message}))
         err(f"internal error: {message} (set JUDGE_DEBUG=1 for the traceback)")
         sys.exit(EXIT_INTERNAL)
+    finally:
+        shown.close()
+    _print_report(report, as_json)
+    _plot(report.speed, plot_path)
+    from judge.verdicts import Verdict
+
     if report.verdict is Verdict.AC:
         sys.exit(EXIT_AC)
     sys.exit(EXIT_INTERNAL if report.verdict is Verdict.IE else EXIT_REJECTED)
+
+
+def _check_case(p, group, case, interpret, fail=usage):
+    """A usage error when ``--case`` does not fit its group's domain in this mode."""
+    if case is None:
+        return
+    from judge.cases import validate_case
+
+    chosen = next(g for g in p.groups if g.name == group)
+    why = validate_case(case, chosen.domain(interpret))
+    if why:
+        fail(f"--case does not fit group {group}: {why}")
+
+
+def _print_report(report, as_json: bool) -> None:
+    """The report on stdout: JSON, or the rich view (neither imports torch)."""
+    if as_json:
+        from judge.report import to_json
+
+        click.echo(to_json(report))
+    else:
+        from rich.console import Console
+
+        from judge.report import render
+
+        render(report, Console(highlight=False, soft_wrap=True))
 
 
 @cli.command()
@@ -238,9 +314,10 @@ def submit(problem, file, no_speed, ci_target, speed_budget, max_rounds, plot_pa
 @click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0).")
 @click.option("--shapes", default=None, help="Only these bench shapes, by index (e.g. 0,2).")
 @click.option("--no-pytorch", is_flag=True, help="Do not time the PyTorch baseline.")
+@_progress_option
 @_speed_options
-def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, no_pytorch, ci_target, speed_budget,
-              max_rounds, plot_path):
+def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, no_pytorch, progress, ci_target,
+              speed_budget, max_rounds, plot_path):
     """Time FILE against the reference (and PyTorch) on PROBLEM's bench shapes: speedups with 95% intervals."""
     p = problem_or_exit(problem)
     if p.kind != "kernel":
@@ -253,46 +330,79 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
             only = [int(x) for x in shapes.split(",") if x.strip()]
         except ValueError:
             usage("--shapes takes indices separated by commas, e.g. 0,2")
-    device, interpret, note = _resolve_device(device, interpret)
-    if note:
-        err(note)
     from judge.options import Options
-    from judge.timing.command import bench
+    from judge.timing.command import refused
 
-    overrides = _bench_overrides(ci_target, speed_budget, max_rounds, only=only)
-    if no_pytorch:
-        overrides["torch_baseline"] = False
-    options = Options(device=device, interpret=interpret, sandbox=sandbox, gpu=gpu, bench=overrides,
-                      log=lambda m: err(m))
+    # As in _run: the command line and the file's source first, without torch.
+    early_device, early_interpret = device_without_torch(device, interpret)
+    if sandbox != "auto":
+        from judge.sandbox import get_backend
+
+        why = get_backend(sandbox).unavailable(early_device)
+        if why:
+            usage(f"--sandbox {sandbox}: {why}")
+    report = refused(p, file, Options(device=early_device, interpret=early_interpret, sandbox=sandbox))
+    if report is not None:
+        _print_bench(p, file, report, as_json)
+        sys.exit(EXIT_REJECTED)
+
+    from judge.progress import NO_PROGRESS, for_terminal
+
+    shown = for_terminal(progress, as_json)
+    say = err if shown is NO_PROGRESS else shown.log
+
+    def fail(message):
+        shown.close()
+        usage(message)
+
     try:
+        with shown.blocking("loading torch"):
+            device, interpret, note = _resolve_device(device, interpret, fail)
+        if note:
+            say(note)
+        from judge.timing.command import bench
+
+        overrides = _bench_overrides(ci_target, speed_budget, max_rounds, only=only)
+        if no_pytorch:
+            overrides["torch_baseline"] = False
+        options = Options(device=device, interpret=interpret, sandbox=sandbox, gpu=gpu, bench=overrides,
+                          log=say, progress=shown)
         report = bench(p, file, options)
     except KeyboardInterrupt:
+        shown.close()
         err("interrupted")
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
+        shown.close()
         if os.environ.get("JUDGE_DEBUG"):
             raise
         err(f"internal error: {type(exc).__name__}: {exc} (set JUDGE_DEBUG=1 for the traceback)")
         sys.exit(EXIT_INTERNAL)
+    finally:
+        shown.close()
+    _print_bench(p, file, report, as_json)
+    _plot(report.get("speed") or {}, plot_path)
+    sys.exit(EXIT_AC if report["verdict"] == "AC" else EXIT_INTERNAL if report["verdict"] == "IE" else EXIT_REJECTED)
+
+
+def _print_bench(p, file, report: dict, as_json: bool) -> None:
     if as_json:
         from judge.report import finite_json
 
         click.echo(json.dumps(finite_json(report), indent=2, allow_nan=False))
-    else:
-        from rich.console import Console
-        from rich.markup import escape
+        return
+    from rich.console import Console
+    from rich.markup import escape
 
-        from judge.timing.render import render_speed
+    from judge.timing.render import render_speed
 
-        console = Console(highlight=False, soft_wrap=True)
-        console.print(f"[bold]Problem {p.id} · {escape(p.title)}[/bold]   {escape(str(file))}  "
-                      f"[dim]speed run, sandbox {report['mode']['sandbox']}[/dim]")
-        render_speed(report.get("speed") or {}, console)
-        for n in report.get("notes") or []:
-            console.print(f"[yellow]note:[/yellow] {escape(n)}")
-        console.print(f"{report['verdict']}: {escape(report['message'])}")
-    _plot(report.get("speed") or {}, plot_path)
-    sys.exit(EXIT_AC if report["verdict"] == "AC" else EXIT_INTERNAL if report["verdict"] == "IE" else EXIT_REJECTED)
+    console = Console(highlight=False, soft_wrap=True)
+    console.print(f"[bold]Problem {p.id} · {escape(p.title)}[/bold]   {escape(str(file))}  "
+                  f"[dim]speed run, sandbox {report['mode']['sandbox']}[/dim]")
+    render_speed(report.get("speed") or {}, console)
+    for n in report.get("notes") or []:
+        console.print(f"[yellow]note:[/yellow] {escape(n)}")
+    console.print(f"{report['verdict']}: {escape(report['message'])}")
 
 
 @cli.command()

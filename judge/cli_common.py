@@ -64,3 +64,57 @@ def sandbox_help() -> str:
     from judge.sandbox import describe
 
     return describe()
+
+
+def gpu_visible() -> bool:
+    """Whether an NVIDIA GPU is visible to this process, found without importing torch: the driver's
+    /proc/driver/nvidia/gpus, else ``nvidia-smi -L``; CUDA_VISIBLE_DEVICES set to nothing (or -1) hides them,
+    as it does from torch."""
+    import os
+    import shutil
+    import subprocess
+
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if hidden is not None and hidden.strip() in ("", "-1"):
+        return False
+    gpus = Path("/proc/driver/nvidia/gpus")
+    try:
+        if gpus.is_dir() and any(gpus.iterdir()):
+            return True
+    except OSError:
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        probe = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=2.0)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return probe.returncode == 0 and "GPU " in probe.stdout
+
+
+def torch_has_cuda() -> bool | None:
+    """Whether the installed torch is a CUDA build, read from its torch/version.py on sys.path without importing
+    it (None when that cannot be told)."""
+    import re
+
+    for entry in sys.path:
+        try:
+            text = (Path(entry or ".") / "torch" / "version.py").read_text()
+        except OSError:
+            continue
+        found = re.search(r"^cuda\s*(?::[^=]*)?=\s*(.+)$", text, re.M)
+        return None if found is None else found.group(1).strip() not in ("None", "''", '""')
+    return None
+
+
+def device_without_torch(device: str | None, interpret: bool) -> tuple[str, bool]:
+    """(device, interpret) as the run will pick them, decided without importing torch (so that a usage error
+    or a refused file is answered at once): ``--device`` when given, else ``cuda`` when an NVIDIA GPU is
+    visible and torch is a CUDA build, else ``cpu`` (Triton's interpreter). ``--device cuda`` where neither
+    is there is a usage error here; the full run checks again with torch (judge.cli._resolve_device)."""
+    if device is None:
+        device = "cuda" if gpu_visible() and torch_has_cuda() is not False else "cpu"
+    elif device == "cuda" and not gpu_visible() and torch_has_cuda() is False:
+        usage("--device cuda: no CUDA GPU is available here; use --device cpu")
+    return device, (True if device == "cpu" else interpret)

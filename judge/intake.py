@@ -2,7 +2,9 @@
 
 ``submit``, ``test`` and ``bench`` share this intake, so a file that ``submit``
 rejects cannot be timed by ``bench``. Reading and parsing source is not
-importing it: nothing here runs the submission.
+importing it: nothing here runs the submission. Nothing here imports torch
+either: the command line answers a refused file (:func:`refused_report`)
+before torch is loaded.
 """
 
 from __future__ import annotations
@@ -23,17 +25,61 @@ class Refusal:
     details: dict = field(default_factory=dict)
 
 
-def check_source(path: Path, static_scan: bool = True) -> Refusal | None:
+def check_source(path: Path, static_scan: bool = True, *, entry: str | None = None,
+                 arity: int | None = None) -> Refusal | None:
+    """CE for a file that is no Python source (size, empty, binary, UTF-8, syntax), RJ for what the static scan
+    finds, CE for an entry point that is certainly missing or takes the wrong arguments (``entry`` and
+    ``arity`` given: judge.precheck.entry_point); None when the file goes on to a worker."""
     reason, _line = precheck.check_source(path)
     if reason:
         return Refusal(Verdict.CE, reason)
+    text = path.read_text()
     if static_scan:
-        findings = staticscan.scan(path.read_text())
+        findings = staticscan.scan(text)
         if findings:
             more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
             return Refusal(Verdict.RJ, f"not allowed in a submission: {findings[0].message()}{more}",
                            {"findings": [{"line": f.line, "code": f.code, "why": f.why} for f in findings]})
+    if entry:
+        missing = precheck.entry_point(text, path.name, entry, arity or 0)
+        if missing is not None:
+            kind, message, line = missing
+            # The same details as the worker's own refusal of the file (judge.untrusted.runner).
+            return Refusal(Verdict.CE, message, {"error": {
+                "category": "compile", "type": kind, "message": message, "line": line, "code": "", "frames": [],
+                "fatal": False, "at_import": False}})
     return None
+
+
+def refused_report(problem, submission: Path, refusal: Refusal, *, groups, mode: dict, seed: int,
+                   elapsed: float):
+    """The report of a file refused from its source alone, built without a worker, a sandbox or torch.
+
+    The same report a Session gives such a file (judge.session), except that
+    nothing ran anywhere: no timing, no worker, no sandbox notes. ``groups``:
+    the groups the run would have run (judge.problems.Group).
+    """
+    import hashlib
+
+    from judge.verdicts import GroupResult, Report
+
+    data = submission.read_bytes() if submission.is_file() else b""
+    return Report(
+        problem={"id": problem.id, "slug": problem.slug, "title": problem.title},
+        submission={"path": str(submission), "sha256": hashlib.sha256(data).hexdigest()},
+        mode=mode,
+        seed=seed,
+        verdict=refusal.verdict,
+        message=refusal.message,
+        groups=[GroupResult(g.name, g.about, g.points, False, 0, refusal.verdict,
+                            skipped="not run: " + refusal.message) for g in groups],
+        notes=[],
+        max_score=100.0,
+        speed={"scored": False, "points": 0, "max_points": problem.speed_points,
+               "reason": f"not measured: {refusal.verdict.value} before the speed run"},
+        elapsed_seconds=elapsed,
+        details=dict(refusal.details),
+    )
 
 
 def backend_for(name: str, device: str):

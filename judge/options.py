@@ -27,6 +27,7 @@ class Options:
     bench: dict = field(default_factory=dict)  # overrides of the problem's [bench] settings
     log: object = None  # callable(str) for progress lines on stderr (the GPU lock's wait), or None
     workers: int | None = None  # workers a submission's cases are spread over (None: judge.options.auto_workers)
+    progress: object = None  # judge.progress.Progress: live progress of the run (None: none, judge.progress.NO_PROGRESS)
 
 
 def limits_for(problem, options: Options) -> Limits:

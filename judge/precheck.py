@@ -34,3 +34,77 @@ def check_source(path: Path) -> tuple[str | None, int | None]:
     except (RecursionError, MemoryError, ValueError) as exc:
         return f"{name} cannot be parsed: {type(exc).__name__}", None
     return None, None
+
+
+# Names through which a module can gain a global without a statement that binds it (a namespace written by
+# name, a module-level __getattr__, the module object replaced): a file that uses one goes to the worker.
+_DYNAMIC = frozenset({"globals", "locals", "vars", "setattr", "exec", "eval", "compile", "__import__", "__dict__",
+                      "__getattr__", "__class__", "modules", "__builtins__", "builtins", "importlib"})
+
+
+def entry_point(text: str, name: str, entry: str, arity: int) -> tuple[str, str, int | None] | None:
+    """(error type, reason, line) when the source cannot define a usable entry point, else None.
+
+    Read from the syntax tree, never run, and only where the answer is certain:
+    ``MissingEntryPoint`` when nothing in the file binds ``entry`` at all (no
+    ``def``, class, assignment, import, ``global`` or dynamic namespace write of
+    it anywhere); ``WrongArity`` when its only bindings are top-level, undecorated
+    ``def`` statements and the last one cannot take ``arity`` positional
+    arguments. Everything else (an entry point bound by assignment, import or
+    a decorator; one defined under an ``if``) is left to the worker, which
+    loads the file and checks the real object. The messages are the worker's
+    (judge.untrusted.runner.load_submission).
+    """
+    try:
+        tree = ast.parse(text, filename=name)
+    except (SyntaxError, RecursionError, MemoryError, ValueError):
+        return None
+    top_defs: list[ast.FunctionDef] = []
+    other = False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name in _DYNAMIC:
+                other = True
+            if node.name == entry:
+                if isinstance(node, ast.FunctionDef) and any(node is top for top in tree.body):
+                    top_defs.append(node)
+                else:
+                    other = True
+        elif isinstance(node, ast.Name):
+            if node.id in _DYNAMIC or (node.id == entry and not isinstance(node.ctx, ast.Load)):
+                other = True
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _DYNAMIC:
+                other = True
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*" or (alias.asname or alias.name.split(".")[0]) == entry:
+                    other = True
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            if entry in node.names:
+                other = True
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            if node.name == entry:
+                other = True
+        elif isinstance(node, ast.MatchMapping):
+            if node.rest == entry:
+                other = True
+    expected = f"def {entry}({', '.join(f'arg{i}' for i in range(arity))})"
+    if not top_defs:
+        if other:
+            return None
+        return "MissingEntryPoint", f"{name} does not define '{entry}'; expected {expected}", None
+    if other:
+        return None
+    fn = top_defs[-1]  # the last definition is the one the module keeps
+    if fn.decorator_list:
+        return None  # a decorator may return anything: the worker judges the object
+    args = fn.args
+    positional = len(args.posonlyargs) + len(args.args)
+    required = positional - len(args.defaults)
+    keyword_required = any(d is None for d in args.kw_defaults)
+    if required <= arity and (arity <= positional or args.vararg is not None) and not keyword_required:
+        return None
+    found = f"def {entry}({ast.unparse(args)})"
+    return ("WrongArity", f"'{entry}' must accept {arity} positional arguments: expected {expected}, found {found}",
+            fn.lineno)

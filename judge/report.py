@@ -99,6 +99,11 @@ def render(report: Report, console: Console) -> None:
             console.print(f"    line {f['line']} in {escape(f['function'])}: {_clean(f['code'], 200)}")
         if g.repro:
             console.print(f"  reproduce: [dim]{escape(g.repro)}[/dim]")
+        saved = d.get("saved_case")
+        if saved:
+            console.print(f"  saved case: {escape(saved['path'])}; load it with:")
+            for line in saved["loader"].splitlines():
+                console.print(f"    [cyan]{escape(line)}[/cyan]")
 
     if report.output.strip():
         console.print("\n[bold]printed by the submission[/bold] [dim](truncated)[/dim]")

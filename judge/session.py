@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from judge import expected, intake
+from judge import expected, intake, progress as progress_words
 from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
@@ -32,6 +32,7 @@ from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
 from judge.options import Options, auto_workers, limits_for
 from judge.problems import Group, Problem
+from judge.progress import NO_PROGRESS
 from judge.replay import Replayer, ReplaySampler
 from judge.sandbox import Job
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
@@ -61,6 +62,11 @@ class Session:
         self.replays: ReplaySampler | None = None
         # JUDGE_REPLAY=0 turns the replay check off, to measure what it costs (tests/bench/RESULTS.md).
         self.replay_on = options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
+        # Live progress (judge.progress): what runs now, reported from whichever thread runs it.
+        self.progress = options.progress or NO_PROGRESS
+        self._shrinking = False  # the group's first failure was found: its cases now are Hypothesis's tries
+        self._tries = 0  # cases run while shrinking the group's failure
+        self._lane_compiling: dict[int, bool] = {}  # lane -> its last reply compiled new kernels (GPU)
 
     # ------------------------------------------------------------------ entry
 
@@ -73,7 +79,8 @@ class Session:
 
     def run(self) -> Report:
         self.started = time.monotonic()
-        refusal = intake.check_source(self.submission, self.options.static_scan)
+        refusal = intake.check_source(self.submission, self.options.static_scan, entry=self.problem.entry_point,
+                                      arity=self.problem.arity)
         if refusal is not None:
             return self._report(refusal.verdict, refusal.message, [], refusal.details)
         scratch = Path(tempfile.mkdtemp(prefix="judge-run-"))
@@ -92,6 +99,8 @@ class Session:
             # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
             replayer.prestart()
             self.replays = ReplaySampler(replayer, "cuda" if self.options.device == "cuda" else "cpu")
+        workers = len(self.workers.all)
+        self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
         try:
             failure = self.workers.start()
             if failure is not None:
@@ -114,6 +123,7 @@ class Session:
                 verdict, message = failed
             return self._report(verdict, message, groups, speed=speed)
         finally:
+            self.progress.stage("stopping workers")
             if self.replays is not None:
                 self.replays.replayer.release()  # asks it to exit now; closed for good below, after the workers
             self.workers.stop()
@@ -148,6 +158,11 @@ class Session:
         with self._lock:
             self._cache[key] = outcome
             self._frozen = self._frozen or _freezes(outcome)
+            shrinking = self._shrinking
+            if shrinking:
+                self._tries += 1
+        if not shrinking:
+            self.progress.case_done()  # counted once per case: Hypothesis finds the prefetched ones in the cache
         return outcome
 
     def _execute(self, group: Group, params: dict, ex: Exchange) -> Outcome:
@@ -164,8 +179,25 @@ class Session:
             outcome2, got2, _, _ = self._call(ex, "refill", params2, input_bytes)
             outcome = judge_refill(got, (outcome2, got2)) or outcome
         if outcome.passed and last is not None and self.replays is not None and self.replays.wants(group.name, params):
-            outcome = self.replays.check(group.name, params, *last) or outcome
+            lane = self._lane_of(ex)
+            self.progress.lane(lane, progress_words.REPLAYING)
+            try:
+                outcome = self.replays.check(group.name, params, *last) or outcome
+            finally:
+                self.progress.lane(lane, None)
         return outcome
+
+    def _lane_of(self, ex: Exchange) -> int:
+        return next((i for i, lane in enumerate(self.workers.all) if lane is ex), 0)
+
+    def _phase_of(self, lane: int) -> tuple[str, str]:
+        """(phase, detail) of a case about to run on ``lane``: a try while shrinking a failure, else a compiling
+        case on a GPU (the lane's first, or one after a case that compiled new kernels), else testing."""
+        if self._shrinking:
+            return progress_words.SHRINKING, f"try {self._tries + 1}"
+        if self.options.device == "cuda" and not self.options.interpret and self._lane_compiling.get(lane, True):
+            return progress_words.COMPILING, ""
+        return progress_words.TESTING, ""
 
     def _prefetch(self, group: Group, cases: list[dict]) -> None:
         """Run a group's cases ahead on every worker at once, into the cache, in their order; stop handing
@@ -210,6 +242,18 @@ class Session:
         (Outcome, the returned tensors or None, the inputs' size in bytes, (inputs, reply) of a passing case
         for the replay or None).
         """
+        lane = self._lane_of(ex)
+        self.progress.lane(lane, *self._phase_of(lane))
+        compiled = ex.timing["kernels_compiled"]
+        try:
+            return self._call_on(ex, kind, params, input_bytes)
+        finally:
+            self.progress.lane(lane, None)
+            self._lane_compiling[lane] = ex.timing["kernels_compiled"] > compiled
+            if ex.timing["kernels_compiled"]:
+                self.progress.kernels(sum(x.timing["kernels_compiled"] for x in self.workers.all))
+
+    def _call_on(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None):
         inputs = self.problem.golden.make_inputs(dict(params), generator(params["seed"]))
         wire_args, payloads, nbytes = encode_inputs(inputs)
         input_bytes = input_bytes or nbytes
@@ -246,6 +290,9 @@ class Session:
         domain = group.domain(interp)
         salt = f"{opts.seed}:{self.problem.id}:{group.name}"
         self._frozen = False
+        self._shrinking, self._tries = False, 0
+        selected = [g.name for g in self._selected_groups()]
+        where = (selected.index(group.name) + 1, len(selected))
         ran = {"n": 0}
         dtypes = domain.get("dtype")
         if interp and "bfloat16" in (dtypes if isinstance(dtypes, list) else [dtypes]) and BF16_NOTE not in self.notes:
@@ -255,9 +302,12 @@ class Session:
             outcome = self.run_case(group, params)
             if outcome.message != NOT_RUN:
                 ran["n"] += 1
+            if not outcome.passed:
+                self._shrinking = True  # Hypothesis's next cases are tries at a smaller failing one
             return outcome
 
         if opts.case is not None:
+            self.progress.group(group.name, *where, planned=1)
             self._first[group.name] = canonical(opts.case)
             failure = run_cases([opts.case], counted)
         else:
@@ -266,6 +316,7 @@ class Session:
             cases = draw_cases(domain, examples, n, salt, interpret=interp)
             if cases:
                 self._first[group.name] = canonical(cases[0])
+            self.progress.group(group.name, *where, planned=len(cases))
             self._prefetch(group, cases)
             self._frozen = False  # the shrinking pass decides again, in the cases' order
             failure = run_group(domain, examples, n, salt, counted, interpret=interp,
@@ -306,6 +357,7 @@ class Session:
             return {**base, "reason": why_not}, None
         from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
+        self.progress.stage("speed run: stopping the test workers")
         self.workers.stop()  # the correctness workers' memory and contexts are not needed any more
         if self.replays is not None:
             self.replays.replayer.stop()
@@ -314,7 +366,7 @@ class Session:
             result = SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret,
                               gpu=opts.gpu, backend=self.backend, limits=self.limits, scratch=scratch,
                               config=config_for(self.problem, interpret=opts.interpret, overrides=opts.bench),
-                              log=opts.log).run()
+                              log=opts.log, progress=self.progress).run()
         except BenchFailed as exc:
             self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
             speed = {**base, "scored": True, "reason": f"{exc.verdict} in the speed run: {exc.message}",

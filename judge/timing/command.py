@@ -1,8 +1,10 @@
 """``python -m judge bench ID FILE``: the speed run alone, without the correctness tests.
 
-The source checks of ``submit`` (size, syntax, the static scan) still apply,
-and the outputs of timed calls are still checked, so a wrong or cheating
-kernel does not get a speed; but only ``submit`` gives points.
+The source checks of ``submit`` (size, syntax, the entry point, the static
+scan) still apply, and the outputs of timed calls are still checked, so a
+wrong or cheating kernel does not get a speed; but only ``submit`` gives
+points. A file refused from its source is answered by :func:`refused`
+before torch is imported (the command line calls it first).
 """
 
 from __future__ import annotations
@@ -15,39 +17,55 @@ from pathlib import Path
 
 from judge import intake
 from judge.options import Options, limits_for
-from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
+
+
+def _report(problem, submission: Path, options: Options, sandbox: str, notes: list[str]) -> dict:
+    data = submission.read_bytes() if submission.is_file() else b""
+    return {"version": 1, "problem": {"id": problem.id, "slug": problem.slug, "title": problem.title},
+            "submission": {"path": str(submission), "sha256": hashlib.sha256(data).hexdigest()},
+            "mode": {"device": options.device, "interpret": options.interpret, "sandbox": sandbox},
+            "notes": notes}
+
+
+def _done(report: dict, started: float, verdict: str, message: str, speed: dict | None = None,
+          details=None) -> dict:
+    report.update(verdict=verdict, message=message, speed=speed or {}, details=details or {},
+                  elapsed_seconds=round(time.monotonic() - started, 3))
+    return report
+
+
+def refused(problem, submission: Path, options: Options) -> dict | None:
+    """The report of a file refused from its source alone (CE or RJ), or None; no worker, no sandbox, no torch
+    (the sandbox is the one asked for, "none" for auto: nothing ran)."""
+    started = time.monotonic()
+    refusal = intake.check_source(submission, entry=problem.entry_point, arity=problem.arity)
+    if refusal is None:
+        return None
+    report = _report(problem, submission, options, options.sandbox if options.sandbox != "auto" else "none", [])
+    return _done(report, started, refusal.verdict.value, refusal.message, details=refusal.details)
 
 
 def bench(problem, submission: Path, options: Options) -> dict:
     """A report dict: version, verdict ("AC" when measured), message, problem, submission, mode, speed."""
+    from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
+
     started = time.monotonic()
+    found = refused(problem, submission, options)
+    if found is not None:
+        return found
     backend, note = intake.backend_for(options.sandbox, options.device)
-    notes = [note] if note else []
-    data = submission.read_bytes() if submission.is_file() else b""
-    report = {"version": 1, "problem": {"id": problem.id, "slug": problem.slug, "title": problem.title},
-              "submission": {"path": str(submission), "sha256": hashlib.sha256(data).hexdigest()},
-              "mode": {"device": options.device, "interpret": options.interpret, "sandbox": backend.name},
-              "notes": notes}
-
-    def done(verdict: str, message: str, speed: dict | None = None, details=None) -> dict:
-        report.update(verdict=verdict, message=message, speed=speed or {}, details=details or {},
-                      elapsed_seconds=round(time.monotonic() - started, 3))
-        return report
-
-    refusal = intake.check_source(submission)
-    if refusal is not None:
-        return done(refusal.verdict.value, refusal.message, details=refusal.details)
+    report = _report(problem, submission, options, backend.name, [note] if note else [])
     scratch = Path(tempfile.mkdtemp(prefix="judge-bench-"))
     try:
         runner = SpeedRun(problem, submission, device=options.device, interpret=options.interpret, gpu=options.gpu,
-                       backend=backend, limits=limits_for(problem, options), scratch=scratch,
-                       config=config_for(problem, interpret=options.interpret, overrides=options.bench),
-                       log=options.log)
+                          backend=backend, limits=limits_for(problem, options), scratch=scratch,
+                          config=config_for(problem, interpret=options.interpret, overrides=options.bench),
+                          log=options.log, progress=options.progress)
         try:
             speed = runner.run()
         except BenchFailed as exc:
-            return done(exc.verdict, exc.message, details=exc.details)
+            return _done(report, started, exc.verdict, exc.message, details=exc.details)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     message = f"{speed['geomean_speedup']:.3f}x the reference's speed (geometric mean over {len(speed['shapes'])} shapes)"
-    return done("AC", message, speed)
+    return _done(report, started, "AC", message, speed)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge import intake, replies, rules
+from judge.progress import NO_PROGRESS
 from judge.shared import bench_inputs
 from judge.timing import checks, stats
 from judge.timing.score import SpeedScore
@@ -113,7 +114,7 @@ class SpeedRun:
     """One speed run; ``run()`` returns the report's speed section (a dict) or raises BenchFailed."""
 
     def __init__(self, problem, submission: Path, *, device: str, interpret: bool, gpu: int | None,
-                 backend, limits, scratch: Path, config: BenchConfig, log=None):
+                 backend, limits, scratch: Path, config: BenchConfig, log=None, progress=None):
         self.problem = problem
         self.submission = Path(submission)
         self.device = device
@@ -125,6 +126,7 @@ class SpeedRun:
         self.scratch = Path(scratch)
         self.config = config
         self.log = log or (lambda m: None)
+        self.progress = progress or NO_PROGRESS  # judge.progress: the phase, shape and round now
         self.contenders: list[Contender] = []
         self.notes: list[str] = []
         self.ceilings: dict = {}
@@ -341,20 +343,33 @@ class SpeedRun:
         if not self.config.shapes:
             raise BenchFailed("IE", f"problem {self.problem.id} has no [bench] shapes")
         if self.cuda:
-            with lock.gpu_lock(self.gpu, on_wait=self.log):
+            def waiting(message: str) -> None:
+                self.progress.stage("speed run: waiting for the GPU (another judge is timing on it)")
+                self.log(message)
+
+            with lock.gpu_lock(self.gpu, on_wait=waiting):
                 return self._run_locked()
         return self._run_locked()
 
+    def _phase(self, text: str) -> None:
+        self.progress.stage(f"speed run: {text}")
+
     def _run_locked(self) -> dict:
         t_start = time.monotonic()
+        n = len(self.config.shapes)
         if self.cuda:
             from judge.timing import ceilings
 
+            self._phase("measuring the GPU's ceilings (once per GPU model)")
             self.ceilings = ceilings.get(self.gpu, log=self.log)
         try:
+            self._phase("starting workers")
             self._start()
             started = time.monotonic()
-            plans = [self._plan(s, p) for s, p in enumerate(self.config.shapes)]
+            plans = []
+            for s, p in enumerate(self.config.shapes):
+                self._phase(f"warming up: shape {s + 1} of {n}")
+                plans.append(self._plan(s, p))
             warm = time.monotonic()
             rounds, torch_times, last_round = [], {s: [] for s in range(len(plans))}, 0.0
             stopped = None
@@ -363,6 +378,7 @@ class SpeedRun:
                 order = self.contenders if len(rounds) % 2 == 0 else _swap_first_two(self.contenders)
                 this = {}
                 for s, plan in enumerate(plans):
+                    self._phase(f"timing: shape {s + 1} of {n}, round {len(rounds) + 1}")
                     got = {}
                     for c in order:
                         try:
@@ -377,7 +393,10 @@ class SpeedRun:
                 _, gm = stats.speedups(rounds, self.score.clamp)
                 stopped = self.config.stop.decide(len(rounds), gm.half_width, time.monotonic() - warm, last_round)
             timed = time.monotonic()
-            checked = [self._check(s, plan) for s, plan in enumerate(plans)]
+            checked = []
+            for s, plan in enumerate(plans):
+                self._phase(f"checking outputs: shape {s + 1} of {n}")
+                checked.append(self._check(s, plan))
             return self._result(plans, rounds, torch_times, stopped, checked, {
                 "start_seconds": round(started - t_start, 3), "warmup_seconds": round(warm - started, 3),
                 "rounds_seconds": round(timed - warm, 3), "check_seconds": round(time.monotonic() - timed, 3)})
@@ -433,6 +452,7 @@ class SpeedRun:
         by_profiler: set = set()
         for c in order:
             for s, plan in enumerate(plans):
+                self._phase(f"profiler clock: {c.name}, shape {s + 1} of {len(plans)}")
                 msg = {"type": "bench", "id": f"{s}-profile", "shape": s, "args": plan["specs"],
                        "samples": self.config.profile_samples, "per_sample": plan["per_sample"],
                        "seed": secrets.randbits(62), "sets": plan["sets"], "flush_bytes": plan["flush_bytes"],
