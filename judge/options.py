@@ -26,6 +26,7 @@ class Options:
     replay: bool = True  # the replay check (judge.replay); off only to measure what it costs (JUDGE_REPLAY=0)
     bench: dict = field(default_factory=dict)  # overrides of the problem's [bench] settings
     log: object = None  # callable(str) for progress lines on stderr (the GPU lock's wait), or None
+    progress: object = None  # callable(dict): a test group starts ({group, index, groups}) or the speed run
     workers: int | None = None  # workers a submission's cases are spread over (None: judge.options.auto_workers)
 
 

@@ -98,12 +98,14 @@ class Session:
                 return self._report(failure.verdict, failure.message, [], failure.details)
             groups_started = time.monotonic()
             groups = []
-            for g in self._selected_groups():
+            selected = self._selected_groups()
+            for i, g in enumerate(selected):
                 if groups and groups[-1].verdict.stops_later_groups:
                     last = groups[-1].verdict
                     groups.append(GroupResult(g.name, g.about, g.points, False, 0, last,
                                               skipped=f"not run: an earlier group ended with {last.value}"))
                     continue
+                self._progress({"group": g.name, "index": i + 1, "groups": len(selected)})
                 groups.append(self._run_group(g))
             verdict = worst(g.verdict for g in groups)
             message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
@@ -120,6 +122,14 @@ class Session:
             if self.replays is not None:
                 self.replays.replayer.close()
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _progress(self, event: dict) -> None:
+        """Tell options.progress (the grading service's live status) where the judging is."""
+        if self.options.progress is not None:
+            try:
+                self.options.progress(event)
+            except Exception:  # noqa: BLE001 - progress never fails a judging
+                pass
 
     def _selected_groups(self) -> list[Group]:
         if self.options.group is None:
@@ -306,6 +316,7 @@ class Session:
             return {**base, "reason": why_not}, None
         from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
+        self._progress({"phase": "timing"})
         self.workers.stop()  # the correctness workers' memory and contexts are not needed any more
         if self.replays is not None:
             self.replays.replayer.stop()
