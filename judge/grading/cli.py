@@ -324,20 +324,23 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
                            executor=executor, ray_address=ray_address, rubric=_rubric(rubric), staff_token=token,
                            tokens_file=tokens_file, rate=rate, max_pending=max_pending, max_upload=max_upload << 10,
                            secure_cookies=secure_cookies)
-    try:
-        sock = bind(host, port)
-    except OSError as exc:
-        usage(f"cannot listen on {host}:{port}: {exc.strerror}")
     log = lambda m: click.echo(m, err=True)  # noqa: E731
-    where = sock.getsockname()
-    shown = f"[{where[0]}]" if ":" in where[0] else where[0]
-    click.echo(f"serving on http://{shown}:{where[1]} ({device}, {len(slots)} slot(s), {executor} executor, "
-               f"sandbox {sandbox}, store {config.store_path})", err=True)
     try:
         service = open_service(config, log=log)
     except ServeError as exc:
-        sock.close()
         usage(str(exc))
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        service.store.close()
+        usage(f"cannot listen on {host}:{port}: {exc.strerror}")
+    where = sock.getsockname()
+    shown = f"[{where[0]}]" if ":" in where[0] else where[0]
+    # The first line (scripts and tests read the port from it when --port is 0).
+    click.echo(f"serving on http://{shown}:{where[1]} ({device}, {len(slots)} slot(s), {executor} executor, "
+               f"sandbox {sandbox}, store {config.store_path})", err=True)
+    if token is not None and len(token) < 16:
+        err("warning: the staff token is short (under 16 characters): anyone who guesses it is staff")
     try:
         run_server(service, sock, log=log)
     except KeyboardInterrupt:

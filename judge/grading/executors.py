@@ -111,6 +111,9 @@ class LocalExecutor:
                         report = ie_report(None, f"{type(exc).__name__}: {exc}")
                     on_result(key, report)
 
+    def start(self) -> None:
+        """Nothing to start: jobs run in child processes of this one."""
+
     def stop(self) -> None:
         """End the jobs in flight now (their children get SIGTERM; their reports come back as IEs)."""
         stop_children()
@@ -182,9 +185,16 @@ class RayExecutor:
             self.ray.init(num_cpus=self.workers, num_gpus=0, runtime_env=runtime_env,
                           logging_level=logging.ERROR, log_to_driver=False, **local)
 
+    def start(self) -> None:
+        """Connect to Ray (or start a local instance) now, from the calling thread: the grading service does
+        it from its main thread, before its server takes the signals (Ray's own SIGTERM handler would end
+        the process without the service's shutdown)."""
+        if not self.ray.is_initialized():
+            self._init()
+
     def run(self, jobs: Jobs, on_result: OnResult) -> None:
         ray = self.ray
-        self._init()
+        self.start()
         self._pending = pending = {}
         try:
             resources = {"num_gpus": self.gpu_share, "num_cpus": 1} if self.use_gpu else {"num_cpus": 1}

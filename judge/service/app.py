@@ -166,10 +166,11 @@ def create_app(service) -> FastAPI:
                   docs_url=None, redoc_url=None, lifespan=lifespan)
     app.add_middleware(BodyLimit, limit=config.max_upload * 4 // 3 + (64 << 10))
     app.add_middleware(SecurityHeaders)
+    _mount_docs(app)  # before /static: its files are under /static/swagger
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
-    _mount_docs(app)
     templates = Jinja2Templates(directory=HERE / "templates")
     templates.env.filters["when"] = _when
+    templates.env.filters["num"] = _num
     templates.env.globals["speed_columns"] = _speed_columns
     bearer = HTTPBearer(auto_error=False, description="A staff or student token")
     plot_lock = threading.Lock()
@@ -229,8 +230,6 @@ def create_app(service) -> FastAPI:
             raise ServiceError(400, f"unknown problem '{problem_key}'; valid: {', '.join(map(str, problems))}")
         if len(data) > config.max_upload:
             raise ServiceError(413, f"the file is over {config.max_upload >> 10} KiB")
-        if not data.strip():
-            raise ServiceError(400, "the file is empty")
         name = PurePath(str(filename or "")).name
         if not name.endswith(problem.suffix) or name.startswith(".") or len(name) > 128:
             name = f"submission{problem.suffix}"
@@ -509,6 +508,8 @@ def create_app(service) -> FastAPI:
         if not data:
             data = text.replace("\r\n", "\n").encode()
         try:
+            if not data.strip():
+                raise ServiceError(400, "choose a file, or paste it")  # the API judges an empty file (CE)
             job = await run_in_threadpool(submit, who, problem, name, data)
         except ServiceError as exc:
             p = find_problem(problem)
@@ -570,6 +571,13 @@ def _when(iso: str | None) -> str:
     except ValueError:
         return iso
     return t.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _num(value) -> str:
+    """A score for people: 20 rather than 20.0, 12.35 rather than 12.3456."""
+    if not isinstance(value, (int, float)):
+        return "" if value is None else str(value)
+    return f"{round(float(value), 2):g}"
 
 
 def _speed_columns(speed: dict):

@@ -88,6 +88,7 @@ def serve(service: Service, sock: socket.socket, log=print) -> None:
 
     from judge.service.app import create_app
 
+    service.runner.executor.start()  # Ray: connected from this (the main) thread, before uvicorn takes the signals
     app = create_app(service)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                             proxy_headers=False)
