@@ -207,6 +207,8 @@ def test_prairielearn_results_may_name_a_folder(tmp_path):
 @pytest.fixture()
 def service(tmp_path):
     """The real grading service on a free local port, with a token."""
+    pytest.importorskip("fastapi")  # the [serve] extra
+    pytest.importorskip("uvicorn")
     token = tmp_path / "token"
     token.write_text("tok-123456789")
     proc = subprocess.Popen([sys.executable, "-m", "judge", "serve", "--port", "0", "--device", "cpu",

@@ -184,6 +184,7 @@ def test_staff_page_and_another_students_report(browser, tmp_path):
         d.get(served.url + "/ui/staff")
         assert d.find_element(By.TAG_NAME, "h1").text == "403"
         d.find_element(By.CSS_SELECTOR, "form[action='/ui/logout'] button").click()
+        _wait(lambda: not d.find_elements(By.ID, "who"), 60, "bob logged out")  # the form's post has landed
         d.get(served.url + "/ui/login")
         d.find_element(By.ID, "token").send_keys(people["ta"])
         d.find_element(By.ID, "login").click()

@@ -288,8 +288,11 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
 @click.option("--max-upload", type=int, default=512, show_default=True, help="KiB of one submitted file.")
 @click.option("--secure-cookies", is_flag=True, help="The login cookie only over https (behind a TLS proxy).")
 @click.option("--job-timeout", type=float, default=1800, show_default=True)
+@click.option("--max-examples", type=int, default=None,
+              help="Drawn cases per group for every job (default: each problem's own); for demos, tests and "
+                   "benchmarks, as it tests less.")
 def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state, rubric, token_file, tokens_file,
-          rate_limit, max_pending, max_upload, secure_cookies, job_timeout):
+          rate_limit, max_pending, max_upload, secure_cookies, job_timeout, max_examples):
     """The grading service: a job queue, its API (/docs) and web pages for students and staff.
 
     POST /submissions answers with a job id at once; GET /submissions/ID gives its status and report. Jobs live
@@ -310,6 +313,8 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
         usage("--ray-address needs --executor ray")
     if max_pending < 0 or max_upload < 1:
         usage("--max-pending must be >= 0 and --max-upload >= 1")
+    if max_examples is not None and max_examples < 1:
+        usage("--max-examples must be >= 1")
     try:
         rate = parse_rate(rate_limit)
     except ConfigError as exc:
@@ -323,7 +328,7 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
     config = ServiceConfig(state=state, device=device, slots=slots, sandbox=sandbox, job_timeout=job_timeout,
                            executor=executor, ray_address=ray_address, rubric=_rubric(rubric), staff_token=token,
                            tokens_file=tokens_file, rate=rate, max_pending=max_pending, max_upload=max_upload << 10,
-                           secure_cookies=secure_cookies)
+                           secure_cookies=secure_cookies, max_examples=max_examples)
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     try:
         service = open_service(config, log=log)

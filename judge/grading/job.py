@@ -13,7 +13,8 @@ job whose file is not on this host (Ray, the grading service), and
 ``progress``: a file to append where the judging is to, one JSON object a
 line (``{"group", "index", "groups"}`` as each test group starts, ``{"phase":
 "timing"}`` before the speed run, ``{"wait": line}`` while it waits for the
-GPU's lock), which the grading service streams to the student.
+GPU's lock), which the grading service streams to the student; ``max_examples``:
+drawn cases per group instead of the spec's (``judge serve --max-examples``).
 Reply: the judge's JSON report (version 1) on stdout, exit 0, whatever the
 verdict; exit 2 with one line on stderr for a bad job; 3 for an internal error.
 """
@@ -198,10 +199,13 @@ def main() -> None:
     if not path.is_file():
         _fail(2, f"bad job: no such file: {path}")
     device = spec.get("device", "cpu")
+    max_examples = spec.get("max_examples")
+    if max_examples is not None and (not isinstance(max_examples, int) or max_examples < 1):
+        _fail(2, f"bad job: max_examples must be a whole number >= 1 (got {max_examples!r})")
     progress = _progress_writer(spec.get("progress"))
     options = Options(device=device, interpret=bool(spec.get("interpret", device == "cpu")),
                       sandbox=str(spec.get("sandbox", "auto")), seed=int(spec.get("seed", 0)),
-                      gpu=spec.get("gpu"), progress=progress,
+                      gpu=spec.get("gpu"), progress=progress, max_examples=max_examples,
                       log=(lambda line: progress({"wait": str(line)})) if progress else None)
     try:
         report = judge_file(problem, path, options)

@@ -199,7 +199,8 @@ def create_app(service) -> FastAPI:
         if request.url.path.startswith("/ui"):
             if exc.code == 401:
                 return RedirectResponse(f"/ui/login?next={request.url.path}", status_code=303)
-            return templates.TemplateResponse(request, "error.html", _ctx(request, None, message=exc.message,
+            who = auth.identify(request.cookies.get(COOKIE))  # the page keeps its header (who, log out)
+            return templates.TemplateResponse(request, "error.html", _ctx(request, who, message=exc.message,
                                                                             code=exc.code),
                                               status_code=exc.code, headers=exc.headers)
         return JSONResponse({"error": exc.message}, status_code=exc.code, headers=exc.headers)
@@ -432,8 +433,8 @@ def create_app(service) -> FastAPI:
     @app.get("/health", tags=["service"], summary="Whether it serves, and on what")
     def health():
         return {"ok": runner.alive(), "device": config.device, "slots": len(config.slots),
-                "executor": config.executor, "sandbox": config.sandbox, "problems": list(problems),
-                "jobs": store.job_counts()}
+                "executor": config.executor, "sandbox": config.sandbox, "max_examples": config.max_examples,
+                "problems": list(problems), "jobs": store.job_counts()}
 
     # -------------------------------------------------------------- pages
 

@@ -49,6 +49,7 @@ class ServiceConfig:
     max_upload: int = 512 << 10  # bytes of one submitted file
     max_attempts: int = 3  # a job started this many times without finishing (the service died each time): IE
     secure_cookies: bool = False  # the login cookie only over https (behind a TLS proxy)
+    max_examples: int | None = None  # drawn cases per group (tests, demos, benchmarks); None: the spec's
 
     @property
     def store_path(self) -> Path:

@@ -36,7 +36,7 @@ from judge.problems import find_problem
 
 class Runner:
     def __init__(self, store, executor, *, device: str, sandbox: str, seeds: dict[int, int], rubric,
-                 state: Path, max_attempts: int = 3, log=print):
+                 state: Path, max_attempts: int = 3, max_examples: int | None = None, log=print):
         self.store = store
         self.executor = executor
         self.device = device
@@ -46,6 +46,7 @@ class Runner:
         self.progress_dir = Path(state) / "progress"
         self.progress_dir.mkdir(parents=True, exist_ok=True)
         self.max_attempts = max_attempts
+        self.max_examples = max_examples  # drawn cases per group for every job (None: each spec's own)
         self.log = log
         self.wake = threading.Event()
         self.stopping = threading.Event()
@@ -137,6 +138,8 @@ class Runner:
                 "filename": job["filename"], "seed": job["seed"] if own_seed else self.seeds[problem.id],
                 "device": self.device, "interpret": self.device == "cpu", "sandbox": self.sandbox,
                 "progress": str(progress)}
+        if self.max_examples is not None:
+            spec["max_examples"] = self.max_examples
         self._inflight[job["id"]] = {k: v for k, v in job.items() if k != "source"}
         return job["id"], spec
 

@@ -65,7 +65,8 @@ def open_service(config: ServiceConfig, log=print) -> Service:
         store.close()
         raise ServeError(str(exc)) from None
     runner = Runner(store, executor, device=config.device, sandbox=config.sandbox, seeds=seeds,
-                    rubric=config.rubric, state=config.state, max_attempts=config.max_attempts, log=log)
+                    rubric=config.rubric, state=config.state, max_attempts=config.max_attempts,
+                    max_examples=config.max_examples, log=log)
     return Service(config=config, store=store, auth=auth, runner=runner, seeds=seeds)
 
 
