@@ -342,6 +342,8 @@ def test_open_mode_is_local_only_and_tokens_are_checked(tmp_path):
         assert r.returncode == 2 and why in r.stderr.strip().splitlines()[-1], r.stderr
     r = serve("--port", "0", "--rate-limit", "lots")
     assert r.returncode == 2 and "--rate-limit must look like" in r.stderr
+    r = serve("--port", "0", "--max-examples", "0")
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].endswith("--max-examples must be >= 1")
 
 
 def test_serve_tokens_writes_a_token_per_student(tmp_path):
@@ -488,8 +490,9 @@ def _fifty():
 def test_fifty_submissions_at_once_are_all_judged_and_stored(tmp_path, capsys):
     people = {f"s{i:02d}": f"student-{i:02d}-token-0123456789" for i in range(50)}
     tokens = tokens_file(tmp_path / "tokens.csv", people)
-    served = Served(tmp_path / "state", "--tokens", tokens, "--jobs", "2")
+    served = Served(tmp_path / "state", "--tokens", tokens, "--jobs", "2", "--max-examples", "1")
     try:
+        assert served.call("GET", "/health")[1]["max_examples"] == 1  # as tests/bench/service_throughput.py
         subs = _fifty()
         started = time.monotonic()
 
