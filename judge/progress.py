@@ -99,6 +99,28 @@ class NoProgress:
 NO_PROGRESS = NoProgress()
 
 
+class Events(NoProgress):
+    """Progress as events for a program (the grading service's live status, judge.grading.job): ``emit`` gets
+    ``{"group", "index", "groups"}`` when a test group begins and ``{"phase": "timing"}`` when the speed run
+    does. One Progress for the terminal and the service: the session reports once."""
+
+    def __init__(self, emit):
+        self.emit = emit
+
+    def _send(self, event: dict) -> None:
+        try:
+            self.emit(event)
+        except Exception:  # noqa: BLE001 - progress never fails a judging
+            pass
+
+    def group(self, name, index, total, planned):
+        self._send({"group": name, "index": index, "groups": total})
+
+    def stage(self, text):
+        if text and text.startswith("speed run"):
+            self._send({"phase": "timing"})
+
+
 class Status:
     """The progress of one run as state (thread-safe), and that state as one line of text."""
 

@@ -3,7 +3,7 @@
 Every results.json is validated against a JSON Schema written from the
 platform's published spec (judge/grading/schemas/). The judge is real
 (interpreter mode, process sandbox); the grading service is the real
-``judge serve``.
+``judge serve`` (its job API: the clients submit, then poll).
 """
 
 import json
@@ -207,10 +207,12 @@ def test_prairielearn_results_may_name_a_folder(tmp_path):
 @pytest.fixture()
 def service(tmp_path):
     """The real grading service on a free local port, with a token."""
+    pytest.importorskip("fastapi")  # the [serve] extra
+    pytest.importorskip("uvicorn")
     token = tmp_path / "token"
     token.write_text("tok-123456789")
     proc = subprocess.Popen([sys.executable, "-m", "judge", "serve", "--port", "0", "--device", "cpu",
-                             "--sandbox", "process", "--token-file", str(token)],
+                             "--sandbox", "process", "--token-file", str(token), "--state", str(tmp_path / "state")],
                             cwd=ROOT, stderr=subprocess.PIPE, text=True)
     line = proc.stderr.readline()
     match = re.search(r"http://[\d.]+:\d+", line)
@@ -248,8 +250,9 @@ def test_service_rejects_malformed_requests(service):
     auth = {"Authorization": f"Bearer {token.read_text()}", "Content-Type": "application/json"}
     with urllib.request.urlopen(url + "/health", timeout=30) as resp:
         assert json.loads(resp.read())["problems"] == [93, 94, 95, 96, 97, 98, 101, 102, 103, 104]
-    for body, code in ((b"{", 400), (json.dumps({"problem": "999", "source": ""}).encode(), 400)):
-        req = urllib.request.Request(url + "/grade", data=body, headers=auth, method="POST")
+    for body, code in ((b"{", 400), (json.dumps({"problem": "999", "source": ""}).encode(), 400),
+                       (json.dumps({"problem": "93", "source": "not base64!"}).encode(), 400)):
+        req = urllib.request.Request(url + "/submissions", data=body, headers=auth, method="POST")
         with pytest.raises(urllib.error.HTTPError) as exc:
             urllib.request.urlopen(req, timeout=30)
         assert exc.value.code == code and "error" in json.loads(exc.value.read())

@@ -11,5 +11,8 @@ many times and projects its report into what courses use:
 * ``batch``        ``judge grade``: roster -> executor -> store -> reports, CSV, summary;
 * ``gradescope``   the autograder bundle and its ``results.json``;
 * ``prairielearn`` the external-grader entry point and its ``results.json``;
-* ``forward``      the GPU grading service (``judge serve``) and its client (``--forward URL``).
+* ``forward_client`` the client of the grading service (``--forward URL``): submit, then poll.
+
+The grading service itself (``judge serve``: a job queue in the store, an API and web pages) is the
+package judge.service.
 """

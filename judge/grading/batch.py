@@ -69,18 +69,25 @@ def shown_path(path: Path | None, root: Path | None) -> str | None:
 
 
 def _seeds(plan: Plan, store: Store) -> dict[int, int]:
+    return problem_seeds(store, plan.problems, plan.rubric, plan.seed)
+
+
+def problem_seeds(store: Store, problems: list[Problem], rubric: Rubric, seed: int | None = None) -> dict[int, int]:
+    """The judge seed of each problem's graded runs in this store: SEED, else the rubric's secret's, else one
+    drawn once per store (shared by ``judge grade`` and ``judge serve`` on the same store); GradeError when the
+    store already holds results judged with other seeds."""
     seeds = {}
-    for p in plan.problems:
-        if plan.seed is not None:
-            seeds[p.id] = plan.seed
-        elif plan.rubric.secret_seed is not None:
-            seeds[p.id] = plan.rubric.seed_for(p)
+    for p in problems:
+        if seed is not None:
+            seeds[p.id] = seed
+        elif rubric.secret_seed is not None:
+            seeds[p.id] = rubric.seed_for(p)
         else:
             # No secret: one random seed per store, kept so a resumed run draws the same cases.
             drawn = store.set_meta_once("random_seed", str(int.from_bytes(os.urandom(4), "big") >> 1))
             seeds[p.id] = int(drawn)
     # Results judged with other cases must not mix with these: refuse, without telling the seeds.
-    for p in plan.problems:
+    for p in problems:
         mark = hashlib.sha256(f"{seeds[p.id]}".encode()).hexdigest()[:16]
         if store.set_meta_once(f"seed_mark:{p.id}", mark) != mark:
             raise GradeError(f"{store.path} holds results for problem {p.id} judged with another seed "
@@ -197,14 +204,19 @@ CSV_COLUMNS = ["student", "problem", "slug", "verdict", "score", "max_score", "s
 def write_csv(best: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(CSV_COLUMNS)
-        for (student, pid), row in sorted(best.items()):
-            g = row["graded"]
-            w.writerow([student, pid, g["problem"]["slug"], g["verdict"], g["score"], g["max_score"],
-                        "" if row["speedup"] is None else row["speedup"],
-                        ";".join(x["name"] for x in g["groups"] if x["passed"]),
-                        row["path"] or "", row["sha256"], row["graded_at"]])
+        write_csv_to(best, f)
+
+
+def write_csv_to(best: dict, f) -> None:
+    """The CSV export (one row per student and problem: the best result) into the text stream F."""
+    w = csv.writer(f)
+    w.writerow(CSV_COLUMNS)
+    for (student, pid), row in sorted(best.items()):
+        g = row["graded"]
+        w.writerow([student, pid, g["problem"]["slug"], g["verdict"], g["score"], g["max_score"],
+                    "" if row["speedup"] is None else row["speedup"],
+                    ";".join(x["name"] for x in g["groups"] if x["passed"]),
+                    row["path"] or "", row["sha256"], row["graded_at"]])
 
 
 def summarize(store: Store, rubric: Rubric) -> dict:

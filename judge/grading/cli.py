@@ -271,39 +271,132 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
               help="Jobs at once: per GPU on a GPU host (default: from its cores and memory; speed runs queue "
                    "for the GPU), else interpreter jobs on the CPU (default 1).")
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
+@click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")
+@click.option("--state", type=click.Path(path_type=Path), default=Path("grading"), show_default=True,
+              help="The grading store's folder (results.sqlite, as judge grade --out) and the service's files.")
+@click.option("--rubric", type=click.Path(path_type=Path), default=None,
+              help="The course's rubric: the seed of the graded runs, what students see before the deadline.")
 @click.option("--token-file", type=click.Path(path_type=Path), default=None,
-              help="Require this bearer token (else $JUDGE_SERVE_TOKEN; neither: no token, local use only).")
+              help="The staff token (else $JUDGE_SERVE_TOKEN): staff and the --forward clients use it.")
+@click.option("--tokens", "tokens_file", type=click.Path(path_type=Path), default=None,
+              help="A CSV name,token[,role] with a token per student (and staff); see judge serve-tokens.")
+@click.option("--rate-limit", default="20/hour", show_default=True,
+              help="Submissions per student per period (e.g. 5/10m; off for none); staff are not limited.")
+@click.option("--max-pending", type=int, default=3, show_default=True,
+              help="A student's submissions waiting or being judged at once.")
+@click.option("--max-upload", type=int, default=512, show_default=True, help="KiB of one submitted file.")
+@click.option("--secure-cookies", is_flag=True, help="The login cookie only over https (behind a TLS proxy).")
 @click.option("--job-timeout", type=float, default=1800, show_default=True)
-def serve(host, port, device, gpus, jobs, sandbox, token_file, job_timeout):
-    """The grading service that Gradescope/PrairieLearn bundles forward to (POST /grade, GET /health)."""
-    from judge.grading.forward import Service, make_server
+@click.option("--max-examples", type=int, default=None,
+              help="Drawn cases per group for every job (default: each problem's own); for demos, tests and "
+                   "benchmarks, as it tests less.")
+def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state, rubric, token_file, tokens_file,
+          rate_limit, max_pending, max_upload, secure_cookies, job_timeout, max_examples):
+    """The grading service: a job queue, its API (/docs) and web pages for students and staff.
+
+    POST /submissions answers with a job id at once; GET /submissions/ID gives its status and report. Jobs live
+    in STATE/results.sqlite (the store of judge grade): a restart loses nothing and judges nothing twice.
+    """
+    try:
+        import fastapi  # noqa: F401
+        import jinja2  # noqa: F401
+        import multipart  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        usage(f"judge serve needs the [serve] extra ({exc.name} is missing): pip install -e '.[serve]'")
+    from judge.service.config import ConfigError, ServiceConfig, parse_rate
+    from judge.service.server import ServeError, bind, open_service, serve as run_server
 
     sandbox = sandbox_or_exit(sandbox)
+    if ray_address and executor != "ray":
+        usage("--ray-address needs --executor ray")
+    if max_pending < 0 or max_upload < 1:
+        usage("--max-pending must be >= 0 and --max-upload >= 1")
+    if max_examples is not None and max_examples < 1:
+        usage("--max-examples must be >= 1")
+    try:
+        rate = parse_rate(rate_limit)
+    except ConfigError as exc:
+        usage(str(exc))
     device, slots = _device_and_slots(device, gpus, jobs)
-    token = None
-    if token_file is not None:
-        token = _token(token_file)
+    token = _token(token_file) if token_file is not None else None
     token = token or os.environ.get("JUDGE_SERVE_TOKEN") or None
-    if token is None and host not in ("127.0.0.1", "localhost", "::1"):
-        usage(f"--host {host} exposes the service beyond this machine: give it a token "
-               "(--token-file or $JUDGE_SERVE_TOKEN)")
-    service = Service(device=device, slots=slots, sandbox=sandbox, token=token, timeout=job_timeout,
-                      log=lambda m: click.echo(m, err=True))
+    if token is None and tokens_file is None and host not in ("127.0.0.1", "localhost", "::1"):
+        usage(f"--host {host} exposes the service beyond this machine: give it tokens "
+              "(--token-file, $JUDGE_SERVE_TOKEN or --tokens)")
+    config = ServiceConfig(state=state, device=device, slots=slots, sandbox=sandbox, job_timeout=job_timeout,
+                           executor=executor, ray_address=ray_address, rubric=_rubric(rubric), staff_token=token,
+                           tokens_file=tokens_file, rate=rate, max_pending=max_pending, max_upload=max_upload << 10,
+                           secure_cookies=secure_cookies, max_examples=max_examples)
+    log = lambda m: click.echo(m, err=True)  # noqa: E731
     try:
-        server = make_server(service, host, port)
+        service = open_service(config, log=log)
+    except ServeError as exc:
+        usage(str(exc))
+    try:
+        sock = bind(host, port)
     except OSError as exc:
+        service.store.close()
         usage(f"cannot listen on {host}:{port}: {exc.strerror}")
-    bound = server.server_address
-    click.echo(f"serving on http://{bound[0]}:{bound[1]} ({device}, {len(slots)} slot(s), sandbox {sandbox})",
-               err=True)
+    where = sock.getsockname()
+    shown = f"[{where[0]}]" if ":" in where[0] else where[0]
+    # The first line (scripts and tests read the port from it when --port is 0).
+    click.echo(f"serving on http://{shown}:{where[1]} ({device}, {len(slots)} slot(s), {executor} executor, "
+               f"sandbox {sandbox}, store {config.store_path})", err=True)
+    if token is not None and len(token) < 16:
+        err("warning: the staff token is short (under 16 characters): anyone who guesses it is staff")
     try:
-        server.serve_forever()
+        run_server(service, sock, log=log)
     except KeyboardInterrupt:
         pass
-    finally:
-        server.server_close()
+
+
+@click.command("serve-tokens")
+@click.argument("roster", type=click.Path(path_type=Path))
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
+              help="The tokens CSV to write or extend (judge serve --tokens).")
+@click.option("--role", type=click.Choice(["student", "staff"]), default="student", show_default=True)
+def serve_tokens(roster, out, role):
+    """Give every person of ROSTER a token in OUT (kept for those who have one already).
+
+    ROSTER: a roster directory or CSV (as judge grade reads; its students), or a text file of names, one a line.
+    """
+    from judge.service.auth import AuthError, write_tokens
+
+    names = _roster_names(roster)
+    try:
+        added = write_tokens(names, out, role=role)
+    except AuthError as exc:
+        usage(str(exc))
+    click.echo(f"{out}: {len(added)} token(s) added, {len(names) - len(added)} kept; give each person theirs "
+               "(the file is readable by its owner only)")
+
+
+def _roster_names(roster: Path) -> list[str]:
+    import csv
+
+    from judge.grading.roster import STUDENT_NAME
+
+    if not roster.exists():
+        usage(f"no such roster: {roster}")
+    if roster.is_dir():
+        names = [p.stem if p.is_file() else p.name for p in sorted(roster.iterdir()) if not p.name.startswith(".")]
+    elif roster.suffix.lower() == ".csv":
+        rows = list(csv.DictReader(roster.read_text(encoding="utf-8-sig").splitlines()))
+        key = next((k for k in ("student", "name") if rows and k in rows[0]), None)
+        if key is None:
+            usage(f"{roster}: the CSV needs a student (or name) column")
+        names = [r[key].strip() for r in rows]
+    else:
+        names = [line.strip() for line in roster.read_text().splitlines() if line.strip()
+                 and not line.startswith("#")]
+    bad = [n for n in names if not STUDENT_NAME.match(n)]
+    if bad:
+        usage(f"{roster}: name '{bad[0]}' must be 1-128 letters, digits or ._@+-")
+    return list(dict.fromkeys(names))
 
 
 def register(cli: click.Group) -> None:
-    for command in (grade, gradescope, prairielearn, serve):
+    for command in (grade, gradescope, prairielearn, serve, serve_tokens):
         cli.add_command(command)

@@ -2,7 +2,13 @@
 
 Both executors take (key, job) pairs and call ``on_result(key, report)`` in
 the driver's thread as each job ends, in the order they end; only that thread
-writes the store. Each job is a child ``python -m judge.grading.job`` (see
+writes the store. The jobs may be a list (``judge grade``) or an endless
+source (``judge serve``'s queue): the local executor takes a job only when a
+slot is free, Ray takes what there is; a source yields None when it has no
+job yet (it waits a moment itself first), and the executor delivers the
+results of the jobs that ended meanwhile before asking again. ``stop()``
+(from another thread) ends the jobs in flight; their reports are IEs, which
+a stopping driver does not record. Each job is a child ``python -m judge.grading.job`` (see
 ``job.py``), so a crashing judge costs one job, never the others.
 
 GPUs: N jobs per GPU at a time (a slot per job; the same GPU index in N
@@ -19,9 +25,11 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Callable, Iterable
 
-from judge.grading.job import REPO_ROOT, ie_report, run_subprocess
+from judge.grading.job import REPO_ROOT, ie_report, run_subprocess, stop_children
 
 OnResult = Callable[[object, dict], None]
+# What a job source yields: (key, job), or None for "no job yet".
+Jobs = Iterable["tuple[object, dict] | None"]
 
 
 def jobs_per_gpu(gpus: int) -> int:
@@ -61,7 +69,7 @@ class LocalExecutor:
         self.slots = slots
         self.timeout = timeout
 
-    def run(self, jobs: Iterable[tuple[object, dict]], on_result: OnResult) -> None:
+    def run(self, jobs: Jobs, on_result: OnResult) -> None:
         free: queue.Queue = queue.Queue()
         for slot in self.slots:
             free.put(slot)
@@ -74,11 +82,27 @@ class LocalExecutor:
             finally:
                 free.put(gpu)
 
-        jobs = list(jobs)
+        source, more = iter(jobs), True
         with ThreadPoolExecutor(max_workers=len(self.slots)) as pool:
-            pending = {pool.submit(one, spec): key for key, spec in jobs}
-            while pending:
-                done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            pending = {}
+            while more or pending:
+                idle = False
+                while more and len(pending) < len(self.slots):  # a job only for a free slot
+                    try:
+                        item = next(source)
+                    except StopIteration:
+                        more = False
+                        break
+                    if item is None:
+                        idle = True  # nothing to run now: deliver what ended, then ask again
+                        break
+                    key, spec = item
+                    pending[pool.submit(one, spec)] = key
+                if not pending:
+                    continue
+                # Every slot busy, or the source ended: wait for a job to end. Else only look.
+                full = not more or len(pending) >= len(self.slots)
+                done, _ = wait(pending, timeout=None if full and not idle else 0, return_when=FIRST_COMPLETED)
                 for future in done:
                     key = pending.pop(future)
                     try:
@@ -86,6 +110,13 @@ class LocalExecutor:
                     except Exception as exc:  # noqa: BLE001 - a bug in the thread, not the job: IE, go on
                         report = ie_report(None, f"{type(exc).__name__}: {exc}")
                     on_result(key, report)
+
+    def start(self) -> None:
+        """Nothing to start: jobs run in child processes of this one."""
+
+    def stop(self) -> None:
+        """End the jobs in flight now (their children get SIGTERM; their reports come back as IEs)."""
+        stop_children()
 
 
 def _ray():
@@ -154,22 +185,43 @@ class RayExecutor:
             self.ray.init(num_cpus=self.workers, num_gpus=0, runtime_env=runtime_env,
                           logging_level=logging.ERROR, log_to_driver=False, **local)
 
-    def run(self, jobs: Iterable[tuple[object, dict]], on_result: OnResult) -> None:
+    def start(self) -> None:
+        """Connect to Ray (or start a local instance) now, from the calling thread: the grading service does
+        it from its main thread, before its server takes the signals (Ray's own SIGTERM handler would end
+        the process without the service's shutdown)."""
+        if not self.ray.is_initialized():
+            self._init()
+
+    def run(self, jobs: Jobs, on_result: OnResult) -> None:
         ray = self.ray
-        self._init()
+        self.start()
+        self._pending = pending = {}
         try:
             resources = {"num_gpus": self.gpu_share, "num_cpus": 1} if self.use_gpu else {"num_cpus": 1}
             # max_retries=0: a job that killed its Ray worker is an IE for that job, recorded once.
             task = ray.remote(**resources, max_retries=0)(_ray_task)
-            pending = {}
-            for key, spec in jobs:
-                spec = dict(spec)
-                path = Path(spec["path"])
-                spec["source"] = base64.b64encode(path.read_bytes()).decode()
-                spec["filename"] = path.name
-                pending[task.remote(spec, self.timeout, self.use_gpu)] = key
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
+            source, more = iter(jobs), True
+            while more or pending:
+                idle = False
+                while more:  # Ray queues the tasks itself: hand it every job there is
+                    try:
+                        item = next(source)
+                    except StopIteration:
+                        more = False
+                        break
+                    if item is None:
+                        idle = True
+                        break
+                    key, spec = item
+                    spec = dict(spec)
+                    if spec.get("source") is None:  # the bytes travel with the task: nodes share no files
+                        path = Path(spec["path"])
+                        spec["source"] = base64.b64encode(path.read_bytes()).decode()
+                        spec["filename"] = path.name
+                    pending[task.remote(spec, self.timeout, self.use_gpu)] = key
+                if not pending:
+                    continue
+                done, _ = ray.wait(list(pending), num_returns=1, timeout=0 if idle else None)
                 for ref in done:
                     key = pending.pop(ref)
                     try:
@@ -180,3 +232,11 @@ class RayExecutor:
                     on_result(key, report)
         finally:
             ray.shutdown()
+
+    def stop(self) -> None:
+        """End the tasks in flight now (their reports come back as IEs)."""
+        for ref in list(getattr(self, "_pending", {})):
+            try:
+                self.ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - already ended
+                pass

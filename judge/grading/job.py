@@ -9,7 +9,12 @@ running under the process backend could read.
 Job (JSON object on stdin): ``problem`` (id or slug), ``path``, ``seed``,
 ``device`` ("cpu"/"cuda"), ``interpret``, ``sandbox``, ``gpu`` (host index or
 null); optional ``source`` (the file's text, base64) and ``filename`` for a
-job whose file is not on this host (Ray, the grading service).
+job whose file is not on this host (Ray, the grading service), and
+``progress``: a file to append where the judging is to, one JSON object a
+line (``{"group", "index", "groups"}`` as each test group starts, ``{"phase":
+"timing"}`` before the speed run, ``{"wait": line}`` while it waits for the
+GPU's lock), which the grading service streams to the student; ``max_examples``:
+drawn cases per group instead of the spec's (``judge serve --max-examples``).
 Reply: the judge's JSON report (version 1) on stdout, exit 0, whatever the
 verdict; exit 2 with one line on stderr for a bad job; 3 for an internal error.
 """
@@ -23,10 +28,28 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# The job children this process started and that still run: stop_children() ends them (a service that stops).
+_children: set[subprocess.Popen] = set()
+_children_lock = threading.Lock()
+
+
+def stop_children() -> int:
+    """Send SIGTERM to every job child of this process still running (each stops its sandboxed workers and
+    exits; its run_subprocess returns an IE report). Returns how many were asked."""
+    with _children_lock:
+        procs = list(_children)
+    for proc in procs:
+        try:
+            proc.send_signal(signal.SIGTERM)
+        except (ProcessLookupError, OSError):
+            pass
+    return len(procs)
 
 
 def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | None = None) -> dict:
@@ -57,20 +80,29 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, worker
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         spec = dict(spec, gpu=gpu)
     started = time.monotonic()
+    proc = subprocess.Popen([sys.executable, "-m", "judge.grading.job"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO_ROOT))
+    with _children_lock:
+        _children.add(proc)
     try:
-        proc = subprocess.run([sys.executable, "-m", "judge.grading.job"], input=json.dumps(spec),
-                              capture_output=True, text=True, timeout=timeout, env=env, cwd=str(REPO_ROOT))
-    except subprocess.TimeoutExpired:
-        return ie_report(spec.get("problem"), f"the judging job did not finish within {timeout:g} s",
-                         time.monotonic() - started, spec.get("interpret"))
+        try:
+            stdout, stderr = proc.communicate(json.dumps(spec), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return ie_report(spec.get("problem"), f"the judging job did not finish within {timeout:g} s",
+                             time.monotonic() - started, spec.get("interpret"))
+    finally:
+        with _children_lock:
+            _children.discard(proc)
     if proc.returncode == 0:
         try:
-            report = json.loads(proc.stdout)
+            report = json.loads(stdout)
             if isinstance(report, dict) and "verdict" in report:
                 return report
         except json.JSONDecodeError:
             pass
-    tail = (proc.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1][:300]
+    tail = (stderr.strip().splitlines() or ["(nothing on stderr)"])[-1][:300]
     return ie_report(spec.get("problem"), f"the judging job failed (exit {proc.returncode}): {tail}",
                      time.monotonic() - started, spec.get("interpret"))
 
@@ -114,6 +146,22 @@ def _die_with_parent() -> None:
         pass
 
 
+def _progress_writer(path):
+    """A callable appending each progress event to the file PATH as a JSON line (None without a PATH)."""
+    if not path:
+        return None
+    lock = threading.Lock()
+
+    def write(event: dict) -> None:
+        try:
+            with lock, open(path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(event) + "\n")
+        except OSError:
+            pass  # progress is a courtesy: judging goes on without it
+
+    return write
+
+
 def _fail(code: int, message: str):
     print(f"judge: {message}", file=sys.stderr)
     sys.exit(code)
@@ -151,9 +199,16 @@ def main() -> None:
     if not path.is_file():
         _fail(2, f"bad job: no such file: {path}")
     device = spec.get("device", "cpu")
+    max_examples = spec.get("max_examples")
+    if max_examples is not None and (not isinstance(max_examples, int) or max_examples < 1):
+        _fail(2, f"bad job: max_examples must be a whole number >= 1 (got {max_examples!r})")
+    progress = _progress_writer(spec.get("progress"))
+    from judge.progress import Events
+
     options = Options(device=device, interpret=bool(spec.get("interpret", device == "cpu")),
                       sandbox=str(spec.get("sandbox", "auto")), seed=int(spec.get("seed", 0)),
-                      gpu=spec.get("gpu"))
+                      gpu=spec.get("gpu"), progress=Events(progress) if progress else None, max_examples=max_examples,
+                      log=(lambda line: progress({"wait": str(line)})) if progress else None)
     try:
         report = judge_file(problem, path, options)
         out = finite_json(report.to_json())

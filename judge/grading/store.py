@@ -10,13 +10,22 @@ next run judges it again and replaces it.
 Only the driver process writes (results come back to it from the executors),
 so there is a single writer; WAL lets a reader (an export, a second terminal)
 read while it writes.
+
+The grading service (``judge serve``, judge.service) keeps its jobs in the
+same file (the ``jobs`` table): a job is queued, running or done; finishing
+one writes its report and its result row in one transaction, guarded by its
+status, so a job is finished exactly once; a service that restarts finds the
+jobs it left running and queues them again (judge.service.runner). The
+service's threads share one connection, serialized by ``Store.lock``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import sqlite3
+import threading
 from pathlib import Path
 
 SCHEMA = """
@@ -35,7 +44,42 @@ CREATE TABLE IF NOT EXISTS results (
     PRIMARY KEY (student, problem, sha256)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+    seq          INTEGER PRIMARY KEY AUTOINCREMENT,  -- the queue's order
+    id           TEXT NOT NULL UNIQUE,               -- what clients see: random, not guessable
+    student      TEXT NOT NULL,
+    problem      INTEGER NOT NULL,
+    filename     TEXT NOT NULL,
+    sha256       TEXT NOT NULL,
+    source       BLOB NOT NULL,
+    seed         INTEGER,         -- a seed a staff client gave (the --forward clients); NULL: the store's seed
+    status       TEXT NOT NULL CHECK (status IN ('queued', 'running', 'done')),
+    attempts     INTEGER NOT NULL DEFAULT 0,         -- times it was started (a restart mid-job starts it again)
+    verdict      TEXT,
+    report       TEXT,            -- the judge's report without its seed, once done
+    cached       INTEGER NOT NULL DEFAULT 0,         -- 1: an identical earlier submission's result, not judged again
+    submitted_at TEXT NOT NULL,
+    started_at   TEXT,
+    finished_at  TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_by_status ON jobs(status, seq);
+CREATE INDEX IF NOT EXISTS jobs_by_student ON jobs(student, seq);
 """
+
+JOB_COLUMNS = ("seq, id, student, problem, filename, sha256, status, attempts, verdict, report, cached, "
+               "submitted_at, started_at, finished_at")
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+def _locked(method):
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self.lock:
+            return method(self, *args, **kwargs)
+    return wrapper
 
 
 class Store:
@@ -43,7 +87,9 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: autocommit; each write below is its own transaction.
-        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30)
+        # check_same_thread=False: the service's threads share this connection, one at a time (self.lock).
+        self.db = sqlite3.connect(self.path, isolation_level=None, timeout=30, check_same_thread=False)
+        self.lock = threading.RLock()
         self.db.execute("PRAGMA journal_mode=WAL")
         # FULL: a result is on disk when the insert returns (NORMAL would survive a
         # killed process too, but not a power cut at a deadline).
@@ -55,10 +101,12 @@ class Store:
 
     # ------------------------------------------------------------------ meta
 
+    @_locked
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
 
+    @_locked
     def set_meta_once(self, key: str, value: str) -> str:
         """Store VALUE under KEY unless one is there; returns the stored value (the first run's wins)."""
         self.db.execute("INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)", (key, value))
@@ -66,10 +114,12 @@ class Store:
 
     # ------------------------------------------------------------------ results
 
+    @_locked
     def done_keys(self) -> set[tuple[str, int, str]]:
         rows = self.db.execute("SELECT student, problem, sha256 FROM results WHERE verdict != 'IE'")
         return {(s, p, h) for s, p, h in rows}
 
+    @_locked
     def put(self, student: str, problem: int, sha256: str, path: str | None, report: dict, graded: dict) -> None:
         """Record one result (the judge's report, the seed removed; the score under the rubric)."""
         report = {k: v for k, v in report.items() if k != "seed"}
@@ -87,6 +137,7 @@ class Store:
              speedup if isinstance(speedup, (int, float)) else None, report.get("elapsed_seconds"),
              json.dumps(report), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")))
 
+    @_locked
     def rows(self) -> list[dict]:
         cur = self.db.execute("SELECT student, problem, sha256, path, verdict, score, max_score, speedup, elapsed, "
                               "report, graded_at FROM results ORDER BY student, problem, graded_at")
@@ -98,5 +149,134 @@ class Store:
             out.append(d)
         return out
 
+    @_locked
     def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM results").fetchone()[0]
+
+    # ------------------------------------------------------------------ jobs (the grading service)
+
+    def _job(self, row, names) -> dict:
+        d = dict(zip(names, row))
+        if d.get("report") is not None:
+            d["report"] = json.loads(d["report"])
+        if "cached" in d:
+            d["cached"] = bool(d["cached"])
+        return d
+
+    @_locked
+    def add_job(self, job_id: str, student: str, problem: int, filename: str, sha256: str, source: bytes,
+                seed: int | None = None) -> dict:
+        self.db.execute("INSERT INTO jobs(id, student, problem, filename, sha256, source, seed, status, "
+                        "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+                        (job_id, student, problem, filename, sha256, source, seed, now_iso()))
+        return self.job(job_id)
+
+    @_locked
+    def job(self, job_id: str, *, source: bool = False, report: bool = True) -> dict | None:
+        cols = (JOB_COLUMNS if report else JOB_COLUMNS.replace("report, ", "")) + (", source, seed" if source else "")
+        cur = self.db.execute(f"SELECT {cols} FROM jobs WHERE id = ?", (job_id,))
+        row = cur.fetchone()
+        return self._job(row, [c[0] for c in cur.description]) if row else None
+
+    @_locked
+    def jobs(self, student: str | None = None, *, status: str | None = None, problem: int | None = None,
+             limit: int = 200, reports: bool = False) -> list[dict]:
+        """Jobs, newest first (the report only when REPORTS)."""
+        cols = JOB_COLUMNS if reports else JOB_COLUMNS.replace("report, ", "")
+        where, args = [], []
+        for column, value in (("student", student), ("status", status), ("problem", problem)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = f"SELECT {cols} FROM jobs" + (f" WHERE {' AND '.join(where)}" if where else "")
+        cur = self.db.execute(sql + " ORDER BY seq DESC LIMIT ?", (*args, limit))
+        names = [c[0] for c in cur.description]
+        return [self._job(r, names) for r in cur.fetchall()]
+
+    @_locked
+    def claim_job(self) -> dict | None:
+        """The next queued job, marked running (its source and seed included); None when none is queued.
+
+        Fair between students: the oldest job of a student with the fewest jobs running goes first, so one
+        student's burst does not hold everyone else's submissions back.
+        """
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            row = self.db.execute(
+                """SELECT j.id FROM jobs j WHERE j.status = 'queued'
+                   ORDER BY (SELECT COUNT(*) FROM jobs r WHERE r.student = j.student AND r.status = 'running'),
+                            j.seq LIMIT 1""").fetchone()
+            if row is None:
+                self.db.execute("COMMIT")
+                return None
+            self.db.execute("UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ? "
+                            "WHERE id = ?", (now_iso(), row[0]))
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return self.job(row[0], source=True)
+
+    @_locked
+    def finish_job(self, job_id: str, report: dict, result: tuple[dict, str | None] | None = None, *,
+                   cached: bool = False) -> bool:
+        """Record a job's report, once: True when this call finished it, False when it was already done.
+
+        RESULT (graded, path): also the job's row in ``results`` (the course's record, as ``judge grade``
+        writes it), in the same transaction. A job's own seed is forgotten once it is done.
+        """
+        report = {k: v for k, v in report.items() if k != "seed"}
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = self.db.execute(
+                "UPDATE jobs SET status = 'done', verdict = ?, report = ?, cached = ?, seed = NULL, "
+                "finished_at = ? WHERE id = ? AND status != 'done'",
+                (report.get("verdict", "IE"), json.dumps(report), int(cached), now_iso(), job_id))
+            if cur.rowcount == 1 and result is not None:
+                job = self.db.execute("SELECT student, problem, sha256 FROM jobs WHERE id = ?", (job_id,)).fetchone()
+                graded, path = result
+                self.put(job[0], job[1], job[2], path, report, graded)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return cur.rowcount == 1
+
+    @_locked
+    def requeue_running(self) -> list[dict]:
+        """Jobs a stopped service left running, queued again (they start from scratch); returns them."""
+        cur = self.db.execute(f"SELECT {JOB_COLUMNS.replace('report, ', '')} FROM jobs WHERE status = 'running'")
+        names = [c[0] for c in cur.description]
+        left = [self._job(r, names) for r in cur.fetchall()]
+        self.db.execute("UPDATE jobs SET status = 'queued' WHERE status = 'running'")
+        return left
+
+    @_locked
+    def queue_position(self, seq: int) -> int:
+        """How many queued jobs are ahead of the job SEQ (roughly: the queue is fair between students)."""
+        return self.db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'queued' AND seq < ?", (seq,)).fetchone()[0]
+
+    @_locked
+    def job_counts(self) -> dict[str, int]:
+        counts = {"queued": 0, "running": 0, "done": 0}
+        counts.update(dict(self.db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall()))
+        return counts
+
+    @_locked
+    def submitted_since(self, student: str, since: str) -> tuple[int, str | None]:
+        """(jobs STUDENT submitted at or after SINCE (ISO time), the oldest of them's time)."""
+        return tuple(self.db.execute("SELECT COUNT(*), MIN(submitted_at) FROM jobs WHERE student = ? "
+                                     "AND submitted_at >= ?", (student, since)).fetchone())
+
+    @_locked
+    def pending_of(self, student: str) -> int:
+        return self.db.execute("SELECT COUNT(*) FROM jobs WHERE student = ? AND status != 'done'",
+                               (student,)).fetchone()[0]
+
+    @_locked
+    def result_for(self, student: str, problem: int, sha256: str) -> dict | None:
+        """The stored result of this very file (not an IE), or None."""
+        cur = self.db.execute("SELECT report, path FROM results WHERE student = ? AND problem = ? AND sha256 = ? "
+                              "AND verdict != 'IE'", (student, problem, sha256))
+        row = cur.fetchone()
+        return {"report": json.loads(row[0]), "path": row[1]} if row else None
