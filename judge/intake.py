@@ -34,6 +34,9 @@ def check_source(path: Path, static_scan: bool = True, *, entry: str | None = No
     if reason:
         return Refusal(Verdict.CE, reason)
     text = path.read_text()
+    impure = _impure_constexpr_functions(text)
+    if impure is not None:
+        return impure
     if static_scan:
         findings = staticscan.scan(text)
         if findings:
@@ -49,6 +52,24 @@ def check_source(path: Path, static_scan: bool = True, *, entry: str | None = No
                 "category": "compile", "type": kind, "message": message, "line": line, "code": "", "frames": [],
                 "fatal": False, "at_import": False}})
     return None
+
+
+def _impure_constexpr_functions(text: str) -> Refusal | None:
+    """RJ for a @triton.constexpr_function that is not a pure function of its arguments (judge.shared.kernel_source:
+    the replay check relies on it computing the same in the judged worker and replayed alone)."""
+    from judge.shared import kernel_source
+
+    try:
+        impure = kernel_source.extract(text).impure
+    except (SyntaxError, ValueError, RecursionError):
+        return None  # the worker reports it
+    if not impure:
+        return None
+    line, name, why = impure[0]
+    more = f" (and {len(impure) - 1} more)" if len(impure) > 1 else ""
+    return Refusal(Verdict.RJ, f"the constexpr function {name} must be a pure function of its arguments and the "
+                               f"file's constants; line {line}: {why}{more}",
+                   {"findings": [{"line": ln, "code": f"constexpr function {n}", "why": w} for ln, n, w in impure]})
 
 
 def refused_report(problem, submission: Path, refusal: Refusal, *, groups, mode: dict, seed: int,

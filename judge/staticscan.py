@@ -175,6 +175,9 @@ FORBIDDEN_NAMES = {
     # (triton.backends.amd.compiler.ctypes): the name is refused wherever it is written.
     **dict.fromkeys(("ctypes", "_ctypes", "cffi", "CDLL", "PyDLL", "pythonapi", "from_address", "dlopen"),
                     "loads native code and pokes at memory"),
+    # A tensor's raw storage, and its file-writing and file-reading methods: its bytes without any operator.
+    **dict.fromkeys(("untyped_storage", "_typed_storage", "_untyped_storage", "_write_file", "_set_from_file",
+                     "_new_with_file"), "reads or writes a tensor's raw bytes (computes outside your kernels)"),
     # An interpreted kernel runs the code its rewriter made; swapping it runs another body than the source's.
     "rewriter": "rewires what a kernel runs",
     "rewritten_fn": "rewires what a kernel runs",

@@ -69,6 +69,7 @@ class Extracted:
     steps: list = field(default_factory=list)  # Bind, TryBinds and Code, in source order
     unbound: set[str] = field(default_factory=set)  # names to remove once every step ran
     future_flags: int = 0  # compile flags of the file's ``from __future__`` imports
+    impure: list = field(default_factory=list)  # (line, function, why) for each constexpr function that is not pure
 
 
 def _dotted(expr) -> str | None:
@@ -311,6 +312,74 @@ def extract(source: str) -> Extracted:
             out.kernels = [k for k in out.kernels if k not in names]
     out.unbound = {n for n, kept in state.items() if not kept} | _globals_declared(tree)
     out.kernels = [k for k in out.kernels if k not in out.unbound]
+    kept = {n for n, k in state.items() if k} - out.unbound
+    for step in out.steps:
+        if isinstance(step, Code) and step.kind == "constexpr_function":
+            out.impure += [(line, step.name, why) for line, why in _impurities(step.node, kept)]
+    return out
+
+
+# Built-ins a constexpr function may call or name: pure functions of their arguments.
+PURE_BUILTINS = CONST_CALLS | frozenset({
+    "len", "range", "isinstance", "str", "tuple", "all", "any", "sum", "sorted", "reversed", "zip", "enumerate",
+    "divmod", "hash", "repr", "True", "False", "None", "ValueError", "TypeError", "AssertionError"})
+
+
+def _impurities(fn: ast.FunctionDef, kept: set[str]) -> list[tuple[int, str]]:
+    """Why a ``@triton.constexpr_function`` is not a pure function of its arguments and the file's kept names.
+
+    Its body is host Python that runs while a kernel is compiled (or interpreted): in
+    the judged worker, and again, compiled from the source alone, in the replay
+    (judge.untrusted.replay). If it could see anything else (a name the file binds
+    at run time, state it keeps in a mutable default, whether a lookup fails), it
+    could tell the two apart and make the replayed kernel honest and the judged one
+    a no-op: a red team got AC that way. So it may read only its arguments, its own
+    locals, the file's kept constants, Triton, math and pure built-ins; no try,
+    global, nested function, mutable default or private attribute.
+    """
+    found = []
+    args = fn.args
+    params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
+    params |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+    locals_ = set(params)
+    for n in ast.walk(fn):
+        if n is fn:
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            locals_.add(n.id)
+        elif isinstance(n, (ast.comprehension,)):
+            locals_ |= {x.id for x in ast.walk(n.target) if isinstance(x, ast.Name)}
+    scope = _Scope()
+    scope.constants = set(kept)
+    for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
+        if not scope.constant_expr(d):
+            found.append((d.lineno, "a default that is not a constant (it can keep state between calls)"))
+    allowed = locals_ | kept | PURE_BUILTINS
+    for n in ast.walk(fn):
+        if n is fn:
+            continue
+        if isinstance(n, (ast.Try, ast.ExceptHandler)) or type(n).__name__ == "TryStar":
+            found.append((n.lineno, "a try statement (a failing lookup can tell one process from another)"))
+        elif isinstance(n, (ast.Global, ast.Nonlocal)):
+            found.append((n.lineno, f"{type(n).__name__.lower()} {', '.join(n.names)}"))
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            found.append((n.lineno, "a nested function or class"))
+        elif isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)):
+            found.append((n.lineno, "a generator"))
+        elif isinstance(n, ast.Attribute) and n.attr.startswith("_"):
+            found.append((n.lineno, f"the private attribute .{n.attr}"))
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in allowed:
+            found.append((n.lineno, f"the name {n.id}, which is neither one of its arguments nor a constant, "
+                                    "Triton or math"))
+        elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            if any(not isinstance(t, (ast.Name, ast.Tuple)) for t in targets):
+                found.append((n.lineno, "an assignment to an attribute or an item (it can keep state)"))
+    seen, out = set(), []
+    for line, why in sorted(found):
+        if why not in seen:
+            seen.add(why)
+            out.append((line, why))
     return out
 
 
