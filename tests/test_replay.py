@@ -174,7 +174,7 @@ SUBMISSION = textwrap.dedent("""
     import triton
     import triton.language as tl
 
-    LOG2E = 1.4426950408889634
+    LOG2E = tl.constexpr(1.4426950408889634)  # a plain float global would not compile (Triton wants constexpr)
     HALF = tl.constexpr(0.5)
 
     @triton.jit
@@ -370,13 +370,14 @@ def test_a_tensor_descriptor_is_recorded_and_rebuilt(recorded):
 
 
 def test_a_kernel_that_reaches_past_triton_fails_in_the_replay(tmp_path, recorded):
-    # The same record, replayed against a file whose kernel needs a plain Python helper: NameError, as data.
+    # The same record, replayed against a file whose kernel needs a plain Python helper: in the interpreter
+    # the GPU compiler's front end refuses it before it runs (it would raise NameError in the replay).
     _, out = recorded
     path = tmp_path / "sub.py"
     path.write_text(SUBMISSION.replace("return v * 2.0", "return helper(v)") + "\ndef helper(v):\n    return v * 2.0\n")
     parsed = replies.parse_trace(out["entry"]["record"], [])
     result = _replay(path, encode(parsed)[0], _frames(parsed, torch.randn(20)))
-    assert not result.ok and result.kind == "run" and result.error.type == "NameError"
+    assert not result.ok and result.kind == "compile" and result.error.type == "CompilationError"
     assert "helper" in result.error.message
 
 

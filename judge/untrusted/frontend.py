@@ -142,22 +142,42 @@ def _restore(value):
     return value
 
 
+def _tuples(value):
+    """JSON made Triton's tuples (a tuple argument's types) lists: back to tuples."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def _describe(exc: BaseException) -> str:
+    """The compiler's message: the source excerpt with its caret, then the last line of each error inside it
+    (a kernel's call into a helper that fails is reported at the call; why is further in)."""
+    lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()][-8:]
+    inner, seen = exc.__cause__ or exc.__context__, 0
+    while inner is not None and seen < 8:
+        last = next((ln for ln in reversed(str(inner).strip().splitlines()) if ln.strip()), type(inner).__name__)
+        if last not in lines:
+            lines.append(last)
+        inner, seen = inner.__cause__ or inner.__context__, seen + 1
+    return "\n".join(lines)[-1500:] or type(exc).__name__
+
+
 def _compile(ns: dict, ctx, target, backend, request: dict) -> str | None:
     from triton.compiler import ASTSource
+    from triton.compiler.errors import CompilationError
 
     fn = _jit_function(ns.get(request.get("kernel")))
     if fn is None:
         return None  # not a kernel of the file: the replay says so itself
+    signature = {k: _tuples(v) for k, v in request["signature"].items()}
     constexprs = {tuple(path): _restore(v) for path, v in request["constexprs"]}
     attrs = {tuple(path): v for path, v in request["attrs"]}
     options = backend.parse_options(dict(request.get("options") or {}))
     try:
-        ASTSource(fn, request["signature"], constexprs, attrs).make_ir(
+        ASTSource(fn, signature, constexprs, attrs).make_ir(
             target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx)
         return None
-    except Exception as exc:  # noqa: BLE001 - the compiler's refusal is the finding
-        lines = [ln for ln in str(exc).strip().splitlines() if ln.strip()]
-        return "\n".join(lines[-8:])[:1500] or type(exc).__name__
+    except CompilationError as exc:  # the compiler's refusal is the finding
+        return _describe(exc)
+    # Anything else is this check failing, not the kernel: main() reports it on stderr and lets the launch run.
 
 
 def main() -> int:
