@@ -397,6 +397,30 @@ class Replayer:
             self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
         return self._judge(trace, reply, result, answers, device)
 
+    def _written_here(self, trace, result: replies.ReplayResult) -> Outcome | None:
+        """RJ when a launch that computed an output replayed alone left it as it was in the worker, while it held
+        data from outside the kernels: the kernel ran otherwise in the judged process (honest only when replayed),
+        and the answer returned there came from elsewhere. An honest launch that happens to write the values
+        already there is no finding: outside data in an output is what makes it one."""
+        names = [o.name for o in self.problem.outputs]
+        for i, ref in enumerate(trace.outputs):
+            w = result.writers[i] if i < len(result.writers) else None
+            if ref is None or w is None or w >= len(trace.events):
+                continue
+            e = trace.events[w]
+            if e.kind != "launch" or e.unchanged is None or ref.storage not in e.unchanged:
+                continue
+            reached, through = outside_source(trace, ref.storage)
+            if not reached:
+                continue
+            name = names[i] if i < len(names) else "the output"
+            how = f"through {label(trace, through)}" if through is not None else "returned as it is"
+            return Outcome(Verdict.RJ, f"replayed alone on fresh inputs, {label(trace, w)} computed {name}; in your "
+                                       f"process the same launch left {name} as it was, holding data from outside "
+                                       f"your kernels ({how}): the kernel did not do there what it does replayed",
+                           {"replay": "not written here", "event": label(trace, w)})
+        return None
+
     def _judge(self, trace, reply, result: replies.ReplayResult, answers, device) -> Outcome | None:
         if not result.ok:
             where = label(trace, result.event) if 0 <= result.event < len(trace.events) else "the record"
@@ -417,7 +441,7 @@ class Replayer:
             return Outcome(Verdict.RJ, text, details)
         wrong = output_rules.check(self.problem, reply.returned, result.outputs, answers, device)
         if wrong is None:
-            return None
+            return self._written_here(trace, result)
         names = [o.name for o in self.problem.outputs]
         name = wrong.details.get("output") or next((n for n in names if wrong.message.startswith(n)), None)
         index = names.index(name) if name in names else 0

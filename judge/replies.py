@@ -139,6 +139,7 @@ class TraceEvent:
     args: tuple = ()
     kwargs: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
     made: tuple[int | None, ...] = ()  # op: the storage each returned tensor made (None: not new memory)
+    unchanged: tuple[int, ...] | None = None  # launch: storages it was given and left as they were (None: unknown)
 
 
 @dataclass(frozen=True)
@@ -610,9 +611,14 @@ def parse_trace(x, payloads: list) -> Trace | None:
         if kind == "launch":
             grid = e.get("grid")
             _need(isinstance(grid, list) and 1 <= len(grid) <= 3, f"{where}: a launch's grid must have 1 to 3 sizes")
+            unchanged = e.get("unchanged")
+            _need(unchanged is None or isinstance(unchanged, list) and len(unchanged) <= tracing.MAX_STORAGES,
+                  f"{where}: unchanged must be a list of storages")
             events.append(TraceEvent("launch", kernel=_text(e.get("kernel"), f"{where}: kernel"),
                                      grid=tuple(_int(g, f"{where}: a grid size", 0, (1 << 31) - 1) for g in grid),
-                                     args=_trace_args(e.get("args"), where), kwargs=_trace_kwargs(e.get("kwargs"), where)))
+                                     args=_trace_args(e.get("args"), where), kwargs=_trace_kwargs(e.get("kwargs"), where),
+                                     unchanged=None if unchanged is None else tuple(
+                                         _int(x, f"{where}: a storage", 0, tracing.MAX_STORAGES) for x in unchanged)))
         elif kind == "op":
             op = _text(e.get("op"), f"{where}: operator")
             _need(op.split(".")[0] in tracing.REPLAYED, f"{where}: {op[:40]} is not an operator the replay redoes")

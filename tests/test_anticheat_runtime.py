@@ -104,3 +104,20 @@ def test_only_the_replay_catches(pid, path, expect):
     options = Options(sandbox="process", seed=1, device="cpu", interpret=True, replay=False)
     report = Session(find_problem(pid), path, options).run()
     assert report.verdict.value == "AC", f"{report.verdict.value}: {report.message}"
+
+
+# A kernel honest only where it is replayed (its constexpr function looks at the process): with the purity
+# rule that refuses such a function switched off, and the static scan too, the replay's comparison of the
+# worker's writes still catches it: replayed alone the launch computed the output, in the worker it left the
+# output as it was, holding data from outside the kernels.
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["redteam_constexpr_probe.py",
+                                  pytest.param("redteam_constexpr_state.py", marks=pytest.mark.full)])
+def test_a_kernel_that_runs_otherwise_in_the_worker_is_caught_by_its_writes(name, monkeypatch):
+    from judge import intake
+
+    monkeypatch.setattr(intake, "_impure_constexpr_functions", lambda text: None)
+    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, static_scan=False, workers=1,
+                      group="small-ragged")
+    report = Session(find_problem("93"), R93 / name, options).run()
+    assert report.verdict.value == "RJ" and "left out as it was" in report.message, report.message

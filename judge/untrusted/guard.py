@@ -277,6 +277,11 @@ def _wrap_launcher(cls, count: bool):
             start = time.perf_counter()
             kernel = original(self, *args, **kwargs)
             if event is not None and _state.watch is not None and _state.watch.trace is not None:
+                _state.quiet += 1  # the digests of what it was given are the judge's work, not the call's
+                try:
+                    _state.watch.trace.written(event)
+                finally:
+                    _state.quiet -= 1
                 _state.watch.trace.launched(event)
             if id(kernel) not in _state.kernels and kernel is not None:
                 _record_kernel(self, kernel)

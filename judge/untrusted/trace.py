@@ -31,6 +31,15 @@ import json
 from judge.shared import tracing, wire
 
 
+def _digest(st) -> bytes:
+    import hashlib
+
+    import torch
+
+    raw = torch.empty(0, dtype=torch.uint8, device=st.device).set_(st).cpu().numpy().tobytes()
+    return hashlib.blake2b(raw, digest_size=16).digest()
+
+
 class Recorder:
     def __init__(self, inputs, device: str):
         """``inputs``: (argument index, storage tensor) of each tensor argument of the call."""
@@ -45,6 +54,8 @@ class Recorder:
         self.snapshots: list[tuple[dict, bytes]] = []
         self.snapshot_bytes = 0
         self.truncated = ""
+        self.pending: dict = {}  # id(launch event) -> [(storage id, storage, digest before the launch)]
+        self.digested_bytes = 0
         inputs = [(index, storage.untyped_storage()) for index, storage in inputs]
         total = sum(st.nbytes() for _, st in inputs)
         self.budget = tracing.snapshot_budget(total)
@@ -164,7 +175,39 @@ class Recorder:
                  "kwargs": {str(k)[:100]: self.value(v) for k, v in kwargs.items() if k not in ("grid", "warmup")}}
         if not callable(grid):
             event["grid"] = self.grid(grid)
+        self._watch_memory(event, list(args) + list(kwargs.values()))
         return event
+
+    # The memory each launch was given, digested before and after it: which blocks it left as they were.
+    # The replay shows that the recorded launches compute the outputs; this shows whether, in this process,
+    # they did (a kernel that behaves otherwise here than replayed alone leaves the output as it was).
+
+    def _watch_memory(self, event: dict, values) -> None:
+        import torch
+
+        blocks, stack = {}, list(values)
+        while stack:
+            v = stack.pop()
+            if isinstance(v, torch.Tensor):
+                st = v.untyped_storage()
+                hit = self.by_ptr.get((st.device.type, st.data_ptr()))
+                if hit is not None:
+                    blocks[hit[0]] = st
+            elif isinstance(v, (tuple, list)) and len(stack) < 4 * tracing.MAX_SEQ:
+                stack.extend(v)
+            elif type(v).__name__ == "TensorDescriptor" and type(v).__module__.startswith("triton."):
+                stack.append(v.base)
+        size = sum(st.nbytes() for st in blocks.values())
+        if not blocks or self.digested_bytes + 2 * size > 4 * self.budget:
+            return  # over budget: this launch's writes are not known (the check that uses them is skipped)
+        self.digested_bytes += 2 * size
+        self.pending[id(event)] = [(sid, st, _digest(st)) for sid, st in blocks.items()]
+
+    def written(self, event: dict | None) -> None:
+        """After the launch returned: which of the blocks it was given it left unchanged."""
+        watched = self.pending.pop(id(event), None) if event is not None else None
+        if watched is not None:
+            event["unchanged"] = sorted(sid for sid, st, before in watched if _digest(st) == before)
 
     @staticmethod
     def grid(grid):
