@@ -10,6 +10,10 @@ sys.path.insert(0, str(ROOT))
 # The suite judges in Triton's interpreter on the CPU unless told otherwise
 # (tests/gpu/ runs the same corpus compiled on a GPU).
 os.environ.setdefault("JUDGE_TEST_DEVICE", "cpu")
+# One worker per submission unless a test asks for more (tests/test_parallel.py does): pytest -n already
+# keeps every core busy, and each extra worker is one more import of torch and Triton per judged file (with
+# two per file the corpus lane took about three times as long on CI's 2 cores).
+os.environ.setdefault("JUDGE_WORKERS", "1")
 
 
 @pytest.fixture(scope="session")
