@@ -44,8 +44,15 @@ def limits_for(problem, options: Options) -> Limits:
         output_bytes=int(spec.get("output_kb", 1024)) << 10,
         processes=int(spec.get("processes", 256)),
         startup_seconds=float(spec.get("startup_seconds", 60)),
-        gpu_memory_mb=int(spec["gpu_memory_mb"]) if spec.get("gpu_memory_mb") else None,
+        gpu_memory_mb=int(spec.get("gpu_memory_mb") or GPU_MEMORY_MB),
     )
+
+
+# What one worker may allocate through PyTorch on a GPU unless the problem says otherwise. auto_workers
+# starts at most one worker per 16 GB of the device, so one job's workers never hold more than the
+# device; a worker that goes over is MLE for its job. Without a cap, a device-memory bomb in one job
+# filled the H200 and the jobs beside it failed with CUDA out-of-memory errors (hostile suite, 4 jobs).
+GPU_MEMORY_MB = 16 << 10
 
 
 def auto_workers(device: str, interpret: bool) -> int:

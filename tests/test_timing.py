@@ -809,3 +809,28 @@ def test_the_clock_fields_of_a_bench_reply_are_parsed_with_bounds():
                 {"profile": {"status": "ok", "samples": [{"span_s": "long"}]}}, {"profile": [1]}):
         with pytest.raises(MalformedReply):
             _reply(times=[1e-4], **bad)
+
+
+def test_graph_plan_times_submission_and_reference_the_same_way():
+    from judge.timing.speedrun import graph_plan
+
+    assert graph_plan({"submission": True, "reference": True, "pytorch": False}) == {
+        "submission": True, "reference": True, "pytorch": False}
+    # One of the two cannot be captured: both are timed from the stream; the baseline keeps its own way.
+    assert graph_plan({"submission": False, "reference": True, "pytorch": True}) == {
+        "submission": False, "reference": False, "pytorch": True}
+    assert graph_plan({"submission": True, "reference": False}) == {"submission": False, "reference": False}
+
+
+def test_a_replayed_sample_keeps_copies_of_its_outputs():
+    import torch
+
+    from judge.untrusted.bench import _copied
+
+    a, b = torch.ones(3), torch.zeros(2)
+    got = _copied((a, [b]))
+    assert type(got) is tuple and type(got[1]) is list
+    a.fill_(7)
+    b.fill_(7)  # the next replay rewrites the graph's outputs: the copies keep this sample's
+    assert got[0].tolist() == [1.0, 1.0, 1.0] and got[1][0].tolist() == [0.0, 0.0]
+    assert _copied(None) is None

@@ -88,6 +88,10 @@ def control_source(problem) -> str:
     The first pass runs on a copy of the inputs, so that both passes read their
     inputs from memory: run twice on the same inputs, the second pass of an
     L2-resident shape would read them from the L2 and cost less than the first.
+    The first pass's outputs are kept (as many as the copies): freed, the second pass
+    would write its outputs into the same memory, still in the L2 (on the H200
+    the 16 MB RMSNorm measured 0.545 instead of 0.50), while the judge keeps
+    every timed call's outputs.
     The copies are made at the untimed warm-up call, as many as the judge's
     samples may hold calls (64) up to 256 MB, and taken in turn: a sample of K
     calls after one L2 flush finds every copy it uses cold.
@@ -97,18 +101,20 @@ def control_source(problem) -> str:
             "# The 2x-work control of tests/bench/calibrate.py: the reference's work twice per call.\n"
             f"_calibrate_once = {entry}\n"
             "_calibrate_twins = {}\n"
-            "_calibrate_turn = [0]\n\n\n"
+            "_calibrate_turn = [0]\n"
+            "_calibrate_kept = []\n\n\n"
             f"def {entry}(*args):\n"
             "    key = tuple((tuple(a.shape), tuple(a.stride()), a.dtype) if isinstance(a, torch.Tensor) else a\n"
             "                for a in args)\n"
             "    if key not in _calibrate_twins:\n"
-            "        size = sum(a.untyped_storage().nbytes() for a in args if isinstance(a, torch.Tensor))\n"
+            "        size = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))\n"
             "        count = max(1, min(64, (256 << 20) // max(size, 1)))\n"
             "        _calibrate_twins[key] = [[a.clone() if isinstance(a, torch.Tensor) else a for a in args]\n"
             "                                 for _ in range(count)]\n"
             "    twins = _calibrate_twins[key]\n"
             "    _calibrate_turn[0] += 1\n"
-            "    _calibrate_once(*twins[_calibrate_turn[0] % len(twins)])\n"
+            "    _calibrate_kept.append(_calibrate_once(*twins[_calibrate_turn[0] % len(twins)]))\n"
+            "    del _calibrate_kept[:-len(twins)]\n"
             "    return _calibrate_once(*args)\n")
 
 
