@@ -24,6 +24,12 @@ from judge.sandbox import Backend, Job
 from judge.sandbox.base import signal_name
 
 KEEP_OUTPUT = 16 << 10  # bytes of the submission's prints kept for the report
+# How long the worker may take to import torch and Triton, before any of the submission runs. This is
+# the judge's own environment, not the submission's time: the submission's import has its own limit
+# (Limits.startup_seconds), counted from the worker's "ready". On a loaded host (CI's 2 cores under
+# pytest -n, each test starting workers) importing torch alone took over 20 s, and a shortened
+# startup limit then turned a submission that hangs at import from TLE into IE.
+ENVIRONMENT_SECONDS = 300.0
 
 
 class WorkerDied(Exception):
@@ -169,10 +175,11 @@ class WorkerChannel:
         })
 
     def finish_start(self) -> replies.Hello:
-        """Wait for the worker's ready and hello (after begin)."""
+        """Wait for the worker's ready (its environment: torch and Triton imported), then its hello (the
+        submission imported, within the submission's startup limit)."""
         deadline = self.limits.startup_seconds
         try:
-            message, _ = self._recv(deadline, 0)
+            message, _ = self._recv(max(deadline, ENVIRONMENT_SECONDS), 0)
         except WorkerDied as died:
             if died.reason in ("crash", "protocol", "timeout"):
                 raise WorkerStartFailed(f"the worker could not start ({died.detail}): {self._last_line()}") from None

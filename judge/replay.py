@@ -246,14 +246,16 @@ def encode(trace: replies.Trace) -> tuple[dict, list]:
     return {"storages": storages, "events": events, "outputs": outputs}, []
 
 
-def fresh_inputs(problem, params: dict, original: list) -> list | None:
+def fresh_inputs(problem, params: dict, original: list) -> tuple[dict, list] | None:
     """The case's inputs again, with new values from a new secret seed: same layouts, same scalars.
 
-    None if the problem's make_inputs gives another layout for another seed
-    (then a record of the first layout means nothing for the second).
+    (the fresh case's parameters, its inputs); None if the problem's make_inputs
+    gives another layout for another seed (then a record of the first layout
+    means nothing for the second).
     """
     seed = derive_seed("replay", secrets.token_hex(16), canonical(params))
-    fresh = problem.golden.make_inputs(dict(params, seed=seed), kit.generator(seed))
+    fresh_params = dict(params, seed=seed)
+    fresh = problem.golden.make_inputs(dict(fresh_params), kit.generator(seed))
     if len(fresh) != len(original):
         return None
     out = []
@@ -266,7 +268,7 @@ def fresh_inputs(problem, params: dict, original: list) -> list | None:
             out.append(b)
         else:
             out.append(a)  # a scalar is part of the case, not of its data
-    return out
+    return fresh_params, out
 
 
 # --------------------------------------------------------------------------- the replay worker
@@ -360,9 +362,10 @@ class Replayer:
         if found is not None:
             verdict, message = found
             return Skipped(message) if verdict == "note" else Outcome(Verdict.RJ, message, {"replay": "record"})
-        fresh = fresh_inputs(self.problem, params, inputs)
-        if fresh is None:
+        drawn = fresh_inputs(self.problem, params, inputs)
+        if drawn is None:
             return Skipped(f"{NOTE}: this problem's inputs change layout with their seed", counts=False)
+        fresh_params, fresh = drawn
         record, _ = encode(trace)
         frames = []
         for s in trace.storages:
@@ -395,7 +398,12 @@ class Replayer:
                                        f"{died.detail}", {"replay": "died"})
         if not result.ok:
             self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
-        return self._judge(trace, reply, result, answers, device)
+        found = self._judge(trace, reply, result, answers, device)
+        if isinstance(found, Outcome) and found.details.get("replay") == "wrong" and not found.details.get("outside"):
+            # Wrong on the fresh inputs; the session runs them in the submission's worker too (a kernel
+            # that is wrong on some values is WA, not RJ: see Session._execute).
+            found = replace(found, case=fresh_params)
+        return found
 
     def _written_here(self, trace, result: replies.ReplayResult) -> Outcome | None:
         """RJ when a launch that computed an output replayed alone left it as it was in the worker, while it held
@@ -461,10 +469,11 @@ class Replayer:
         name = name or "the output"
         text = f"replayed alone on fresh inputs, the recorded launches did not compute {name}: {wrong.message} ({who})"
         reached, through = outside_source(trace, ref.storage) if ref is not None else (False, None)
+        details = {k: v for k, v in wrong.details.items()}
         if reached:
             how = f"through {label(trace, through)}" if through is not None else "returned as it is"
             text = f"data from outside your kernels reached {name} (memory the call did not make, {how}): {text}"
-        details = {k: v for k, v in wrong.details.items()}
+            details["outside"] = True
         details["replay"] = "wrong"
         if writer is not None:
             details["event"] = label(trace, writer)

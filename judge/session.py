@@ -20,6 +20,7 @@ import shutil
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from judge import expected, intake, progress as progress_words
@@ -182,10 +183,26 @@ class Session:
             lane = self._lane_of(ex)
             self.progress.lane(lane, progress_words.REPLAYING)
             try:
-                outcome = self.replays.check(group.name, params, *last) or outcome
+                found = self.replays.check(group.name, params, *last)
             finally:
                 self.progress.lane(lane, None)
+            if found is not None and found.case is not None:
+                found = self._fresh_case_in_worker(ex, found)
+            outcome = found or outcome
         return outcome
+
+    def _fresh_case_in_worker(self, ex: Exchange, found: Outcome) -> Outcome:
+        """The replay's fresh inputs, on which the replayed launches missed the answer, judged as a case in the
+        submission's own worker. Wrong there too, it is that case's verdict (a kernel that is wrong on some
+        values is WA, not a forgery: replays of the corpus's WA files drew such values). Right there, the
+        launches do not do alone what the call did in the worker: RJ stands."""
+        own, _, _, _ = self._call(ex, "case", found.case)
+        if not own.passed:
+            return replace(own, case=found.case,
+                           details={**own.details, "found_by": "the replay check's fresh inputs for the same case"})
+        return replace(found, case=None,
+                       message=f"{found.message}; on the same inputs your file's call in its own process computed "
+                               "the answer")
 
     def _lane_of(self, ex: Exchange) -> int:
         return next((i for i, lane in enumerate(self.workers.all) if lane is ex), 0)
@@ -329,8 +346,9 @@ class Session:
             return GroupResult(group.name, group.about, group.points, True, ran["n"])
         return GroupResult(
             name=group.name, about=group.about, points=group.points, passed=False, cases_run=ran["n"],
-            verdict=failure.outcome.verdict, case=failure.params, message=failure.outcome.message,
-            details=failure.outcome.details, repro=self._repro(group, failure.params),
+            verdict=failure.outcome.verdict, case=failure.outcome.case or failure.params,
+            message=failure.outcome.message, details=failure.outcome.details,
+            repro=self._repro(group, failure.outcome.case or failure.params),
         )
 
     def _repro(self, group: Group, params: dict) -> str:

@@ -76,6 +76,9 @@ class Outcome:
     verdict: Verdict
     message: str = ""
     details: dict = field(default_factory=dict)
+    # The case that failed, when it is not the one that was asked for: the replay check's fresh inputs
+    # (judge.replay), on which the submission's own worker failed too. The report names it.
+    case: dict | None = None
 
     @property
     def passed(self) -> bool:
