@@ -96,3 +96,52 @@ def test_a_worker_that_dies_before_it_is_ready_is_the_judges_problem(tmp_path):
     with pytest.raises(WorkerStartFailed):
         ch.start(submission_entry="add", arity=2, threads=1)
     ch.close()
+
+
+class SlowEnvironment(Backend):
+    """A worker whose own start (importing torch and Triton, in a real one) takes longer than the
+    submission's startup limit, then imports a submission that takes ``load`` seconds."""
+
+    name = "slow-environment"
+
+    def __init__(self, load: float):
+        self.load = load
+
+    def spawn(self, job):
+        from judge.sandbox.base import CODE_ROOT
+
+        code = textwrap.dedent(f"""
+            import sys, time
+            sys.path.insert(0, {str(CODE_ROOT)!r})
+            from judge.shared import wire
+            r = wire.Reader(0)
+            setup, _ = r.recv(0)
+            time.sleep(2.5)  # the environment's start: longer than the 1 s startup limit
+            wire.send(1, {{"type": "ready", "nonce": setup["nonce"]}}, [])
+            time.sleep({self.load})  # the submission's import
+            wire.send(1, {{"type": "hello", "status": "ok", "versions": {{}}, "device_name": "cpu",
+                           "nonce": setup["nonce"]}}, [])
+            time.sleep(30)
+        """)
+        popen = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, start_new_session=True)
+        return _ChildProc(popen, str(job.submission))
+
+
+@pytest.mark.parametrize("load,died", [(0.0, None), (3.0, "timeout")])
+def test_the_startup_limit_counts_the_submissions_import_not_the_environments(tmp_path, load, died):
+    # CI once turned a submission that hangs at import (TLE) into IE: on 2 loaded cores the worker's
+    # torch import alone outlasted the shortened startup limit, which then also timed the import of torch.
+    lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
+                 startup_seconds=1)
+    ch = WorkerChannel(SlowEnvironment(load), Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu",
+                                                  interpret=True, limits=lim))
+    try:
+        if died is None:
+            assert ch.start(submission_entry="add", arity=2, threads=1).ok
+        else:  # a death while loading the submission (TLE for it), not a worker that could not start (IE)
+            with pytest.raises(WorkerDied) as exc:
+                ch.start(submission_entry="add", arity=2, threads=1)
+            assert exc.value.reason == died
+    finally:
+        ch.close()
