@@ -442,6 +442,8 @@ def test_kill_the_service_mid_job_then_restart(tmp_path, how):
         stopping = time.monotonic()
         first.kill(signal.SIGKILL if how == "kill" else signal.SIGTERM)
         assert time.monotonic() - stopping < 60  # a stop does not wait for the job
+        if how == "term":
+            assert first.proc.returncode == 0  # README: 0 stopped (SIGTERM or Ctrl-C)
     finally:
         first.stop()
     db = state / "results.sqlite"

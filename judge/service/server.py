@@ -7,6 +7,7 @@ answers with the port it got: the first line on stderr is always
 
 from __future__ import annotations
 
+import signal
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,8 +91,16 @@ def serve(service: Service, sock: socket.socket, log=print) -> None:
     from judge.service.app import create_app
 
     service.runner.executor.start()  # Ray: connected from this (the main) thread, before uvicorn takes the signals
+    # uvicorn puts back the handlers it found and raises the signal again once its graceful shutdown is
+    # done; a SIGTERM then met Ray's driver handler, which exits with status 15. A stop is status 0
+    # (README): the handler uvicorn finds and puts back is this one, also for a SIGTERM before it starts.
+    signal.signal(signal.SIGTERM, _stopped)
     app = create_app(service)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
                             proxy_headers=False)
     server = uvicorn.Server(config)
     server.run(sockets=[sock])
+
+
+def _stopped(signum, frame) -> None:
+    raise SystemExit(0)
