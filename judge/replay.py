@@ -36,11 +36,11 @@ What is decided here, and what it means:
   stands (see README, "Rules and anti-cheat", for what that leaves open).
 
 The replay runs on the first passing case of every group and on one drawn
-case in eight (judge.session). TODO(speed run): judge/timing/speedrun.py's
-``_check`` should replay the timed call it checks as well; that needs the
-bench worker (judge/untrusted/bench.py) to record the call with
-``guard.watching(inputs=..., device=...)`` and send ``trace`` with the outputs, after
-which :meth:`Replayer.check` takes the bench inputs as they are.
+case in eight (judge.session), and in the speed run on the timed call whose
+outputs are checked at every shape (:meth:`Replayer.check_bench`: the bench
+worker records its timed calls in judge.untrusted.trace's deferred form, and
+the replay worker makes the fresh inputs itself from judge.shared.bench_inputs
+and a new seed, so that large inputs need not cross the pipe).
 """
 
 from __future__ import annotations
@@ -352,6 +352,50 @@ class Replayer:
             self.timing["replays"] += 1
             self.timing["replay_seconds"] += time.monotonic() - t0
 
+    def check_bench(self, params: dict, specs: list, outputs: replies.BenchOutputs, device: str
+                    ) -> Outcome | Skipped | None:
+        """Replay a timed call of the speed run (judge.timing.speedrun) on fresh bench inputs, as :meth:`check`
+        does a case: RJ (or IE) Outcome, Skipped, or None. A wrong answer carries ``case`` = {"bench_seed": S}:
+        the speed run asks the submission's worker for a call on the same inputs (a bench request with seed S)."""
+        t0 = time.monotonic()
+        try:
+            found = self._check_bench(params, specs, outputs, device)
+            if isinstance(found, Outcome) and found.verdict is Verdict.RJ:
+                found = replace(found, message=f"{PREFIX}: {found.message}")
+            return found
+        finally:
+            self.timing["replays"] += 1
+            self.timing["replay_seconds"] += time.monotonic() - t0
+
+    def _check_bench(self, params, specs, outputs, device):
+        import torch
+
+        from judge.shared import bench_inputs
+
+        trace = outputs.trace
+        if trace is None:
+            return Outcome(Verdict.RJ, "the worker sent no record of the timed call's launches (a forged or "
+                                       "tampered reply)")
+        base = secrets.randbits(62)
+        seed = bench_inputs.call_seed(base, 0)  # call 0 of a bench request with seed ``base``
+        # The judge's own copy of the fresh inputs, for the golden model; the replay worker makes the same.
+        fresh = bench_inputs.make(specs, seed, self.golden_device)
+        sizes = {i: a.untyped_storage().nbytes() for i, a in enumerate(fresh) if isinstance(a, torch.Tensor)}
+        found = validate(trace, self.kernels, sizes, device, self.file)
+        if found is not None:
+            verdict, message = found
+            return Skipped(message) if verdict == "note" else Outcome(Verdict.RJ, message, {"replay": "record"})
+        frames = [({"dtype": "uint8", "shape": [len(s.snapshot)]}, s.snapshot)
+                  for s in trace.storages if s.origin == "outside"]
+        dev = "cuda" if device.startswith("cuda") else "cpu"
+        found = self._replay(trace, frames, sum(sizes.values()), {"bench": {"specs": specs, "seed": seed}},
+                             lambda: expected.answers(self.problem, fresh, params.get("dtype", "float32"),
+                                                      self.golden_device, params),
+                             outputs, dev)
+        if isinstance(found, Outcome) and found.details.get("replay") == "wrong" and not found.details.get("outside"):
+            found = replace(found, case={"bench_seed": base})
+        return found
+
     def _check(self, params, inputs, reply, device):
         trace = reply.trace
         if trace is None:
@@ -366,7 +410,6 @@ class Replayer:
         if drawn is None:
             return Skipped(f"{NOTE}: this problem's inputs change layout with their seed", counts=False)
         fresh_params, fresh = drawn
-        record, _ = encode(trace)
         frames = []
         for s in trace.storages:
             if s.origin == "input":
@@ -375,6 +418,18 @@ class Replayer:
             elif s.origin == "outside":
                 frames.append(({"dtype": "uint8", "shape": [len(s.snapshot)]}, s.snapshot))
         input_bytes = sum(len(raw) for _, raw in frames)
+        found = self._replay(trace, frames, input_bytes, {},
+                             lambda: expected.for_inputs(self.problem, fresh, params, self.golden_device),
+                             reply, device)
+        if isinstance(found, Outcome) and found.details.get("replay") == "wrong" and not found.details.get("outside"):
+            # Wrong on the fresh inputs; the session runs them in the submission's worker too (a kernel
+            # that is wrong on some values is WA, not RJ: see Session._execute).
+            found = replace(found, case=fresh_params)
+        return found
+
+    def _replay(self, trace, frames, input_bytes: int, extra: dict, answers_for, reply, device):
+        """Send the record to the replay worker, compute the golden answers meanwhile, judge what comes back."""
+        record, _ = encode(trace)
         try:
             self._ensure()
         except (WorkerStartFailed, WorkerDied) as exc:
@@ -382,9 +437,9 @@ class Replayer:
             return Outcome(Verdict.IE, f"the replay worker could not start: {exc}")
         try:
             self.replay_id += 1
-            self.channel.send_case({"type": "replay", "id": self.replay_id, "trace": record}, frames)
+            self.channel.send_case({"type": "replay", "id": self.replay_id, "trace": record, **extra}, frames)
             # The judge's answers for the fresh inputs, while the replay runs.
-            answers = expected.for_inputs(self.problem, fresh, params, self.golden_device)
+            answers = answers_for()
             result = self.channel.receive(replies.parse_replay_reply, timeout=2 * self.job.limits.case_seconds,
                                           max_bytes=8 * input_bytes + (1 << 20), expect_id=self.replay_id)
         except WorkerDied as died:
@@ -398,12 +453,7 @@ class Replayer:
                                        f"{died.detail}", {"replay": "died"})
         if not result.ok:
             self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
-        found = self._judge(trace, reply, result, answers, device)
-        if isinstance(found, Outcome) and found.details.get("replay") == "wrong" and not found.details.get("outside"):
-            # Wrong on the fresh inputs; the session runs them in the submission's worker too (a kernel
-            # that is wrong on some values is WA, not RJ: see Session._execute).
-            found = replace(found, case=fresh_params)
-        return found
+        return self._judge(trace, reply, result, answers, device)
 
     def _written_here(self, trace, result: replies.ReplayResult) -> Outcome | None:
         """RJ when a launch that computed an output replayed alone left it as it was in the worker, while it held

@@ -276,6 +276,7 @@ class BenchOutputs:
     present: bool
     returned: str = ""
     outputs: tuple[Returned, ...] = ()
+    trace: "Trace | None" = None  # the timed call's launch sequence, when the judge asked for records
 
 
 # --------------------------------------------------------------------------- primitives
@@ -737,5 +738,10 @@ def parse_bench_outputs(msg: dict, payloads: list) -> BenchOutputs | BenchError:
         _no_tensors(msg, payloads)
         return BenchOutputs(present=False)
     _need(status == "ok", "status must be 'ok', 'missing' or 'error'")
+    # As in a case's reply: the outputs' frames, then those of the record's outside memory.
+    snapshots = _snapshot_count(msg.get("trace"))
+    _need(snapshots <= len(payloads), "the record of the call announces more memory than the reply carries")
+    split = len(payloads) - snapshots
     return BenchOutputs(present=True, returned=_text(msg.get("returned"), "returned", default="?"),
-                        outputs=parse_outputs(msg.get("outputs") or [], payloads))
+                        outputs=parse_outputs(msg.get("outputs") or [], payloads[:split]),
+                        trace=parse_trace(msg.get("trace"), payloads[split:]))

@@ -384,7 +384,7 @@ class Session:
             result = SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret,
                               gpu=opts.gpu, backend=self.backend, limits=self.limits, scratch=scratch,
                               config=config_for(self.problem, interpret=opts.interpret, overrides=opts.bench),
-                              log=opts.log, progress=self.progress).run()
+                              log=opts.log, progress=self.progress, replay=self.replay_on).run()
         except BenchFailed as exc:
             self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
             speed = {**base, "scored": True, "reason": f"{exc.verdict} in the speed run: {exc.message}",

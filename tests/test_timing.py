@@ -316,6 +316,100 @@ def test_a_submission_wrong_only_when_timed_is_caught_by_the_output_check(tmp_pa
     assert exc.value.verdict == "WA" and "timed call" in exc.value.message
 
 
+# Honest when judged (the first call at a shape is the speed run's watched warm-up), and when timed the sums
+# done in NumPy on the inputs' bytes, staged with torch.frombuffer (no dispatched operator) and copied into
+# the output by a kernel that computes nothing: right outputs, an own kernel launched, no PyTorch operator.
+TIMED_BYTES_CHEAT = textwrap.dedent('''
+    import numpy as np
+    import torch
+    import triton
+    import triton.language as tl
+
+    CALLS = [0]
+
+    @triton.jit
+    def _add(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+    @triton.jit
+    def _copy(src, dst, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+    def add(x, y):
+        CALLS[0] += 1
+        n = x.numel()
+        out = torch.empty_like(x)
+        if CALLS[0] == 1:
+            _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+            return out
+        dt = np.float32 if x.dtype == torch.float32 else np.float16
+        sums = np.frombuffer(memoryview(x.numpy()).tobytes(), dtype=dt) + np.frombuffer(
+            memoryview(y.numpy()).tobytes(), dtype=dt)
+        staged = torch.frombuffer(bytearray(sums.tobytes()), dtype=x.dtype)
+        _copy[(triton.cdiv(n, 1024),)](staged, out, n, BLOCK=1024)
+        return out
+''')
+
+
+def test_a_timed_call_computed_outside_its_kernels_is_caught_by_the_replay(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "cheat.py"
+    path.write_text(TIMED_BYTES_CHEAT)
+    with pytest.raises(BenchFailed) as exc:
+        _bench("93", path, tmp_path, torch_baseline=False)
+    assert exc.value.verdict == "RJ" and "the replay check" in exc.value.message, exc.value.message
+    assert "data from outside your kernels reached out" in exc.value.message
+    # Nothing else in the speed run sees it: the replay of the checked timed call is the check.
+    monkeypatch.setenv("JUDGE_REPLAY", "0")
+    speed = _bench("93", path, tmp_path / "off", torch_baseline=False)
+    assert speed["shapes"][0]["checked_calls"] and "replays" not in speed["phases"]
+
+
+# Wrong only when x[0] > 3 (about one call in 740): the checked timed call passes, the replay's fresh inputs
+# (their seed chosen below) catch it, and so do they in the submission's own worker: WA, not RJ.
+RARELY_WRONG = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _add(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        s = tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask)
+        first = tl.load(x)
+        s = tl.where(offs == 0, tl.where(first > 3.0, s + 1.0, s), s)
+        tl.store(out + offs, s, mask=mask)
+
+    def add(x, y):
+        n = x.numel()
+        out = torch.empty_like(x)
+        _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        return out
+''')
+
+
+def test_a_timed_call_wrong_on_the_replays_inputs_is_a_wrong_answer(tmp_path, monkeypatch):
+    import judge.replay
+
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "rarely_wrong.py"
+    path.write_text(RARELY_WRONG)
+    p = find_problem("93")
+    specs = p.golden.bench_args(dict(p.spec["bench"]["interpret_shapes"][0]))
+    base = next(b for b in range(1, 100_000)
+                if bench_inputs.make(specs, bench_inputs.call_seed(b, 0), "cpu")[0][0] > 3.0)
+    monkeypatch.setattr(judge.replay.secrets, "randbits", lambda bits: base)  # the replay's fresh seed
+    with pytest.raises(BenchFailed) as exc:
+        _bench("93", path, tmp_path, torch_baseline=False)
+    assert exc.value.verdict == "WA" and "on new inputs" in exc.value.message, exc.value.message
+    assert exc.value.details["found_by"] == "the replay check's fresh inputs"
+
+
 def test_submit_in_interpreter_mode_says_speed_is_not_scored(tmp_path):
     from judge.options import Options
     from judge.session import Session

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -116,7 +117,7 @@ class SpeedRun:
     """One speed run; ``run()`` returns the report's speed section (a dict) or raises BenchFailed."""
 
     def __init__(self, problem, submission: Path, *, device: str, interpret: bool, gpu: int | None,
-                 backend, limits, scratch: Path, config: BenchConfig, log=None, progress=None):
+                 backend, limits, scratch: Path, config: BenchConfig, log=None, progress=None, replay: bool = True):
         self.problem = problem
         self.submission = Path(submission)
         self.device = device
@@ -136,6 +137,11 @@ class SpeedRun:
         self.holds: dict = {}  # shape -> the longest hold any contender needed: every contender's minimum
         self.profiles: dict = {}  # (contender, shape) -> the profiler clock's summary (see _profiles)
         self.score = SpeedScore.from_spec(problem.spec.get("score", {}), problem.speed_points)
+        # The replay check of the timed calls whose outputs are checked (judge.replay): a second sandboxed
+        # process that never imports the submission. JUDGE_REPLAY=0 turns it off, as in the test groups.
+        self.replay = replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
+        self.replayer = None
+        self.replay_timing: dict = {}
 
     # ------------------------------------------------------------------ workers
 
@@ -170,6 +176,12 @@ class SpeedRun:
             job = Job(submission=path, scratch=scratch, device=self.device, interpret=self.interpret,
                       limits=limits, gpu=self.gpu if self.device == "cuda" else None, cache=cache)
             started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
+            if name == "submission" and self.replay:
+                from judge.replay import Replayer
+
+                golden = f"cuda:{self.gpu}" if self.device == "cuda" else "cpu"
+                self.replayer = Replayer(self.problem, dataclasses.replace(job, limits=self.limits), self.backend,
+                                         threads=1, golden_device=golden)
         for name, client, entry, trusted in started:
             self.contenders.append(Contender(name, client, trusted, self.limits.case_seconds))
             who = "the submission" if name == "submission" else f"the {name} worker"
@@ -200,6 +212,10 @@ class SpeedRun:
                 c.client.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+        if self.replayer is not None:
+            self.replay_timing = dict(self.replayer.timing)
+            self.replayer.close()
+            self.replayer = None
 
     def _request(self, c: Contender, message: dict, parse=replies.parse_bench_reply):
         """Send one request; (the parsed reply, judge's wall seconds). Deaths and errors become BenchFailed."""
@@ -245,7 +261,7 @@ class SpeedRun:
         for c in list(self.contenders):
             msg = {"type": "bench", "id": f"{s}-warmup", "shape": s, "args": specs, "samples": 2, "per_sample": 1,
                    "seed": secrets.randbits(62), "sets": 1, "flush_bytes": 2 * l2, "keep": False, "watch": True,
-                   "prepare": c.name == "pytorch"}
+                   "prepare": c.name == "pytorch", "trace": self.replayer is not None and c.name != "pytorch"}
             try:
                 reply, _ = self._request(c, msg)
             except _BaselineLost as lost:
@@ -301,7 +317,7 @@ class SpeedRun:
             msg = {"type": "bench", "id": f"{s}-graph", "shape": s, "args": plan["specs"], "samples": 1,
                    "per_sample": plan["per_sample"], "seed": secrets.randbits(62), "sets": plan["sets"],
                    "flush_bytes": plan["flush_bytes"], "keep": False, "prepare": c.name == "pytorch",
-                   "graph": True}
+                   "graph": True, "trace": self.replayer is not None and c.name != "pytorch"}  # as timed: recorded
             try:
                 reply, _ = self._request(c, msg)
             except _BaselineLost as lost:
@@ -325,7 +341,10 @@ class SpeedRun:
         msg = {"type": "bench", "id": f"{s}", "shape": s, "args": plan["specs"], "samples": plan["calls"],
                "per_sample": plan["per_sample"], "seed": seed, "sets": plan["sets"],
                "flush_bytes": plan["flush_bytes"], "keep": True, "prepare": c.name == "pytorch",
-               "min_hold": self.holds.get(s, 0.0), "graph": plan["graph"].get(c.name, False)}
+               "min_hold": self.holds.get(s, 0.0), "graph": plan["graph"].get(c.name, False),
+               # The submission and the reference record their timed calls (the same host work around the
+               # same GPU work); only the submission's checked call is replayed.
+               "trace": self.replayer is not None and c.name != "pytorch"}
         reply, wall = self._request(c, msg)
         times = _net_times(reply)
         if not times:
@@ -414,6 +433,8 @@ class SpeedRun:
                 self._phase(f"warming up: shape {s + 1} of {n}")
                 plans.append(self._plan(s, p))
             warm = time.monotonic()
+            if self.replayer is not None:
+                self.replayer.prestart()  # it imports torch and Triton while the rounds run; used after them
             rounds, torch_times, last_round = [], {s: [] for s in range(len(plans))}, 0.0
             stopped = None
             while stopped is None:
@@ -440,9 +461,12 @@ class SpeedRun:
             for s, plan in enumerate(plans):
                 self._phase(f"checking outputs: shape {s + 1} of {n}")
                 checked.append(self._check(s, plan))
-            return self._result(plans, rounds, torch_times, stopped, checked, {
-                "start_seconds": round(started - t_start, 3), "warmup_seconds": round(warm - started, 3),
-                "rounds_seconds": round(timed - warm, 3), "check_seconds": round(time.monotonic() - timed, 3)})
+            phases = {"start_seconds": round(started - t_start, 3), "warmup_seconds": round(warm - started, 3),
+                      "rounds_seconds": round(timed - warm, 3), "check_seconds": round(time.monotonic() - timed, 3)}
+            if self.replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
+                phases.update(replays=self.replayer.timing["replays"],
+                              replay_seconds=round(self.replayer.timing["replay_seconds"], 3))
+            return self._result(plans, rounds, torch_times, stopped, checked, phases)
         finally:
             self._close()
 
@@ -477,7 +501,46 @@ class SpeedRun:
                                   {"shape": params, "call": call})
             picked.append(call)
             del args, answers
+            if self.replayer is not None:
+                self._replay(s, plan, call, answer)
         return {"calls": picked}
+
+    def _replay(self, s: int, plan: dict, call: int, answer: replies.BenchOutputs) -> None:
+        """The checked timed call's launches, replayed alone on fresh inputs (judge.replay), must compute the
+        answer: a call honest when judged and otherwise when timed is RJ. Wrong there, the same fresh inputs
+        are given to the submission's worker: wrong in its process too is WA, right there RJ stands."""
+        from judge.replay import Skipped
+
+        params = self.config.shapes[s]
+        label = _shape_label(params)
+        self._phase(f"replaying a timed call: shape {s + 1} of {len(self.config.shapes)}")
+        found = self.replayer.check_bench(params, plan["specs"], answer, self.device)
+        if isinstance(found, Skipped):
+            self._note(f"the timed call at {label} was not replayed: {found.note}")
+            return
+        if found is None:
+            return
+        if found.case is not None:
+            base = found.case["bench_seed"]
+            sub = next(c for c in self.contenders if c.name == "submission")
+            msg = {"type": "bench", "id": f"{s}-fresh", "shape": s, "args": plan["specs"], "samples": 1,
+                   "per_sample": 1, "seed": base, "sets": 1, "flush_bytes": 0, "keep": True, "graph": False}
+            self._request(sub, msg)
+            again, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-fresh", "shape": s, "call": 0},
+                                     parse=replies.parse_bench_outputs)
+            from judge import expected
+            from judge.rules import outputs as output_rules
+
+            dev = "cuda" if self.device == "cuda" else "cpu"
+            args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(base, 0), dev)
+            answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
+            wrong = output_rules.check(self.problem, again.returned, again.outputs, answers, dev) if again.present \
+                else None
+            if wrong is not None:
+                raise BenchFailed("WA", f"a call at bench shape {label} on new inputs: {wrong.message}",
+                                  {"shape": params, "found_by": "the replay check's fresh inputs"})
+        raise BenchFailed(found.verdict.value, f"timed call {call} at bench shape {label}: {found.message}",
+                          {"shape": params, "call": call, **found.details})
 
     def _profiles(self, plans) -> None:
         """The second clock: a few samples of every shape and worker under the CUDA profiler.

@@ -41,6 +41,12 @@ its calls launched, by the GPU's own timestamps; a second clock for the judge
 to hold the events against. Profiled requests never replace the outputs the
 judge may still ask for.
 
+With ``trace`` set, every timed call's launch sequence is recorded as a
+judged call's is (judge.untrusted.trace, in its deferred form: nothing waits
+for the GPU inside a sample or a graph capture), so that the judge can replay
+the call whose outputs it checks alone on fresh inputs (judge.replay); the
+record of a captured call stands for that call in every replay of the graph.
+
 The reply carries the raw per-sample times, the host times and the worker's
 own wall clock for the whole request; the judge computes every statistic and
 cross-checks these clocks against its own. The outputs of the last timed
@@ -80,6 +86,7 @@ class Attempt:
     enqueue: float = 0.0  # host time from launching the hold to the query
     outs: list = field(default_factory=list)
     launches: list = field(default_factory=list)
+    records: list = field(default_factory=list)  # per call: its judge.untrusted.trace.Recorder, or None
 
 
 def held_sample(attempt, hold: float, *, retries: int = MAX_RETRIES, max_hold: float = MAX_HOLD):
@@ -115,6 +122,8 @@ class BenchState:
         self.sets: dict[int, list] = {}  # shape -> input sets
         self.specs: dict[int, list] = {}
         self.kept: dict[int, dict] = {}  # shape -> {call index: result}
+        self.records: dict[int, dict] = {}  # shape -> {call index: its Recorder}, when the judge asked for them
+        self.tracing = False  # set per request from the judge's message
         self.holds: dict[tuple, float] = {}  # (shape, K) -> seconds of hold that covered the launches
         self.flush = None
         self.prepare = False  # set per request from the judge's message
@@ -210,6 +219,7 @@ class BenchState:
         # last one freed runs differently), but never replace those the judge may still ask for.
         keep = bool(msg.get("keep"))
         self.prepare = bool(msg.get("prepare"))
+        self.tracing = bool(msg.get("trace")) and not profile  # (kept only with the outputs, below)
         cuda = self.worker.device.startswith("cuda")
         mode = "events" if cuda else "cpu"
         reply = {"type": "bench_result", "id": msg.get("id"), "status": "ok", "shape": shape}
@@ -251,9 +261,10 @@ class BenchState:
                                        int(msg.get("flush_bytes", 0)), keep, cuda, ranges)
             if result is not None:
                 launches, ids, kept = result.pop("launches"), result.pop("ids"), result.pop("kept")
+                records = result.pop("records")
                 evidence["calls_without_own_launch"] = sum(1 for n in launches if n == 0)
             else:
-                ids, kept = set(), {}
+                ids, kept, records = set(), {}, {}
                 evidence["calls_without_own_launch"] = 0
             if self.timed_ops:
                 merged = Counter(evidence.get("torch_ops") or {})
@@ -263,6 +274,7 @@ class BenchState:
             evidence["tampered"] = integrity.changed(baseline)
             if not profile:
                 self.kept[shape] = kept if keep else {}
+                self.records[shape] = records if keep else {}
             if result is not None and result.get("mode"):
                 mode = result.pop("mode")
             reply.update(mode=mode, per_sample=per_sample, out_bytes=self.out_bytes, **(result or {}),
@@ -293,28 +305,38 @@ class BenchState:
         sets = self._sets(shape, specs, max(1, nsets, K), self.worker.device)
         flush = self._flush_buffer(flush_bytes) if cuda else None
         fn, prepare = self.worker.fn, self._prepare()
-        launches, kept, ids = [], {}, set()
+        launches, kept, ids, records = [], {}, set(), {}
         times, device_times, host, enqueue, valid, holds, attempts = [], [], [], [], [], [], []
 
         def run_calls(watch, args, index0):
-            outs, counts = [], []
+            outs, counts, recs = [], [], []
             for j, a in enumerate(args):
                 before = sum(watch.own_launches.values())
-                if ranges is not None:
-                    with ranges(f"judge.call.{index0 + j}"):
+                rec = watch.trace = self._recorder(a)
+                try:
+                    if ranges is not None:
+                        with ranges(f"judge.call.{index0 + j}"):
+                            outs.append(fn(*a))
+                    else:
                         outs.append(fn(*a))
-                else:
-                    outs.append(fn(*a))
+                finally:
+                    watch.trace = None
+                if rec is not None:
+                    rec.release()
+                recs.append(rec)
                 counts.append(sum(watch.own_launches.values()) - before)
-            return outs, counts
+            return outs, counts, recs
 
         if not cuda:
             for r in range(samples):
                 args = self._inputs(specs, sets, range(r * K, (r + 1) * K), base, prepare)
                 with guard.watching() as watch:
                     h0 = time.perf_counter()
-                    outs, counts = run_calls(watch, args, r * K)
+                    outs, counts, recs = run_calls(watch, args, r * K)
                     h1 = time.perf_counter()
+                for rec, out in zip(recs, outs):
+                    if rec is not None:
+                        rec.finish(out)
                 times.append(h1 - h0)
                 host.append(h1 - h0)
                 valid.append(True)
@@ -322,8 +344,10 @@ class BenchState:
                 ids |= watch.kernel_ids
                 launches += counts
                 self._keep(outs, r * K, keep, kept)
+                self._keep_records(recs, outs, r * K, keep, records)
             return {"times": times, "host": host, "valid": valid, "overhead": [], "device_times": [],
-                    "sync_gaps": [], "retries": 0, "invalid": 0, "launches": launches, "ids": ids, "kept": kept}
+                    "sync_gaps": [], "retries": 0, "invalid": 0, "launches": launches, "ids": ids, "kept": kept,
+                    "records": records}
 
         key = (shape, K)
         hold = self.holds.get(key)
@@ -367,11 +391,11 @@ class BenchState:
                     if ranges is not None and can_hold:
                         torch.cuda._sleep(1)
                     reached = start.query()
-                    outs, counts = None, list(graph.counts)
+                    outs, counts, recs = None, list(graph.counts), list(graph.records)
                 else:
                     with guard.watching() as watch:
                         start.record()
-                        outs, counts = run_calls(watch, args, r * K)
+                        outs, counts, recs = run_calls(watch, args, r * K)
                         end.record()  # the calls' own stream
                         if ranges is not None and can_hold:
                             torch.cuda._sleep(1)  # the marker: where the calls end on the GPU (profiling.gpu_order)
@@ -391,9 +415,13 @@ class BenchState:
                 if outs is None:  # the replay rewrites the graph's outputs: keep a copy of this sample's
                     outs = [_copied(o) for o in graph.outs] if keep else []
                     torch.cuda.synchronize()
+                if graph is None:
+                    for rec, out in zip(recs, outs):  # after the sync: nothing of it ran while timed
+                        if rec is not None:
+                            rec.finish(out)
                 return Attempt(queued=not reached, time=start.elapsed_time(end) * 1e-3,
                                device=start.elapsed_time(end2) * 1e-3, host=h1 - h_start,
-                               enqueue=t_query - t_hold, outs=outs, launches=counts)
+                               enqueue=t_query - t_hold, outs=outs, launches=counts, records=recs)
 
             got, used, hold = held_sample(attempt, hold, retries=min(MAX_RETRIES, retries_left))
             retries_left -= used
@@ -407,13 +435,15 @@ class BenchState:
             holds.append(hold)
             launches += got.launches
             self._keep(got.outs, r * K, keep, kept)
+            self._keep_records(got.records, got.outs, r * K, keep, records)
             got.outs = []
         torch.cuda.synchronize()
         self.holds[key] = next_hold(hold, [e for e, ok in zip(enqueue, valid) if ok], total_retries > 0)
         graph = None  # frees the graph's private memory pool (its outputs were copied)
         out = {"times": times, "device_times": device_times, "host": host, "enqueue": enqueue, "valid": valid,
                "holds": holds, "attempts": attempts, "hold_s": hold, "retries": total_retries, "invalid": valid.count(False),
-               "overhead": overhead, "sync_gaps": gaps, "launches": launches, "ids": ids, "kept": kept}
+               "overhead": overhead, "sync_gaps": gaps, "launches": launches, "ids": ids, "kept": kept,
+               "records": records}
         notes = []
         if not can_hold:
             notes.append("no spin kernel (torch.cuda._sleep) in this torch: the GPU may idle inside the timed region")
@@ -450,15 +480,25 @@ class BenchState:
             torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
             graph = torch.cuda.CUDAGraph()
-            outs, counts = [], []
+            outs, counts, recs = [], [], []
             with guard.watching() as watch:
                 with torch.cuda.graph(graph):
                     for a in sets:
                         before = sum(watch.own_launches.values())
-                        outs.append(fn(*a))
+                        rec = watch.trace = self._recorder(a)
+                        try:
+                            outs.append(fn(*a))
+                        finally:
+                            watch.trace = None
+                        if rec is not None:
+                            rec.release()
+                        recs.append(rec)
                         counts.append(sum(watch.own_launches.values()) - before)
             torch.cuda.synchronize()
-            return Captured(graph, outs, counts, dict(watch.ops), set(watch.kernel_ids)), None
+            for rec, out in zip(recs, outs):
+                if rec is not None:
+                    rec.finish(out)
+            return Captured(graph, outs, counts, dict(watch.ops), set(watch.kernel_ids), recs), None
         except Exception as exc:  # noqa: BLE001 - not capturable: timed from the stream
             try:
                 torch.cuda.synchronize()
@@ -466,6 +506,23 @@ class BenchState:
                 pass
             first = (str(exc).strip().splitlines() or [""])[0][:200]
             return None, f"timed from the stream: the calls could not be captured in a CUDA graph ({type(exc).__name__}: {first})"
+
+    def _recorder(self, args):
+        """A deferred record of the next timed call on ``args``, when the judge asked for records."""
+        if not self.tracing:
+            return None
+        from judge.untrusted.trace import Recorder
+
+        torch = self.torch
+        return Recorder([(i, a) for i, a in enumerate(args) if type(a) is torch.Tensor], self.worker.device,
+                        deferred=True)
+
+    @staticmethod
+    def _keep_records(recs, outs, index0, keep, records):
+        if keep:
+            for j, rec in enumerate(recs or []):
+                if rec is not None:
+                    records[index0 + j] = rec
 
     def _keep(self, outs, index0, keep, kept):
         if outs and index0 == 0:
@@ -485,7 +542,9 @@ class BenchState:
             torch.cuda.synchronize()
             with guard.watching() as watch:
                 h0 = time.perf_counter()
+                watch.trace = self._recorder(args)  # recorded as a timed call is: its host time counts
                 out = fn(*args)
+                watch.trace = None
                 launch.append(time.perf_counter() - h0)
             self.timed_ops.update(watch.ops)
             del out
@@ -539,12 +598,19 @@ class BenchState:
         outputs, tensors = describe_outputs(result)
         for out in outputs:
             out.pop("ptr_range", None)
-        return {"type": "bench_outputs", "id": msg.get("id"), "status": "ok", "returned": kind_of(result),
-                "outputs": outputs}, tensors
+        reply = {"type": "bench_outputs", "id": msg.get("id"), "status": "ok", "returned": kind_of(result),
+                 "outputs": outputs}
+        rec = self.records.get(shape, {}).get(call)
+        if rec is not None:
+            # The call's launch sequence for the replay check; its outside memory's frames follow the outputs'.
+            reply["trace"], snapshots = rec.complete()
+            tensors = tensors + snapshots
+        return reply, tensors
 
     def release(self) -> None:
         self.sets.clear()
         self.kept.clear()
+        self.records.clear()
         self.flush = None
 
 
@@ -557,6 +623,7 @@ class Captured:
     counts: list  # own kernel launches per call
     ops: dict
     ids: set
+    records: list = field(default_factory=list)  # per call: its Recorder (None when not asked for)
 
 
 def _copied(result):

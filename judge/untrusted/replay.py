@@ -275,11 +275,17 @@ class Replay:
 
         trace = msg["trace"]
         frames = iter(payloads)
+        made_here = self._bench_inputs(msg.get("bench"))
         for entry in trace["storages"]:
             sid, nbytes, origin = entry["id"], entry["nbytes"], entry["origin"]
             self.sizes[sid] = nbytes
             device = self.device if entry.get("device") != "cpu" else "cpu"
-            if origin in ("input", "outside"):
+            if origin == "input" and made_here is not None:
+                st = made_here.get(entry.get("arg"))
+                if st is None or st.nbytes() != nbytes:
+                    raise ReplayError(f"storage {sid} is not one of the timed call's inputs")
+                self.storages[sid] = st
+            elif origin in ("input", "outside"):
                 raw = next(frames)
                 if len(raw) != nbytes:
                     raise ReplayError(f"storage {sid} should hold {nbytes} bytes")
@@ -337,6 +343,30 @@ class Replay:
         except ReplayError as exc:
             return self._failed(len(events), "record", "ReplayError", str(exc))
         return {"status": "ok", "outputs": described, "writers": writer_list}, tensors
+
+    def _bench_inputs(self, bench) -> dict | None:
+        """A timed call's fresh inputs, made here from the judge's description and seed
+        (judge.shared.bench_inputs, as the bench worker makes them): argument index -> storage. Large
+        inputs need not cross the pipe; the seed is new, and nothing of the submission's Python runs here."""
+        if bench is None:
+            return None
+        import torch
+
+        from judge.shared import bench_inputs
+
+        import torch.utils.deterministic
+
+        # Made as the bench worker makes them, where timed calls run without deterministic algorithms or
+        # the NaN fill: the same values, bit for bit, as the judge's copy for the golden model.
+        saved = (torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory)
+        torch.use_deterministic_algorithms(False)
+        torch.utils.deterministic.fill_uninitialized_memory = False
+        try:
+            args = bench_inputs.make(bench["specs"], int(bench["seed"]), self.device)
+        finally:
+            torch.use_deterministic_algorithms(saved[0], warn_only=True)
+            torch.utils.deterministic.fill_uninitialized_memory = saved[1]
+        return {i: a.untyped_storage() for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
 
     def _output(self, ref):
         try:

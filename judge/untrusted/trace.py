@@ -41,9 +41,18 @@ def _digest(st) -> bytes:
 
 
 class Recorder:
-    def __init__(self, inputs, device: str):
-        """``inputs``: (argument index, storage tensor) of each tensor argument of the call."""
+    def __init__(self, inputs, device: str, deferred: bool = False):
+        """``inputs``: (argument index, storage tensor) of each tensor argument of the call.
+
+        ``deferred``: for the speed run's timed calls, where nothing may wait for the GPU while the call
+        runs (a sample must be queued before the clock starts; a CUDA graph is being captured): no
+        digests of the launches' memory, and the bytes of outside memory are read only when the judge
+        asks for the record (:meth:`complete`, after timing), not when the call first uses it.
+        """
         self.device = device
+        self.deferred_mode = deferred
+        self.deferred: list[tuple[dict, object]] = []  # (storage entry, storage) of outside memory, not yet read
+        self.record: dict | None = None
         self.events: list[dict] = []
         self.storages: list[dict] = []
         # (device type, data_ptr) -> (id, nbytes, the StorageImpl's address): a block is known by all three.
@@ -81,7 +90,10 @@ class Recorder:
         nbytes = st.nbytes()
         entry = {"id": sid, "nbytes": nbytes, "device": st.device.type, "origin": origin if nbytes else "empty",
                  **extra}
-        if entry["origin"] == "outside":
+        if entry["origin"] == "outside" and self.deferred_mode:
+            entry["snapshot"] = False
+            self.deferred.append((entry, st))
+        elif entry["origin"] == "outside":
             entry["snapshot"] = self._snapshot(st)
         self.storages.append(entry)
         self.by_ptr[(st.device.type, st.data_ptr())] = (sid, nbytes, st._cdata)
@@ -198,7 +210,7 @@ class Recorder:
             elif type(v).__name__ == "TensorDescriptor" and type(v).__module__.startswith("triton."):
                 stack.append(v.base)
         size = sum(st.nbytes() for st in blocks.values())
-        if not blocks or self.digested_bytes + 2 * size > 4 * self.budget:
+        if self.deferred_mode or not blocks or self.digested_bytes + 2 * size > 4 * self.budget:
             return  # over budget: this launch's writes are not known (the check that uses them is skipped)
         self.digested_bytes += 2 * size
         self.pending[id(event)] = [(sid, st, _digest(st)) for sid, st in blocks.items()]
@@ -271,5 +283,22 @@ class Recorder:
             self.truncated = f"the record of the call is over {tracing.MAX_JSON >> 10} KiB"
         if self.truncated:
             # Nothing of it will be replayed: send the reason alone.
+            self.deferred.clear()
             return {"storages": [], "events": [], "outputs": [], "truncated": self.truncated}, []
+        self.record = record
         return record, list(self.snapshots)
+
+    def release(self) -> None:
+        """After the call: let go of the storages held against address reuse (a timed call's temporaries
+        are freed when it returns, as without the record); outside memory still to be read stays held."""
+        self.keep.clear()
+        self.kept_bytes = 0
+
+    def complete(self) -> tuple[dict, list]:
+        """A deferred record with its outside memory's bytes, read now (within the snapshot budget)."""
+        if self.record is None:
+            return {"storages": [], "events": [], "outputs": [], "truncated": "the call was not recorded"}, []
+        for entry, st in self.deferred:
+            entry["snapshot"] = self._snapshot(st)
+        self.deferred.clear()
+        return self.record, list(self.snapshots)
