@@ -340,27 +340,22 @@ class Replayer:
 
     def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str) -> Outcome | Skipped | None:
         """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the answer)."""
-        t0 = time.monotonic()
-        try:
-            found = self._check(params, inputs, reply, device)
-            if isinstance(found, Outcome) and found.verdict is Verdict.RJ:
-                # One prefix for every way the replay rejects a call, so a report (and a corpus file's
-                # expect line) can name the layer whichever of its checks fired.
-                found = replace(found, message=f"{PREFIX}: {found.message}")
-            return found
-        finally:
-            self.timing["replays"] += 1
-            self.timing["replay_seconds"] += time.monotonic() - t0
+        return self._counted(self._check, params, inputs, reply, device)
 
     def check_bench(self, params: dict, specs: list, outputs: replies.BenchOutputs, device: str
                     ) -> Outcome | Skipped | None:
         """Replay a timed call of the speed run (judge.timing.speedrun) on fresh bench inputs, as :meth:`check`
         does a case: RJ (or IE) Outcome, Skipped, or None. A wrong answer carries ``case`` = {"bench_seed": S}:
         the speed run asks the submission's worker for a call on the same inputs (a bench request with seed S)."""
+        return self._counted(self._check_bench, params, specs, outputs, device)
+
+    def _counted(self, check, *args):
         t0 = time.monotonic()
         try:
-            found = self._check_bench(params, specs, outputs, device)
+            found = check(*args)
             if isinstance(found, Outcome) and found.verdict is Verdict.RJ:
+                # One prefix for every way the replay rejects a call, so a report (and a corpus file's
+                # expect line) can name the layer whichever of its checks fired.
                 found = replace(found, message=f"{PREFIX}: {found.message}")
             return found
         finally:

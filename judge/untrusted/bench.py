@@ -312,17 +312,8 @@ class BenchState:
             outs, counts, recs = [], [], []
             for j, a in enumerate(args):
                 before = sum(watch.own_launches.values())
-                rec = watch.trace = self._recorder(a)
-                try:
-                    if ranges is not None:
-                        with ranges(f"judge.call.{index0 + j}"):
-                            outs.append(fn(*a))
-                    else:
-                        outs.append(fn(*a))
-                finally:
-                    watch.trace = None
-                if rec is not None:
-                    rec.release()
+                out, rec = self._recorded(watch, fn, a, ranges, f"judge.call.{index0 + j}")
+                outs.append(out)
                 recs.append(rec)
                 counts.append(sum(watch.own_launches.values()) - before)
             return outs, counts, recs
@@ -344,7 +335,7 @@ class BenchState:
                 ids |= watch.kernel_ids
                 launches += counts
                 self._keep(outs, r * K, keep, kept)
-                self._keep_records(recs, outs, r * K, keep, records)
+                self._keep_records(recs, r * K, keep, records)
             return {"times": times, "host": host, "valid": valid, "overhead": [], "device_times": [],
                     "sync_gaps": [], "retries": 0, "invalid": 0, "launches": launches, "ids": ids, "kept": kept,
                     "records": records}
@@ -435,7 +426,7 @@ class BenchState:
             holds.append(hold)
             launches += got.launches
             self._keep(got.outs, r * K, keep, kept)
-            self._keep_records(got.records, got.outs, r * K, keep, records)
+            self._keep_records(got.records, r * K, keep, records)
             got.outs = []
         torch.cuda.synchronize()
         self.holds[key] = next_hold(hold, [e for e, ok in zip(enqueue, valid) if ok], total_retries > 0)
@@ -485,13 +476,8 @@ class BenchState:
                 with torch.cuda.graph(graph):
                     for a in sets:
                         before = sum(watch.own_launches.values())
-                        rec = watch.trace = self._recorder(a)
-                        try:
-                            outs.append(fn(*a))
-                        finally:
-                            watch.trace = None
-                        if rec is not None:
-                            rec.release()
+                        out, rec = self._recorded(watch, fn, a)
+                        outs.append(out)
                         recs.append(rec)
                         counts.append(sum(watch.own_launches.values()) - before)
             torch.cuda.synchronize()
@@ -517,8 +503,23 @@ class BenchState:
         return Recorder([(i, a) for i, a in enumerate(args) if type(a) is torch.Tensor], self.worker.device,
                         deferred=True)
 
+    def _recorded(self, watch, fn, args, ranges=None, name: str = ""):
+        """One timed call, its record (when asked for) on the watch while it runs: (result, Recorder or None)."""
+        rec = watch.trace = self._recorder(args)
+        try:
+            if ranges is not None:
+                with ranges(name):
+                    out = fn(*args)
+            else:
+                out = fn(*args)
+        finally:
+            watch.trace = None
+        if rec is not None:
+            rec.release()  # its temporaries go when the call returns, as without the record
+        return out, rec
+
     @staticmethod
-    def _keep_records(recs, outs, index0, keep, records):
+    def _keep_records(recs, index0, keep, records):
         if keep:
             for j, rec in enumerate(recs or []):
                 if rec is not None:
