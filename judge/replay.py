@@ -75,6 +75,9 @@ class Skipped:
 
     note: str
     counts: bool = True
+    # The replay itself ran out of time, memory or output (not the record's doing): the speed run, which
+    # replays one timed call per shape, lets such a shape go with a note (judge.timing.speedrun).
+    limits: bool = False
 COMPILE_HINT = ("in the interpreter a kernel body runs as Python, so Python calls, lists, loops over elements and "
                 "a tensor's .handle work there; a GPU compiles only Triton: tl operations on blocks, constexpr "
                 "arithmetic, the file's own @triton.jit functions")
@@ -314,6 +317,13 @@ class Replayer:
                 raise WorkerStartFailed(f"it could not read the file's kernels: {hello.error.message if hello.error else '?'}")
             self.ready = True
 
+    def wait_ready(self) -> None:
+        """Wait until the prestarted worker is ready; a start that failed is reported by the next check."""
+        try:
+            self._ensure()
+        except (WorkerStartFailed, WorkerDied):
+            self.stop()
+
     def release(self) -> None:
         """Ask the replay worker to exit, without waiting (stop or close waits); one never used is killed."""
         if self.channel is not None and not self.ready:
@@ -442,7 +452,7 @@ class Replayer:
             if died.reason in ("timeout", "memory", "output"):
                 why = {"timeout": "did not finish in time", "memory": "ran out of memory",
                        "output": "printed more than the limit"}[died.reason]
-                return Skipped(f"{NOTE}: the replay {why}")
+                return Skipped(f"{NOTE}: the replay {why}", limits=True)
             return Outcome(Verdict.RJ, "replayed alone on fresh inputs, your recorded launches "
                                        f"{'crashed the replay' if died.reason == 'crash' else 'broke the replay'}: "
                                        f"{died.detail}", {"replay": "died"})

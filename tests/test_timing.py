@@ -369,6 +369,42 @@ def test_a_timed_call_computed_outside_its_kernels_is_caught_by_the_replay(tmp_p
     assert speed["shapes"][0]["checked_calls"] and "replays" not in speed["phases"]
 
 
+# Honest, but its timed calls allocate 300 blocks of memory: more than a record describes
+# (judge.shared.tracing.MAX_STORAGES), so no timed call could be replayed. Opting out is not allowed.
+FLOODED_WHEN_TIMED = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+    CALLS = [0]
+
+    @triton.jit
+    def _add(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+    def add(x, y):
+        CALLS[0] += 1
+        if CALLS[0] > 1:
+            spare = [torch.empty(1, device=x.device) for _ in range(300)]
+        n = x.numel()
+        out = torch.empty_like(x)
+        _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        return out
+''')
+
+
+def test_a_timed_call_that_cannot_be_replayed_is_rejected(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "flooded.py"
+    path.write_text(FLOODED_WHEN_TIMED)
+    with pytest.raises(BenchFailed) as exc:
+        _bench("93", path, tmp_path, torch_baseline=False)
+    assert exc.value.verdict == "RJ" and "could not be replayed alone" in exc.value.message, exc.value.message
+    assert "blocks of memory" in exc.value.message
+
+
 # Wrong only when x[0] > 3 (about one call in 740): the checked timed call passes, the replay's fresh inputs
 # (their seed chosen below) catch it, and so do they in the submission's own worker: WA, not RJ.
 RARELY_WRONG = textwrap.dedent('''

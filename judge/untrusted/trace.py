@@ -284,7 +284,8 @@ class Recorder:
         if self.truncated:
             # Nothing of it will be replayed: send the reason alone.
             self.deferred.clear()
-            return {"storages": [], "events": [], "outputs": [], "truncated": self.truncated}, []
+            self.record = {"storages": [], "events": [], "outputs": [], "truncated": self.truncated}
+            return self.record, []
         self.record = record
         return record, list(self.snapshots)
 
