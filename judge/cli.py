@@ -192,7 +192,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     if p.kind == "kernel":
         from judge.intake import check_source, refused_report
 
-        refusal = check_source(file, entry=p.entry_point, arity=p.arity)
+        refusal = check_source(file, entry=p.entry_point, arity=p.entry_arity, allow=p.scan_allow)
         if refusal is not None:
             # Nothing ran, in no sandbox: the report names the one asked for ("none" for auto).
             mode = {"device": device, "interpret": interpret, "sandbox": sandbox if sandbox != "auto" else "none",
