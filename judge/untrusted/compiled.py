@@ -182,7 +182,7 @@ class Compiled:
     def run(self, *args):
         """The compiled code on the case's own inputs (the watched call)."""
         inputs = [args[i] for i in self._order]
-        outs = self._compiled(inputs) if getattr(self._compiled, "_boxed_call", False) else self._compiled(*inputs)
+        outs = self._compiled(*inputs)  # as Dynamo's bytecode calls a backend's product: positionally
         if isinstance(self._result, int):
             return outs[self._result]
         kind, picks = self._result

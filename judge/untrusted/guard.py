@@ -542,6 +542,13 @@ def _covered(e) -> bool:
     return False
 
 
+def _expanded(e) -> bool:
+    """One of the submission's own operators as the watch redispatched it (judge.untrusted.own_ops): under
+    AOTAutograd's runtime PyTorch records the redispatched call, and Python dispatch below it, once more."""
+    ns = own_ops._state.namespace
+    return bool(ns) and e.name.startswith(f"{ns}::") and _is_mode_event(e.parent)
+
+
 def _analyse(events, seen: int) -> Counter:
     """Findings (as operator names) from the profiler's events of one call; ``seen``: operators the watch saw."""
     found: Counter = Counter()
@@ -552,7 +559,7 @@ def _analyse(events, seen: int) -> Counter:
     last = None
     for e in ops:
         if _is_mode_event(e):
-            if e.parent is not None and e.parent.op and e.parent.name != _MODE_EVENT:
+            if e.parent is not None and e.parent.op and e.parent.name != _MODE_EVENT and not _expanded(e.parent):
                 handled += 1
             continue
         if not _OP_EVENT.match(e.name):

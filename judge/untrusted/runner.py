@@ -406,10 +406,15 @@ def _import_compiler(setup: dict) -> None:
     import torch._dynamo  # noqa: F401
 
     if not setup.get("interpret") and str(setup.get("device", "")).startswith("cuda"):
+        import torch._functorch.config as functorch_config
         import torch._inductor.compile_fx  # noqa: F401
         import torch._inductor.config as inductor_config
 
         inductor_config.compile_threads = 1
+        # No caches: a graph compiled from a cache skips the lowering whose graph is the call's evidence
+        # (judge.untrusted.compiled), and nothing one submission compiled may be loaded for another.
+        inductor_config.fx_graph_cache = False
+        functorch_config.enable_autograd_cache = False
 
 
 def _register(entry, namespace: str, path: str):
