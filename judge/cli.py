@@ -322,6 +322,8 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
     p = problem_or_exit(problem)
     if p.kind != "kernel":
         usage(f"problem {p.id} ({p.slug}) is answered by hand: there is nothing to time (use submit)")
+    if not p.spec.get("bench", {}).get("shapes"):
+        usage(f"problem {p.id} ({p.slug}) has no speed part ([bench] shapes): there is nothing to time (use submit)")
     check_file(file)
     sandbox_or_exit(sandbox)
     only = None

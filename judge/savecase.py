@@ -72,8 +72,9 @@ def build_case(problem, params: dict, device: str = "cpu", group=None) -> dict:
     }
 
 
-def loader(problem, path: Path, submission: str, device: str) -> str:
-    """Three lines that load the saved case and call the submission on it."""
+def loader(problem, path: Path, submission: str, device: str, outputs: list | None = None) -> str:
+    """Three lines that load the saved case and call the submission on it (``outputs``: the names of what
+    ``case["expected"]`` holds, by default the problem's outputs)."""
     module = Path(submission).stem
     first = "import torch"
     if device == "cpu":
@@ -86,7 +87,8 @@ def loader(problem, path: Path, submission: str, device: str) -> str:
     return "\n".join([
         first,
         f"case = torch.load({str(path)!r}, weights_only=True)",
-        f'{call}  # compare with case["expected"]: {", ".join(o.name for o in problem.outputs)} in float64',
+        f'{call}  # compare with case["expected"]: {", ".join(outputs or [o.name for o in problem.outputs])} '
+        'in float64',
     ])
 
 
@@ -106,5 +108,5 @@ def save_failing_case(problem, report, directory: Path, *, device: str) -> Path 
     data.update(group=group.name, verdict=group.verdict.value, message=group.message, reproduce=group.repro)
     torch.save(data, path)
     group.details = {**(group.details or {}), "saved_case": {
-        "path": str(path), "loader": loader(problem, path, report.submission["path"], where)}}
+        "path": str(path), "loader": loader(problem, path, report.submission["path"], where, data["outputs"])}}
     return path

@@ -126,7 +126,7 @@ class Compiled:
         self.graph_ops: list[str] = []  # what Dynamo captured
         self.lowered: list[dict] = []  # Inductor only: each lowered graph's operators and kernels
         self._compiled = None
-        self._order: list[int] = []
+        self._order: list = []
         self._result = None  # how the function's return value is made of the graph's outputs
 
     def build(self, args) -> None:
@@ -139,7 +139,10 @@ class Compiled:
 
         def capture(gm, example_inputs):
             self.graph_ops = [label(n.target, self.namespace) for n in gm.graph.nodes if n.op == "call_function"]
-            self._order = [next(i for i, s in enumerate(stand_ins) if s is x) for x in example_inputs]
+            # Each graph input: one of the case's arguments (by index), or what Dynamo lifted from elsewhere
+            # (a global tensor of the file's), passed as it is, as Dynamo's own bytecode would.
+            self._order = [next((i for i, s in enumerate(stand_ins) if s is x), ("lifted", x))
+                           for x in example_inputs]
             if any(op.startswith("<ns>::") for op in self.graph_ops):
                 self._compiled = self._backend(gm, list(example_inputs))
             stubs[:] = _outputs_of(gm)
@@ -181,7 +184,7 @@ class Compiled:
 
     def run(self, *args):
         """The compiled code on the case's own inputs (the watched call)."""
-        inputs = [args[i] for i in self._order]
+        inputs = [args[i] if isinstance(i, int) else i[1] for i in self._order]
         outs = self._compiled(*inputs)  # as Dynamo's bytecode calls a backend's product: positionally
         if isinstance(self._result, int):
             return outs[self._result]
