@@ -156,13 +156,16 @@ class WorkerChannel:
         except OSError as exc:
             raise self._died(wire.ChannelClosed(str(exc))) from None
 
-    def start(self, *, submission_entry: str, arity: int, threads: int | None) -> replies.Hello:
-        self.begin(submission_entry=submission_entry, arity=arity, threads=threads)
+    def start(self, *, submission_entry: str, arity: int, threads: int | None,
+              calls: dict | None = None) -> replies.Hello:
+        self.begin(submission_entry=submission_entry, arity=arity, threads=threads, calls=calls)
         return self.finish_start()
 
-    def begin(self, *, submission_entry: str, arity: int, threads: int | None) -> None:
-        """Send the setup without waiting: the worker imports torch and Triton while the judge goes on."""
+    def begin(self, *, submission_entry: str, arity: int, threads: int | None, calls: dict | None = None) -> None:
+        """Send the setup without waiting: the worker imports torch and Triton while the judge goes on.
+        ``calls``: what the problem's calls need in the worker (judge.calls.worker_setup)."""
         self._send({
+            **(calls or {}),
             "type": "setup",
             "version": wire.PROTOCOL_VERSION,
             "submission": self.proc.submission_path,

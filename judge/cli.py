@@ -192,7 +192,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     if p.kind == "kernel":
         from judge.intake import check_source, refused_report
 
-        refusal = check_source(file, entry=p.entry_point, arity=p.arity)
+        refusal = check_source(file, entry=p.entry_point, arity=p.entry_arity, allow=p.scan_allow)
         if refusal is not None:
             # Nothing ran, in no sandbox: the report names the one asked for ("none" for auto).
             mode = {"device": device, "interpret": interpret, "sandbox": sandbox if sandbox != "auto" else "none",
@@ -322,6 +322,8 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
     p = problem_or_exit(problem)
     if p.kind != "kernel":
         usage(f"problem {p.id} ({p.slug}) is answered by hand: there is nothing to time (use submit)")
+    if not p.spec.get("bench", {}).get("shapes"):
+        usage(f"problem {p.id} ({p.slug}) has no speed part ([bench] shapes): there is nothing to time (use submit)")
     check_file(file)
     sandbox_or_exit(sandbox)
     only = None

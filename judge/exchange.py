@@ -13,7 +13,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from judge import kit, replies
+from judge import calls, kit, replies
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.judgement import death_outcome, error_outcome
 from judge.sandbox import Job
@@ -69,7 +69,7 @@ class Exchange:
         try:
             self.channel = WorkerChannel(self.backend, self.job)
             hello = self.channel.start(submission_entry=self.problem.entry_point, arity=self.problem.arity,
-                                       threads=self.threads)
+                                       threads=self.threads, calls=calls.worker_setup(self.problem, self.job.interpret))
         except WorkerStartFailed as exc:
             self.stop()
             return Outcome(Verdict.IE, str(exc))
@@ -95,12 +95,15 @@ class Exchange:
                 self.printed.append(text)
             self.channel = None
 
-    def send(self, kind: str, wire_args: list | None, payloads: list) -> int:
-        """Send a case ("case": new inputs) or a refill (new values in the last case's memory); its id."""
+    def send(self, kind: str, wire_args: list | None, payloads: list, call: dict | None = None) -> int:
+        """Send a case ("case": new inputs) or a refill (new values in the last case's memory); its id.
+        ``call``: how the case calls the entry point (judge.calls.case_spec; a refill repeats its case's)."""
         self.case_id += 1
         message = {"type": kind, "id": self.case_id}
         if wire_args is not None:
             message["args"] = wire_args
+        if call is not None and kind == "case":
+            message["call"] = call
         self.channel.send_case(message, payloads)
         return self.case_id
 

@@ -26,10 +26,11 @@ class Refusal:
 
 
 def check_source(path: Path, static_scan: bool = True, *, entry: str | None = None,
-                 arity: int | None = None) -> Refusal | None:
+                 arity: int | None = None, allow: tuple[str, ...] = ()) -> Refusal | None:
     """CE for a file that is no Python source (size, empty, binary, UTF-8, syntax), RJ for what the static scan
     finds, CE for an entry point that is certainly missing or takes the wrong arguments (``entry`` and
-    ``arity`` given: judge.precheck.entry_point); None when the file goes on to a worker."""
+    ``arity`` given: judge.precheck.entry_point); None when the file goes on to a worker. ``allow``: the
+    static-scan rules the problem lifts (Problem.scan_allow)."""
     reason, _line = precheck.check_source(path)
     if reason:
         return Refusal(Verdict.CE, reason)
@@ -38,7 +39,7 @@ def check_source(path: Path, static_scan: bool = True, *, entry: str | None = No
     if impure is not None:
         return impure
     if static_scan:
-        findings = staticscan.scan(text)
+        findings = staticscan.scan(text, allow)
         if findings:
             more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
             return Refusal(Verdict.RJ, f"not allowed in a submission: {findings[0].message()}{more}",

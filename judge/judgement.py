@@ -20,16 +20,20 @@ NOT_A_KERNEL_ERROR = ("SyntaxError", "MissingEntryPoint", "BadEntryPoint", "Wron
                       "ImportError", "IndentationError")
 
 
-def judge_case(problem, reply: CaseResult | CaseError, expected, device: str, file: str) -> tuple[Outcome, list | None]:
-    """(the Outcome of one call, the returned tensors when they could be read)."""
+def judge_case(problem, reply: CaseResult | CaseError, expected, device: str, file: str,
+               specs=None) -> tuple[Outcome, list | None]:
+    """(the Outcome of one call, the returned tensors when they could be read). ``specs``: the outputs the
+    case returns (Problem.outputs_for its group; default the problem's)."""
     if isinstance(reply, CaseError):
         return error_outcome(reply.error), None
-    context = rules.Context(file=file, phase="case", output_names=tuple(o.name for o in problem.outputs))
+    specs = list(problem.outputs if specs is None else specs)
+    context = rules.Context(file=file, phase="case", output_names=tuple(o.name for o in specs))
     got = reply.tensors()
     found = rules.violation(reply.evidence, reply.outputs, context)
     if found is not None:
         return Outcome(found.verdict, found.message, found.details), got
-    wrong = output_rules.check(problem, reply.returned, reply.outputs, expected, device, reply.inputs_modified)
+    wrong = output_rules.check(problem, reply.returned, reply.outputs, expected, device, reply.inputs_modified,
+                               specs=specs)
     if wrong is not None:
         return wrong, got
     found = rules.violation(reply.evidence, reply.outputs, context, stage="provenance")
@@ -75,6 +79,8 @@ def death_outcome(reason: str, detail: str, *, limit_seconds: float, interpret: 
 def error_outcome(err: ErrorInfo) -> Outcome:
     """An exception the worker reported, as an Outcome with a one-line message and the details."""
     details = {"error": err.as_dict()}
+    if err.hint:
+        details["hint"] = err.hint
     if "illegal memory access" in err.message:
         details["hint"] = ("a kernel loaded or stored outside its tensors: check masks, and that each tensor is "
                            "addressed with its own strides")
@@ -95,7 +101,10 @@ def error_text(err: ErrorInfo) -> str:
         where = f" (line {err.line})"
     if err.category == "compile" and err.type not in NOT_A_KERNEL_ERROR:
         return f"Triton could not compile the kernel{where}: {first}"
+    if err.category == "contract":
+        return f"{first}{where}"  # the judge's own words (judge.untrusted.calls), not an exception's
     if err.type in NOT_A_KERNEL_ERROR:
         return first
-    prefix = "error while importing the submission: " if err.at_import else ""
+    prefix = ("error while importing the submission: " if err.at_import else
+              "error in register(namespace): " if err.at_register else "")
     return f"{prefix}{err.type}: {first}{where}"

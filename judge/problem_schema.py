@@ -16,6 +16,12 @@ DOMAIN = object()  # a parameter domain: a constant, a list, or a {min, max, log
 SCHEMA = {
     "kind": str, "id": int, "slug": str, "title": str, "entry_point": str, "signature": str, "arity": int,
     "outputs": [{"name": str, "dtype": str, "scope": str}],
+    # The entry point as a factory (judge.calls): "namespace" = called once per worker with a fresh secret
+    # operator namespace; what it returns is the callable the cases call.
+    "factory": str,
+    "rules": {"allow": [str]},  # static-scan rules this problem lifts (judge.staticscan.ALLOWABLE)
+    "compile": {"backend": str, "backend_interpret": str},  # groups with call = "compile"
+    "grad": {"wrt": [int], "outputs": [{"name": str, "dtype": str, "scope": str}]},  # groups with call = "grad"
     "limits": {"case_seconds": NUM, "case_seconds_interpret": NUM, "run_seconds": NUM, "run_seconds_interpret": NUM,
                "startup_seconds": NUM, "memory_mb": int, "output_kb": int, "processes": int,
                "gpu_memory_mb": int},
@@ -24,10 +30,13 @@ SCHEMA = {
     "bench": {"shapes": [{str: DOMAIN}], "interpret_shapes": [{str: DOMAIN}], "budget_seconds": NUM,
               "ci_target": NUM, "min_rounds": int, "max_rounds": int, "request_seconds": NUM, "torch_baseline": bool},
     "groups": [{"name": str, "points": NUM, "about": str, "examples": [{str: DOMAIN}], "max_examples": int,
-                "max_examples_interpret": int, "params": {str: DOMAIN}, "interpret": {str: DOMAIN}}],
+                "max_examples_interpret": int, "params": {str: DOMAIN}, "interpret": {str: DOMAIN}, "call": str}],
 }
 REQUIRED = ("id", "slug", "title", "entry_point", "signature", "arity", "outputs", "groups")
 SCOPES = ("element", "row", "tensor")
+CALLS = ("direct", "compile", "grad")  # how a group calls the entry point (judge.calls)
+FACTORIES = ("namespace",)
+ALLOWABLE = ("torch.library",)  # static-scan rules a problem may lift (judge.staticscan)
 
 # kind = "answers": the submission is a TOML file of named numbers (judge.answers); each part is checked
 # against its exact value within a tolerance and earns its own points. Nothing runs: no worker, no golden.py.
@@ -64,8 +73,36 @@ def check(spec: dict, where: str) -> list[str]:
     for i, out in enumerate(spec.get("outputs") or []):
         if isinstance(out, dict) and out.get("scope", "row") not in SCOPES:
             problems.append(f"{where}: outputs[{i}].scope must be one of {', '.join(SCOPES)}")
+    _check_calls(spec, where, problems)
     return problems
 
+
+def _check_calls(spec: dict, where: str, problems: list) -> None:
+    """The call modes and what they need: the keys' values that the type walk cannot judge."""
+    if "factory" in spec and spec["factory"] not in FACTORIES:
+        problems.append(f"{where}: factory must be one of {', '.join(FACTORIES)} (not {spec['factory']!r})")
+    for rule in (spec.get("rules") or {}).get("allow") or []:
+        if rule not in ALLOWABLE:
+            problems.append(f"{where}: rules.allow may name {', '.join(ALLOWABLE)} (not {rule!r})")
+    calls = set()
+    for i, g in enumerate(spec.get("groups") or []):
+        if isinstance(g, dict) and "call" in g:
+            if g["call"] not in CALLS:
+                problems.append(f"{where}: groups[{i}].call must be one of {', '.join(CALLS)}")
+            calls.add(g["call"])
+    grad = spec.get("grad")
+    if "grad" in calls and not isinstance(grad, dict):
+        problems.append(f"{where}: a group with call = \"grad\" needs a [grad] table (wrt, outputs)")
+    if isinstance(grad, dict):
+        wrt, outs = grad.get("wrt"), grad.get("outputs")
+        arity = spec.get("arity") if isinstance(spec.get("arity"), int) else 0
+        if not isinstance(wrt, list) or not wrt or any(not isinstance(a, int) or not 0 <= a < arity for a in wrt):
+            problems.append(f"{where}: grad.wrt must list argument indices in [0, arity)")
+        elif not isinstance(outs, list) or len(outs) != len(wrt):
+            problems.append(f"{where}: grad.outputs must name one gradient per grad.wrt entry")
+        for j, out in enumerate(outs or []):
+            if isinstance(out, dict) and out.get("scope", "element") not in SCOPES:
+                problems.append(f"{where}: grad.outputs[{j}].scope must be one of {', '.join(SCOPES)}")
 
 def _check_parts(spec: dict, where: str, problems: list) -> None:
     """The keys of an answers problem that the type walk cannot see: required keys of each part and mistake."""

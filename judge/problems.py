@@ -65,6 +65,7 @@ class Group:
     examples: tuple
     max_examples: int
     max_examples_interpret: int
+    call: str = "direct"  # how its cases call the entry point: "direct", "compile" or "grad" (judge.calls)
 
     def domain(self, interpret: bool) -> dict:
         merged = dict(self.params)
@@ -147,6 +148,32 @@ class Problem:
     _golden: object = field(default=None, repr=False)
     kind: str = "kernel"  # "kernel" (a Triton file, judged by judge.session) or "answers" (judge.answers)
     parts: list[Part] = field(default_factory=list)  # kind "answers": the named answers (groups mirror them)
+    # The entry point as a factory: "namespace" (called once per worker with a fresh secret operator namespace,
+    # it returns the callable the cases call), or None (the entry point is that callable).
+    factory: str | None = None
+    scan_allow: tuple[str, ...] = ()  # static-scan rules this problem lifts ([rules] allow)
+    grad_wrt: tuple[int, ...] = ()  # call = "grad": the arguments the gradients are taken with respect to
+    grad_outputs: tuple[Output, ...] = ()  # ... and their names, dtypes and scopes
+
+    @property
+    def entry_arity(self) -> int:
+        """The positional arguments of the entry point itself: a factory takes one (the namespace)."""
+        return 1 if self.factory else self.arity
+
+    def outputs_for(self, group: Group | None) -> list[Output]:
+        """What a case of ``group`` returns: the entry's outputs, then for a grad group the gradients."""
+        extra = list(self.grad_outputs) if group is not None and group.call == "grad" else []
+        return list(self.outputs) + extra
+
+    def compile_backend(self, interpret: bool) -> str:
+        """torch.compile's backend for call = "compile" groups. Inductor compiles the kernels itself on a GPU;
+        in the interpreter it cannot (a kernel that runs on the CPU has nothing Inductor can lower), so there
+        Dynamo's graph runs eagerly."""
+        spec = self.spec.get("compile", {})
+        return spec.get("backend_interpret", "eager") if interpret else spec.get("backend", "inductor")
+
+    def calls(self) -> set[str]:
+        return {g.call for g in self.groups}
 
     @property
     def suffix(self) -> str:
@@ -246,6 +273,7 @@ def load_problem(directory: Path) -> Problem:
             examples=tuple(g.get("examples", ())),
             max_examples=int(g.get("max_examples", 20)),
             max_examples_interpret=int(g.get("max_examples_interpret", 6)),
+            call=g.get("call", "direct"),
         ))
     score = spec.get("score", {})
     problem = Problem(
@@ -262,6 +290,11 @@ def load_problem(directory: Path) -> Problem:
         speed_points=float(score.get("speed_points", 0)),
         groups=groups,
         spec=spec,
+        factory=spec.get("factory"),
+        scan_allow=tuple(spec.get("rules", {}).get("allow", ())),
+        grad_wrt=tuple(spec.get("grad", {}).get("wrt", ())),
+        grad_outputs=tuple(Output(o["name"], o.get("dtype", "input"), o.get("scope", "element"))
+                           for o in spec.get("grad", {}).get("outputs", ())),
     )
     total = sum(g.points for g in groups) + problem.speed_points
     if abs(total - 100) > 1e-9:

@@ -29,7 +29,7 @@ MAX_COUNT = 1 << 40
 MAX_OUTPUTS = 17  # the worker describes at most 16 returned items, plus one "... more" entry
 MAX_FRAMES = 16
 MAX_SAMPLES = 100_000  # timed calls in one bench reply
-CATEGORIES = ("compile", "memory", "runtime", "rule")
+CATEGORIES = ("compile", "memory", "runtime", "rule", "contract")
 
 
 class MalformedReply(Exception):
@@ -50,7 +50,7 @@ class Frame:
 class ErrorInfo:
     """An exception in the worker, described as data (judge.untrusted.runner.classify)."""
 
-    category: str  # compile, memory, runtime or rule: the verdict it leads to (judge.rules)
+    category: str  # compile, memory, runtime, rule or contract: the verdict it leads to (judge.rules)
     type: str
     message: str
     line: int | None = None
@@ -58,11 +58,18 @@ class ErrorInfo:
     frames: tuple[Frame, ...] = ()
     fatal: bool = False  # a CUDA error that poisons the worker's context
     at_import: bool = False
+    at_register: bool = False  # raised by a factory entry point's register(namespace) (judge.calls)
+    hint: str = ""  # a contract error's advice (judge.untrusted.calls)
 
     def as_dict(self) -> dict:
-        return {"category": self.category, "type": self.type, "message": self.message, "line": self.line,
-                "code": self.code, "frames": [f.__dict__ for f in self.frames], "fatal": self.fatal,
-                "at_import": self.at_import}
+        out = {"category": self.category, "type": self.type, "message": self.message, "line": self.line,
+               "code": self.code, "frames": [f.__dict__ for f in self.frames], "fatal": self.fatal,
+               "at_import": self.at_import}
+        if self.hint:
+            out["hint"] = self.hint
+        if self.at_register:
+            out["at_register"] = True
+        return out
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,8 @@ class Evidence:
     calls_without_own_launch: int = 0  # timed calls only
     compiled: int | None = None  # kernels compiled so far in this worker
     compile_seconds: float | None = None
+    own_ops: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # the submission's operators
+    graph_ops: tuple[str, ...] | None = None  # a compiled call: what Dynamo's graph calls (None: not compiled)
 
 
 @dataclass(frozen=True)
@@ -92,6 +101,7 @@ class Returned:
     device: str = ""
     kernel_wrote: bool = False  # its memory was given to one of the file's kernels
     aliases_input: bool = False
+    derived: bool = False  # a value the judge derived from the call (a gradient): checked, not traced
     tensor: object = None  # torch.Tensor (decoded from its frame) or None
 
 
@@ -391,7 +401,9 @@ def parse_error(x) -> ErrorInfo:
                      line=_opt_int(e.get("line"), "error line", 0, 10**7), code=_text(e.get("code"), "error code",
                                                                                      default=""),
                      frames=tuple(parsed), fatal=_bool(e.get("fatal"), "error fatal"),
-                     at_import=_bool(e.get("at_import"), "error at_import"))
+                     at_import=_bool(e.get("at_import"), "error at_import"),
+                     at_register=_bool(e.get("at_register"), "error at_register"),
+                     hint=_text(e.get("hint"), "error hint", MAX_TEXT, default=""))
 
 
 def parse_evidence(x) -> Evidence:
@@ -412,7 +424,8 @@ def parse_evidence(x) -> Evidence:
         tampered=_names(ev.get("tampered"), "tampered"),
         threads_left=_names(ev.get("threads_left"), "threads_left"),
         calls_without_own_launch=_int(ev.get("calls_without_own_launch"), "calls_without_own_launch", default=0),
-        compiled=compiled, compile_seconds=seconds)
+        compiled=compiled, compile_seconds=seconds, own_ops=_counts(ev.get("own_ops"), "own_ops"),
+        graph_ops=None if ev.get("graph_ops") is None else _names(ev.get("graph_ops"), "graph_ops"))
 
 
 def parse_outputs(items, payloads: list) -> tuple[Returned, ...]:
@@ -442,6 +455,7 @@ def parse_outputs(items, payloads: list) -> tuple[Returned, ...]:
                             device=_text(o.get("device"), "an output's device", 40, default=""),
                             kernel_wrote=_bool(o.get("kernel_wrote"), "kernel_wrote"),
                             aliases_input=_bool(o.get("aliases_input"), "aliases_input"),
+                            derived=_bool(o.get("derived"), "derived"),
                             tensor=wire.tensor_from_wire(desc, raw)))
     _need(next(frames, None) is None, "more tensor frames than tensor outputs")
     return tuple(out)

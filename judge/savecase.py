@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from judge import expected, kit
+from judge import calls, expected, kit
 
 SAVED_CASE_VERSION = 1
 
@@ -36,8 +36,9 @@ def failing_group(report):
     return next((g for g in report.groups if not g.passed and not g.skipped and g.case is not None), None)
 
 
-def build_case(problem, params: dict, device: str = "cpu") -> dict:
-    """The dict saved for PROBLEM's case PARAMS, its tensors' views on DEVICE."""
+def build_case(problem, params: dict, device: str = "cpu", group=None) -> dict:
+    """The dict saved for PROBLEM's case PARAMS, its tensors' views on DEVICE. A grad GROUP's case also holds
+    its ``cotangents`` and the golden gradients after the outputs (judge.calls)."""
     inputs = problem.golden.make_inputs(dict(params), kit.generator(params["seed"]))
     args, layouts = [], []
     for arg in inputs:
@@ -51,7 +52,13 @@ def build_case(problem, params: dict, device: str = "cpu") -> dict:
             args.append(arg)
             layouts.append({"value": arg})
     answers = expected.for_inputs(problem, inputs, params, "cpu")
+    extra = {}
+    if group is not None and group.call == "grad":
+        cots = calls.cotangents(answers, params)
+        calls.add_gradients(problem, answers, inputs, cots)
+        extra["cotangents"] = [c.values.to(device) for c in cots]
     return {
+        **extra,
         "version": SAVED_CASE_VERSION,
         "problem": {"id": problem.id, "slug": problem.slug},
         "entry_point": problem.entry_point,
@@ -59,25 +66,29 @@ def build_case(problem, params: dict, device: str = "cpu") -> dict:
         "params": dict(params),
         "args": args,
         "inputs": layouts,
-        "outputs": [o.name for o in problem.outputs],
+        "outputs": [o.name for o in problem.outputs_for(group)],
         "expected": [g.detach().to("cpu", torch.float64) for g in answers.golden],
         "expected_dtypes": [str(d).removeprefix("torch.") for d in answers.dtypes],
     }
 
 
-def loader(problem, path: Path, submission: str, device: str) -> str:
-    """Three lines that load the saved case and call the submission on it."""
+def loader(problem, path: Path, submission: str, device: str, outputs: list | None = None) -> str:
+    """Three lines that load the saved case and call the submission on it (``outputs``: the names of what
+    ``case["expected"]`` holds, by default the problem's outputs)."""
     module = Path(submission).stem
     first = "import torch"
     if device == "cpu":
         first = 'import os; os.environ.setdefault("TRITON_INTERPRET", "1"); import torch'
     if module.isidentifier():
         first += f"; from {module} import {problem.entry_point}"
-    call = f'out = {problem.entry_point}(*case["args"])' if module.isidentifier() else 'args = case["args"]'
+    # A factory is called first, with a namespace of your own (judge.calls).
+    entry = f'{problem.entry_point}("mylib")' if problem.factory else problem.entry_point
+    call = f'out = {entry}(*case["args"])' if module.isidentifier() else 'args = case["args"]'
     return "\n".join([
         first,
         f"case = torch.load({str(path)!r}, weights_only=True)",
-        f'{call}  # compare with case["expected"]: {", ".join(o.name for o in problem.outputs)} in float64',
+        f'{call}  # compare with case["expected"]: {", ".join(outputs or [o.name for o in problem.outputs])} '
+        'in float64',
     ])
 
 
@@ -92,9 +103,10 @@ def save_failing_case(problem, report, directory: Path, *, device: str) -> Path 
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{problem.id:03d}-{problem.slug}-{group.name}.pt"
     where = "cuda" if device == "cuda" else "cpu"
-    data = build_case(problem, group.case, where)
+    spec = next((g for g in problem.groups if g.name == group.name), None)
+    data = build_case(problem, group.case, where, spec)
     data.update(group=group.name, verdict=group.verdict.value, message=group.message, reproduce=group.repro)
     torch.save(data, path)
     group.details = {**(group.details or {}), "saved_case": {
-        "path": str(path), "loader": loader(problem, path, report.submission["path"], where)}}
+        "path": str(path), "loader": loader(problem, path, report.submission["path"], where, data["outputs"])}}
     return path

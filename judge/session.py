@@ -23,7 +23,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from judge import expected, intake, progress as progress_words
+from judge import calls, expected, intake, progress as progress_words
 from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
@@ -81,7 +81,7 @@ class Session:
     def run(self) -> Report:
         self.started = time.monotonic()
         refusal = intake.check_source(self.submission, self.options.static_scan, entry=self.problem.entry_point,
-                                      arity=self.problem.arity)
+                                      arity=self.problem.entry_arity, allow=self.problem.scan_allow)
         if refusal is not None:
             return self._report(refusal.verdict, refusal.message, [], refusal.details)
         scratch = Path(tempfile.mkdtemp(prefix="judge-run-"))
@@ -171,15 +171,21 @@ class Session:
             failure = ex.start()
             if failure is not None:
                 return failure
-        outcome, got, input_bytes, last = self._call(ex, "case", params)
+        outcome, got, input_bytes, last = self._call(ex, "case", params, group=group)
         if not outcome.passed:
             return outcome
         if self._wants_refill(group, params):
             # The same input memory with new values: the answer must change with it.
             params2 = dict(params, seed=derive_seed("refill", params["seed"]))
-            outcome2, got2, _, _ = self._call(ex, "refill", params2, input_bytes)
+            outcome2, got2, _, _ = self._call(ex, "refill", params2, input_bytes, group=group)
             outcome = judge_refill(got, (outcome2, got2)) or outcome
-        if outcome.passed and last is not None and self.replays is not None and self.replays.wants(group.name, params):
+        replayable = calls.replayed(self.problem, group, self.options.interpret)
+        if not replayable and self.replays is not None:
+            with self._lock:
+                if calls.NOT_REPLAYED not in self.notes:
+                    self.notes.append(calls.NOT_REPLAYED)
+        if (outcome.passed and last is not None and self.replays is not None and replayable
+                and self.replays.wants(group.name, params)):
             lane = self._lane_of(ex)
             self.progress.lane(lane, progress_words.REPLAYING)
             try:
@@ -187,16 +193,16 @@ class Session:
             finally:
                 self.progress.lane(lane, None)
             if found is not None and found.case is not None:
-                found = self._fresh_case_in_worker(ex, found)
+                found = self._fresh_case_in_worker(ex, found, group)
             outcome = found or outcome
         return outcome
 
-    def _fresh_case_in_worker(self, ex: Exchange, found: Outcome) -> Outcome:
+    def _fresh_case_in_worker(self, ex: Exchange, found: Outcome, group: Group) -> Outcome:
         """The replay's fresh inputs, on which the replayed launches missed the answer, judged as a case in the
         submission's own worker. Wrong there too, it is that case's verdict (a kernel that is wrong on some
         values is WA, not a forgery: replays of the corpus's WA files drew such values). Right there, the
         launches do not do alone what the call did in the worker: RJ stands."""
-        own, _, _, _ = self._call(ex, "case", found.case)
+        own, _, _, _ = self._call(ex, "case", found.case, group=group)
         if not own.passed:
             return replace(own, case=found.case,
                            details={**own.details, "found_by": "the replay check's fresh inputs for the same case"})
@@ -252,7 +258,7 @@ class Session:
                                    f"({why}); at least one must be",
                            details={"replay": "none"})
 
-    def _call(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None = None):
+    def _call(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None = None, *, group: Group):
         """Build the case's inputs, send them to worker ``ex``, compute the expected answers meanwhile, judge
         the reply.
 
@@ -263,21 +269,30 @@ class Session:
         self.progress.lane(lane, *self._phase_of(lane))
         compiled = ex.timing["kernels_compiled"]
         try:
-            return self._call_on(ex, kind, params, input_bytes)
+            return self._call_on(ex, kind, params, input_bytes, group)
         finally:
             self.progress.lane(lane, None)
             self._lane_compiling[lane] = ex.timing["kernels_compiled"] > compiled
             if ex.timing["kernels_compiled"]:
                 self.progress.kernels(sum(x.timing["kernels_compiled"] for x in self.workers.all))
 
-    def _call_on(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None):
+    def _call_on(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
         inputs = self.problem.golden.make_inputs(dict(params), generator(params["seed"]))
-        wire_args, payloads, nbytes = encode_inputs(inputs)
+        sent, answers = inputs, None
+        t0 = time.monotonic()
+        if group.call == "grad":
+            # The cotangents follow the arguments; they are drawn in the outputs' shapes, so the answers first.
+            answers = expected.for_inputs(self.problem, inputs, params, self.golden_device)
+            cots = calls.cotangents(answers, params)
+            calls.add_gradients(self.problem, answers, inputs, cots)
+            sent = inputs + cots
+        wire_args, payloads, nbytes = encode_inputs(sent)
         input_bytes = input_bytes or nbytes
         try:
-            t0 = time.monotonic()
-            case_id = ex.send(kind, wire_args if kind == "case" else None, payloads)
-            answers = expected.for_inputs(self.problem, inputs, params, self.golden_device)
+            case_id = ex.send(kind, wire_args if kind == "case" else None, payloads,
+                              call=calls.case_spec(self.problem, group, self.options.interpret))
+            if answers is None:
+                answers = expected.for_inputs(self.problem, inputs, params, self.golden_device)
             ex.timing["golden_seconds"] += time.monotonic() - t0
             # Outputs, and the bytes of any memory from outside the call its record carries.
             reply = ex.receive(case_id, max_bytes=8 * input_bytes + (1 << 20) + tracing.snapshot_budget(input_bytes))
@@ -286,7 +301,8 @@ class Session:
             return death_outcome(died.reason, died.detail, limit_seconds=self.limits.case_seconds,
                                  interpret=self.options.interpret), None, input_bytes, None
         device = "cuda" if self.options.device == "cuda" else "cpu"
-        outcome, got = judge_case(self.problem, reply, answers, device, self.submission.name)
+        outcome, got = judge_case(self.problem, reply, answers, device, self.submission.name,
+                                  specs=self.problem.outputs_for(group))
         last = (inputs, reply) if kind == "case" and outcome.passed else None
         if getattr(reply, "error", None) is not None and reply.error.fatal:
             ex.stop()  # a CUDA error poisons the context: start afresh

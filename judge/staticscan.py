@@ -270,7 +270,11 @@ def _format_fields(text: str) -> list[str]:
 
 
 class _Scanner(ast.NodeVisitor):
-    def __init__(self):
+    def __init__(self, allow: tuple[str, ...] = ()):
+        # The rules a problem lifted (problem.toml [rules] allow): 99 registers a custom operator, so it may use
+        # torch.library; at run time the worker confines it to the namespace the judge gives (judge.untrusted.guard).
+        self.modules = {k: v for k, v in FORBIDDEN_MODULES.items() if k not in allow}
+        self.attributes = {k: v for k, v in FORBIDDEN_ATTRIBUTES.items() if k not in allow}
         self.called: set[int] = set()  # ids of nodes that are the function of a call
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}  # local name -> module path ("np" -> "numpy")
@@ -280,9 +284,9 @@ class _Scanner(ast.NodeVisitor):
 
     def _check_module(self, node, module: str):
         root = module.split(".")[0]
-        if root in FORBIDDEN_MODULES:
-            self.add(node, f"import {module}", FORBIDDEN_MODULES[root])
-        for chain, why in FORBIDDEN_ATTRIBUTES.items():
+        if root in self.modules:
+            self.add(node, f"import {module}", self.modules[root])
+        for chain, why in self.attributes.items():
             if _matches(module, chain):
                 self.add(node, f"import {module}", why)
         if _private_torch(module):
@@ -302,7 +306,7 @@ class _Scanner(ast.NodeVisitor):
         self._check_module(node, module)
         for alias in node.names:
             full = f"{module}.{alias.name}" if module else alias.name
-            for chain, why in FORBIDDEN_ATTRIBUTES.items():
+            for chain, why in self.attributes.items():
                 if _matches(full, chain):
                     self.add(node, f"from {module} import {alias.name}", why)
             if alias.name in FORBIDDEN_NAMES:
@@ -321,7 +325,7 @@ class _Scanner(ast.NodeVisitor):
         dotted = _dotted(node)
         if dotted is not None:
             full = self._resolve(dotted)
-            for chain, why in FORBIDDEN_ATTRIBUTES.items():
+            for chain, why in self.attributes.items():
                 if _matches(full, chain):
                     self.add(node, dotted, why)
                     break
@@ -398,7 +402,7 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, code, "reads an attribute by a private name")
         if subject is not None:
             full = f"{subject}.{attr}"
-            for chain, why in FORBIDDEN_ATTRIBUTES.items():
+            for chain, why in self.attributes.items():
                 if _matches(full, chain):
                     self.add(node, code, why)
                     break
@@ -412,7 +416,7 @@ class _Scanner(ast.NodeVisitor):
             self.add(node, node.id, FORBIDDEN_NAMES[node.id])
         full = self.aliases.get(node.id)
         if full and full != node.id:
-            for chain, why in FORBIDDEN_ATTRIBUTES.items():
+            for chain, why in self.attributes.items():
                 if _matches(full, chain):
                     self.add(node, node.id, why)
                     break
@@ -440,7 +444,7 @@ class _Scanner(ast.NodeVisitor):
             elif node.args and _dotted(node.args[0]) is not None:
                 # getattr(os, "environ") is os.environ
                 full = f"{self._resolve(_dotted(node.args[0]))}.{name.value}"
-                for chain, why in FORBIDDEN_ATTRIBUTES.items():
+                for chain, why in self.attributes.items():
                     if _matches(full, chain):
                         self.add(node, f"{node.func.id}()", why)
                         break
@@ -480,9 +484,10 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def scan(source: str) -> list[Finding]:
-    """Findings in source order; empty when nothing looks like tampering."""
-    scanner = _Scanner()
+def scan(source: str, allow: tuple[str, ...] = ()) -> list[Finding]:
+    """Findings in source order; empty when nothing looks like tampering. ``allow``: rules the problem lifts
+    (keys of FORBIDDEN_MODULES / FORBIDDEN_ATTRIBUTES, e.g. "torch.library")."""
+    scanner = _Scanner(tuple(allow))
     scanner.visit(ast.parse(source))
     seen, out = set(), []
     for f in sorted(scanner.findings, key=lambda f: (f.line, f.code)):

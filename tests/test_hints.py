@@ -23,7 +23,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from judge import checker, expected, hints, kit  # noqa: E402
+from judge import calls, checker, expected, hints, kit  # noqa: E402
 from judge.problems import all_problems, find_problem  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "hint_cases.pt"
@@ -85,6 +85,8 @@ FITS = {
     "098-flash-attention-backward/submissions/wrong_answer/ignores_sm_scale.py": {"mistake:sm_scale"},
     # Every gradient NaN (inf * 0 from the unmasked keys): the hint says "never written, or every value NaN".
     "098-flash-attention-backward/submissions/wrong_answer/no_key_mask.py": {"unwritten"},
+    "099-compile-safe-add/submissions/wrong_answer/ignores_strides.py": {"strides_as_contiguous"},
+    "099-compile-safe-add/submissions/wrong_answer/last_element_dropped.py": {"unwritten"},
     **{f: {h} for f, h in HINT_FILES.items()},
 }
 
@@ -97,6 +99,10 @@ NO_VALUES = {
     "093-vector-add/submissions/wrong_answer/writes_into_input.py",
     "093-vector-add/submissions/wrong_answer/wrong_shape.py",
     "095-matmul/submissions/wrong_answer/returns_float32.py",
+    # 99's call modes fail these before any value: a graph break, no gradient (judge.calls)
+    "099-compile-safe-add/submissions/wrong_answer/custom_op_without_fake.py",
+    "099-compile-safe-add/submissions/wrong_answer/no_autograd.py",
+    "099-compile-safe-add/submissions/wrong_answer/plain_jit_wrapper.py",
 }
 
 
@@ -117,8 +123,11 @@ def _hint_of(record: dict):
     params = dict(record["params"])
     inputs = problem.golden.make_inputs(dict(params), kit.generator(params["seed"]))
     answers = expected.for_inputs(problem, inputs, params, "cpu")
-    index = [o.name for o in problem.outputs].index(record["output"])
-    spec = problem.outputs[index]
+    specs = list(problem.outputs) + list(problem.grad_outputs)
+    index = [o.name for o in specs].index(record["output"])
+    if index >= len(problem.outputs):  # a gradient of a grad group (judge.calls): the case's cotangents
+        calls.add_gradients(problem, answers, inputs, calls.cotangents(answers, params))
+    spec = specs[index]
     case = hints.Case(problem, answers.params, answers.inputs, answers.device)
     return checker.compare(spec.name, record["got"], answers.golden[index], answers.naive[index],
                            answers.dtypes[index], spec.scope, problem.check,

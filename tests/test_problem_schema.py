@@ -50,7 +50,7 @@ def test_speed_points_need_bench_shapes_and_the_golden_speed_interface(tmp_path)
 def test_every_real_problem_passes_the_schema():
     import tomllib
 
-    for key in ("93", "94", "95", "96", "97", "98", "101", "102", "103", "104"):
+    for key in ("93", "94", "95", "96", "97", "98", "99", "101", "102", "103", "104"):
         p = find_problem(key)
         assert problem_schema.check(tomllib.loads((p.directory / "problem.toml").read_text()), "x") == []
 
@@ -101,3 +101,44 @@ def test_answers_problem_mistakes_are_named(tmp_path, edit, text):
 
     with pytest.raises(ProblemError, match=re.escape(text)):
         load_problem(_copy_answers(tmp_path, edit))
+
+
+# The call modes' keys (problems/README.md, "Call modes"), on a copy of 93 with a grad group added.
+GRAD = """
+[grad]
+wrt = [0, 1]
+outputs = [{ name = "grad_x", dtype = "input" }, { name = "grad_y", dtype = "input" }]
+"""
+
+
+def _before_limits(table: str):
+    return lambda t: t.split("[limits]")[0] + table + "[limits]" + t.split("[limits]")[1]
+
+
+@pytest.mark.parametrize("edit,text", [
+    (lambda t: t.replace('name = "small-ragged"', 'name = "small-ragged"\ncall = "compiled"', 1),
+     "groups[0].call must be one of"),
+    (lambda t: t.replace('name = "small-ragged"', 'name = "small-ragged"\ncall = "grad"', 1),
+     'needs a [grad] table'),
+    (lambda t: t.replace('arity = 2\n', 'arity = 2\nfactory = "module"\n'), "factory must be one of namespace"),
+    (_before_limits('[rules]\nallow = ["torch._C"]\n'), "rules.allow may name torch.library"),
+    (_before_limits(GRAD.replace("[0, 1]", "[0, 2]")), "grad.wrt must list argument indices"),
+    (_before_limits(GRAD.replace(', { name = "grad_y", dtype = "input" }', "")), "one gradient per grad.wrt entry"),
+    (_before_limits("[compile]\nbackend = 3\n"), "'compile.backend' must be a string"),
+    (_before_limits("[compile]\nbackends = 'eager'\n"), "unknown key 'compile.backends'"),
+])
+def test_call_mode_mistakes(tmp_path, edit, text):
+    with pytest.raises(ProblemError, match=text.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                       .replace("]", r"\]")):
+        load_problem(_copy(tmp_path, edit))
+
+
+def test_call_modes_load():
+    p = find_problem("99")
+    assert p.factory == "namespace" and p.entry_arity == 1 and p.arity == 2
+    assert p.scan_allow == ("torch.library",)
+    assert [g.call for g in p.groups] == ["direct", "direct", "direct", "compile", "grad"]
+    assert p.compile_backend(interpret=True) == "eager" and p.compile_backend(interpret=False) == "inductor"
+    assert [o.name for o in p.outputs_for(p.groups[-1])] == ["out", "grad_x", "grad_y"]
+    assert [o.name for o in p.outputs_for(p.groups[0])] == ["out"]
+    assert find_problem("93").factory is None and find_problem("93").entry_arity == 2

@@ -28,6 +28,7 @@ RULES = (
     "torch_ops",
     "no_kernel",
     "kernel_wrote",
+    "custom_op",
 )
 
 # How a worker's end maps to a verdict (judge.channel.WorkerDied.reason).
@@ -40,7 +41,10 @@ DEATHS = {
 }
 
 # How an exception the worker reported maps to a verdict (judge.replies.ErrorInfo.category).
-ERRORS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE, "rule": Verdict.RJ}
+# "contract": the call could not do what its group asks, through no exception of the submission's own code (a
+# graph break under torch.compile, an operator with no gradient: judge.untrusted.calls); its values are wrong.
+ERRORS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE, "rule": Verdict.RJ,
+          "contract": Verdict.WA}
 
 
 @dataclass(frozen=True)

@@ -17,22 +17,29 @@ def _dn(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def check(problem, returned: str, outputs, expected, device: str, inputs_modified=()) -> Outcome | None:
+def check(problem, returned: str, outputs, expected, device: str, inputs_modified=(), specs=None) -> Outcome | None:
     """None when the outputs are right; otherwise a WA Outcome saying what is wrong and where.
 
     ``returned`` and ``outputs`` come from a parsed reply (judge.replies),
     ``expected`` from judge.expected (its ``params`` and ``inputs``, when it has
     them, feed the hints of a wrong value), ``device`` is "cuda" or "cpu".
+    ``specs``: the outputs to check (Problem.outputs_for a group: a grad group's gradients follow the
+    entry's own outputs; ``returned`` describes the entry's alone).
     """
-    names = [o.name for o in problem.outputs]
-    want = len(names)
+    specs = list(problem.outputs if specs is None else specs)
+    names = [o.name for o in specs]
+    want = len(problem.outputs)
+    derived = len(specs) - want  # values the judge derived from the call (gradients), after its outputs
+    entry = problem.entry_point if not problem.factory else "your operator"
     if want == 1:
         if returned != "torch.Tensor":
-            return Outcome(Verdict.WA, f"{problem.entry_point} must return the tensor {names[0]} itself, "
+            return Outcome(Verdict.WA, f"{entry} must return the tensor {names[0]} itself, "
                                        f"not a {returned}")
-    elif returned not in ("tuple", "list") or len(outputs) != want:
-        got = returned if returned not in ("tuple", "list") else f"{len(outputs)} items"
-        return Outcome(Verdict.WA, f"{problem.entry_point} must return a tuple ({', '.join(names)}); it returned {got}")
+    elif returned not in ("tuple", "list") or len(outputs) - derived != want:
+        got = returned if returned not in ("tuple", "list") else f"{len(outputs) - derived} items"
+        return Outcome(Verdict.WA, f"{entry} must return a tuple ({', '.join(names[:want])}); it returned {got}")
+    if len(outputs) < len(specs):
+        return Outcome(Verdict.WA, f"no gradient came back for {', '.join(names[len(outputs):])}")
     for name, out, gold, dtype in zip(names, outputs, expected.golden, expected.dtypes):
         if out.kind != "tensor":
             return Outcome(Verdict.WA, f"{name} must be exactly a torch.Tensor, not {out.type}")
@@ -47,11 +54,11 @@ def check(problem, returned: str, outputs, expected, device: str, inputs_modifie
         return Outcome(Verdict.WA, f"the entry point wrote into its inputs ({which}); "
                                    "it must leave them unchanged and return new tensors")
     for name, out in zip(names, outputs):
-        if out.aliases_input:
+        if out.aliases_input and not out.derived:
             return Outcome(Verdict.WA, f"{name} shares memory with an input; return a new tensor")
     case = hints.Case(problem, getattr(expected, "params", None) or {}, getattr(expected, "inputs", None),
                       getattr(expected, "device", "cpu"))
-    for i, (spec, out, gold, naive, dtype) in enumerate(zip(problem.outputs, outputs, expected.golden,
+    for i, (spec, out, gold, naive, dtype) in enumerate(zip(specs, outputs, expected.golden,
                                                              expected.naive, expected.dtypes)):
         mismatch = checker.compare(spec.name, out.tensor, gold, naive, dtype, spec.scope, problem.check,
                                    problem.check.get("dim_names", {}).get(spec.name), case=case, index=i)

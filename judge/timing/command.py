@@ -38,7 +38,8 @@ def refused(problem, submission: Path, options: Options) -> dict | None:
     """The report of a file refused from its source alone (CE or RJ), or None; no worker, no sandbox, no torch
     (the sandbox is the one asked for, "none" for auto: nothing ran)."""
     started = time.monotonic()
-    refusal = intake.check_source(submission, entry=problem.entry_point, arity=problem.arity)
+    refusal = intake.check_source(submission, entry=problem.entry_point, arity=problem.entry_arity,
+                                  allow=problem.scan_allow)
     if refusal is None:
         return None
     report = _report(problem, submission, options, options.sandbox if options.sandbox != "auto" else "none", [])

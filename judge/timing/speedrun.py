@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge import intake, replies, rules
+from judge import calls as call_modes, intake, replies, rules
 from judge.progress import NO_PROGRESS
 from judge.shared import bench_inputs
 from judge.timing import checks, stats
@@ -190,7 +190,10 @@ class SpeedRun:
             self.contenders.append(Contender(name, client, trusted, self.limits.case_seconds))
             who = "the submission" if name == "submission" else f"the {name} worker"
             try:
-                hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1)
+                # A factory problem's submission and reference register their operator first (judge.calls).
+                own = entry == self.problem.entry_point
+                setup = call_modes.worker_setup(self.problem, self.interpret) if own else None
+                hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1, calls=setup)
             except WorkerStartFailed as exc:
                 raise BenchFailed("IE", str(exc)) from None
             except WorkerDied as died:

@@ -28,6 +28,7 @@ import time
 from collections import Counter
 
 from judge.shared.tracing import REPLAYED
+from judge.untrusted import own_ops
 
 # Operators a wrapper may use around its kernels: they allocate, describe or
 # move data but compute nothing from it.
@@ -84,6 +85,7 @@ class Watch:
         self.threads_before = threading.active_count()
         self.kernel_ids: set[int] = set()  # compiled kernels launched (see kernels())
         self.trace = None  # judge.untrusted.trace.Recorder: the call's launch sequence, for the replay check
+        self.own_ops: Counter = Counter()  # the submission's own operators called (judge.untrusted.own_ops)
 
 
 class _State:
@@ -96,6 +98,7 @@ class _State:
     record_ok = False  # PyTorch's profiler shows this watch's dispatch mode (probed at install())
     quiet = 0  # > 0 while the recorder itself uses torch (its operators are not the submission's)
     benchmarking = 0  # > 0 while an autotuner times its configs (those launches are not the call's)
+    namespace = ""  # the operator namespace the judge gave the submission (a factory problem), or ""
 
 
 _state = _State()
@@ -381,11 +384,14 @@ def _watch_redispatch() -> None:
 
     def redispatch(self, *args, **kwargs):
         watch = _state.watch
-        if watch is not None:
+        # PyTorch's own custom-op machinery redispatches the submission's operators (autograd, backend
+        # select): their kernels still run under the watch (judge.untrusted.own_ops).
+        if watch is not None and not own_ops.is_own(self):
             watch.ops[f"{_op_name(self)} (redispatched below the operator watch)"] += 1
         return original(self, *args, **kwargs)
 
     redispatch._judge_wrapped = True
+    own_ops.configure(_state.namespace, _state.submission, original)
     OpOverload.redispatch = redispatch
 
 
@@ -536,6 +542,13 @@ def _covered(e) -> bool:
     return False
 
 
+def _expanded(e) -> bool:
+    """One of the submission's own operators as the watch redispatched it (judge.untrusted.own_ops): under
+    AOTAutograd's runtime PyTorch records the redispatched call, and Python dispatch below it, once more."""
+    ns = own_ops._state.namespace
+    return bool(ns) and e.name.startswith(f"{ns}::") and _is_mode_event(e.parent)
+
+
 def _analyse(events, seen: int) -> Counter:
     """Findings (as operator names) from the profiler's events of one call; ``seen``: operators the watch saw."""
     found: Counter = Counter()
@@ -546,7 +559,7 @@ def _analyse(events, seen: int) -> Counter:
     last = None
     for e in ops:
         if _is_mode_event(e):
-            if e.parent is not None and e.parent.op and e.parent.name != _MODE_EVENT:
+            if e.parent is not None and e.parent.op and e.parent.name != _MODE_EVENT and not _expanded(e.parent):
                 handled += 1
             continue
         if not _OP_EVENT.match(e.name):
@@ -624,10 +637,15 @@ def _probe() -> bool:
         return False
 
 
-def install(submission_path: str, interpret: bool = False) -> None:
-    """Patch Triton's launchers; call after importing triton, before the submission."""
+def install(submission_path: str, interpret: bool = False, namespace: str = "", compiling: bool = False) -> None:
+    """Patch Triton's launchers; call after importing triton, before the submission.
+
+    ``namespace``: the operator namespace a factory problem gives the submission (judge.untrusted.own_ops);
+    ``compiling``: the judge will torch.compile calls of the entry point (in the interpreter, launches on
+    fake tensors are then skipped)."""
     global _LIBRARY_DIRS, _TRITON_DIRS
     _state.submission = os.path.realpath(submission_path)
+    _state.namespace = namespace
     import torch
     import triton
     from triton.runtime import jit
@@ -641,6 +659,8 @@ def install(submission_path: str, interpret: bool = False) -> None:
         from triton.runtime.interpreter import InterpretedFunction
 
         _wrap_launcher(InterpretedFunction, count=True)
+        if interpret and compiling:
+            own_ops.skip_fake_launches(InterpretedFunction)
     except ImportError:  # pragma: no cover - every supported Triton has it
         pass
     try:
@@ -656,6 +676,8 @@ def install(submission_path: str, interpret: bool = False) -> None:
     except ImportError:  # pragma: no cover
         pass
     _watch_redispatch()
+    if namespace:
+        own_ops.watch_libraries()
     _watch_callbacks()
     _mark_printing()
     os.environ["KINETO_LOG_LEVEL"] = "9"  # the profiler prints a line at every start and stop below this
@@ -723,6 +745,11 @@ def watching(verify: bool = False, inputs=None, device: str = "cpu"):
             self.seen += 1
             kwargs = kwargs or {}
             watch = _state.watch
+            if own_ops.is_own(func):
+                # The submission's own operator: counted, and its kernel run with this mode on again.
+                if watch is not None and not _state.quiet:
+                    watch.own_ops[own_ops.name_of(func)] += 1
+                return own_ops.expand(self, func, args, kwargs)
             if watch is None or _state.quiet:
                 return func(*args, **kwargs)
             trace = watch.trace

@@ -75,6 +75,10 @@ IDENTITIES = [
     "torch._ops.OpOverload.redispatch", "torch._tensor_str._str", "torch.Tensor.map_", "torch.Tensor.map2_",
     "torch.Tensor.apply_", "judge.untrusted.guard._state", "judge.untrusted.guard.ALLOWED_OPS",
     "judge.untrusted.guard._LIBRARY_DIRS", "judge.untrusted.guard._TRITON_DIRS",
+    # A factory problem's own operators (judge.untrusted.own_ops): how they are looked into, and the gate
+    # every operator library is opened through.
+    "torch._C._dispatch_library", "torch._C._dispatch_keys", "torch._C._dispatch_keyset_full_after",
+    "judge.untrusted.own_ops._state",
 ]
 
 
@@ -86,6 +90,7 @@ WHOLE = [
     "triton", "triton.language", "triton.runtime.jit", "triton.runtime.autotuner",
     "triton.runtime.interpreter", "time", "os", "threading", "_thread",
     "judge.shared.wire", "judge.untrusted.outputs", "judge.untrusted.guard", "judge.untrusted.integrity", "judge.untrusted.runner",
+    "judge.untrusted.own_ops", "judge.untrusted.own_ops._State", "judge.untrusted.calls", "judge.untrusted.compiled",
     "judge.untrusted.bench", "judge.untrusted.bench.BenchState", "judge.untrusted.profiling",
     # The second clock (judge.untrusted.profiling): the profiler, its ranges and its records.
     "torch.profiler", "torch.profiler.profiler", "torch.autograd.profiler", "torch.autograd.profiler.profile",

@@ -205,6 +205,9 @@ class Worker:
         self.baseline: dict = {}
         self.bench = None  # judge.untrusted.bench.BenchState, made on the first timing request
         self.channel = _identity(out_fd)
+        self.namespace = setup.get("namespace") or ""  # a factory problem's secret operator namespace
+        self.arity = int(setup["arity"])  # the callable's arguments; a case may send more (a grad's cotangents)
+        self.mode = None  # how the last case called the entry point (judge.untrusted.calls)
 
     def reply(self, message: dict, tensors=None):
         if _identity(self.out_fd) != self.channel:
@@ -212,6 +215,12 @@ class Worker:
             # replies written by the submission reach the judge: stop, so that the judge sees it.
             os._exit(wire.EXIT_CHANNEL_REDIRECTED)
         message["nonce"] = self.nonce
+        err = message.get("error")
+        if self.namespace and isinstance(err, dict):
+            # The namespace is a secret of this worker: a message names it as <ns>, the same in every run.
+            for key in ("message", "code"):
+                if isinstance(err.get(key), str):
+                    err[key] = err[key].replace(self.namespace, "<ns>")
         wire.send(self.out_fd, message, tensors)
 
     def build_args(self, msg, payloads):
@@ -239,7 +248,10 @@ class Worker:
 
     def run_case(self, msg, payloads):
         """A new case: build its inputs, call the entry point, reply."""
+        from judge.untrusted import calls
+
         self.last = Worker.build_args(self, msg, payloads)
+        self.mode = calls.make(self, msg.get("call"))
         return Worker.call(self, msg["id"], *self.last)
 
     def refill(self, msg, payloads):
@@ -263,30 +275,48 @@ class Worker:
     def call(self, case_id, args, storages):
         import threading
 
-        from judge.untrusted import guard, integrity
+        from judge.untrusted import calls, guard, integrity, own_ops
 
         torch = self.torch
         cuda = self.device.startswith("cuda")
         if cuda:
             torch.cuda.synchronize()
         watch = None
-        threads_before = {t.ident for t in threading.enumerate()}
-        inputs = [(i, entry[0]) for i, entry in enumerate(storages) if entry is not None]
+        mode = self.mode or calls.make(self, None)
+        # The callable's arguments; what the case sent after them is the judge's (a grad group's cotangents).
+        args, extra = args[: self.arity], args[self.arity:]
+        inputs = [(i, entry[0]) for i, entry in enumerate(storages[: self.arity]) if entry is not None]
         try:
+            mode.prepare(args)  # the judge's work around the call (torch.compile), outside the watch
+            threads_before = {t.ident for t in threading.enumerate()}
             with guard.watching(verify=True, inputs=inputs, device=self.device) as watch:
-                result = self.fn(*args)
+                result = mode.invoke(args)
             if cuda:
                 # Device-wide: work queued on any stream is finished (and counted).
                 torch.cuda.synchronize()
+            # The launch sequence for the judge's replay check (outside memory's bytes follow the outputs').
+            trace, snapshots = watch.trace.finish(result)
+            # The outputs as the call left them, read before the judge's work after it: a grad group's backward
+            # is the file's code too, unwatched, and must not be able to rewrite the forward's answer.
+            early = describe_outputs(result) if mode.derives else None
+            derived = mode.finish(result, args, extra)  # the judge's again (autograd), outside the watch
+        except calls.ContractError as exc:
+            Worker.reply(self, {"type": "result", "id": case_id, "status": "error", "error": exc.as_error(),
+                                "evidence": _evidence(watch)})
+            return True
         except BaseException as exc:  # noqa: BLE001
             err = classify(exc, self.path)
             Worker.reply(self, {"type": "result", "id": case_id, "status": "error", "error": err,
                                 "evidence": _evidence(watch)})
             return not err.get("fatal")
 
-        outputs, tensors = describe_outputs(result)
-        # The launch sequence for the judge's replay check; outside memory's bytes follow the outputs' frames.
-        trace, snapshots = watch.trace.finish(result)
+        outputs, tensors = early or describe_outputs(result)
+        if derived:
+            more, more_tensors = describe_outputs(list(derived))
+            for out in more:
+                out.pop("ptr_range", None)  # the judge's values (gradients): checked, not traced to a kernel
+                out["derived"] = True
+            outputs, tensors = outputs + more, tensors + more_tensors
         tensors = tensors + snapshots
         modified = []
         for i, entry in enumerate(storages):
@@ -298,7 +328,8 @@ class Worker:
                 modified.append(i)
         evidence = _evidence(watch)
         evidence["threads_left"] = _new_threads(threads_before, self.path)
-        evidence["tampered"] = integrity.changed(self.baseline) + integrity.rewired(self.kernels)
+        evidence["tampered"] = (integrity.changed(self.baseline) + integrity.rewired(self.kernels)
+                                + own_ops.take_libraries())
         evidence["started"] = guard.take_events()
         evidence["compile"] = guard.compile_stats()
         for out in outputs:
@@ -308,6 +339,7 @@ class Worker:
                 out["aliases_input"] = any(
                     e is not None and _overlaps((lo, hi), e[0]) for e in storages
                 )
+        mode.amend(evidence, outputs)  # what a compiled graph says of launches and operators the watch missed
         Worker.reply(  # the class's method: one set on the instance is reported (integrity), never used
             self,
             {"type": "result", "id": case_id, "status": "ok", "returned": kind_of(result),
@@ -363,8 +395,43 @@ def _evidence(watch) -> dict:
         "own_launches": dict(watch.own_launches),
         "other_launches": dict(watch.other_launches),
         "torch_ops": dict(watch.ops),
+        "own_ops": dict(watch.own_ops),
         "threads_before": watch.threads_before,
     }
+
+
+def _import_compiler(setup: dict) -> None:
+    """torch.compile's modules, imported before the worker's baseline (importing them later would look like
+    the submission's doing) and set up for a sandbox: Inductor compiles in this process, not a pool."""
+    import torch._dynamo  # noqa: F401
+
+    if not setup.get("interpret") and str(setup.get("device", "")).startswith("cuda"):
+        import torch._functorch.config as functorch_config
+        import torch._inductor.compile_fx  # noqa: F401
+        import torch._inductor.config as inductor_config
+
+        inductor_config.compile_threads = 1
+        # No caches: a graph compiled from a cache skips the lowering whose graph is the call's evidence
+        # (judge.untrusted.compiled), and nothing one submission compiled may be loaded for another.
+        inductor_config.fx_graph_cache = False
+        functorch_config.enable_autograd_cache = False
+
+
+def _register(entry, namespace: str, path: str):
+    """A factory's operator: (callable, None), or (None, the error) when registering failed."""
+    from judge.untrusted import calls
+
+    try:
+        return calls.register(entry, namespace), None
+    except TypeError as exc:
+        if "register(namespace) must return" in str(exc):
+            return None, {"category": "compile", "type": "BadEntryPoint", "message": str(exc), "line": None,
+                          "frames": []}
+        err = classify(exc, path)
+    except BaseException as exc:  # noqa: BLE001 - the submission's registration failed
+        err = classify(exc, path)
+    err["at_register"] = True
+    return None, err
 
 
 def _bench(worker, msg) -> bool:
@@ -425,22 +492,33 @@ def main() -> int:
 
     from judge.untrusted import guard
 
-    guard.install(setup["submission"], interpret=bool(setup.get("interpret")))
+    namespace = setup.get("namespace") or ""
+    if setup.get("compiling"):
+        _import_compiler(setup)
+    guard.install(setup["submission"], interpret=bool(setup.get("interpret")), namespace=namespace,
+                  compiling=bool(setup.get("compiling")))
     worker = Worker(reader, proto_out, setup)
-    from judge.untrusted import integrity
+    from judge.untrusted import integrity, own_ops
 
-    objects = {"worker": worker, "reader": reader, "guard state": guard._state}
+    objects = {"worker": worker, "reader": reader, "guard state": guard._state, "own ops": own_ops._state}
     worker.baseline = integrity.snapshot(objects)
     # Up to here nothing of the submission has run: a failure before this
     # message is the judge's environment's, not the submission's.
     Worker.reply(worker, {"type": "ready"})
     t1 = time.perf_counter()
-    fn, err = load_submission(worker.path, setup["entry"], int(setup["arity"]))
+    factory = setup.get("factory")
+    fn, err = load_submission(worker.path, setup["entry"], 1 if factory else int(setup["arity"]))
+    if err is None and factory:
+        fn, err = _register(fn, namespace, worker.path)
     if err is None:
         worker.kernels = integrity.kernels_of(vars(sys.modules.get("submission") or object()))
         tampered = integrity.changed(worker.baseline) + integrity.rewired(worker.kernels)
+        libraries = own_ops.take_libraries()
         started = guard.take_events()
-        if tampered:
+        if libraries:
+            err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
+                   "message": "loading the submission (its import and register()) opened " + ", ".join(libraries)}
+        elif tampered:
             err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
                    "message": "importing the submission changed " + ", ".join(tampered)}
         elif started:

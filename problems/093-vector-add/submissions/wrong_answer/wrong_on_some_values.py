@@ -4,6 +4,7 @@
 # half the time; the judge runs those fresh values in the submission's own worker
 # too, where the file is just as wrong: a wrong answer, never RJ (the replay check
 # once called such files forgeries: 96's missing_eps, 93's nan_to_zero).
+# expect: values outside the tolerance
 import torch
 import triton
 import triton.language as tl
