@@ -624,10 +624,16 @@ def _probe() -> bool:
         return False
 
 
+def watch_file(submission_path: str) -> None:
+    """The submission's file, whose code the watch attributes launches, operators and threads to: named once
+    the worker is given its submission (a pooled worker installs the watch before it knows which)."""
+    _state.submission = os.path.realpath(submission_path) if submission_path else ""
+
+
 def install(submission_path: str, interpret: bool = False) -> None:
     """Patch Triton's launchers; call after importing triton, before the submission."""
     global _LIBRARY_DIRS, _TRITON_DIRS
-    _state.submission = os.path.realpath(submission_path)
+    watch_file(submission_path)
     import torch
     import triton
     from triton.runtime import jit
