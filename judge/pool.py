@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import secrets
 import shutil
 import socket
@@ -96,7 +97,7 @@ def _template(key: dict, scratch: Path, cache: Path | None) -> Job:
 # --------------------------------------------------------------------------- the driver's side
 
 
-@dataclass
+@dataclass(eq=False)
 class _Entry:
     proc: Proc
     nonce: str
@@ -143,6 +144,11 @@ class PoolServer:
         self.stats = {"taken": 0, "missed": 0, "spawned": 0, "wasted": 0, "spawn_failed": 0}
         self._thread = threading.Thread(target=self._accept, name="judge-pool", daemon=True)
         self._thread.start()
+        # Workers are spawned from one thread that lives as long as the pool: bwrap's --die-with-parent (the
+        # parent-death signal) fires when the *thread* that started it ends.
+        self._orders: queue.Queue = queue.Queue()
+        self._spawner = threading.Thread(target=self._spawn_loop, name="judge-pool-spawn", daemon=True)
+        self._spawner.start()
 
     # ------------------------------------------------------------------ life
 
@@ -163,6 +169,7 @@ class PoolServer:
             self._idle.clear()
             leased = list(self._leased)
         self.stats["wasted"] += len(idle)
+        self._orders.put(None)
         try:
             self._sock.close()
         except OSError:
@@ -184,7 +191,14 @@ class PoolServer:
             n = self._want(kt)
             self._spawning[kt] = self._spawning.get(kt, 0) + n
         for _ in range(n):
-            threading.Thread(target=self._spawn_one, args=(kt,), name="judge-pool-spawn", daemon=True).start()
+            self._orders.put(kt)
+
+    def _spawn_loop(self) -> None:
+        while True:
+            kt = self._orders.get()
+            if kt is None:
+                return
+            self._spawn_one(kt)
 
     def _spawn_one(self, kt: str) -> None:
         from judge.channel import prepare_message
@@ -192,6 +206,10 @@ class PoolServer:
 
         key = self._keys[kt]
         entry = None
+        with self._lock:
+            if self._closed:
+                self._spawning[kt] -= 1
+                return
         try:
             home = Path(tempfile.mkdtemp(prefix="w-", dir=self.dir))
             scratch = home / "scratch"
@@ -300,6 +318,9 @@ class PoolServer:
                 conn.send(json.dumps(_operate(p, request)).encode())
         except (OSError, ValueError):
             pass
+        except Exception as exc:  # noqa: BLE001 - a bug here must cost one job's worker, never the driver
+            if self.log:
+                self.log(f"worker pool: {type(exc).__name__}: {exc}")
         finally:
             if kt is not None:
                 self._release(kt, owner, entry)
