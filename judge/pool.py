@@ -62,7 +62,7 @@ def key_of(backend, job: Job) -> dict | None:
     from judge.sandbox import BACKENDS, backend_class
 
     name = getattr(backend, "name", None)
-    if name not in BACKENDS or type(backend) is not backend_class(name):
+    if name not in BACKENDS or not isinstance(backend, backend_class(name)):
         return None
     lim = job.limits
     key = {"backend": name, "module": job.module, "device": job.device, "gpu": job.gpu,
@@ -179,6 +179,24 @@ class PoolServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ filling
+
+    def warm(self, backend, job: Job, n: int = 1) -> bool:
+        """Keep at least ``n`` workers of ``job``'s kind warm from now on (before any job asked for one); False
+        for a backend the pool cannot rebuild."""
+        key = key_of(backend, job)
+        if key is None:
+            return False
+        kt = _key_text(key)
+        with self._lock:
+            self._keys.setdefault(kt, key)
+            self._target[kt] = max(self._target.get(kt, 0), min(self.size, n))
+        self._fill(kt)
+        return True
+
+    def idle(self) -> int:
+        """Workers spawned and not handed out yet (warm, or still importing)."""
+        with self._lock:
+            return sum(len(v) for v in self._idle.values())
 
     def _want(self, kt: str) -> int:
         """Workers of kind ``kt`` to spawn now: up to its target, counting those warm and on their way."""
@@ -313,7 +331,14 @@ class PoolServer:
             socket.send_fds(conn, [json.dumps(reply).encode()], [p.stdin, p.stdout, p.stderr])
             while True:
                 request = _recv(conn)
-                if request is None or request.get("op") == "close":
+                if request is None:
+                    return
+                if request.get("op") == "close":
+                    # Killed and its directories removed before the job hears back: when a job's session
+                    # ends, nothing of its workers is left.
+                    self._release(kt, owner, entry)
+                    kt = None
+                    conn.send(json.dumps({"closed": True}).encode())
                     return
                 conn.send(json.dumps(_operate(p, request)).encode())
         except (OSError, ValueError):
@@ -432,8 +457,10 @@ class PooledProc(Proc):
             if not self._closed:
                 self._closed = True
                 try:
+                    self._conn.settimeout(60)
                     self._conn.send(json.dumps({"op": "close"}).encode())
-                except OSError:
+                    _recv(self._conn)  # the pool has killed it and removed its directories
+                except (OSError, ValueError):
                     pass
                 self._conn.close()
         for fd in (self.stdin, self.stdout, self.stderr):

@@ -78,7 +78,13 @@ class LocalExecutor:
     def run(self, jobs: Jobs, on_result: OnResult) -> None:
         from judge.pool import PoolServer
 
-        server = PoolServer(self.pool, log=self.log) if self.pool > 0 else None
+        server = None
+        if self.pool > 0:
+            try:
+                server = PoolServer(self.pool, log=self.log)
+            except OSError as exc:  # e.g. no Unix socket where tempfile puts it: every job starts its own
+                if self.log:
+                    self.log(f"worker pool: not started ({exc}); every job starts its own workers")
         try:
             self._run(jobs, on_result, server)
         finally:
