@@ -77,7 +77,7 @@ def _warm(srv, backend, job, n=1, timeout=120.0):
 def _job(sub: Path, tmp_path: Path, **kw) -> Job:
     scratch = tmp_path / f"scratch-{sub.stem}"
     scratch.mkdir(exist_ok=True)
-    return Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=LIMITS, **kw)
+    return Job(**{"submission": sub, "scratch": scratch, "device": "cpu", "interpret": True, "limits": LIMITS, **kw})
 
 
 def test_a_pooled_worker_serves_exactly_one_submission(server, tmp_path):
