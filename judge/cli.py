@@ -433,8 +433,6 @@ def _corpus_options(fn):
 def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool="off") -> int:
     """Judge the corpora of PROBLEMS (Problem objects) and print a line each; the number that mismatched."""
     from judge import pool as worker_pool
-    from judge.options import Options
-    from judge.selftest import corpus_of, run_corpus
 
     sandbox_or_exit(sandbox)
     try:
@@ -461,6 +459,9 @@ def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool=
 
 
 def _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs) -> int:
+    from judge.options import Options
+    from judge.selftest import corpus_of, run_corpus
+
     device, interpret, note = _resolve_device(device, interpret)
     if note:
         err(note)
