@@ -268,18 +268,20 @@ class PoolServer:
             # One job's worth of this kind: as many as one job has held at once.
             self._target[kt] = min(self.size, max(self._target.get(kt, 0), held))
             entries = self._idle.get(kt, [])
-            found = None
+            found, dead = None, []
             while entries:
                 e = entries.pop(0)
                 if e.proc.wait(0) is None:  # still alive (a worker that died while it waited is dropped)
                     found = e
                     break
-                threading.Thread(target=e.close, daemon=True).start()
+                dead.append(e)
             if found is not None:
                 self._leased.add(found)
                 self.stats["taken"] += 1
             else:
                 self.stats["missed"] += 1
+        for e in dead:  # here, not in a thread of its own: a driver that exits must not cut a cleanup short
+            e.close()
         self._fill(kt)
         return found
 
