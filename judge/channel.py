@@ -45,12 +45,42 @@ class WorkerStartFailed(Exception):
     """The worker died before the submission was even imported: the judge's environment is broken."""
 
 
+def prepare_message(job: Job) -> dict:
+    """What a worker must know before it imports torch and Triton ("prepare"): nothing of the submission. A
+    pooled worker (judge.pool) gets it when it is spawned; the settings in it are part of the pool's key."""
+    return {"type": "prepare", "version": wire.PROTOCOL_VERSION, "device": job.device,
+            "interpret": job.interpret, "gpu_memory_mb": job.limits.gpu_memory_mb}
+
+
 class WorkerChannel:
+    """One worker for one submission: spawned now, or taken from the worker pool (judge.pool) when one is on
+    and holds a worker started for the same kind of job; either way it serves this job alone."""
+
     def __init__(self, backend: Backend, job: Job):
+        from judge import pool
+
         self.job = job
         self.limits = job.limits
-        self.nonce = secrets.token_hex(16)
-        self.proc = backend.spawn(job)
+        self._unsent: Exception | None = None
+        lease = pool.take(backend, job)
+        self._lease = lease
+        self.pooled = lease is not None and lease.proc is not None
+        if self.pooled:
+            # Spawned earlier, given its "prepare" then; it has imported torch and Triton or is doing so.
+            self.nonce, self.proc = lease.nonce, lease.proc
+        else:
+            self.nonce = secrets.token_hex(16)
+            try:
+                self.proc = backend.spawn(job)
+            except BaseException:
+                if lease is not None:
+                    lease.close()
+                raise
+            message = dict(prepare_message(job), nonce=self.nonce)
+            try:  # sent at once, so that it imports torch while the judge goes on
+                wire.send(self.proc.stdin, message)
+            except OSError as exc:  # it died at once: said when the judge waits for it
+                self._unsent = exc
         self.reader = wire.Reader(self.proc.stdout)
         self.printed = bytearray()
         self.printed_total = 0
@@ -162,19 +192,20 @@ class WorkerChannel:
         return self.finish_start()
 
     def begin(self, *, submission_entry: str, arity: int, threads: int | None, calls: dict | None = None) -> None:
-        """Send the setup without waiting: the worker imports torch and Triton while the judge goes on.
+        """Give the worker its submission without waiting: the file is placed where the worker's sandbox shows
+        it (read-only), then named in "setup". The worker reads it once its environment is up ("ready").
         ``calls``: what the problem's calls need in the worker (judge.calls.worker_setup)."""
+        if self._unsent is not None:
+            raise self._died(wire.ChannelClosed(str(self._unsent)))
+        if not self.proc.submission_path:
+            self.proc.place(self.job.submission)
         self._send({
             **(calls or {}),
             "type": "setup",
-            "version": wire.PROTOCOL_VERSION,
             "submission": self.proc.submission_path,
             "entry": submission_entry,
             "arity": arity,
-            "device": self.job.device,
-            "interpret": self.job.interpret,
             "threads": threads,
-            "gpu_memory_mb": self.limits.gpu_memory_mb,
         })
 
     def finish_start(self) -> replies.Hello:
@@ -229,6 +260,8 @@ class WorkerChannel:
         close = getattr(self.proc, "close", None)
         if close:
             close()
+        if self._lease is not None:
+            self._lease.close()
 
     def output_text(self) -> str:
         text = self.printed.decode("utf-8", errors="replace")

@@ -424,18 +424,46 @@ def _corpus_options(fn):
         click.option("--interpret", is_flag=True),
         click.option("--sandbox", default="process", show_default=True, help=sandbox_help()),
         click.option("--jobs", type=int, default=1, show_default=True, help="Submissions judged at once."),
+        click.option("--pool", default="off", show_default=True, metavar="N|auto|off",
+                     help="A worker pool (as judge grade --pool): warm workers handed to the files, one each."),
     ]
     for opt in reversed(options):
         fn = opt(fn)
     return fn
 
 
-def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs) -> int:
+def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool="off") -> int:
     """Judge the corpora of PROBLEMS (Problem objects) and print a line each; the number that mismatched."""
+    from judge import pool as worker_pool
+
+    sandbox_or_exit(sandbox)
+    try:
+        size = worker_pool.parse_size(pool)
+    except ValueError:
+        usage(f"--pool {pool}: give a number of workers (0 or more), auto or off")
+    if size == 0:
+        return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
+    # The files are judged here (--jobs 1) or by `submit` children (--jobs N), which find the pool in their
+    # environment (judge.pool.ENV).
+    try:
+        server = worker_pool.PoolServer(size, log=err)
+    except OSError as exc:
+        err(f"worker pool: not started ({exc}); every file starts its own workers")
+        return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
+    os.environ.update(server.environ())
+    try:
+        return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
+    finally:
+        os.environ.pop(worker_pool.ENV, None)
+        server.close()
+        err(f"worker pool: {server.stats['taken']} workers handed out, {server.stats['missed']} started by "
+            f"their jobs, {server.stats['wasted']} warmed and not used")
+
+
+def _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs) -> int:
     from judge.options import Options
     from judge.selftest import corpus_of, run_corpus
 
-    sandbox_or_exit(sandbox)
     device, interpret, note = _resolve_device(device, interpret)
     if note:
         err(note)
@@ -451,12 +479,12 @@ def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs) -> in
 @cli.command()
 @click.argument("problems", nargs=-1)
 @_corpus_options
-def selftest(problems, only, seed, device, interpret, sandbox, jobs):
+def selftest(problems, only, seed, device, interpret, sandbox, jobs, pool):
     """Judge the problems' own corpora (default: all) and check every declared verdict."""
     from judge.problems import all_problems
 
     chosen = [problem_or_exit(k) for k in problems] or all_problems()
-    bad = _judge_corpora(chosen, only, seed, device, interpret, sandbox, jobs)
+    bad = _judge_corpora(chosen, only, seed, device, interpret, sandbox, jobs, pool)
     sys.exit(EXIT_REJECTED if bad else EXIT_AC)
 
 
@@ -464,7 +492,7 @@ def selftest(problems, only, seed, device, interpret, sandbox, jobs):
 @click.argument("problems", nargs=-1)
 @click.option("--no-corpus", is_flag=True, help="Only the package checks; do not judge the corpus.")
 @_corpus_options
-def verify(problems, no_corpus, only, seed, device, interpret, sandbox, jobs):
+def verify(problems, no_corpus, only, seed, device, interpret, sandbox, jobs, pool):
     """Check problem packages (default: all): schema, golden interface, statement, skeleton, reference, corpus."""
     from judge.verify import problem_dirs, static_steps
 
@@ -482,7 +510,7 @@ def verify(problems, no_corpus, only, seed, device, interpret, sandbox, jobs):
         if problem is not None and all(s.ok for s in steps):
             loaded.append(problem)
     if not no_corpus and loaded:
-        failed += _judge_corpora(loaded, only, seed, device, interpret, sandbox, jobs)
+        failed += _judge_corpora(loaded, only, seed, device, interpret, sandbox, jobs, pool)
     click.echo("every package is sound" if not failed else f"{failed} check(s) failed")
     sys.exit(EXIT_REJECTED if failed else EXIT_AC)
 

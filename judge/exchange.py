@@ -79,6 +79,8 @@ class Exchange:
                                  interpret=self.job.interpret, loading=True)
         self.timing["worker_starts"] += 1
         self.timing["worker_start_seconds"] += time.monotonic() - t0
+        if self.channel.pooled:  # handed over warm by the driver's worker pool (judge.pool)
+            self.timing["pooled_starts"] = self.timing.get("pooled_starts", 0) + 1
         self._compiles_seen = (0, 0.0)
         self.info = {"versions": dict(hello.versions), "device_name": hello.device_name}
         if not hello.ok:

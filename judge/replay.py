@@ -313,6 +313,8 @@ class Replayer:
             t0 = time.monotonic()
             hello = self.channel.finish_start()
             self.timing["replay_start_wait_seconds"] = time.monotonic() - t0
+            if self.channel.pooled:
+                self.timing["replay_pooled"] = 1
             if not hello.ok:
                 raise WorkerStartFailed(f"it could not read the file's kernels: {hello.error.message if hello.error else '?'}")
             self.ready = True

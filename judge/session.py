@@ -103,7 +103,10 @@ class Session:
         workers = len(self.workers.all)
         self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
         try:
+            t_start = time.monotonic()
             failure = self.workers.start()
+            # What this submission waited for its first worker (spawned, or handed over by judge.pool).
+            self.timing["start_wait_seconds"] = round(time.monotonic() - t_start, 3)
             if failure is not None:
                 return self._report(failure.verdict, failure.message, [], failure.details)
             groups_started = time.monotonic()

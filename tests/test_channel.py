@@ -18,12 +18,13 @@ PRELUDE = textwrap.dedent("""
     sys.path.insert(0, %r)
     from judge.shared import wire
     r = wire.Reader(0)
-    setup, _ = r.recv(0)
-    nonce = setup["nonce"]
+    prepare, _ = r.recv(0)
+    nonce = prepare["nonce"]
     def send(msg, tensors=()):
         msg.setdefault("nonce", nonce)
         wire.send(1, msg, list(tensors))
     send({"type": "ready"})
+    setup, _ = r.recv(0)
     send({"type": "hello", "status": "ok", "versions": {}, "device_name": "cpu"})
     case, _ = r.recv(1 << 20)
 """)
@@ -115,9 +116,10 @@ class SlowEnvironment(Backend):
             sys.path.insert(0, {str(CODE_ROOT)!r})
             from judge.shared import wire
             r = wire.Reader(0)
-            setup, _ = r.recv(0)
+            prepare, _ = r.recv(0)
             time.sleep(2.5)  # the environment's start: longer than the 1 s startup limit
-            wire.send(1, {{"type": "ready", "nonce": setup["nonce"]}}, [])
+            wire.send(1, {{"type": "ready", "nonce": prepare["nonce"]}}, [])
+            setup, _ = r.recv(0)
             time.sleep({self.load})  # the submission's import
             wire.send(1, {{"type": "hello", "status": "ok", "versions": {{}}, "device_name": "cpu",
                            "nonce": setup["nonce"]}}, [])

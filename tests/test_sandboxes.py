@@ -94,13 +94,59 @@ SLICE = {next(p for p in HOSTILE if p.parent == d) for d in {p.parent for p in H
 @pytest.mark.parametrize("path", [p if p in SLICE else pytest.param(p, marks=pytest.mark.full) for p in HOSTILE],
                          ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
 def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
+    _contained(backend_name, path, monkeypatch, pooled=False)
+
+
+# With the worker pool (judge.pool) the workers are spawned ahead by the pool, without a submission, and
+# handed to the session: the same containment. The README's command runs these few; -m full runs them all.
+POOL_SLICE = {"reads_judge_code", "read_reference", "daemon_outlives", "fork_bomb", "forges_results"}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("backend_name", BACKENDS)
+@pytest.mark.parametrize("path", [p if p.stem in POOL_SLICE else pytest.param(p, marks=pytest.mark.full)
+                                  for p in HOSTILE], ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
+def test_hostile_submission_is_contained_in_a_pooled_worker(backend_name, path, monkeypatch):
+    _contained(backend_name, path, monkeypatch, pooled=True)
+
+
+def _contained(backend_name, path, monkeypatch, pooled: bool):
     backend = usable(backend_name)
     # Without cgroups nothing caps the number of processes, and memory is
     # watched rather than capped: only these two would harm the host then.
     if backend.caveat() and path.stem in ("fork_bomb", "host_memory_bomb"):
         pytest.skip(f"not safe to run here: {backend.caveat()}")
     recording = Recording(backend)
-    monkeypatch.setattr(intake, "backend_for", lambda name, device: (recording, None))
+    if pooled:
+        from judge import pool
+
+        # The backend's own class, recording the workers it starts: the pool spawns through it, and so does the
+        # session when the pool has none of a kind warm.
+        base = type(backend)
+        recorded = recording.procs
+
+        class Recorded(base):
+            def spawn(self, job):
+                proc = base.spawn(self, job)
+                recorded.append(proc)
+                return proc
+
+        backend = Recorded()
+        monkeypatch.setattr(intake, "backend_for", lambda name, device: (backend, None))
+        monkeypatch.setattr(pool, "_backend_for", lambda key: backend)
+        server = pool.PoolServer(size=1)
+        monkeypatch.setenv(pool.ENV, server.path)
+    else:
+        monkeypatch.setattr(intake, "backend_for", lambda name, device: (recording, None))
+    try:
+        _judge_contained(backend_name, backend, path, recording, server if pooled else None)
+    finally:
+        if pooled:
+            server.close()
+    _assert_nothing_left(backend_name, recording.procs)
+
+
+def _judge_contained(backend_name, backend, path, recording, server):
     expected = VERDICT_DIRS[path.parent.name]
     device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")  # tests/gpu/run.sh sets cuda
     # The static scan would reject most of these before they run; the point
@@ -113,9 +159,25 @@ def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
     options = Options(sandbox=backend_name, seed=1, device=device, interpret=device == "cpu", static_scan=False,
                       speed=False, workers=1,
                       limits={"case_seconds_interpret": seconds, "case_seconds": seconds, "startup_seconds": 60})
+    problem = find_problem("93")
+    if server is not None:  # a worker of each kind the session asks for, warm before it starts
+        from dataclasses import replace
+
+        from judge.options import limits_for
+        from judge.sandbox import Job
+
+        job = Job(submission=path, scratch=ROOT, device=device, interpret=device == "cpu",
+                  limits=limits_for(problem, options), gpu=options.gpu)
+        server.warm(backend, job)
+        server.warm(backend, replace(job, module="judge.untrusted.replay"))
+        deadline = time.monotonic() + 60
+        while server.idle() < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
     started = time.monotonic()
-    report = Session(find_problem("93"), path, options).run()
+    report = Session(problem, path, options).run()
     elapsed = time.monotonic() - started
+    if server is not None:
+        assert report.timing.get("pooled_starts", 0) >= 1, "the session did not take a pooled worker"
 
     assert report.verdict.value == expected, f"{report.verdict.value}: {report.message}"
     text = report.message + " ".join(g.message for g in report.groups)
@@ -126,7 +188,6 @@ def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
         assert elapsed < CASE_SECONDS + 20, f"the judge took {elapsed:.1f} s to give up"
     assert elapsed < 120, f"the judge took {elapsed:.1f} s"
     assert recording.procs, "no worker was started"
-    _assert_nothing_left(backend_name, recording.procs)
     if path.stem == "daemon_outlives":
         deadline = time.monotonic() + 15  # another test may be running its own daemon right now
         while _daemons() and time.monotonic() < deadline:

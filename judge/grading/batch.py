@@ -136,6 +136,9 @@ def run(plan: Plan, console) -> dict:
         summary["run"] = {"judged": len(jobs), "already_done": skipped, "internal_errors": failed,
                           "seconds": round(seconds, 2), "executor": plan.executor.name,
                           "per_hour": round(len(jobs) / seconds * 3600, 1) if jobs and seconds > 0 else None}
+        pool = getattr(plan.executor, "pool_stats", None)
+        if pool is not None:  # the worker pool (judge.pool): workers handed out, jobs that started their own ...
+            summary["run"]["pool"] = pool
         export(store, plan)
         (plan.out / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary

@@ -54,6 +54,25 @@ def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) ->
     return "cpu", [None] * (jobs or 1)
 
 
+def _pool_size(text, executor: str) -> int:
+    """--pool's size (judge.pool): warm workers per kind; 0 when off. Ray's tasks run on other hosts' processes:
+    no pool there."""
+    from judge.pool import parse_size
+
+    given = text is not None
+    text = text if given else os.environ.get("JUDGE_POOL", "auto")
+    try:
+        size = parse_size(text)
+    except ValueError:
+        usage(f"--pool {text}: give a number of workers (0 or more), auto or off" if given else
+              f"JUDGE_POOL={text}: give a number of workers (0 or more), auto or off")
+    if executor == "ray":
+        if given and size > 0:
+            usage("--pool works with the local executor only (Ray's tasks start their own workers)")
+        return 0
+    return size
+
+
 def _rubric(path):
     from judge.grading.rubric import RubricError, load_rubric
 
@@ -94,8 +113,12 @@ def _token(token_file: Path | None) -> str | None:
 @click.option("--job-timeout", type=float, default=3600, show_default=True,
               help="Seconds after which a judging job is killed (an IE, retried on the next run).")
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
+@click.option("--pool", "pool", default=None, metavar="N|auto|off",
+              help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
+                   "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
+                   "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).")
 def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, executor, ray_address, seed, csv_path,
-          job_timeout, no_progress):
+          job_timeout, no_progress, pool):
     """Grade a ROSTER (a directory with a folder or .py file per student, or a CSV student,problem,path).
 
     In a student's folder the file for a problem is the first of <id>.py, <NNN>.py, <NNN-slug>.py, <slug>.py
@@ -128,7 +151,7 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
         else:
             if ray_address:
                 usage("--ray-address needs --executor ray")
-            runner = LocalExecutor(slots, timeout=job_timeout)
+            runner = LocalExecutor(slots, timeout=job_timeout, pool=_pool_size(pool, executor))
     except ExecutorError as exc:
         usage(str(exc))
     console = Console(stderr=True, highlight=False)
@@ -291,8 +314,12 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
 @click.option("--max-examples", type=int, default=None,
               help="Drawn cases per group for every job (default: each problem's own); for demos, tests and "
                    "benchmarks, as it tests less.")
+@click.option("--pool", "pool", default=None, metavar="N|auto|off",
+              help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
+                   "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
+                   "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).")
 def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state, rubric, token_file, tokens_file,
-          rate_limit, max_pending, max_upload, secure_cookies, job_timeout, max_examples):
+          rate_limit, max_pending, max_upload, secure_cookies, job_timeout, max_examples, pool):
     """The grading service: a job queue, its API (/docs) and web pages for students and staff.
 
     POST /submissions answers with a job id at once; GET /submissions/ID gives its status and report. Jobs live
@@ -315,6 +342,7 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
         usage("--max-pending must be >= 0 and --max-upload >= 1")
     if max_examples is not None and max_examples < 1:
         usage("--max-examples must be >= 1")
+    pool_size = _pool_size(pool, executor)
     try:
         rate = parse_rate(rate_limit)
     except ConfigError as exc:
@@ -328,7 +356,7 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
     config = ServiceConfig(state=state, device=device, slots=slots, sandbox=sandbox, job_timeout=job_timeout,
                            executor=executor, ray_address=ray_address, rubric=_rubric(rubric), staff_token=token,
                            tokens_file=tokens_file, rate=rate, max_pending=max_pending, max_upload=max_upload << 10,
-                           secure_cookies=secure_cookies, max_examples=max_examples)
+                           secure_cookies=secure_cookies, max_examples=max_examples, pool=pool_size)
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     try:
         service = open_service(config, log=log)

@@ -61,28 +61,55 @@ class ExecutorError(Exception):
 
 
 class LocalExecutor:
-    """N jobs at once on this host: one slot per GPU (exclusive), or N interpreter slots on the CPU."""
+    """N jobs at once on this host: one slot per GPU (exclusive), or N interpreter slots on the CPU.
+
+    ``pool``: warm workers kept per kind of worker (judge.pool), handed to the jobs; 0: none, each job starts
+    its own."""
 
     name = "local"
 
-    def __init__(self, slots: list[int | None], timeout: float):
+    def __init__(self, slots: list[int | None], timeout: float, pool: int = 0, log=None):
         self.slots = slots
         self.timeout = timeout
+        self.pool = pool
+        self.log = log
+        self.pool_stats: dict | None = None
 
     def run(self, jobs: Jobs, on_result: OnResult) -> None:
+        from judge.pool import PoolServer
+
+        server = None
+        if self.pool > 0:
+            try:
+                server = PoolServer(self.pool, log=self.log)
+            except OSError as exc:  # e.g. no Unix socket where tempfile puts it: every job starts its own
+                if self.log:
+                    self.log(f"worker pool: not started ({exc}); every job starts its own workers")
+        try:
+            self._run(jobs, on_result, server)
+        finally:
+            if server is not None:
+                server.close()
+                self.pool_stats = dict(server.stats)
+
+    def _run(self, jobs: Jobs, on_result: OnResult, server) -> None:
         free: queue.Queue = queue.Queue()
         for slot in self.slots:
             free.put(slot)
         workers = workers_per_job(self.slots)
+        env = server.environ() if server is not None else None
 
         def one(spec):
             gpu = free.get()  # a slot is held by exactly one job at a time (a GPU has --jobs slots)
             try:
-                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers)
+                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env)
             finally:
                 free.put(gpu)
 
         source, more = iter(jobs), True
+        # A list of jobs (judge grade): the pool warms no more workers once the last job is under way. (An
+        # endless source, the service's queue, keeps them warm for the next submission.)
+        total, dispatched = (len(jobs) if hasattr(jobs, "__len__") else None), 0
         with ThreadPoolExecutor(max_workers=len(self.slots)) as pool:
             pending = {}
             while more or pending:
@@ -92,12 +119,17 @@ class LocalExecutor:
                         item = next(source)
                     except StopIteration:
                         more = False
+                        if server is not None:
+                            server.drain()  # the last jobs are under way: warm no more workers
                         break
                     if item is None:
                         idle = True  # nothing to run now: deliver what ended, then ask again
                         break
                     key, spec = item
                     pending[pool.submit(one, spec)] = key
+                    dispatched += 1
+                    if server is not None and dispatched == total:
+                        server.drain()
                 if not pending:
                     continue
                 # Every slot busy, or the source ended: wait for a job to end. Else only look.

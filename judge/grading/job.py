@@ -64,14 +64,17 @@ def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | Non
     return report
 
 
-def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, workers: int | None = None) -> dict:
+def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, workers: int | None = None,
+                   env: dict | None = None) -> dict:
     """Run one job in a child ``python -m judge.grading.job``; always returns a report (IE on failure).
 
     With a GPU, the child sees only that GPU (CUDA_VISIBLE_DEVICES, in PCI bus
     order as the judge's workers use): the golden model, computed in the
-    judge's own process on "cuda", then runs on the job's GPU too.
+    judge's own process on "cuda", then runs on the job's GPU too. ``env``: more of the child's environment
+    (the driver's worker pool, judge.pool).
     """
-    env = dict(os.environ)
+    extra, env = env or {}, dict(os.environ)
+    env.update(extra)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
     if workers is not None:
         env["JUDGE_WORKERS"] = str(workers)  # judge.options.auto_workers: this job's share of the host

@@ -31,7 +31,7 @@ class Limits:
 
 @dataclass(frozen=True)
 class Job:
-    submission: Path  # host path of the submission file
+    submission: Path | None  # host path of the submission file; None: a pooled worker's, given it later
     scratch: Path  # per-run directory the worker may write
     device: str  # "cuda" or "cpu"
     interpret: bool
@@ -52,7 +52,25 @@ class Proc:
     stdin: int  # write end: requests to the worker
     stdout: int  # read end: replies from the worker
     stderr: int  # read end: whatever the submission prints
-    submission_path: str  # the submission's path as the worker sees it
+    submission_path: str  # the submission's path as the worker sees it ("" until it is placed)
+    # Where a sandbox shows the worker its submission: a host directory the sandbox mounts read-only, empty
+    # until place() copies the one file in (None: the worker reads the host's path, the process backend).
+    submission_dir: Path | None = None
+    inside_dir: str = ""  # that directory's path inside the sandbox
+
+    def place(self, submission: Path) -> str:
+        """Make ``submission`` (a host path) the one file the worker's submission directory holds, read-only to
+        the worker; its path as the worker sees it. A worker spawned without one (a pooled worker, which
+        judge.pool starts before the judge knows which submission it will get) is given its file so, on the
+        host, just before the judge sends it "setup"."""
+        if self.submission_dir is None:
+            self.submission_path = str(Path(submission).resolve())
+            return self.submission_path
+        from judge.sandbox.staging import place_submission
+
+        place_submission(Path(submission), self.submission_dir)
+        self.submission_path = f"{self.inside_dir}/{Path(submission).name}"
+        return self.submission_path
 
     def kill(self) -> None:
         raise NotImplementedError

@@ -35,13 +35,15 @@ def bwrap_path() -> str | None:
 
 
 class _BwrapProc(Proc):
-    def __init__(self, popen: subprocess.Popen, submission_path: str, cgroup: Cgroup | None, stage: Path):
+    def __init__(self, popen: subprocess.Popen, folder: Path, cgroup: Cgroup | None, stage: Path):
         self.popen = popen
         self.pid = popen.pid
         self.stdin = popen.stdin.fileno()
         self.stdout = popen.stdout.fileno()
         self.stderr = popen.stderr.fileno()
-        self.submission_path = submission_path
+        self.submission_path = ""
+        self.submission_dir = folder
+        self.inside_dir = INSIDE_SUBMISSION
         self.cgroup = cgroup
         self.stage = stage
 
@@ -151,7 +153,7 @@ class BwrapBackend(Backend):
             self.use_userns = probe.returncode == 0
         return ["--unshare-user", "--uid", "65534", "--gid", "65534"] if self.use_userns else []
 
-    def argv(self, job: Job, code: Path, submission: Path, env: dict) -> list[str]:
+    def argv(self, job: Job, code: Path, folder: Path, env: dict) -> list[str]:
         scratch_bytes = int(job.limits.scratch_mb) << 20
         args = [bwrap_path(), "--unshare-all", *self._userns_args(), "--die-with-parent", "--new-session",
                 "--clearenv", "--cap-drop", "ALL", *_system_binds(),
@@ -165,7 +167,9 @@ class BwrapBackend(Backend):
         if job.cache is not None:
             args += ["--bind", str(job.cache), INSIDE_CACHE]
         args += ["--ro-bind", str(code), INSIDE_CODE,
-                 "--ro-bind", str(submission), f"{INSIDE_SUBMISSION}/{submission.name}",
+                 # The submission's directory, read-only: empty until the judge places the one file in it
+                 # (judge.sandbox.base.Proc.place), just before it names the file in "setup".
+                 "--ro-bind", str(folder), INSIDE_SUBMISSION,
                  "--chdir", SCRATCH]
         if job.device == "cuda":
             gpu = job.gpu if job.gpu is not None else 0
@@ -182,7 +186,7 @@ class BwrapBackend(Backend):
         return args + ["--", sys.executable, "-P", "-m", job.module]
 
     def spawn(self, job: Job) -> Proc:
-        stage, code, submission = new_stage(job.submission, "judge-bwrap-")
+        stage, code, folder = new_stage("judge-bwrap-")
         prepare_cache(job)
         env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH, cache=job.cache_inside(INSIDE_CACHE))
         env["PYTHONNOUSERSITE"] = "1"
@@ -197,7 +201,10 @@ class BwrapBackend(Backend):
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))
 
-        popen = subprocess.Popen(self.argv(job, code, submission, env), stdin=subprocess.PIPE,
+        popen = subprocess.Popen(self.argv(job, code, folder, env), stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=enter,
                                  env={"PATH": "/usr/bin:/bin"})
-        return _BwrapProc(popen, f"{INSIDE_SUBMISSION}/{submission.name}", cgroup, stage)
+        proc = _BwrapProc(popen, folder, cgroup, stage)
+        if job.submission is not None:
+            proc.place(job.submission)
+        return proc

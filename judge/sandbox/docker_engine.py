@@ -52,11 +52,13 @@ def client():
 
 
 class _DockerProc(Proc):
-    def __init__(self, container, sock, submission_path: str, stage: Path):
+    def __init__(self, container, sock, folder: Path, stage: Path):
         self.container = container
         self._cgroup = None  # its memory cgroup (False: not readable from here)
         self.pid = -1
-        self.submission_path = submission_path
+        self.submission_path = ""
+        self.submission_dir = folder
+        self.inside_dir = INSIDE_SUBMISSION
         self.stage = stage
         self._sock = getattr(sock, "_sock", sock)
         self._sock_wrapper = sock  # keeps the HTTP response (and the socket) alive
@@ -224,7 +226,7 @@ class DockerBackend(Backend):
     def spawn(self, job: Job) -> Proc:
         from docker.types import DeviceRequest, LogConfig, Ulimit
 
-        stage, code, submission = new_stage(job.submission, "judge-docker-")
+        stage, code, folder = new_stage("judge-docker-")
         prepare_cache(job, uid=65534)  # the container's user, nobody
         env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH, cache=job.cache_inside(INSIDE_CACHE))
         env["PATH"] = IMAGE_PATH
@@ -258,7 +260,8 @@ class DockerBackend(Backend):
             ipc_mode="private",
             init=True,
             volumes={str(code): {"bind": INSIDE_CODE, "mode": "ro"},
-                     str(submission.parent): {"bind": INSIDE_SUBMISSION, "mode": "ro"},
+                     # Empty until the judge places the one file in it (judge.sandbox.base.Proc.place).
+                     str(folder): {"bind": INSIDE_SUBMISSION, "mode": "ro"},
                      **({str(job.cache): {"bind": INSIDE_CACHE, "mode": "rw"}} if job.cache is not None else {})},
             labels={LABEL: secrets.token_hex(8)},
             log_config=LogConfig(type="none"),  # output reaches the judge only through its capped pipe
@@ -271,7 +274,10 @@ class DockerBackend(Backend):
             container.remove(force=True)
             shutil.rmtree(stage, ignore_errors=True)
             raise
-        return _DockerProc(container, sock, f"{INSIDE_SUBMISSION}/{submission.name}", stage)
+        proc = _DockerProc(container, sock, folder, stage)
+        if job.submission is not None:
+            proc.place(job.submission)
+        return proc
 
 
 def leftover_containers() -> list:

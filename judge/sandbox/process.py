@@ -85,4 +85,5 @@ class ProcessBackend(Backend):
             start_new_session=True,
             preexec_fn=_set_limits(job),
         )
-        return _ChildProc(popen, str(job.submission.resolve()))
+        # A pooled worker (no submission yet) is told its file's host path in "setup" (Proc.place).
+        return _ChildProc(popen, str(job.submission.resolve()) if job.submission is not None else "")

@@ -33,20 +33,31 @@ def stage_worker_code(dest: Path) -> Path:
     return root
 
 
-def stage_submission(src: Path, dest: Path) -> Path:
-    """A private read-only copy of the submission (the original may change or vanish)."""
+def submission_folder(dest: Path) -> Path:
+    """The directory a sandbox mounts read-only as the worker's submission directory: empty until
+    place_submission puts the one file in it."""
     folder = dest / "submission"
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / src.name
-    shutil.copyfile(src, target)
-    target.chmod(0o644)
     folder.chmod(0o755)
+    return folder
+
+
+def place_submission(src: Path, folder: Path) -> Path:
+    """A private read-only copy of the submission in ``folder`` (the original may change or vanish); the folder
+    holds that file alone."""
+    if any(folder.iterdir()):
+        raise RuntimeError(f"{folder} already holds a submission: a worker serves one submission")
+    target = folder / src.name
+    tmp = folder / f".{src.name}.part"
+    shutil.copyfile(src, tmp)
+    tmp.chmod(0o644)
+    tmp.rename(target)
     return target
 
 
-def new_stage(submission: Path, prefix: str) -> tuple[Path, Path, Path]:
-    """A fresh staging directory (readable by the sandbox's unprivileged user) holding the
-    worker's code and the submission: (the directory, the code root, the submission's copy)."""
+def new_stage(prefix: str) -> tuple[Path, Path, Path]:
+    """A fresh staging directory (readable by the sandbox's unprivileged user) holding the worker's code and
+    an empty submission directory: (the directory, the code root, the submission directory)."""
     stage = Path(tempfile.mkdtemp(prefix=prefix))
     stage.chmod(0o755)
-    return stage, stage_worker_code(stage), stage_submission(submission, stage)
+    return stage, stage_worker_code(stage), submission_folder(stage)

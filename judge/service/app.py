@@ -434,6 +434,7 @@ def create_app(service) -> FastAPI:
     def health():
         return {"ok": runner.alive(), "device": config.device, "slots": len(config.slots),
                 "executor": config.executor, "sandbox": config.sandbox, "max_examples": config.max_examples,
+                "pool": config.pool,
                 "problems": list(problems), "jobs": store.job_counts()}
 
     # -------------------------------------------------------------- pages

@@ -50,6 +50,7 @@ class ServiceConfig:
     max_attempts: int = 3  # a job started this many times without finishing (the service died each time): IE
     secure_cookies: bool = False  # the login cookie only over https (behind a TLS proxy)
     max_examples: int | None = None  # drawn cases per group (tests, demos, benchmarks); None: the spec's
+    pool: int = 0  # warm workers per kind (judge.pool, --pool); 0: every job starts its own
 
     @property
     def store_path(self) -> Path:

@@ -61,7 +61,7 @@ def open_service(config: ServiceConfig, log=print) -> Service:
             executor = RayExecutor(address=config.ray_address, slots=config.slots, use_gpu=config.device == "cuda",
                                    timeout=config.job_timeout)
         else:
-            executor = LocalExecutor(config.slots, timeout=config.job_timeout)
+            executor = LocalExecutor(config.slots, timeout=config.job_timeout, pool=config.pool, log=log)
     except ExecutorError as exc:
         store.close()
         raise ServeError(str(exc)) from None

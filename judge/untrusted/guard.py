@@ -99,6 +99,7 @@ class _State:
     quiet = 0  # > 0 while the recorder itself uses torch (its operators are not the submission's)
     benchmarking = 0  # > 0 while an autotuner times its configs (those launches are not the call's)
     namespace = ""  # the operator namespace the judge gave the submission (a factory problem), or ""
+    interpret = False  # kernels run in Triton's interpreter (set by install())
 
 
 _state = _State()
@@ -637,15 +638,32 @@ def _probe() -> bool:
         return False
 
 
-def install(submission_path: str, interpret: bool = False, namespace: str = "", compiling: bool = False) -> None:
-    """Patch Triton's launchers; call after importing triton, before the submission.
+def watch_file(submission_path: str, namespace: str = "", compiling: bool = False) -> None:
+    """The submission's file, whose code the watch attributes launches, operators and threads to: named once
+    the worker is given its submission (a pooled worker installs the watch before it knows which).
 
     ``namespace``: the operator namespace a factory problem gives the submission (judge.untrusted.own_ops);
     ``compiling``: the judge will torch.compile calls of the entry point (in the interpreter, launches on
     fake tensors are then skipped)."""
-    global _LIBRARY_DIRS, _TRITON_DIRS
-    _state.submission = os.path.realpath(submission_path)
+    _state.submission = os.path.realpath(submission_path) if submission_path else ""
     _state.namespace = namespace
+    own_ops.target(namespace, _state.submission)
+    if namespace:
+        own_ops.watch_libraries()
+    if compiling and _state.interpret:
+        try:
+            from triton.runtime.interpreter import InterpretedFunction
+
+            own_ops.skip_fake_launches(InterpretedFunction)
+        except ImportError:  # pragma: no cover - every supported Triton has it
+            pass
+
+
+def install(submission_path: str, interpret: bool = False, namespace: str = "", compiling: bool = False) -> None:
+    """Patch Triton's launchers; call after importing triton, before the submission (a pooled worker: before
+    it is given one, with no file; watch_file names it then)."""
+    global _LIBRARY_DIRS, _TRITON_DIRS
+    _state.interpret = interpret
     import torch
     import triton
     from triton.runtime import jit
@@ -659,8 +677,6 @@ def install(submission_path: str, interpret: bool = False, namespace: str = "", 
         from triton.runtime.interpreter import InterpretedFunction
 
         _wrap_launcher(InterpretedFunction, count=True)
-        if interpret and compiling:
-            own_ops.skip_fake_launches(InterpretedFunction)
     except ImportError:  # pragma: no cover - every supported Triton has it
         pass
     try:
@@ -676,12 +692,11 @@ def install(submission_path: str, interpret: bool = False, namespace: str = "", 
     except ImportError:  # pragma: no cover
         pass
     _watch_redispatch()
-    if namespace:
-        own_ops.watch_libraries()
     _watch_callbacks()
     _mark_printing()
     os.environ["KINETO_LOG_LEVEL"] = "9"  # the profiler prints a line at every start and stop below this
     _state.record_ok = _probe()
+    watch_file(submission_path, namespace, compiling)
 
 
 def _tensors(args, kwargs):

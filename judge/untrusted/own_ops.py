@@ -41,6 +41,11 @@ def configure(namespace: str, submission: str, real_redispatch) -> None:
     _state.namespace, _state.submission, _state.real_redispatch = namespace, submission, real_redispatch
 
 
+def target(namespace: str, submission: str) -> None:
+    """The namespace and file of the submission the worker was given (a pooled worker learns them late)."""
+    _state.namespace, _state.submission = namespace, submission
+
+
 def is_own(func) -> bool:
     """An operator of the namespace the judge gave the submission."""
     return bool(_state.namespace) and getattr(func, "namespace", None) == _state.namespace

@@ -389,11 +389,14 @@ def main() -> int:
     t0 = time.perf_counter()
     proto_in, proto_out = _take_protocol_fds()
     reader = wire.Reader(proto_in)
-    setup, _ = reader.recv(0)
-    if setup.get("type") != "setup":
+    # The same start as the submission's worker (judge.untrusted.runner): "prepare" (interpreter flag,
+    # device) before torch is imported, "ready", then "setup" naming the file, which a pooled replay
+    # worker (judge.pool) gets only when the judge hands it one.
+    prep, _ = reader.recv(0)
+    if prep.get("type") != "prepare":
         return 2
-    nonce = setup["nonce"]
-    interpret = bool(setup.get("interpret"))
+    nonce = prep["nonce"]
+    interpret = bool(prep.get("interpret"))
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     else:
@@ -404,8 +407,6 @@ def main() -> int:
     # Fresh memory reads as NaN, as in the worker: an allocation is replayed with the same fill.
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
-    if setup.get("threads"):
-        torch.set_num_threads(int(setup["threads"]))
     import triton
 
     def reply(message: dict, tensors=None):
@@ -413,6 +414,13 @@ def main() -> int:
         wire.send(proto_out, message, tensors)
 
     reply({"type": "ready"})
+    t_ready = time.perf_counter()
+    setup, _ = reader.recv(0)
+    if setup.get("type") != "setup" or setup.get("nonce") != nonce:
+        return 2
+    setup = {**prep, **setup}
+    if setup.get("threads"):
+        torch.set_num_threads(int(setup["threads"]))
     t1 = time.perf_counter()
     path = os.path.realpath(setup["submission"])
     device = setup.get("device", "cpu")
@@ -429,7 +437,8 @@ def main() -> int:
     reply({"type": "hello", "status": "ok",
            "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__},
            "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
-           "startup": {"imports_seconds": round(t1 - t0, 4), "load_seconds": round(time.perf_counter() - t1, 4)}})
+           "startup": {"imports_seconds": round(t_ready - t0, 4), "waited_seconds": round(t1 - t_ready, 4),
+                       "load_seconds": round(time.perf_counter() - t1, 4)}})
     while True:
         msg, payloads = reader.recv(1 << 40)
         if msg.get("nonce") != nonce:

@@ -458,17 +458,18 @@ def _bench(worker, msg) -> bool:
 # --------------------------------------------------------------------------- main
 
 
-def main() -> int:
-    import time
+def prepare(reader) -> dict | None:
+    """The worker's own start, before any submission: the settings that must precede torch's import (the
+    interpreter flag, the device and its memory cap), then torch and Triton imported, Triton's launchers
+    wrapped. Returns the "prepare" message (None when the first message is not one).
 
-    t0 = time.perf_counter()
-    proto_in, proto_out = _take_protocol_fds()
-    reader = wire.Reader(proto_in)
-    setup, _ = reader.recv(0)
-    if setup.get("type") != "setup":
-        return 2
-    nonce = setup["nonce"]
-    if setup.get("interpret"):
+    A pooled worker (judge.pool) does this long before the judge knows which submission it will get; so
+    nothing here may depend on the submission: it arrives afterwards in "setup" (its path, entry point,
+    arity, threads)."""
+    prep, _ = reader.recv(0)
+    if prep.get("type") != "prepare":
+        return None
+    if prep.get("interpret"):
         os.environ["TRITON_INTERPRET"] = "1"
     else:
         os.environ.pop("TRITON_INTERPRET", None)
@@ -480,32 +481,56 @@ def main() -> int:
     # output element its kernel skipped cannot pass by luck.
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
-    if setup.get("threads"):
-        torch.set_num_threads(int(setup["threads"]))
-    if setup.get("gpu_memory_mb") and str(setup.get("device", "")).startswith("cuda"):
+    if prep.get("gpu_memory_mb") and str(prep.get("device", "")).startswith("cuda"):
         # PyTorch's allocator refuses more than the job's GPU memory: an out-of-memory error in this
         # worker (MLE for this job), not in the judge's or another job's process on the same GPU.
         total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, (int(setup["gpu_memory_mb"]) << 20) / total))
+        torch.cuda.set_per_process_memory_fraction(min(1.0, (int(prep["gpu_memory_mb"]) << 20) / total))
 
+    import triton  # noqa: F401
+
+    from judge.untrusted import guard, integrity  # noqa: F401
+
+    guard.install("", interpret=bool(prep.get("interpret")))  # the submission's file is named in "setup"
+    return prep
+
+
+def main() -> int:
+    import time
+
+    t0 = time.perf_counter()
+    proto_in, proto_out = _take_protocol_fds()
+    reader = wire.Reader(proto_in)
+    prep = prepare(reader)
+    if prep is None:
+        return 2
+    nonce = prep["nonce"]
+    import torch
     import triton
 
-    from judge.untrusted import guard
+    from judge.untrusted import guard, integrity
 
+    # Up to here nothing of any submission has run: a failure before this message is the judge's
+    # environment's. A pooled worker waits here, for as long as it takes, for its one submission.
+    wire.send(proto_out, {"type": "ready", "nonce": nonce})
+    t_ready = time.perf_counter()
+    setup, _ = reader.recv(0)
+    if setup.get("type") != "setup" or setup.get("nonce") != nonce:
+        return 2
+    t1 = time.perf_counter()
+    setup = {**prep, **setup}
+    if setup.get("threads"):
+        torch.set_num_threads(int(setup["threads"]))
     namespace = setup.get("namespace") or ""
     if setup.get("compiling"):
         _import_compiler(setup)
-    guard.install(setup["submission"], interpret=bool(setup.get("interpret")), namespace=namespace,
-                  compiling=bool(setup.get("compiling")))
+    guard.watch_file(setup["submission"], namespace=namespace, compiling=bool(setup.get("compiling")))
     worker = Worker(reader, proto_out, setup)
-    from judge.untrusted import integrity, own_ops
+    from judge.untrusted import own_ops
 
     objects = {"worker": worker, "reader": reader, "guard state": guard._state, "own ops": own_ops._state}
+    # Taken before the submission is imported, and compared after it.
     worker.baseline = integrity.snapshot(objects)
-    # Up to here nothing of the submission has run: a failure before this
-    # message is the judge's environment's, not the submission's.
-    Worker.reply(worker, {"type": "ready"})
-    t1 = time.perf_counter()
     factory = setup.get("factory")
     fn, err = load_submission(worker.path, setup["entry"], 1 if factory else int(setup["arity"]))
     if err is None and factory:
@@ -530,7 +555,9 @@ def main() -> int:
         "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__},
         "device_name": torch.cuda.get_device_name() if worker.device.startswith("cuda") else "cpu",
         # Where start-up time goes: importing torch and triton (and CUDA), then the submission.
-        "startup": {"imports_seconds": round(t1 - t0, 4), "load_seconds": round(time.perf_counter() - t1, 4)},
+        # (a pooled worker's "waited_seconds": how long it was ready before it was given this submission).
+        "startup": {"imports_seconds": round(t_ready - t0, 4), "waited_seconds": round(t1 - t_ready, 4),
+                    "load_seconds": round(time.perf_counter() - t1, 4)},
     }
     if err is not None:
         hello["error"] = err

@@ -8,6 +8,13 @@ start-up, judging, exports). Each configuration judges the same roster.
     python tests/bench/grade_throughput.py                          # CPU, interpreter: problem 93, 1 and 2 workers, local and Ray
     python tests/bench/grade_throughput.py --problem 94 -n 12
     python tests/bench/grade_throughput.py --device cuda --problem softmax --problem flash-attention-backward
+    python tests/bench/grade_throughput.py --executors local --workers 1,2 --pool off,auto --sandbox bwrap --repeat 2
+
+``--pool off,auto`` grades each roster with the worker pool off and on (judge.pool), one configuration after
+the other and, with ``--repeat``, round after round, so that the machine's load falls on both alike; the table
+then also gives each submission's start-up wait (the report's ``timing.start_wait_seconds``: from the session
+asking for its first worker to that worker's hello), its mean and median, and how many workers the jobs
+took from the pool.
 
 On a GPU (--device cuda) the configurations are one GPU (local and Ray) and,
 when there are two or more GPUs, two. Results print as a Markdown table for
@@ -20,6 +27,7 @@ import argparse
 import json
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -49,14 +57,19 @@ def make_roster(problem, n: int, where: Path) -> list[str]:
 
 
 def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, workers: int, sandbox: str,
-               seed: int) -> dict:
+               seed: int, pool: str | None = None) -> dict:
     argv = [sys.executable, "-m", "judge", "grade", str(roster), "--problem", str(problem.id), "--out", str(out),
             "--executor", executor, "--sandbox", sandbox, "--seed", str(seed), "--no-progress", "--device", device]
+    if pool is not None:
+        argv += ["--pool", pool]
     argv += ["--jobs", str(workers)] if device == "cpu" else ["--gpus", ",".join(str(g) for g in range(workers))]
     t = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
     wall = time.monotonic() - t
-    if proc.returncode != 0:
+    if proc.returncode == 3:  # some jobs ended in an internal error: say which, and go on (they count as judged)
+        for student, message in _internal_errors(out / "results.sqlite"):
+            print(f"IE for {student}: {message}", file=sys.stderr, flush=True)
+    elif proc.returncode != 0:
         raise SystemExit(f"grade failed ({proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}")
     summary = json.loads((out / "summary.json").read_text())
     verdicts = {}
@@ -64,8 +77,40 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
         for v, k in p["verdicts"].items():
             verdicts[v] = verdicts.get(v, 0) + k
     judged = summary["run"]["judged"]
-    return {"executor": executor, "workers": workers, "judged": judged, "wall_s": round(wall, 1),
-            "per_hour": round(judged / wall * 3600), "verdicts": verdicts}
+    waits = _start_waits(out / "results.sqlite")
+    return {"executor": executor, "workers": workers, "pool": pool, "judged": judged, "wall_s": round(wall, 1),
+            "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
+            "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
+            "start_wait_median": round(statistics.median(waits), 2) if waits else None,
+            "pool_stats": summary["run"].get("pool")}
+
+
+def _internal_errors(db: Path) -> list[tuple[str, str]]:
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        return [(s, json.loads(r).get("message", "")[:400])
+                for s, r in con.execute("SELECT student, report FROM results WHERE verdict = 'IE'")]
+    finally:
+        con.close()
+
+
+def _start_waits(db: Path) -> list[float]:
+    """Each judged submission's wait for its first worker (its report's timing.start_wait_seconds)."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT report FROM results").fetchall()
+    finally:
+        con.close()
+    out = []
+    for (text,) in rows:
+        wait = (json.loads(text).get("timing") or {}).get("start_wait_seconds")
+        if wait is not None:
+            out.append(float(wait))
+    return out
 
 
 def main() -> None:
@@ -78,6 +123,9 @@ def main() -> None:
     ap.add_argument("--workers", default=None, help="worker counts, e.g. 1,2 (default: 1,2; on a GPU 1 and 2 "
                                                    "when there are two GPUs)")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--pool", default=None, help="pool settings to compare, e.g. off,auto (default: the "
+                                                 "command's own default, one configuration)")
+    ap.add_argument("--repeat", type=int, default=1, help="rounds of every configuration, interleaved")
     args = ap.parse_args()
     keys = args.problem or (["93"] if args.device == "cpu" else ["94"])
     if args.workers:
@@ -89,6 +137,7 @@ def main() -> None:
     else:
         counts = [1, 2]
     executors = args.executors.split(",")
+    pools = args.pool.split(",") if args.pool else [None]
     rows = []
     for key in keys:
         problem = find_problem(key)
@@ -97,25 +146,39 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="grade-bench-"))
         try:
             make_roster(problem, args.n, tmp / "roster")
-            for executor in executors:
-                for workers in counts:
-                    out = tmp / f"out-{executor}-{workers}"
-                    r = run_config(problem, tmp / "roster", out, device=args.device, executor=executor,
-                                   workers=workers, sandbox=args.sandbox, seed=args.seed)
-                    r["problem"] = f"{problem.id} {problem.slug}"
-                    rows.append(r)
-                    print(json.dumps(r), file=sys.stderr, flush=True)
+            for round_ in range(args.repeat):
+                for executor in executors:
+                    for workers in counts:
+                        for pool in pools:
+                            out = tmp / f"out-{executor}-{workers}-{pool}-{round_}"
+                            r = run_config(problem, tmp / "roster", out, device=args.device, executor=executor,
+                                           workers=workers, sandbox=args.sandbox, seed=args.seed, pool=pool)
+                            r["problem"] = f"{problem.id} {problem.slug}"
+                            r["round"] = round_ + 1
+                            rows.append(r)
+                            print(json.dumps(r), file=sys.stderr, flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     unit = "GPU" if args.device == "cuda" else "interpreter worker"
     print(f"\n{args.device}, sandbox {args.sandbox}, {args.n} submissions per roster; "
           f"Python {platform.python_version()}\n")
-    print(f"| problem | executor | {unit}s | submissions | wall | submissions/hour | verdicts |")
-    print("|---|---|---|---|---|---|---|")
+    if pools == [None]:
+        print(f"| problem | executor | {unit}s | submissions | wall | submissions/hour | verdicts |")
+        print("|---|---|---|---|---|---|---|")
+        for r in rows:
+            verdicts = ", ".join(f"{v} {k}" for v, k in sorted(r["verdicts"].items()))
+            print(f"| {r['problem']} | {r['executor']} | {r['workers']} | {r['judged']} | {r['wall_s']} s | "
+                  f"{r['per_hour']} | {verdicts} |")
+        return
+    print(f"| problem | {unit}s | pool | round | submissions | wall | submissions/hour | start-up wait mean | "
+          "median | from the pool (taken / started own / warmed unused) | verdicts |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         verdicts = ", ".join(f"{v} {k}" for v, k in sorted(r["verdicts"].items()))
-        print(f"| {r['problem']} | {r['executor']} | {r['workers']} | {r['judged']} | {r['wall_s']} s | "
-              f"{r['per_hour']} | {verdicts} |")
+        ps = r.get("pool_stats")
+        taken = f"{ps['taken']} / {ps['missed']} / {ps['wasted']}" if ps else "-"
+        print(f"| {r['problem']} | {r['workers']} | {r['pool']} | {r['round']} | {r['judged']} | {r['wall_s']} s | "
+              f"{r['per_hour']} | {r['start_wait_mean']} s | {r['start_wait_median']} s | {taken} | {verdicts} |")
 
 
 if __name__ == "__main__":

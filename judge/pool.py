@@ -1,0 +1,534 @@
+"""The worker pool: sandboxed workers that have imported torch and Triton before they are given a submission.
+
+A worker's start is most of a verdict's fixed cost (importing torch and Triton, on a GPU creating the CUDA
+context): seconds, for a submission whose cases may take less. ``judge grade`` and ``judge serve`` judge
+many submissions, each in a job process of its own (judge.grading.job), so the pool lives in the driver
+(the grade command, the service) and hands its workers to the jobs over a Unix socket:
+
+* The driver's :class:`PoolServer` spawns workers through the same sandbox backends as a job does, with
+  no submission: each gets the worker code and an empty submission directory (mounted read-only in
+  bwrap and docker), and its "prepare" message (interpreter flag, device, GPU memory cap, its secret).
+  It imports torch and Triton, wraps Triton's launchers, says "ready" and waits.
+* A job's :class:`~judge.channel.WorkerChannel` asks :func:`take` for a worker of its kind first (the
+  key: backend, entry module, device, GPU, interpreter flag and the limits the sandbox fixes when it
+  starts: memory, processes, scratch, GPU memory, and whether a kernel cache is mounted). It gets the
+  worker's three pipes (passed as file descriptors), its secret, and a connection over which it kills,
+  waits for and measures the worker (the driver is its parent). Then, as for a worker it spawned itself,
+  it copies the submission into the worker's submission directory and names it in "setup"; the worker
+  takes the integrity snapshot, imports the submission and says "hello". Everything the worker says is
+  parsed by judge.replies, as always. None to be had (the pool is off, empty, or has none of that kind):
+  the job spawns one itself, as without a pool.
+* One submission per worker: a worker is handed out once, and when its job closes it (or the job's
+  connection drops) the driver kills it and removes its directories. Nothing of any submission has run
+  in a worker before it is handed out: the pool only spawns, sends "prepare" and waits.
+
+How many: for each kind, as many as one job has held at once (its parallel workers, its replay worker),
+at most ``size`` (``--pool N``); a kind is learned from the first job that asks for it (that job starts
+its own). Each taken worker is replaced at once, until the driver says no more jobs are coming
+(:meth:`PoolServer.drain`).
+
+A GPU worker's kernel cache (judge.intake.kernel_cache: a directory per submission content) cannot be
+known when the worker is spawned: a pooled worker gets a directory of its own, filled from the content's
+cache when it is handed out and merged back (new entries only) when it is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from judge.sandbox.base import Job, Limits, Proc
+
+ENV = "JUDGE_POOL_SOCKET"  # the socket of the driver's pool, in the environment of its job processes
+MAX_MESSAGE = 1 << 16
+DEFAULT_SIZE = 4  # at most this many warm workers of each kind, unless --pool says otherwise
+
+
+# --------------------------------------------------------------------------- the key
+
+
+def key_of(backend, job: Job) -> dict | None:
+    """What a pooled worker must share with ``job`` to serve it: everything fixed when it is spawned. None for
+    a backend the pool cannot rebuild (one not in judge.sandbox.BACKENDS, e.g. a test's fake)."""
+    from judge.sandbox import BACKENDS, backend_class
+
+    name = getattr(backend, "name", None)
+    if name not in BACKENDS or not isinstance(backend, backend_class(name)):
+        return None
+    lim = job.limits
+    key = {"backend": name, "module": job.module, "device": job.device, "gpu": job.gpu,
+           "interpret": bool(job.interpret), "memory_mb": lim.memory_mb, "processes": lim.processes,
+           "scratch_mb": lim.scratch_mb, "gpu_memory_mb": lim.gpu_memory_mb, "cache": job.cache is not None}
+    if name == "docker":
+        key["image"] = backend.image_for(job.device)
+    return key
+
+
+def _key_text(key: dict) -> str:
+    return json.dumps(key, sort_keys=True)
+
+
+def _backend_for(key: dict):
+    from judge.sandbox import backend_class
+
+    if key["backend"] == "docker":
+        return backend_class("docker")(image=key["image"])
+    return backend_class(key["backend"])()
+
+
+def _template(key: dict, scratch: Path, cache: Path | None) -> Job:
+    """The job a pooled worker is spawned for: no submission; the limits that the sandbox fixes at spawn (the
+    others are the judge's own, applied from outside when the worker is used)."""
+    limits = Limits(case_seconds=0.0, run_seconds=0.0, memory_mb=key["memory_mb"], output_bytes=0,
+                    processes=key["processes"], scratch_mb=key["scratch_mb"], gpu_memory_mb=key["gpu_memory_mb"])
+    return Job(submission=None, scratch=scratch, device=key["device"], interpret=key["interpret"], limits=limits,
+               gpu=key["gpu"], module=key["module"], cache=cache)
+
+
+# --------------------------------------------------------------------------- the driver's side
+
+
+@dataclass(eq=False)
+class _Entry:
+    proc: Proc
+    nonce: str
+    home: Path  # the pool's directory for this worker: its scratch (process backend) and kernel cache
+    cache: Path | None
+    spawned: float
+
+    def close(self) -> None:
+        try:
+            self.proc.kill()
+            self.proc.wait(5)
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+        close = getattr(self.proc, "close", None)
+        if close:
+            try:
+                close()
+            except Exception:  # noqa: BLE001
+                pass
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+class PoolServer:
+    """The driver's pool: warm workers by kind, handed out over a Unix socket (``path``), one job each."""
+
+    def __init__(self, size: int = DEFAULT_SIZE, log=None):
+        self.size = max(0, int(size))
+        self.log = log
+        self.dir = Path(tempfile.mkdtemp(prefix="judge-pool-"))
+        self.dir.chmod(0o700)  # the socket: the judge's jobs only
+        self.path = str(self.dir / "pool.sock")
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._sock.bind(self.path)
+        self._sock.listen(64)
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[_Entry]] = {}
+        self._spawning: dict[str, int] = {}
+        self._keys: dict[str, dict] = {}
+        self._target: dict[str, int] = {}
+        self._held: dict[tuple[str, int], int] = {}  # (kind, job pid) -> that job's workers of that kind now
+        self._leased: set = set()
+        self._draining = False
+        self._closed = False
+        self.stats = {"taken": 0, "missed": 0, "spawned": 0, "wasted": 0, "spawn_failed": 0}
+        self._thread = threading.Thread(target=self._accept, name="judge-pool", daemon=True)
+        self._thread.start()
+        # Workers are spawned from one thread that lives as long as the pool: bwrap's --die-with-parent (the
+        # parent-death signal) fires when the *thread* that started it ends.
+        self._orders: queue.Queue = queue.Queue()
+        self._spawner = threading.Thread(target=self._spawn_loop, name="judge-pool-spawn", daemon=True)
+        self._spawner.start()
+
+    # ------------------------------------------------------------------ life
+
+    def environ(self) -> dict[str, str]:
+        """What a job process's environment needs to use this pool."""
+        return {ENV: self.path}
+
+    def drain(self) -> None:
+        """No more jobs are coming: spawn no more (the workers already warm stay for the jobs in flight)."""
+        with self._lock:
+            self._draining = True
+
+    def close(self) -> None:
+        """Kill every worker of the pool, idle or handed out, and remove the socket."""
+        with self._lock:
+            self._closed = True
+            idle = [e for entries in self._idle.values() for e in entries]
+            self._idle.clear()
+            leased = list(self._leased)
+        self.stats["wasted"] += len(idle)
+        self._orders.put(None)
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        for e in idle + leased:
+            e.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ filling
+
+    def warm(self, backend, job: Job, n: int = 1) -> bool:
+        """Keep at least ``n`` workers of ``job``'s kind warm from now on (before any job asked for one); False
+        for a backend the pool cannot rebuild."""
+        key = key_of(backend, job)
+        if key is None:
+            return False
+        kt = _key_text(key)
+        with self._lock:
+            self._keys.setdefault(kt, key)
+            self._target[kt] = max(self._target.get(kt, 0), min(self.size, n))
+        self._fill(kt)
+        return True
+
+    def idle(self) -> int:
+        """Workers spawned and not handed out yet (warm, or still importing)."""
+        with self._lock:
+            return sum(len(v) for v in self._idle.values())
+
+    def _want(self, kt: str) -> int:
+        """Workers of kind ``kt`` to spawn now: up to its target, counting those warm and on their way."""
+        if self._draining or self._closed:
+            return 0
+        return max(0, self._target.get(kt, 0) - len(self._idle.get(kt, [])) - self._spawning.get(kt, 0))
+
+    def _fill(self, kt: str) -> None:
+        with self._lock:
+            n = self._want(kt)
+            self._spawning[kt] = self._spawning.get(kt, 0) + n
+        for _ in range(n):
+            self._orders.put(kt)
+
+    def _spawn_loop(self) -> None:
+        while True:
+            kt = self._orders.get()
+            if kt is None:
+                return
+            self._spawn_one(kt)
+
+    def _spawn_one(self, kt: str) -> None:
+        from judge.channel import prepare_message
+        from judge.shared import wire
+
+        key = self._keys[kt]
+        entry = None
+        with self._lock:
+            if self._closed:
+                self._spawning[kt] -= 1
+                return
+        try:
+            home = Path(tempfile.mkdtemp(prefix="w-", dir=self.dir))
+            scratch = home / "scratch"
+            scratch.mkdir()
+            cache = home / "cache" if key["cache"] else None
+            job = _template(key, scratch, cache)
+            proc = _backend_for(key).spawn(job)
+            nonce = secrets.token_hex(16)
+            entry = _Entry(proc, nonce, home, cache, time.monotonic())
+            wire.send(proc.stdin, dict(prepare_message(job), nonce=nonce))
+        except Exception as exc:  # noqa: BLE001 - the jobs start their own workers instead
+            self.stats["spawn_failed"] += 1
+            if entry is not None:
+                entry.close()
+            if self.log:
+                self.log(f"worker pool: could not start a worker ({type(exc).__name__}: {exc})")
+            with self._lock:
+                self._spawning[kt] -= 1
+            return
+        with self._lock:
+            self._spawning[kt] -= 1
+            if self._closed:
+                closed = True
+            else:
+                closed = False
+                self._idle.setdefault(kt, []).append(entry)
+                self.stats["spawned"] += 1
+        if closed:
+            entry.close()
+
+    def _take(self, kt: str, key: dict, owner: int) -> _Entry | None:
+        with self._lock:
+            if self._closed:
+                return None
+            self._keys.setdefault(kt, key)
+            held = self._held.get((kt, owner), 0) + 1
+            self._held[(kt, owner)] = held
+            # One job's worth of this kind: as many as one job has held at once.
+            self._target[kt] = min(self.size, max(self._target.get(kt, 0), held))
+            entries = self._idle.get(kt, [])
+            found, dead = None, []
+            while entries:
+                e = entries.pop(0)
+                if e.proc.wait(0) is None:  # still alive (a worker that died while it waited is dropped)
+                    found = e
+                    break
+                dead.append(e)
+            if found is not None:
+                self._leased.add(found)
+                self.stats["taken"] += 1
+            else:
+                self.stats["missed"] += 1
+        for e in dead:  # here, not in a thread of its own: a driver that exits must not cut a cleanup short
+            e.close()
+        self._fill(kt)
+        return found
+
+    def _release(self, kt: str, owner: int, entry: _Entry | None) -> None:
+        with self._lock:
+            n = self._held.get((kt, owner), 1) - 1
+            if n > 0:
+                self._held[(kt, owner)] = n
+            else:
+                self._held.pop((kt, owner), None)
+            if entry is not None:
+                self._leased.discard(entry)
+        if entry is not None:
+            entry.close()
+
+    # ------------------------------------------------------------------ serving
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), name="judge-pool-lease", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        """One connection: an "acquire", then (when a worker was handed out) that worker's operations until
+        "close" or the connection drops; either way the worker is killed and its directories removed."""
+        entry, kt, owner = None, None, 0
+        try:
+            request = _recv(conn)
+            if not request or request.get("op") != "acquire" or not isinstance(request.get("key"), dict):
+                return
+            key, owner = request["key"], int(request.get("owner") or 0)
+            kt = _key_text(key)
+            entry = self._take(kt, key, owner)
+            if entry is None:
+                # The job starts its own; it keeps this connection open while that worker lives, so that the
+                # pool counts it among the job's workers of this kind (how many to keep warm).
+                conn.send(json.dumps({"ok": False}).encode())
+                while _recv(conn) is not None:
+                    pass
+                return
+            p = entry.proc
+            reply = {"ok": True, "nonce": entry.nonce, "pid": p.pid,
+                     "submission_dir": str(p.submission_dir) if p.submission_dir is not None else None,
+                     "inside_dir": p.inside_dir, "cache": str(entry.cache) if entry.cache is not None else None,
+                     "waited": round(time.monotonic() - entry.spawned, 3)}
+            socket.send_fds(conn, [json.dumps(reply).encode()], [p.stdin, p.stdout, p.stderr])
+            while True:
+                request = _recv(conn)
+                if request is None:
+                    return
+                if request.get("op") == "close":
+                    # Killed and its directories removed before the job hears back: when a job's session
+                    # ends, nothing of its workers is left.
+                    self._release(kt, owner, entry)
+                    kt = None
+                    conn.send(json.dumps({"closed": True}).encode())
+                    return
+                conn.send(json.dumps(_operate(p, request)).encode())
+        except (OSError, ValueError):
+            pass
+        except Exception as exc:  # noqa: BLE001 - a bug here must cost one job's worker, never the driver
+            if self.log:
+                self.log(f"worker pool: {type(exc).__name__}: {exc}")
+        finally:
+            if kt is not None:
+                self._release(kt, owner, entry)
+            try:
+                conn.close()
+            except OSError:
+                pass
+
+
+def _operate(proc: Proc, request: dict) -> dict:
+    op = request.get("op")
+    if op == "kill":
+        proc.kill()
+        return {"ok": True}
+    if op == "wait":
+        timeout = request.get("timeout")
+        return {"code": proc.wait(None if timeout is None else min(float(timeout), 60.0))}
+    if op == "memory":
+        return {"bytes": proc.memory_bytes()}
+    if op == "oom":
+        return {"oom": bool(proc.oom_killed())}
+    return {"error": f"unknown operation {op!r}"}
+
+
+def _recv(conn: socket.socket) -> dict | None:
+    data = conn.recv(MAX_MESSAGE)
+    if not data:
+        return None
+    return json.loads(data)
+
+
+# --------------------------------------------------------------------------- the job's side
+
+
+@dataclass
+class Lease:
+    """What the pool answered: a worker (``proc``, its secret ``nonce``), or none (``proc`` None: the job starts
+    its own, and closes the lease when that worker is closed)."""
+
+    nonce: str = ""
+    proc: Proc | None = None
+    conn: socket.socket | None = None
+
+    def close(self) -> None:
+        if self.proc is None and self.conn is not None:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
+            self.conn = None
+
+
+class PooledProc(Proc):
+    """A worker the pool spawned, as the job sees it: its pipes are the job's own (passed over the socket);
+    the pool, its parent, kills it, waits for it and reads its memory when the job asks."""
+
+    def __init__(self, conn: socket.socket, fds: list[int], reply: dict, cache: Path | None):
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.pid = int(reply["pid"])
+        self.stdin, self.stdout, self.stderr = fds
+        self.submission_path = ""
+        self.submission_dir = Path(reply["submission_dir"]) if reply.get("submission_dir") else None
+        self.inside_dir = reply.get("inside_dir") or ""
+        self.worker_cache = Path(reply["cache"]) if reply.get("cache") else None
+        self.content_cache = cache
+        self.waited = float(reply.get("waited") or 0.0)
+        self._closed = False
+        if self.worker_cache is not None and cache is not None:
+            _copy_entries(cache, self.worker_cache)
+
+    def _ask(self, request: dict) -> dict:
+        with self._lock:
+            if self._closed:
+                return {}
+            try:
+                self._conn.send(json.dumps(request).encode())
+                return _recv(self._conn) or {}
+            except (OSError, ValueError):
+                return {}
+
+    def kill(self) -> None:
+        self._ask({"op": "kill"})
+
+    def wait(self, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:  # the pool waits at most a minute per question
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            reply = self._ask({"op": "wait", "timeout": 60.0 if left is None else left})
+            if "code" not in reply:
+                return None  # the pool is gone
+            if reply["code"] is not None or (deadline is not None and time.monotonic() >= deadline):
+                return reply["code"]
+
+    def memory_bytes(self):
+        return self._ask({"op": "memory"}).get("bytes")
+
+    def oom_killed(self) -> bool:
+        return bool(self._ask({"op": "oom"}).get("oom"))
+
+    def close(self) -> None:
+        if self.worker_cache is not None and self.content_cache is not None:
+            try:
+                self.content_cache.mkdir(parents=True, exist_ok=True)
+                _copy_entries(self.worker_cache, self.content_cache)
+            except OSError:
+                pass  # a cache is a saving, never a condition
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                try:
+                    self._conn.settimeout(60)
+                    self._conn.send(json.dumps({"op": "close"}).encode())
+                    _recv(self._conn)  # the pool has killed it and removed its directories
+                except (OSError, ValueError):
+                    pass
+                self._conn.close()
+        for fd in (self.stdin, self.stdout, self.stderr):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _copy_entries(src: Path, dest: Path) -> None:
+    """Kernel-cache entries (Triton: one directory per kernel variant) of ``src`` that ``dest`` lacks, each
+    copied whole under a temporary name and then renamed, so a reader never sees half of one."""
+    if not src.is_dir():
+        return
+    for entry in src.iterdir():
+        target = dest / entry.name
+        if target.exists() or entry.name.startswith(".") or entry.is_symlink():
+            continue
+        tmp = dest / f".{entry.name}.{secrets.token_hex(4)}"
+        try:
+            if entry.is_dir():
+                shutil.copytree(entry, tmp, symlinks=False)
+            else:
+                shutil.copyfile(entry, tmp)
+            tmp.rename(target)
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def take(backend, job: Job) -> Lease | None:
+    """A warm worker for ``job`` from the driver's pool (``$JUDGE_POOL_SOCKET``); a Lease without one when the
+    pool has none of this kind warm; None with no pool (or one that does not answer). Without a worker the
+    caller spawns its own."""
+    path = os.environ.get(ENV)
+    if not path or job.submission is None:
+        return None
+    key = key_of(backend, job)
+    if key is None:
+        return None
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        conn.settimeout(10)
+        conn.connect(path)
+        conn.send(json.dumps({"op": "acquire", "key": key, "owner": os.getpid()}).encode())
+        data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 3)
+        reply = json.loads(data) if data else {}
+        if not reply.get("ok") or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            conn.settimeout(None)
+            return Lease(conn=conn)  # none warm: the caller spawns its own
+        conn.settimeout(None)
+    except (OSError, ValueError):
+        conn.close()
+        return None
+    return Lease(nonce=str(reply["nonce"]), proc=PooledProc(conn, fds, reply, job.cache), conn=conn)
+
+
+def parse_size(text: str) -> int:
+    """``--pool``'s value: ``off`` (0), ``auto`` (DEFAULT_SIZE) or a whole number of warm workers per kind."""
+    text = str(text).strip().lower()
+    if text in ("off", "no", "0"):
+        return 0
+    if text in ("auto", "on", ""):
+        return DEFAULT_SIZE
+    n = int(text)
+    if n < 0:
+        raise ValueError("a negative size")
+    return n

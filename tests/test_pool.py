@@ -1,0 +1,234 @@
+"""The worker pool (judge.pool): warm workers handed to jobs, one submission each, behind the same sandbox.
+
+Behaviour only, never a time: a pooled worker serves exactly one submission and is gone after it; it sees
+its own file alone, read-only (bwrap, docker); its replies go through the same parsers; a job that finds
+none warm starts its own; the pool's verdicts are the judge's verdicts without it.
+"""
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from judge import pool
+from judge.channel import WorkerChannel
+from judge.options import Options, limits_for
+from judge.problems import find_problem
+from judge.sandbox import Job, Limits, get_backend
+from judge.session import Session
+
+ROOT = Path(__file__).resolve().parent.parent
+P93 = find_problem("93")
+LIMITS = Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
+                startup_seconds=60)
+
+LOOKS_AROUND = '''import os, sys
+here = os.path.dirname(os.path.abspath(__file__))
+print("LISTED", sorted(os.listdir(here)), file=sys.stderr)
+try:
+    open(os.path.join(here, "planted.py"), "w").write("x = 1")
+    print("WROTE", file=sys.stderr)
+except OSError as exc:
+    print("REFUSED", exc.errno, file=sys.stderr)
+print("MODULES", sorted(m for m in sys.modules if m.startswith("submission")), file=sys.stderr)
+
+
+def add(x, y):
+    return x
+'''
+
+
+def usable(name):
+    backend = get_backend(name)
+    why = backend.unavailable("cpu")
+    if why:
+        pytest.skip(why)
+    return backend
+
+
+@pytest.fixture
+def server(monkeypatch):
+    srv = pool.PoolServer(size=2)
+    monkeypatch.setenv(pool.ENV, srv.path)
+    yield srv
+    srv.close()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _warm(srv, backend, job, n=1, timeout=120.0):
+    assert srv.warm(backend, job, n)
+    deadline = time.monotonic() + timeout
+    while srv.idle() < n:
+        assert time.monotonic() < deadline, "the pool spawned no worker"
+        time.sleep(0.1)
+
+
+def _job(sub: Path, tmp_path: Path, **kw) -> Job:
+    scratch = tmp_path / f"scratch-{sub.stem}"
+    scratch.mkdir(exist_ok=True)
+    return Job(**{"submission": sub, "scratch": scratch, "device": "cpu", "interpret": True, "limits": LIMITS, **kw})
+
+
+def test_a_pooled_worker_serves_exactly_one_submission(server, tmp_path):
+    backend = usable("process")
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("def add(x, y):\n    return x\n")
+    b.write_text("def add(x, y):\n    return y\n")
+    _warm(server, backend, _job(a, tmp_path))
+    first = WorkerChannel(backend, _job(a, tmp_path))
+    try:
+        assert first.pooled
+        hello = first.start(submission_entry="add", arity=2, threads=1)
+        assert hello.ok, hello.error
+        assert hello.startup.get("waited_seconds", 0) >= 0
+        pid = first.proc.pid
+    finally:
+        first.close()
+    assert not _alive(pid), "the worker outlived its submission"
+    assert server.stats["taken"] == 1
+    # The next submission gets another worker (the pool replaced the one it handed out), never that one.
+    _warm(server, backend, _job(b, tmp_path))
+    second = WorkerChannel(backend, _job(b, tmp_path))
+    try:
+        assert second.pooled and second.proc.pid != pid
+        assert second.start(submission_entry="add", arity=2, threads=1).ok
+    finally:
+        second.close()
+
+
+def test_without_a_warm_worker_the_job_starts_its_own(server, tmp_path):
+    backend = usable("process")
+    sub = tmp_path / "a.py"
+    sub.write_text("def add(x, y):\n    return x\n")
+    ch = WorkerChannel(backend, _job(sub, tmp_path))  # a kind the pool has not seen: it starts one for next time
+    try:
+        assert not ch.pooled
+        assert ch.start(submission_entry="add", arity=2, threads=1).ok
+    finally:
+        ch.close()
+    assert server.stats["missed"] == 1
+    # A worker of another kind (more memory) is never handed to this one.
+    other = _job(sub, tmp_path, limits=Limits(**{**LIMITS.__dict__, "memory_mb": 2048}))
+    _warm(server, backend, _job(sub, tmp_path))
+    ch = WorkerChannel(backend, other)
+    try:
+        assert not ch.pooled
+    finally:
+        ch.close()
+
+
+def test_a_dropped_job_takes_its_workers_with_it(server, tmp_path):
+    """A job that dies (its connection to the pool closes) leaves no worker behind: the pool kills it."""
+    backend = usable("process")
+    sub = tmp_path / "a.py"
+    sub.write_text("def add(x, y):\n    return x\n")
+    _warm(server, backend, _job(sub, tmp_path))
+    lease = pool.take(backend, _job(sub, tmp_path))
+    assert lease is not None and lease.proc is not None
+    pid = lease.proc.pid
+    lease.proc._conn.close()  # as if the job process died
+    deadline = time.monotonic() + 30
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid)
+
+
+@pytest.mark.parametrize("name", ["bwrap", "docker"])
+def test_a_pooled_sandbox_shows_its_own_file_alone_read_only(server, tmp_path, name):
+    backend = usable(name)
+    subs = []
+    for who in ("alice", "bob"):
+        d = tmp_path / who
+        d.mkdir()
+        (d / f"{who}.py").write_text(LOOKS_AROUND)
+        (d / "secret_reference.py").write_text("SECRET = 1\n")  # beside the file on the host: never shown
+        subs.append(d / f"{who}.py")
+    _warm(server, backend, _job(subs[0], tmp_path), n=2)
+    channels = [WorkerChannel(backend, _job(sub, tmp_path)) for sub in subs]
+    try:
+        for ch in channels:
+            assert ch.pooled
+        for ch in channels:
+            assert ch.start(submission_entry="add", arity=2, threads=1).ok
+    finally:
+        for ch in channels:
+            ch.close()
+    for sub, ch in zip(subs, channels):
+        text = ch.output_text()
+        assert f"LISTED ['{sub.name}']" in text, text  # its own file, no other submission, nothing beside it
+        assert "REFUSED" in text and "WROTE" not in text, text
+        assert "MODULES ['submission']" in text, text  # nothing of a submission ran in it before its own
+        assert not (sub.parent / "planted.py").exists()
+        assert not ch.proc.submission_dir.exists(), "the worker's submission directory was left behind"
+
+
+def test_a_pooled_worker_still_takes_the_integrity_snapshot_before_the_import(server, tmp_path):
+    backend = usable("process")
+    sub = tmp_path / "tamper.py"
+    sub.write_text("import time\ntime.perf_counter = lambda: 0.0\n\ndef add(x, y):\n    return x\n")
+    _warm(server, backend, _job(sub, tmp_path))
+    ch = WorkerChannel(backend, _job(sub, tmp_path))
+    try:
+        assert ch.pooled
+        hello = ch.start(submission_entry="add", arity=2, threads=1)
+    finally:
+        ch.close()
+    assert not hello.ok and hello.error.category == "rule" and "time.perf_counter" in hello.error.message
+
+
+CORPUS = [("AC", P93.reference_path)] + [(v, p) for v, p in P93.corpus()
+                                          if p.stem in ("always_float32", "segfault", "exploit2_reply_1", "redteam_guard_state")]
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_the_pool_gives_the_verdicts_the_judge_gives_without_it(name, tmp_path, monkeypatch):
+    usable(name)
+    options = Options(sandbox=name, seed=7, device="cpu", interpret=True, speed=False, workers=1)
+    without = {p.name: Session(P93, p, options).run() for _, p in CORPUS}
+    srv = pool.PoolServer(size=2)
+    monkeypatch.setenv(pool.ENV, srv.path)
+    try:
+        backend = get_backend(name)
+        job = Job(submission=CORPUS[0][1], scratch=tmp_path, device="cpu", interpret=True,
+                  limits=limits_for(P93, options))
+        _warm(srv, backend, job)
+        srv.warm(backend, Job(**{**job.__dict__, "module": "judge.untrusted.replay"}))
+        with_pool = {p.name: Session(P93, p, options).run() for _, p in CORPUS}
+        taken = srv.stats["taken"]
+    finally:
+        srv.close()
+    assert taken >= 2, "the sessions did not take their workers from the pool"
+    for expected, path in CORPUS:
+        a, b = without[path.name], with_pool[path.name]
+        assert a.verdict.value == expected
+        assert (b.verdict, b.message, [(g.name, g.verdict, g.message) for g in b.groups]) == \
+               (a.verdict, a.message, [(g.name, g.verdict, g.message) for g in a.groups]), path.name
+        if a.timing.get("worker_starts"):  # (a file refused from its source alone starts no worker)
+            assert b.timing.get("pooled_starts", 0) >= 1, path.name
+
+
+def test_pool_sizes_parse_and_a_bad_one_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    assert pool.parse_size("off") == 0 and pool.parse_size("auto") == pool.DEFAULT_SIZE and pool.parse_size("3") == 3
+    with pytest.raises(ValueError):
+        pool.parse_size("-1")
+    (tmp_path / "alice.py").write_text("def add(x, y):\n    return x\n")
+    proc = subprocess.run([sys.executable, "-m", "judge", "grade", str(tmp_path), "--problem", "93", "--device", "cpu",
+                           "--out", str(tmp_path / "out"), "--pool", "x"],
+                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2 and "--pool x" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
