@@ -227,7 +227,7 @@ def test_the_worker_would_have_said_the_same():
             if precheck.check_source(path)[0]:
                 continue  # not Python source at all: refused before the entry point is looked for
             text = path.read_text()
-            found = precheck.entry_point(text, path.name, problem.entry_point, problem.arity)
+            found = precheck.entry_point(text, path.name, problem.entry_point, problem.entry_arity)
             if found is None:
                 continue
             assert verdict == "CE", path
