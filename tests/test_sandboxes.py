@@ -185,10 +185,15 @@ def _judge_contained(backend_name, backend, path, recording, server):
     text = report.message + " ".join(g.message for g in report.groups)
     for wanted in expect_texts(path, interpret=device == "cpu"):
         assert wanted in text, f"the report does not say {wanted!r}: {report.message}"
-    # A hang costs one case limit (later groups are skipped), plus start-up.
+    # A hang costs one case limit: the group where it hung ends there and the later groups are skipped (said
+    # by the report, not by a wall clock: on 2 loaded cores, with the pool starting replacements beside a
+    # fork bomb, one CI run took 33.8 s where 30 had been allowed).
     if expected == "TLE":
-        assert elapsed < CASE_SECONDS + 20, f"the judge took {elapsed:.1f} s to give up"
-    assert elapsed < 120, f"the judge took {elapsed:.1f} s"
+        first = next(i for i, g in enumerate(report.groups) if g.verdict.value == "TLE")
+        assert all(g.skipped and "TLE" in g.skipped for g in report.groups[first + 1:]), \
+            [(g.name, g.skipped) for g in report.groups]
+        assert "killed" in report.groups[first].message or "limit" in report.groups[first].message
+    assert elapsed < 300, f"the judge took {elapsed:.1f} s"  # a judge that hangs with the submission
     assert recording.procs, "no worker was started"
     if path.stem == "daemon_outlives":
         deadline = time.monotonic() + 15  # another test may be running its own daemon right now
