@@ -291,8 +291,9 @@ def tables(data: dict) -> str:
                 f"{x3(sp)}{mark(None if sp is None else abs(sp - 1) <= 0.03)} | "
                 f"{x3(cs)}{mark(None if cs is None else abs(cs - 0.5) <= 0.03)} | {retries} |")
     out += ["", "### Geometric means", "",
-            "| problem | ref vs itself | 2x control | old judge: ref vs itself | rounds (self/control) | wall s |",
-            "|---|---|---|---|---|---|"]
+            "| problem | ref vs itself | 2x control | old judge: ref vs itself | rounds (self/control) "
+            "| timed calls replayed (self/control) | verdicts (self/control) | wall s |",
+            "|---|---|---|---|---|---|---|---|"]
     for pid, p in data["problems"].items():
         def gm(rep):
             return ((rep or {}).get("speed") or {}).get("geomean_speedup")
@@ -300,11 +301,19 @@ def tables(data: dict) -> str:
         def rounds(rep):
             return ((rep or {}).get("speed") or {}).get("rounds", "-")
 
+        def replays(rep):  # the speed run's replay check of the checked timed calls (judge.replay)
+            return (((rep or {}).get("speed") or {}).get("phases") or {}).get("replays", "-")
+
+        def verdict(rep):
+            return (rep or {}).get("verdict", "-")
+
         s, c, o = gm(p.get("self")), gm(p.get("control")), gm(p.get("old"))
         wall = sum(float((p.get(k) or {}).get("wall_seconds") or 0) for k in ("self", "control", "old"))
         out.append(f"| {pid} | {x3(s)}{mark(None if s is None else abs(s - 1) <= 0.02)} | "
                    f"{x3(c)}{mark(None if c is None else abs(c - 0.5) <= 0.03)} | {x3(o)} | "
-                   f"{rounds(p.get('self'))}/{rounds(p.get('control'))} | {wall:.0f} |")
+                   f"{rounds(p.get('self'))}/{rounds(p.get('control'))} | "
+                   f"{replays(p.get('self'))}/{replays(p.get('control'))} | "
+                   f"{verdict(p.get('self'))}/{verdict(p.get('control'))} | {wall:.0f} |")
     if data.get("repeat"):
         rep = data["repeat"]
         vals = [v for v in rep.get("geomeans", []) if v]

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Device call 3 of 2026-12-01 (evening): what a user waits for and what one H200 grades (issue 13), one after
+# the other on a quiet machine, each under its own limit and the whole under DEADLINE seconds:
+#   latency.txt     tests/bench/judge_latency.py: `submit` of each reference, with speed, bwrap (targets:
+#                   94 <= 20 s, 98 <= 45 s, every one <= 45 s)
+#   throughput.txt  tests/bench/grade_throughput.py: a softmax roster (accepted and wrong in turn), one GPU,
+#                   bwrap, the worker pool on (target: >= 600 an hour)
+#   startup.txt     tests/bench/sandbox_startup.py --pool: a worker's start on the GPU, fresh and from the pool
+#   replay.txt      tests/bench/replay_cost.py: what the replay check adds to `submit` on the GPU
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+out="${OUT:-gpu-out}"; mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+if ! command -v bwrap >/dev/null && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/bwrap-root && dpkg -x .deb/bubblewrap_*.deb /tmp/bwrap-root
+  export PATH="/tmp/bwrap-root/usr/bin:$PATH"
+fi
+deadline=${DEADLINE:-540}
+start=$(date +%s)
+left() { echo $(( deadline - ($(date +%s) - start) )); }
+part() {  # part NAME SECONDS CMD...
+  local name=$1 limit=$2; shift 2
+  local l; l=$(left)
+  (( l < 30 )) && { echo "== $name: skipped, $l s left" | tee "$out/$name.txt"; return; }
+  (( limit > l )) && limit=$l
+  echo "== $name (at most ${limit} s)"
+  timeout -k 10 "$limit" "$@" > "$out/$name.txt" 2>&1
+  echo "   exit $? after $(( $(date +%s) - start )) s total"
+  tail -n 30 "$out/$name.txt"
+}
+{ date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; bwrap --version; } 2>&1 | tee "$out/env.txt"
+part latency 300 python3 tests/bench/judge_latency.py 93 94 95 96 97 98 --device cuda --sandbox bwrap --markdown "$out/latency.md"
+part throughput 180 python3 tests/bench/grade_throughput.py --device cuda --problem 94 -n "${N:-24}" --executors local \
+  --pool auto --sandbox bwrap
+part startup 60 python3 tests/bench/sandbox_startup.py --device cuda --runs 3 --pool --backends process,bwrap
+part replay 150 python3 tests/bench/replay_cost.py 94 98 --device cuda --runs 1 --sandbox bwrap
+echo "done at $(( $(date +%s) - start )) s"
