@@ -61,8 +61,11 @@ def auto_workers(device: str, interpret: bool) -> int:
     Each worker is a process with its own copy of torch (about 0.5 GB of host
     memory) and, on a GPU, its own CUDA context (about 0.5 GB of device memory
     before any tensor); the judge computes its golden answers in a thread per
-    worker. In the interpreter every worker keeps a core busy, so one per core,
-    at most 4. On a GPU the kernels run on the device and the workers mostly
+    worker. In the interpreter every worker keeps a core busy, so one per core
+    but one, which the judge's own work needs (Hypothesis, the golden models,
+    the replay worker's start), at most 4: on 2 cores one worker judged 93's
+    reference in 7.4 s against 10.3 s with two, 98's in 16.0 s against 20.1 s
+    (tests/bench/RESULTS.md, 2026-12-01 evening). On a GPU the kernels run on the device and the workers mostly
     wait, so up to 8, one for every two cores, and no more than one per 16 GB
     of the device's memory (the largest cases hold several GB). ``JUDGE_WORKERS``
     overrides it.
@@ -73,7 +76,7 @@ def auto_workers(device: str, interpret: bool) -> int:
         return max(1, int(os.environ["JUDGE_WORKERS"]))
     cores = os.cpu_count() or 1
     if interpret or device != "cuda":
-        return max(1, min(cores, 4))
+        return max(1, min(cores - 1, 4))
     try:
         import torch
 
@@ -81,3 +84,20 @@ def auto_workers(device: str, interpret: bool) -> int:
     except Exception:  # noqa: BLE001 - no GPU visible: one worker
         return 1
     return max(1, min(8, cores // 2, int(gb // 16)))
+
+
+def torch_index(gpu: int | None) -> int:
+    """This process's torch index of host GPU ``gpu`` (the index the sandboxes and the GPU lock use).
+
+    A grading job sees only its GPU (CUDA_VISIBLE_DEVICES=<its host index>, judge.grading.job), where it is
+    torch's cuda:0; elsewhere the host index is torch's.
+    """
+    import os
+
+    gpu = gpu or 0
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    return visible.index(str(gpu)) if str(gpu) in visible else gpu
+
+
+def torch_device(gpu: int | None) -> str:
+    return f"cuda:{torch_index(gpu)}"

@@ -22,6 +22,9 @@ from judge.problems import Problem
 from judge.options import Options
 
 EXPECT = re.compile(r"^# expect(-cpu|-gpu)?: (.+)$", re.M)
+# A file whose verdict differs by where it runs says so: "# verdict-gpu: WA" (an exploit of the CPU's memory
+# that on a GPU only fails to compute the answer); the folder's verdict holds elsewhere.
+VERDICT = re.compile(r"^# verdict(-cpu|-gpu): ([A-Z]{2,3})\b", re.M)
 # Hangs are judged with a short limit: the verdict is the same, the wait is not.
 SHORT_LIMITS = {"TLE": {"case_seconds": 10, "case_seconds_interpret": 10, "startup_seconds": 20}}
 
@@ -71,6 +74,14 @@ def expect_texts(path: Path, interpret: bool) -> list[str]:
     return [m.group(2).strip() for m in EXPECT.finditer(text) if m.group(1) in wanted]
 
 
+def declared_verdict(path: Path, folder: str, interpret: bool) -> str:
+    """The verdict ``path`` must get: its folder's, unless a ``# verdict-cpu:`` / ``# verdict-gpu:`` line names
+    another for where it runs now (the interpreter, or compiled on a GPU)."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    here = "-cpu" if interpret else "-gpu"
+    return next((m.group(2) for m in VERDICT.finditer(text) if m.group(1) == here), folder)
+
+
 def _limits(expected: str, base: dict) -> dict:
     limits = dict(base)
     limits.update(SHORT_LIMITS.get(expected, {}))
@@ -81,6 +92,7 @@ def judge_one(problem: Problem, expected: str, path: Path, base: Options) -> Che
     """Judge in this process (the test suite's way)."""
     from judge.report import finite_json
 
+    expected = declared_verdict(path, expected, base.interpret)
     options = Options(**{**base.__dict__, "limits": _limits(expected, base.limits)})
     t = time.monotonic()
     report = judge_file(problem, path, options)
@@ -90,6 +102,7 @@ def judge_one(problem: Problem, expected: str, path: Path, base: Options) -> Che
 
 def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options) -> Check:
     """Judge through ``python -m judge submit --json`` in a child process (for --jobs)."""
+    expected = declared_verdict(path, expected, base.interpret)
     limits = _limits(expected, base.limits)
     argv = [sys.executable, "-m", "judge", "submit", str(problem.id), str(path), "--json",
             "--seed", str(base.seed), "--device", base.device, "--sandbox", base.sandbox]

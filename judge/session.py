@@ -12,6 +12,7 @@ the submission.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -31,7 +32,7 @@ from judge.exchange import Exchange, Workers, encode_inputs
 from judge.groups import draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
-from judge.options import Options, auto_workers, limits_for
+from judge.options import Options, auto_workers, limits_for, torch_device
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
 from judge.replay import Replayer, ReplaySampler
@@ -52,10 +53,13 @@ class Session:
         self.backend, note = intake.backend_for(options.sandbox, options.device)
         self.notes: list[str] = [note] if note else []
         # The judge computes its answers on the same GPU the worker was given.
-        self.golden_device = f"cuda:{options.gpu or 0}" if options.device == "cuda" else "cpu"
+        self.golden_device = torch_device(options.gpu) if options.device == "cuda" else "cpu"
         self.workers: Workers | None = None  # the submission's workers; the first runs Hypothesis's shrinking
         self._lock = threading.RLock()  # the case cache and the group's state, shared by the workers' threads
         self.started = 0.0
+        # Seconds this run's cases waited for another judge's speed run on the GPU (judge.timing.lock): not
+        # the submission's time, so not in its run limit.
+        self.gpu_wait_seconds = 0.0
         self.timing: dict = {}
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
         self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
@@ -122,6 +126,8 @@ class Session:
             message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
                            "all tests passed")
             self.timing["tests_seconds"] = round(time.monotonic() - groups_started, 3)
+            if self.gpu_wait_seconds:
+                self.timing["gpu_wait_seconds"] = round(self.gpu_wait_seconds, 3)  # for others' speed runs
             speed, failed = self._speed(verdict, scratch)
             if failed is not None:
                 verdict, message = failed
@@ -155,7 +161,7 @@ class Session:
                 # A worker died (or the run's time ran out) on an earlier case of
                 # this group; shrinking further would cost a full limit per try.
                 return Outcome(Verdict.AC, NOT_RUN)
-        if time.monotonic() - self.started > self.limits.run_seconds:
+        if time.monotonic() - self.started - self.gpu_wait_seconds > self.limits.run_seconds:
             outcome = Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
         else:
             outcome = self._execute(group, params, ex or self.workers.first)
@@ -192,7 +198,8 @@ class Session:
             lane = self._lane_of(ex)
             self.progress.lane(lane, progress_words.REPLAYING)
             try:
-                found = self.replays.check(group.name, params, *last)
+                with self._gpu_shared():
+                    found = self.replays.check(group.name, params, *last)
             finally:
                 self.progress.lane(lane, None)
             if found is not None and found.case is not None:
@@ -212,6 +219,26 @@ class Session:
         return replace(found, case=None,
                        message=f"{found.message}; on the same inputs your file's call in its own process computed "
                                "the answer")
+
+    @contextlib.contextmanager
+    def _gpu_shared(self):
+        """One case's GPU work (the worker's call, the golden model, a replay) beside other judges' cases,
+        never while one of them times on this GPU (judge.timing.lock); the wait is not the run's time."""
+        if self.options.device != "cuda" or self.options.interpret:
+            yield
+            return
+        from judge.timing import lock
+
+        def waiting(message: str) -> None:
+            self.progress.stage("waiting for the GPU (another judge is timing on it)")
+            if self.options.log:
+                self.options.log(message)
+
+        t0 = time.monotonic()
+        with lock.gpu_shared(self.options.gpu or 0, on_wait=waiting):
+            with self._lock:
+                self.gpu_wait_seconds += time.monotonic() - t0
+            yield
 
     def _lane_of(self, ex: Exchange) -> int:
         return next((i for i, lane in enumerate(self.workers.all) if lane is ex), 0)
@@ -272,7 +299,8 @@ class Session:
         self.progress.lane(lane, *self._phase_of(lane))
         compiled = ex.timing["kernels_compiled"]
         try:
-            return self._call_on(ex, kind, params, input_bytes, group)
+            with self._gpu_shared():
+                return self._call_on(ex, kind, params, input_bytes, group)
         finally:
             self.progress.lane(lane, None)
             self._lane_compiling[lane] = ex.timing["kernels_compiled"] > compiled

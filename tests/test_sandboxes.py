@@ -168,8 +168,11 @@ def _judge_contained(backend_name, backend, path, recording, server):
         from judge.options import limits_for
         from judge.sandbox import Job
 
+        # The session's own job, kernel cache included (compiled on a GPU, a job has one; the H200 run of
+        # 2026-12-01 warmed workers without it, and the session, whose key differs, took none).
         job = Job(submission=path, scratch=ROOT, device=device, interpret=device == "cpu",
-                  limits=limits_for(problem, options), gpu=options.gpu)
+                  limits=limits_for(problem, options), gpu=options.gpu,
+                  cache=intake.kernel_cache(path, device, device == "cpu"))
         server.warm(backend, job)
         server.warm(backend, replace(job, module="judge.untrusted.replay"))
         deadline = time.monotonic() + 60

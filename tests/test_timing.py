@@ -7,12 +7,14 @@ import random
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
 import pytest
 import torch
 
+from judge.options import Options
 from judge.problems import find_problem
 from judge.timing import checks, stats
 from judge.timing.lock import gpu_lock
@@ -171,6 +173,89 @@ HOLDER = textwrap.dedent("""
         while not os.path.exists(sys.argv[3]):
             time.sleep(0.05)
 """)
+
+
+HOLDER_OF = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from judge.timing.lock import gpu_lock, gpu_shared
+    with (gpu_lock(3) if sys.argv[4] == "exclusive" else gpu_shared(3)):
+        open(sys.argv[2], "w").write("held")
+        while not os.path.exists(sys.argv[3]):
+            time.sleep(0.05)
+""")
+
+
+def _holder(tmp_path, repo_root, mode, name):
+    held, release = tmp_path / f"{name}.held", tmp_path / f"{name}.release"
+    child = subprocess.Popen([sys.executable, "-c", HOLDER_OF, str(repo_root), str(held), str(release), mode],
+                             env={**__import__("os").environ, "JUDGE_LOCK_DIR": str(tmp_path)})
+    return child, held, release
+
+
+def _wait_for(path, seconds=30.0):
+    deadline = time.monotonic() + seconds
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return path.exists()
+
+
+def test_a_speed_run_waits_for_the_cases_in_flight_and_no_new_case_starts_meanwhile(tmp_path, monkeypatch,
+                                                                                     repo_root):
+    # judge grade and judge serve judge several submissions on one GPU: their correctness cases share it, a
+    # speed run has it to itself (on the H200, timed calls beside other jobs' cases measured 1.5 ms of host
+    # time around 0.19 ms of GPU work: tests/gpu/logs/2026-12-01c/call2/bench.txt).
+    from judge.timing.lock import gpu_shared
+
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    case, case_held, case_release = _holder(tmp_path, repo_root, "shared", "case")
+    timing = None
+    try:
+        assert _wait_for(case_held), "the case never took the GPU"
+        with gpu_shared(3):  # cases run side by side
+            pass
+        with pytest.raises(TimeoutError):
+            with gpu_lock(3, timeout=0.3):  # a case is in flight
+                pass
+        timing, timing_held, timing_release = _holder(tmp_path, repo_root, "exclusive", "timing")
+        time.sleep(1.0)
+        assert not timing_held.exists(), "the speed run started beside a case in flight"
+        # A speed run is waiting: a new case waits too, in a thread of ours, until the speed run is over.
+        started = []
+
+        def new_case():
+            with gpu_shared(3):
+                started.append(True)
+
+        thread = threading.Thread(target=new_case, daemon=True)
+        thread.start()
+        time.sleep(0.5)
+        assert not started, "a new case started while a speed run was waiting"
+        case_release.write_text("")
+        assert _wait_for(timing_held), "the speed run never got the GPU after the case ended"
+        time.sleep(0.3)
+        assert not started, "a case started while the speed run held the GPU"
+        timing_release.write_text("")
+        thread.join(timeout=30)
+        assert started, "the waiting case never started after the speed run"
+    finally:
+        case_release.write_text("")
+        case.wait(timeout=60)
+        if timing is not None:
+            (tmp_path / "timing.release").write_text("")
+            timing.wait(timeout=60)
+
+
+def test_the_speed_runs_own_process_is_not_held_up_by_its_own_lock(tmp_path, monkeypatch):
+    from judge.timing.lock import gpu_shared
+
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    with gpu_lock(5, timeout=5):
+        with gpu_shared(5):  # e.g. the speed run asks its replay or its worker for a fresh case
+            pass
+    with gpu_shared(5):
+        with gpu_shared(5):
+            pass
 
 
 def test_lock_second_judge_waits_until_the_first_releases(tmp_path, monkeypatch, repo_root):
@@ -892,7 +977,7 @@ def test_profiled_samples_the_gpu_started_early_are_not_used():
     assert none["status"] == "unqueued" and "time_s" not in none
 
 
-def _result_with_profiles(tmp_path, sub_prof, ref_prof):
+def _result_with_profiles(tmp_path, sub_prof, ref_prof, host_gap=None):
     from judge.timing.speedrun import Contender
 
     p = find_problem("93")
@@ -904,7 +989,28 @@ def _result_with_profiles(tmp_path, sub_prof, ref_prof):
                     ("reference", 0): {"status": "ok", "time_s": ref_prof}}
     plan = {"mode": "events", "per_sample": 50, "calls": 10, "flush_bytes": 1, "specs": []}
     rounds = [{0: ([2.0e-6] * 10, [1.0e-6] * 10)} for _ in range(3)]
+    if host_gap is not None:
+        run.host_gaps[0] = host_gap
     return run._result([plan], rounds, {0: []}, "ci", [{"calls": [0]}], {})
+
+
+def test_a_host_clock_far_ahead_of_the_events_is_held_against_the_profiler(tmp_path):
+    # On the H200 a host with every core busy put 1553.7 us of host time around 186.9 us of events, for a
+    # correct kernel (tests/gpu/logs/2026-12-01c/call2/bench.txt): RJ then. The profiler decides now.
+    gap = checks.host_gap(1.0e-6, 1553.7e-6)
+    assert gap and checks.HOST_GAP in gap
+    assert any(checks.HOST_GAP in m for m in honest(event_median=1.0e-6, host_median=1553.7e-6))
+    # The kernels' own records agree with the events: the host was late, a note, not RJ.
+    speed = _result_with_profiles(tmp_path, sub_prof=1.02e-6, ref_prof=2.0e-6, host_gap=gap)
+    assert [n for n in speed["notes"] if "a busy host, not a forged timer" in n]
+    # Nothing vouches for the events (no profiler figure): RJ, as before.
+    with pytest.raises(BenchFailed) as exc:
+        _result_with_profiles(tmp_path, sub_prof=None, ref_prof=2.0e-6, host_gap=gap)
+    assert exc.value.verdict == "RJ" and "by the host clock" in exc.value.message
+    # The kernels ran far longer than the events say: the forged timer it looked like.
+    with pytest.raises(BenchFailed) as exc:
+        _result_with_profiles(tmp_path, sub_prof=6e-6, ref_prof=2.0e-6, host_gap=gap)
+    assert exc.value.verdict == "RJ" and "forged timer" in exc.value.message
 
 
 def test_an_event_clock_far_below_the_kernels_span_is_a_forged_timer(tmp_path):
@@ -964,3 +1070,41 @@ def test_a_replayed_sample_keeps_copies_of_its_outputs():
     b.fill_(7)  # the next replay rewrites the graph's outputs: the copies keep this sample's
     assert got[0].tolist() == [1.0, 1.0, 1.0] and got[1][0].tolist() == [0.0, 0.0]
     assert _copied(None) is None
+
+
+def test_a_jobs_host_gpu_is_its_own_processes_cuda_0(monkeypatch):
+    # judge grade runs a job on host GPU 1 with CUDA_VISIBLE_DEVICES=1: there the golden model's device and the
+    # ceilings' are torch's cuda:0, while the sandboxes and the GPU lock keep the host index 1.
+    from judge.options import torch_device, torch_index
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert torch_device(1) == "cuda:0" and torch_index(1) == 0
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert torch_device(3) == "cuda:1"
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert torch_device(1) == "cuda:1" and torch_device(None) == "cuda:0"
+
+
+def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_their_time(tmp_path, monkeypatch,
+                                                                                        repo_root):
+    from judge.session import Session
+
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    p = find_problem("93")
+    said = []
+    session = Session(p, p.reference_path, Options(device="cuda", interpret=False, gpu=3, log=said.append))
+    timing, held, release = _holder(tmp_path, repo_root, "exclusive", "timing")
+    try:
+        assert _wait_for(held), "the other judge never took the GPU"
+        threading.Timer(0.8, lambda: release.write_text("")).start()
+        t0 = time.monotonic()
+        with session._gpu_shared():
+            waited = time.monotonic() - t0
+        assert waited >= 0.7 and session.gpu_wait_seconds == pytest.approx(waited, abs=0.1)
+        assert said and "speed run on GPU 3" in said[0]
+        with session._gpu_shared():  # nobody timing: no wait to speak of
+            pass
+        assert session.gpu_wait_seconds == pytest.approx(waited, abs=0.1)
+    finally:
+        release.write_text("")
+        timing.wait(timeout=60)

@@ -56,6 +56,11 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
       same call (the host time adds the L2 flush still running when the start
       event is queued, and launch and sync latency: under 0.3 ms in practice),
       so an ``elapsed_time`` that reports a fraction of the truth shows up.
+      This one is a suspicion, not a finding: a host whose cores are all busy
+      (a batch judging beside the speed run) wakes from the sync late, and on
+      the H200 a loaded host put 1.55 ms of host time around 0.19 ms of GPU
+      work (tests/gpu/logs/2026-12-01c/call2/bench.txt). The speed run holds
+      it against the profiler's clock (``HOST_GAP``; judge.timing.speedrun).
     """
     problems = []
     slack = 1e-3 + 0.01 * judge_wall
@@ -71,10 +76,21 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
     if worker_wall < 0.8 * judge_wall - 0.02:
         problems.append(f"the worker's clock saw {worker_wall * 1e3:.1f} ms of a request that took "
                         f"{judge_wall * 1e3:.1f} ms (a slowed clock?)")
-    if event_median is not None and host_median is not None and event_median < 0.5 * host_median - 3e-4:
-        problems.append(f"the median call took {host_median * 1e6:.1f} us by the host clock but "
-                        f"{event_median * 1e6:.1f} us by the CUDA events (a forged timer?)")
+    gap = host_gap(event_median, host_median)
+    if gap:
+        problems.append(gap)
     return problems
+
+
+HOST_GAP = "by the host clock but"  # the words of host_gap's message, which clock_problems' list may hold
+
+
+def host_gap(event_median: float | None, host_median: float | None) -> str | None:
+    """The CUDA events' median call far below the host's (see clock_problems): the message, else None."""
+    if event_median is not None and host_median is not None and event_median < 0.5 * host_median - 3e-4:
+        return (f"the median call took {host_median * 1e6:.1f} us {HOST_GAP} "
+                f"{event_median * 1e6:.1f} us by the CUDA events (a forged timer?)")
+    return None
 
 
 @dataclass(frozen=True)

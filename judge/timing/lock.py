@@ -1,9 +1,22 @@
-"""One judge at a time per GPU: an exclusive fcntl lock on a file per GPU index.
+"""The GPU to itself for timing: a reader-writer lock per GPU index, on files.
 
-Two judges timing on one GPU would slow each other down by a varying amount;
-the second one waits (and says so) instead. The lock is released by the
-kernel when the process exits, however it exits, so a crashed judge never
-leaves a GPU locked.
+A speed run holds GPU ``i`` exclusively (``gpu_lock``). Two judges timing on
+one GPU would slow each other down by a varying amount, and so would another
+submission's correctness cases running beside the timed calls (``judge grade``
+and ``judge serve`` run several submissions per GPU): so correctness work
+takes the same lock shared (``gpu_shared``), one case at a time. Any number of
+cases run side by side; none runs while a speed run times, and a speed run
+starts once the cases in flight are done.
+
+Two fcntl locks make it fair to the speed run: it first takes the *intent*
+file exclusively, then the GPU file. A case takes the intent file shared only
+for as long as it takes the GPU file shared, so once a speed run is waiting no
+new case starts, and it waits for the ones in flight alone (each is bounded by
+its case limit), not for a stream of new ones.
+
+The kernel releases the locks when the process exits, however it exits, so a
+crashed judge never leaves a GPU locked. Within the process that holds a GPU
+exclusively, ``gpu_shared`` does not wait (its work is the speed run's own).
 """
 
 from __future__ import annotations
@@ -11,13 +24,38 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import threading
 import time
 from pathlib import Path
+
+_held: dict[int, int] = {}  # GPU index -> how many gpu_lock blocks of this process hold it exclusively
+_held_lock = threading.Lock()
 
 
 def lock_path(gpu: int) -> Path:
     base = os.environ.get("JUDGE_LOCK_DIR") or os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
     return Path(base) / f"triton-judge-gpu{int(gpu)}.lock"
+
+
+def intent_path(gpu: int) -> Path:
+    return lock_path(gpu).with_suffix(".intent")
+
+
+def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting) -> None:
+    """flock ``fd`` (``how``), polling; ``waiting()`` once if it must wait; TimeoutError past ``timeout``."""
+    start = time.monotonic()
+    told = False
+    while True:
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if not told and waiting is not None:
+                waiting()
+                told = True
+            if timeout is not None and time.monotonic() - start > timeout:
+                raise TimeoutError from None
+            time.sleep(poll)
 
 
 @contextlib.contextmanager
@@ -27,27 +65,66 @@ def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: floa
     Raises TimeoutError after ``timeout`` seconds of waiting (None: wait for ever).
     """
     path = lock_path(gpu)
+    intent = os.open(intent_path(gpu), os.O_RDWR | os.O_CREAT, 0o666)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    told = []
+
+    def waiting(what: str):
+        def say():
+            if on_wait is not None and not told:
+                told.append(True)
+                on_wait(f"waiting for {what} on GPU {gpu}{_read_holder(fd)} (lock {path})")
+        return say
+
     try:
         start = time.monotonic()
-        told = False
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not told and on_wait is not None:
-                    holder = _read_holder(fd)
-                    on_wait(f"waiting for another judge timing on GPU {gpu}{holder} (lock {path})")
-                    told = True
-                if timeout is not None and time.monotonic() - start > timeout:
-                    raise TimeoutError(f"GPU {gpu} stayed locked for {timeout:g} s (lock {path})") from None
-                time.sleep(poll)
+        try:
+            _take(intent, fcntl.LOCK_EX, timeout=timeout, poll=poll, waiting=waiting("another judge timing"))
+            left = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+            # New correctness cases wait from here; the ones in flight finish (each within its case limit).
+            _take(fd, fcntl.LOCK_EX, timeout=left, poll=poll, waiting=waiting("the cases in flight"))
+        except TimeoutError:
+            raise TimeoutError(f"GPU {gpu} stayed locked for {timeout:g} s (lock {path})") from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield path
+        with _held_lock:
+            _held[int(gpu)] = _held.get(int(gpu), 0) + 1
+        try:
+            yield path
+        finally:
+            with _held_lock:
+                _held[int(gpu)] -= 1
     finally:
-        os.close(fd)  # closing the descriptor releases the lock
+        os.close(fd)  # closing the descriptors releases the locks
+        os.close(intent)
+
+
+@contextlib.contextmanager
+def gpu_shared(gpu: int, *, on_wait=None, poll: float = 0.05):
+    """Correctness work on GPU ``gpu`` for the block: beside any other, never while a speed run holds it or
+    waits for it. ``on_wait(message)`` once if it must wait. No wait in a process that holds it exclusively."""
+    with _held_lock:
+        mine = _held.get(int(gpu), 0) > 0
+    if mine:
+        yield
+        return
+    path = lock_path(gpu)
+    intent = os.open(intent_path(gpu), os.O_RDWR | os.O_CREAT, 0o666)
+    fd = None
+    try:
+        def say():
+            if on_wait is not None:
+                on_wait(f"waiting for a speed run on GPU {gpu} to end (lock {path})")
+
+        _take(intent, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=say)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+        _take(fd, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=None)
+    finally:
+        os.close(intent)  # held only to get in: a speed run that now asks for the intent gets it
+    try:
+        yield
+    finally:
+        os.close(fd)
 
 
 def _read_holder(fd: int) -> str:

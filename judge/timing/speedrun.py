@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge import calls as call_modes, intake, replies, rules
+from judge.options import torch_device, torch_index
 from judge.progress import NO_PROGRESS
 from judge.shared import bench_inputs
 from judge.timing import checks, stats
@@ -136,6 +137,7 @@ class SpeedRun:
         self.clock: dict = {}  # (contender, shape) -> the clock's bookkeeping (see _clock_notes)
         self.holds: dict = {}  # shape -> the longest hold any contender needed: every contender's minimum
         self.profiles: dict = {}  # (contender, shape) -> the profiler clock's summary (see _profiles)
+        self.host_gaps: dict = {}  # shape -> the first "host clock far ahead of the events" of the submission's
         self.score = SpeedScore.from_spec(problem.spec.get("score", {}), problem.speed_points)
         # The replay check of the timed calls whose outputs are checked (judge.replay): a second sandboxed
         # process that never imports the submission. JUDGE_REPLAY=0 turns it off, as in the test groups.
@@ -179,7 +181,7 @@ class SpeedRun:
             if name == "submission" and self.replay:
                 from judge.replay import Replayer
 
-                golden = f"cuda:{self.gpu}" if self.device == "cuda" else "cpu"
+                golden = torch_device(self.gpu) if self.device == "cuda" else "cpu"
                 self.replayer = Replayer(self.problem, dataclasses.replace(job, limits=self.limits), self.backend,
                                          threads=1, golden_device=golden)
                 # Started with the contenders (its start overlaps theirs) and waited for with them (below), so
@@ -367,6 +369,12 @@ class SpeedRun:
                 event_total=sum(raw), host_total=sum(host), worker_wall=reply.worker_wall,
                 judge_wall=wall, event_median=None if cpu else stats.median(raw),
                 host_median=None if cpu or not host else stats.median(host))
+            # The host clock running far ahead of the events is held against the profiler's clock after
+            # timing (_result): a loaded host shows it too. What the judge's own clock contradicts is RJ now.
+            gaps = [m for m in problems if checks.HOST_GAP in m]
+            if gaps:
+                self.host_gaps.setdefault(s, gaps[0])
+            problems = [m for m in problems if checks.HOST_GAP not in m]
             if problems:
                 raise BenchFailed("RJ", "the timing does not add up: " + problems[0], {"clock": problems})
         c.last[s] = (reply, seed)
@@ -432,7 +440,7 @@ class SpeedRun:
             from judge.timing import ceilings
 
             self._phase("measuring the GPU's ceilings (once per GPU model)")
-            self.ceilings = ceilings.get(self.gpu, log=self.log)
+            self.ceilings = ceilings.get(torch_index(self.gpu), log=self.log)
         try:
             self._phase("starting workers")
             self._start()
@@ -603,6 +611,20 @@ class SpeedRun:
                 elif summary.get("note"):
                     self._note(f"profiler clock ({c.name}): {summary['note']}")
 
+    def _host_gap(self, s: int, label: str, params: dict, t_event: float, t_prof: float | None) -> None:
+        """A timed request of the submission's whose host clock ran far ahead of its CUDA events (checks.host_gap).
+
+        The profiler's kernel records are the second clock: where they agree with the events (not forged,
+        by compare_clocks), the GPU did what the events say and the host was late (a loaded machine), a
+        note. Where no trusted profiler figure vouches for the events, it stays what it was: RJ.
+        """
+        gap = self.host_gaps[s]
+        if t_prof is None:
+            raise BenchFailed("RJ", f"the timing does not add up: {gap}", {"clock": [gap], "shape": params})
+        self._note(f"at {label} the host's clock ran ahead of the CUDA events ({gap.split(' (')[0]}); the "
+                   f"profiler's kernel records ({t_prof * 1e6:.1f} us per call) agree with the events "
+                   f"({t_event * 1e6:.1f} us): a busy host, not a forged timer")
+
     def _result(self, plans, rounds, torch_times, stopped, checked, phases) -> dict:
         t0 = time.monotonic()
         self._profiles(plans)
@@ -653,6 +675,8 @@ class SpeedRun:
                 if agree.forged and name == "submission" and trusted_clock:
                     raise BenchFailed("RJ", f"at bench shape {label} {agree.message}: a forged timer",
                                       {"shape": params, "time_s": t_event, "profiler_time_s": t_prof})
+                if name == "submission" and s in self.host_gaps:
+                    self._host_gap(s, label, params, t_event, t_prof if trusted_clock else None)
                 if agree.disagree:
                     self._note(f"{name} at {label}: {agree.message}"
                                + ("" if trusted_clock else " (the reference's too: not used to judge)"))

@@ -13,6 +13,7 @@ Files are taken round-robin over the problems, so a deadline (--deadline
 seconds) cuts every problem short rather than the last ones entirely.
 
     python tests/gpu/bench_accepted.py [--budget 0.3] [--sandbox process] [--deadline 500] [--out DIR]
+                                       [--problems 96 97 98]
 """
 
 from __future__ import annotations
@@ -32,9 +33,11 @@ sys.path.insert(0, str(ROOT))
 from judge.problems import all_problems  # noqa: E402
 
 
-def files() -> list[tuple[str, Path]]:
+def files(only: list[str] | None = None) -> list[tuple[str, Path]]:
     per_problem = []
     for p in all_problems():
+        if only and str(p.id) not in only:
+            continue
         if not p.spec.get("bench", {}).get("shapes"):
             continue  # no speed run (an answers problem, or 99)
         # The references are timed against themselves by tests/bench/calibrate.py, which replays them too.
@@ -49,12 +52,13 @@ def main() -> int:
     ap.add_argument("--sandbox", default="process")
     ap.add_argument("--deadline", type=float, default=500.0)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "gpu-out"))
+    ap.add_argument("--problems", nargs="*", default=None, help="only these problems' files (ids)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     results = []
     bad = 0
-    for pid, path in files():
+    for pid, path in files(args.problems):
         left = args.deadline - (time.monotonic() - t0)
         if left < 30:
             print(f"--  {pid} {path.relative_to(ROOT)}: skipped ({left:.0f} s left)", flush=True)
