@@ -212,8 +212,26 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         shown.close()
         usage(message)
 
+    from judge.options import Options
+
+    def options_for(device, interpret, **extra):
+        return Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
+                       case=case, gpu=gpu, max_examples=max_examples, workers=workers,
+                       limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
+                               "memory_mb": memory_limit, "startup_seconds": startup_limit,
+                               "run_seconds": run_limit, "run_seconds_interpret": run_limit,
+                               "output_kb": output_limit, "processes": processes},
+                       speed=speed, bench=bench or {}, **extra)
+
+    early = None
     try:
         if p.kind == "kernel":
+            if device == "cpu":
+                # The session's workers start importing torch and Triton now, while this process does the
+                # same (judge.pool.head_start): on 2 cores that is most of a worker's start off the wait.
+                from judge import pool as worker_pool
+
+                early = worker_pool.head_start(p, file, options_for(device, interpret))
             with shown.blocking("loading torch"):
                 resolved = _resolve_device(asked_device, asked_interpret, fail)
             if resolved[:2] != (device, interpret):
@@ -223,15 +241,8 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
                 say(resolved[2])
 
         from judge.judging import judge_file
-        from judge.options import Options
 
-        options = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
-                          case=case, gpu=gpu, max_examples=max_examples, workers=workers,
-                          limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
-                                  "memory_mb": memory_limit, "startup_seconds": startup_limit,
-                                  "run_seconds": run_limit, "run_seconds_interpret": run_limit,
-                                  "output_kb": output_limit, "processes": processes},
-                          speed=speed, bench=bench or {}, log=say, progress=shown)
+        options = options_for(device, interpret, log=say, progress=shown)
         report = judge_file(p, file, options)
         if save_case is not None:
             shown.stage("saving the failing case")
@@ -256,6 +267,10 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         sys.exit(EXIT_INTERNAL)
     finally:
         shown.close()
+        if early is not None:
+            from judge import pool as worker_pool
+
+            worker_pool.end_head_start(early)
     _print_report(report, as_json)
     _plot(report.speed, plot_path)
     from judge.verdicts import Verdict

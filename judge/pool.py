@@ -532,3 +532,48 @@ def parse_size(text: str) -> int:
     if n < 0:
         raise ValueError("a negative size")
     return n
+
+
+def head_start(problem, submission: Path, options) -> PoolServer | None:
+    """Workers for one ``submit`` in the interpreter, spawned before the judge imports torch.
+
+    A worker's start is torch and Triton imported in a fresh process; the judge's own process imports torch
+    too before its session asks for a worker. On a CPU machine both imports can run at once: a pool of this
+    command's own, holding the workers the session will ask for (its parallel workers and its replay worker),
+    warmed now and drained at once (no replacements), hands them over when the session asks. Only in the
+    interpreter, where the job is known without torch (on a GPU the device, its memory and the kernel cache
+    are read through torch first). None when there is nothing to gain or it cannot be had (an outer pool
+    already serves this process, a sandbox the pool cannot rebuild, no Unix socket): the session then starts
+    its own, as always.
+    """
+    from judge import intake
+    from judge.options import auto_workers, limits_for
+
+    if os.environ.get(ENV) or options.device != "cpu" or getattr(problem, "kind", "kernel") != "kernel":
+        return None
+    try:
+        backend, _ = intake.backend_for(options.sandbox, options.device)
+    except Exception:  # noqa: BLE001 - the session says why, as it would without this
+        return None
+    job = Job(submission=submission, scratch=Path(tempfile.gettempdir()), device=options.device,
+              interpret=options.interpret, limits=limits_for(problem, options), gpu=options.gpu,
+              cache=intake.kernel_cache(submission, options.device, options.interpret))
+    if key_of(backend, job) is None:
+        return None
+    count = 1 if options.case is not None else (options.workers or auto_workers(options.device, options.interpret))
+    try:
+        server = PoolServer(size=max(count, 1))
+    except OSError:
+        return None
+    server.warm(backend, job, n=count)
+    if options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0":
+        server.warm(backend, replace(job, module="judge.untrusted.replay"))
+    server.drain()
+    os.environ[ENV] = server.path
+    return server
+
+
+def end_head_start(server: PoolServer | None) -> None:
+    if server is not None:
+        os.environ.pop(ENV, None)
+        server.close()

@@ -232,3 +232,25 @@ def test_pool_sizes_parse_and_a_bad_one_is_one_line(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 2 and "--pool x" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_submit_in_the_interpreter_hands_its_head_start_workers_to_the_session(tmp_path):
+    # `judge submit` on a CPU spawns its session's workers (the case worker and the replay worker) before it
+    # imports torch itself (judge.pool.head_start); the session must get exactly those, and none may outlive
+    # the command.
+    import json
+    import subprocess
+    import sys
+
+    import tempfile
+
+    env = {k: v for k, v in os.environ.items() if k != pool.ENV}
+    before = set(Path(tempfile.gettempdir()).glob("judge-pool-*"))
+    proc = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(P93.reference_path), "--device", "cpu",
+                           "--sandbox", "process", "--seed", "1", "--json", "--workers", "1", "--max-examples", "2"],
+                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    report = json.loads(proc.stdout)
+    assert report["verdict"] == "AC", report["message"]
+    assert report["timing"].get("pooled_starts") == 1 and report["timing"].get("replay_pooled") == 1, report["timing"]
+    left = set(Path(tempfile.gettempdir()).glob("judge-pool-*")) - before
+    assert not left, f"the command's pool outlived it: {left}"
