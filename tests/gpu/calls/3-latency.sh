@@ -7,6 +7,8 @@
 #                   bwrap, the worker pool on (target: >= 600 an hour)
 #   startup.txt     tests/bench/sandbox_startup.py --pool: a worker's start on the GPU, fresh and from the pool
 #   replay.txt      tests/bench/replay_cost.py: what the replay check adds to `submit` on the GPU
+# Environment: PARTS (default "latency throughput startup replay", in that order), IDS (latency's problems,
+# default all six), N (the roster, default 24), THROUGHPUT_LIMIT (s, default 180), DEADLINE.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-gpu-out}"; mkdir -p "$out"
@@ -18,8 +20,10 @@ fi
 deadline=${DEADLINE:-540}
 start=$(date +%s)
 left() { echo $(( deadline - ($(date +%s) - start) )); }
+parts=" ${PARTS:-latency throughput startup replay} "
 part() {  # part NAME SECONDS CMD...
   local name=$1 limit=$2; shift 2
+  [[ $parts == *" $name "* ]] || return 0
   local l; l=$(left)
   (( l < 30 )) && { echo "== $name: skipped, $l s left" | tee "$out/$name.txt"; return; }
   (( limit > l )) && limit=$l
@@ -29,8 +33,8 @@ part() {  # part NAME SECONDS CMD...
   tail -n 30 "$out/$name.txt"
 }
 { date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; bwrap --version; } 2>&1 | tee "$out/env.txt"
-part latency 300 python3 tests/bench/judge_latency.py 93 94 95 96 97 98 --device cuda --sandbox bwrap --markdown "$out/latency.md"
-part throughput 180 python3 tests/bench/grade_throughput.py --device cuda --problem 94 -n "${N:-24}" --executors local \
+part latency 300 python3 tests/bench/judge_latency.py ${IDS:-93 94 95 96 97 98} --device cuda --sandbox bwrap --markdown "$out/latency.md"
+part throughput "${THROUGHPUT_LIMIT:-180}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 -n "${N:-24}" --executors local \
   --pool auto --sandbox bwrap
 part startup 60 python3 tests/bench/sandbox_startup.py --device cuda --runs 3 --pool --backends process,bwrap
 part replay 150 python3 tests/bench/replay_cost.py 94 98 --device cuda --runs 1 --sandbox bwrap
