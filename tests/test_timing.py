@@ -998,8 +998,8 @@ def test_a_host_clock_far_ahead_of_the_events_is_held_against_the_profiler(tmp_p
     # On the H200 a host with every core busy put 1553.7 us of host time around 186.9 us of events, for a
     # correct kernel (tests/gpu/logs/2026-12-01c/call2/bench.txt): RJ then. The profiler decides now.
     gap = checks.host_gap(1.0e-6, 1553.7e-6)
-    assert gap and checks.HOST_GAP in gap
-    assert any(checks.HOST_GAP in m for m in honest(event_median=1.0e-6, host_median=1553.7e-6))
+    assert gap and "by the host clock" in gap
+    assert any("by the host clock" in m for m in honest(event_median=1.0e-6, host_median=1553.7e-6))
     # The kernels' own records agree with the events: the host was late, a note, not RJ.
     speed = _result_with_profiles(tmp_path, sub_prof=1.02e-6, ref_prof=2.0e-6, host_gap=gap)
     assert [n for n in speed["notes"] if "a busy host, not a forged timer" in n]

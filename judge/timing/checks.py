@@ -60,7 +60,7 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
       (a batch judging beside the speed run) wakes from the sync late, and on
       the H200 a loaded host put 1.55 ms of host time around 0.19 ms of GPU
       work (tests/gpu/logs/2026-12-01c/call2/bench.txt). The speed run holds
-      it against the profiler's clock (``HOST_GAP``; judge.timing.speedrun).
+      it against the profiler's clock (``host_gap``; judge.timing.speedrun).
     """
     problems = []
     slack = 1e-3 + 0.01 * judge_wall
@@ -82,13 +82,10 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
     return problems
 
 
-HOST_GAP = "by the host clock but"  # the words of host_gap's message, which clock_problems' list may hold
-
-
 def host_gap(event_median: float | None, host_median: float | None) -> str | None:
     """The CUDA events' median call far below the host's (see clock_problems): the message, else None."""
     if event_median is not None and host_median is not None and event_median < 0.5 * host_median - 3e-4:
-        return (f"the median call took {host_median * 1e6:.1f} us {HOST_GAP} "
+        return (f"the median call took {host_median * 1e6:.1f} us by the host clock but "
                 f"{event_median * 1e6:.1f} us by the CUDA events (a forged timer?)")
     return None
 
