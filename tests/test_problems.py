@@ -86,3 +86,16 @@ def test_group_domains_are_well_formed(problem):
                 assert validate_case(case, domain) is None, (g.name, case)
             assert set(g.interpret) <= set(g.params), f"{g.name}: interpret overrides unknown params"
         assert g.points > 0
+
+
+def test_a_corpus_file_may_name_its_verdict_on_the_other_device(tmp_path):
+    # 93's /proc/self/mem exploit is RJ in the interpreter and a plain WA compiled on a GPU (the H200 run of
+    # 2026-12-01): its "# verdict-gpu: WA" line says so; everywhere else the folder's verdict holds.
+    from judge.selftest import declared_verdict
+
+    path = find_problem("93").directory / "submissions" / "rejected" / "exploit2_bytes_proc_mem.py"
+    assert declared_verdict(path, "RJ", interpret=True) == "RJ"
+    assert declared_verdict(path, "RJ", interpret=False) == "WA"
+    plain = tmp_path / "plain.py"
+    plain.write_text("# verdict-gpu is only a line of its own\nx = 1  # verdict-gpu: WA\n")
+    assert declared_verdict(plain, "AC", interpret=False) == "AC"
