@@ -60,6 +60,8 @@ class Session:
         # Seconds this run's cases waited for another judge's speed run on the GPU (judge.timing.lock): not
         # the submission's time, so not in its run limit.
         self.gpu_wait_seconds = 0.0
+        self._gpu_waiting = 0  # lanes waiting for it now, and since when (see _gpu_shared)
+        self._gpu_wait_since = 0.0
         self.timing: dict = {}
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
         self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
@@ -234,11 +236,27 @@ class Session:
             if self.options.log:
                 self.options.log(message)
 
-        t0 = time.monotonic()
-        with lock.gpu_shared(self.options.gpu or 0, on_wait=waiting):
-            with self._lock:
-                self.gpu_wait_seconds += time.monotonic() - t0
-            yield
+        # The lanes wait for the same speed run at once: the run's waiting time is while any of them waits.
+        with self._lock:
+            if not self._gpu_waiting:
+                self._gpu_wait_since = time.monotonic()
+            self._gpu_waiting += 1
+        got = False
+        try:
+            with lock.gpu_shared(self.options.gpu or 0, on_wait=waiting):
+                got = True
+                self._gpu_waited()
+                yield
+        finally:
+            if not got:  # gave up while waiting (an exception, an interrupt)
+                self._gpu_waited()
+
+    def _gpu_waited(self) -> None:
+        """One lane got the GPU (or gave up waiting): the last of the waiting lanes ends the waiting time."""
+        with self._lock:
+            self._gpu_waiting -= 1
+            if not self._gpu_waiting:
+                self.gpu_wait_seconds += time.monotonic() - self._gpu_wait_since
 
     def _lane_of(self, ex: Exchange) -> int:
         return next((i for i, lane in enumerate(self.workers.all) if lane is ex), 0)

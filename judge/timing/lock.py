@@ -58,6 +58,19 @@ def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting) -> 
             time.sleep(poll)
 
 
+def _open(path: Path, write: bool) -> int:
+    """A lock file's descriptor. Made readable and writable by everyone when this process creates it (the
+    GPU is the host's, its judges may run as several users); a reader needs only to read it (flock does not
+    need write access), so another user's file with a stricter mode still admits correctness cases."""
+    fd = os.open(path, (os.O_RDWR if write else os.O_RDONLY) | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        if os.fstat(fd).st_uid == os.getuid():
+            os.fchmod(fd, 0o666)
+    except OSError:
+        pass
+    return fd
+
+
 @contextlib.contextmanager
 def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: float = 0.2):
     """Hold GPU ``gpu`` exclusively for the block; ``on_wait(message)`` is called once if it must wait.
@@ -65,18 +78,20 @@ def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: floa
     Raises TimeoutError after ``timeout`` seconds of waiting (None: wait for ever).
     """
     path = lock_path(gpu)
-    intent = os.open(intent_path(gpu), os.O_RDWR | os.O_CREAT, 0o666)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    fds: list[int] = []
     told = []
 
     def waiting(what: str):
         def say():
             if on_wait is not None and not told:
                 told.append(True)
-                on_wait(f"waiting for {what} on GPU {gpu}{_read_holder(fd)} (lock {path})")
+                on_wait(f"waiting for {what} on GPU {gpu}{_read_holder(fds[1])} (lock {path})")
         return say
 
     try:
+        fds.append(_open(intent_path(gpu), write=True))
+        fds.append(_open(path, write=True))
+        intent, fd = fds
         start = time.monotonic()
         try:
             _take(intent, fcntl.LOCK_EX, timeout=timeout, poll=poll, waiting=waiting("another judge timing"))
@@ -95,8 +110,8 @@ def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: floa
             with _held_lock:
                 _held[int(gpu)] -= 1
     finally:
-        os.close(fd)  # closing the descriptors releases the locks
-        os.close(intent)
+        for fd in reversed(fds):
+            os.close(fd)  # closing the descriptors releases the locks
 
 
 @contextlib.contextmanager
@@ -109,19 +124,19 @@ def gpu_shared(gpu: int, *, on_wait=None, poll: float = 0.05):
         yield
         return
     path = lock_path(gpu)
-    intent = os.open(intent_path(gpu), os.O_RDWR | os.O_CREAT, 0o666)
-    fd = None
-    try:
-        def say():
-            if on_wait is not None:
-                on_wait(f"waiting for a speed run on GPU {gpu} to end (lock {path})")
 
-        _take(intent, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=say)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
-        _take(fd, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=None)
-    finally:
-        os.close(intent)  # held only to get in: a speed run that now asks for the intent gets it
+    def say():
+        if on_wait is not None:
+            on_wait(f"waiting for a speed run on GPU {gpu} to end (lock {path})")
+
+    fd = _open(path, write=False)
     try:
+        intent = _open(intent_path(gpu), write=False)
+        try:
+            _take(intent, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=say)
+            _take(fd, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=None)
+        finally:
+            os.close(intent)  # held only to get in: a speed run that now asks for the intent gets it
         yield
     finally:
         os.close(fd)
