@@ -86,6 +86,24 @@ def auto_workers(device: str, interpret: bool) -> int:
     return max(1, min(8, cores // 2, int(gb // 16)))
 
 
+def planned_cases(group, options: Options) -> int:
+    """How many cases Hypothesis is asked for in ``group`` (its explicit examples come on top)."""
+    n = options.max_examples if options.max_examples is not None else (
+        group.max_examples_interpret if options.interpret else group.max_examples)
+    return min(n, 2) if options.quick else n
+
+
+def session_workers(problem, options: Options) -> int:
+    """How many workers a submission's session spreads its cases over: one for a single case, else
+    ``--workers`` or auto_workers, and no more than the largest selected group has cases (a second worker
+    for one case is a start for nothing)."""
+    if options.case is not None:
+        return 1
+    count = options.workers or auto_workers(options.device, options.interpret)
+    groups = [g for g in problem.groups if options.group is None or g.name == options.group]
+    return max(1, min(count, max([planned_cases(g, options) + len(g.examples) for g in groups] or [1])))
+
+
 def torch_index(gpu: int | None) -> int:
     """This process's torch index of host GPU ``gpu`` (the index the sandboxes and the GPU lock use).
 

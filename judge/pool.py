@@ -547,7 +547,7 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
     its own, as always.
     """
     from judge import intake
-    from judge.options import auto_workers, limits_for
+    from judge.options import limits_for, session_workers
 
     if os.environ.get(ENV) or options.device != "cpu" or getattr(problem, "kind", "kernel") != "kernel":
         return None
@@ -560,7 +560,7 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
               cache=intake.kernel_cache(submission, options.device, options.interpret))
     if key_of(backend, job) is None:
         return None
-    count = 1 if options.case is not None else (options.workers or auto_workers(options.device, options.interpret))
+    count = session_workers(problem, options)  # as many as the session will ask for
     try:
         server = PoolServer(size=max(count, 1))
     except OSError:

@@ -32,7 +32,7 @@ from judge.exchange import Exchange, Workers, encode_inputs
 from judge.groups import draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
-from judge.options import Options, auto_workers, limits_for, torch_device
+from judge.options import Options, limits_for, planned_cases, session_workers, torch_device
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
 from judge.replay import Replayer, ReplaySampler
@@ -78,11 +78,7 @@ class Session:
     # ------------------------------------------------------------------ entry
 
     def _planned_cases(self, group) -> int:
-        """How many cases Hypothesis is asked for in ``group`` (its explicit examples come on top)."""
-        opts = self.options
-        n = opts.max_examples if opts.max_examples is not None else (
-            group.max_examples_interpret if opts.interpret else group.max_examples)
-        return min(n, 2) if opts.quick else n
+        return planned_cases(group, self.options)
 
     def run(self) -> Report:
         self.started = time.monotonic()
@@ -94,11 +90,8 @@ class Session:
         job = Job(submission=self.submission, scratch=scratch, device=self.options.device,
                   interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu,
                   cache=intake.kernel_cache(self.submission, self.options.device, self.options.interpret))
-        count = 1 if self.options.case is not None else (
-            self.options.workers or auto_workers(self.options.device, self.options.interpret))
-        # No more workers than the largest group has cases: a second worker for one case is a start for nothing.
-        count = min(count, max([self._planned_cases(g) + len(g.examples) for g in self._selected_groups()] or [1]))
-        self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads, count=max(count, 1))
+        self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads,
+                               count=session_workers(self.problem, self.options))
         if self.replay_on:
             replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
                                 golden_device=self.golden_device)

@@ -244,13 +244,17 @@ def test_submit_in_the_interpreter_hands_its_head_start_workers_to_the_session(t
 
     import tempfile
 
-    env = {k: v for k, v in os.environ.items() if k != pool.ENV}
-    before = set(Path(tempfile.gettempdir()).glob("judge-pool-*"))
+    # A temporary directory of the command's own (short: the pool's socket path must fit a Unix socket's).
+    own_tmp = Path(tempfile.mkdtemp(prefix="hs-", dir="/tmp"))
+    env = {**{k: v for k, v in os.environ.items() if k != pool.ENV}, "TMPDIR": str(own_tmp)}
     proc = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(P93.reference_path), "--device", "cpu",
                            "--sandbox", "process", "--seed", "1", "--json", "--workers", "1", "--max-examples", "2"],
                           cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
     report = json.loads(proc.stdout)
     assert report["verdict"] == "AC", report["message"]
     assert report["timing"].get("pooled_starts") == 1 and report["timing"].get("replay_pooled") == 1, report["timing"]
-    left = set(Path(tempfile.gettempdir()).glob("judge-pool-*")) - before
+    left = list(own_tmp.glob("judge-pool-*"))
     assert not left, f"the command's pool outlived it: {left}"
+    import shutil
+
+    shutil.rmtree(own_tmp, ignore_errors=True)
