@@ -77,9 +77,6 @@ class Session:
 
     # ------------------------------------------------------------------ entry
 
-    def _planned_cases(self, group) -> int:
-        return planned_cases(group, self.options)
-
     def run(self) -> Report:
         self.started = time.monotonic()
         refusal = intake.check_source(self.submission, self.options.static_scan, entry=self.problem.entry_point,
@@ -386,7 +383,7 @@ class Session:
             self._first[group.name] = canonical(opts.case)
             failure = run_cases([opts.case], counted)
         else:
-            n = self._planned_cases(group)
+            n = planned_cases(group, self.options)
             examples = expand_examples(group.examples, domain, interp, salt)
             cases = draw_cases(domain, examples, n, salt, interpret=interp)
             if cases:

@@ -20,12 +20,17 @@ def add(x, y):
 '''
 
 
-@pytest.mark.parametrize("name", ["process", "bwrap", "docker"])
-def test_every_sandbox_mounts_the_kernel_cache_where_triton_looks(name, tmp_path):
+def _usable(name):
     backend = get_backend(name)
     why = backend.unavailable("cpu")
     if why:
         pytest.skip(why)
+    return backend
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap", "docker"])
+def test_every_sandbox_mounts_the_kernel_cache_where_triton_looks(name, tmp_path):
+    backend = _usable(name)
     sub = tmp_path / "sub.py"
     sub.write_text(WRITES_THE_CACHE)
     cache = tmp_path / "cache" / "abc"
@@ -77,10 +82,7 @@ def test_a_pooled_worker_gets_the_contents_cache_and_gives_back_what_it_compiled
 
     from judge import pool
 
-    backend = get_backend(name)
-    why = backend.unavailable("cpu")
-    if why:
-        pytest.skip(why)
+    backend = _usable(name)
     sub = tmp_path / "sub.py"
     sub.write_text(READS_THE_CACHE)
     cache = tmp_path / "cache" / "abc"

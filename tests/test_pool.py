@@ -7,6 +7,7 @@ none warm starts its own; the pool's verdicts are the judge's verdicts without i
 
 import os
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -86,46 +87,34 @@ def test_a_pooled_worker_serves_exactly_one_submission(server, tmp_path):
     a.write_text("def add(x, y):\n    return x\n")
     b.write_text("def add(x, y):\n    return y\n")
     _warm(server, backend, _job(a, tmp_path))
-    first = WorkerChannel(backend, _job(a, tmp_path))
-    try:
+    with closing(WorkerChannel(backend, _job(a, tmp_path))) as first:
         assert first.pooled
         hello = first.start(submission_entry="add", arity=2, threads=1)
         assert hello.ok, hello.error
         assert hello.startup.get("waited_seconds", 0) >= 0
         pid = first.proc.pid
-    finally:
-        first.close()
     assert not _alive(pid), "the worker outlived its submission"
     assert server.stats["taken"] == 1
     # The next submission gets another worker (the pool replaced the one it handed out), never that one.
     _warm(server, backend, _job(b, tmp_path))
-    second = WorkerChannel(backend, _job(b, tmp_path))
-    try:
+    with closing(WorkerChannel(backend, _job(b, tmp_path))) as second:
         assert second.pooled and second.proc.pid != pid
         assert second.start(submission_entry="add", arity=2, threads=1).ok
-    finally:
-        second.close()
 
 
 def test_without_a_warm_worker_the_job_starts_its_own(server, tmp_path):
     backend = usable("process")
     sub = tmp_path / "a.py"
     sub.write_text("def add(x, y):\n    return x\n")
-    ch = WorkerChannel(backend, _job(sub, tmp_path))  # a kind the pool has not seen: it starts one for next time
-    try:
+    with closing(WorkerChannel(backend, _job(sub, tmp_path))) as ch:  # a kind the pool has not seen: it starts one for next time
         assert not ch.pooled
         assert ch.start(submission_entry="add", arity=2, threads=1).ok
-    finally:
-        ch.close()
     assert server.stats["missed"] == 1
     # A worker of another kind (more memory) is never handed to this one.
     other = _job(sub, tmp_path, limits=Limits(**{**LIMITS.__dict__, "memory_mb": 2048}))
     _warm(server, backend, _job(sub, tmp_path))
-    ch = WorkerChannel(backend, other)
-    try:
+    with closing(WorkerChannel(backend, other)) as ch:
         assert not ch.pooled
-    finally:
-        ch.close()
 
 
 def test_a_dropped_job_takes_its_workers_with_it(server, tmp_path):
@@ -178,12 +167,9 @@ def test_a_pooled_worker_still_takes_the_integrity_snapshot_before_the_import(se
     sub = tmp_path / "tamper.py"
     sub.write_text("import time\ntime.perf_counter = lambda: 0.0\n\ndef add(x, y):\n    return x\n")
     _warm(server, backend, _job(sub, tmp_path))
-    ch = WorkerChannel(backend, _job(sub, tmp_path))
-    try:
+    with closing(WorkerChannel(backend, _job(sub, tmp_path))) as ch:
         assert ch.pooled
         hello = ch.start(submission_entry="add", arity=2, threads=1)
-    finally:
-        ch.close()
     assert not hello.ok and hello.error.category == "rule" and "time.perf_counter" in hello.error.message
 
 
