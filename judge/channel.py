@@ -62,6 +62,7 @@ class WorkerChannel:
         self.job = job
         self.limits = job.limits
         self._unsent: Exception | None = None
+        self._exit_sent = False
         lease = pool.take(backend, job)
         self._lease = lease
         self.pooled = lease is not None and lease.proc is not None
@@ -245,12 +246,19 @@ class WorkerChannel:
             self._kill("protocol", f"a malformed reply: {exc}")
             raise WorkerDied("protocol", f"the worker's reply was not valid: {exc}") from None
 
-    def close(self) -> None:
-        if self.proc.wait(timeout=0) is None:
+    def request_exit(self) -> None:
+        """Ask the worker to exit, without waiting for it: to stop several at once, ask each, then close each
+        (a GPU worker's exit takes its CUDA context down; one after the other, those waits add up)."""
+        if not self._exit_sent and self.proc.wait(timeout=0) is None:
+            self._exit_sent = True
             try:
                 self._send({"type": "exit"})
             except WorkerDied:
                 pass
+
+    def close(self) -> None:
+        if self.proc.wait(timeout=0) is None:
+            self.request_exit()
             if self.proc.wait(timeout=2) is None:
                 self.proc.kill()
                 self.proc.wait(timeout=5)

@@ -172,6 +172,9 @@ class Workers:
                 future.result()
             except Exception:  # noqa: BLE001 - a start that failed: stopped below like the others
                 pass
+        for ex in self.all:  # all asked first, so that their exits run at once
+            if ex.channel is not None:
+                ex.channel.request_exit()
         for ex in self.all:
             ex.stop()
         if self._pool is not None:

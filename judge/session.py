@@ -74,6 +74,7 @@ class Session:
         self._shrinking = False  # the group's first failure was found: its cases now are Hypothesis's tries
         self._tries = 0  # cases run while shrinking the group's failure
         self._lane_compiling: dict[int, bool] = {}  # lane -> its last reply compiled new kernels (GPU)
+        self._speed_run = None  # judge.timing.speedrun.SpeedRun, its workers spawned while tests still run
 
     # ------------------------------------------------------------------ entry
 
@@ -114,6 +115,8 @@ class Session:
                                               skipped=f"not run: an earlier group ended with {last.value}"))
                     continue
                 groups.append(self._run_group(g))
+                if all(x.passed for x in groups):
+                    self._prestart_speed(scratch)
             verdict = worst(g.verdict for g in groups)
             message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
                            "all tests passed")
@@ -125,6 +128,8 @@ class Session:
                 verdict, message = failed
             return self._report(verdict, message, groups, speed=speed)
         finally:
+            if self._speed_run is not None:
+                self._speed_run.discard()  # its workers, when the tests failed after they were spawned
             self.progress.stage("stopping workers")
             if self.replays is not None:
                 self.replays.replayer.release()  # asks it to exit now; closed for good below, after the workers
@@ -428,18 +433,16 @@ class Session:
         why_not = _no_speed_run(self.problem, opts, verdict)
         if why_not:
             return {**base, "reason": why_not}, None
-        from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
+        from judge.timing.speedrun import BenchFailed
 
         self.progress.stage("speed run: stopping the test workers")
         self.workers.stop()  # the correctness workers' memory and contexts are not needed any more
         if self.replays is not None:
             self.replays.replayer.stop()
         t0 = time.monotonic()
+        run, self._speed_run = self._speed_run or self._new_speed_run(scratch), None
         try:
-            result = SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret,
-                              gpu=opts.gpu, backend=self.backend, limits=self.limits, scratch=scratch,
-                              config=config_for(self.problem, interpret=opts.interpret, overrides=opts.bench),
-                              log=opts.log, progress=self.progress, replay=self.replay_on).run()
+            result = run.run()
         except BenchFailed as exc:
             self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
             speed = {**base, "scored": True, "reason": f"{exc.verdict} in the speed run: {exc.message}",
@@ -448,6 +451,28 @@ class Session:
         self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
         score = SpeedScore.from_spec(self.problem.spec.get("score", {}), self.problem.speed_points)
         return {**base, **score.section(result)}, None
+
+    def _new_speed_run(self, scratch: Path):
+        from judge.timing.speedrun import SpeedRun, config_for
+
+        opts = self.options
+        # Its own scratch: the test workers' scratch folders (scratch/worker<i>) may still be in use.
+        return SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret, gpu=opts.gpu,
+                        backend=self.backend, limits=self.limits, scratch=scratch / "speed",
+                        config=config_for(self.problem, interpret=opts.interpret, overrides=opts.bench),
+                        log=opts.log, progress=self.progress, replay=self.replay_on)
+
+    def _prestart_speed(self, scratch: Path) -> None:
+        """Spawn the speed run's workers once the first test group has passed, so that their start (8.8-11.5 s
+        each on the H200, in parallel: tests/gpu/RESULTS.md) overlaps the later groups instead of following
+        them. Not before: a submission that fails its first group, as most wrong ones do, costs no speed
+        workers. JUDGE_SPEED_PRESTART=0 turns it off (to measure what it saves)."""
+        if self._speed_run is not None or os.environ.get("JUDGE_SPEED_PRESTART", "1") == "0":
+            return
+        if _no_speed_run(self.problem, self.options, Verdict.AC) is not None:
+            return
+        self._speed_run = self._new_speed_run(scratch)
+        self._speed_run.spawn()
 
     # ------------------------------------------------------------------ report
 

@@ -147,3 +147,32 @@ def test_the_startup_limit_counts_the_submissions_import_not_the_environments(tm
             assert exc.value.reason == died
     finally:
         ch.close()
+
+
+def test_a_real_worker_asked_to_exit_exits_by_itself_even_with_exit_handlers(tmp_path):
+    # It used to return through the interpreter's shutdown (torch's, Triton's, and any handler the file
+    # registered), which outlasted close()'s grace: every worker was killed, two seconds each, one after the
+    # other, before every speed run and at every end. Now it leaves at once, with status 0, not killed.
+    from judge.sandbox.process import ProcessBackend
+
+    sub = tmp_path / "s.py"
+    sub.write_text(textwrap.dedent("""
+        import atexit, time
+        atexit.register(time.sleep, 30)
+
+        def add(x, y):
+            return x + y
+    """))
+    lim = Limits(case_seconds=60, run_seconds=120, memory_mb=4096, output_bytes=1 << 20, processes=64,
+                 startup_seconds=120)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    channels = [WorkerChannel(ProcessBackend(), Job(submission=sub, scratch=scratch, device="cpu", interpret=True,
+                                                    limits=lim)) for _ in range(2)]
+    for ch in channels:
+        assert ch.start(submission_entry="add", arity=2, threads=1).ok
+    for ch in channels:
+        ch.request_exit()
+    for ch in channels:
+        ch.close()
+        assert ch.proc.popen.returncode == 0  # -9 when close() had to kill it

@@ -1156,3 +1156,69 @@ def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_th
     finally:
         release.write_text("")
         timing.wait(timeout=60)
+
+
+def _spied_session(monkeypatch, path, events):
+    """A session of 93 in interpreter mode that runs a speed run (as on a GPU), with its groups' ends and the
+    speed run's spawn and discard recorded in ``events``."""
+    import judge.session as session_mod
+    from judge.options import Options
+    from judge.session import Session
+    from judge.timing.speedrun import SpeedRun
+    from judge.verdicts import Verdict
+
+    monkeypatch.setattr(session_mod, "_no_speed_run", lambda p, o, v: None if v is Verdict.AC else "tests failed")
+    spawn, discard, run_group = SpeedRun.spawn, SpeedRun.discard, session_mod.Session._run_group
+
+    def spied_spawn(self):
+        events.append(("spawn", self))
+        spawn(self)
+
+    def spied_discard(self):
+        procs = [client.proc for _, client, _, _ in self._spawned or []]
+        events.append(("discard", self, procs))
+        discard(self)
+
+    def spied_group(self, g):
+        result = run_group(self, g)
+        events.append(("group", g.name, result.passed))
+        return result
+
+    monkeypatch.setattr(SpeedRun, "spawn", spied_spawn)
+    monkeypatch.setattr(SpeedRun, "discard", spied_discard)
+    monkeypatch.setattr(session_mod.Session, "_run_group", spied_group)
+    options = Options(device="cpu", interpret=True, sandbox="process", seed=3, max_examples=1, workers=1,
+                      bench={"min_rounds": 1, "max_rounds": 1, "torch_baseline": False})
+    return Session(find_problem("93"), path, options).run()
+
+
+def test_the_speed_runs_workers_are_spawned_once_the_first_group_passed(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    events = []
+    report = _spied_session(monkeypatch, find_problem("93").reference_path, events)
+    assert report.verdict.value == "AC" and report.speed["scored"], report.speed
+    kinds = [e[0] for e in events]
+    assert kinds.index("spawn") == 1, kinds  # right after the first group, then the later groups ran
+    assert kinds.count("group") >= 2 and "discard" not in kinds, kinds
+    # One SpeedRun: the one spawned during the tests is the one that ran (its start calls spawn, a no-op).
+    assert len({id(e[1]) for e in events if e[0] == "spawn"}) == 1
+    run = events[1][1]
+    assert not run._spawned and all(c.client.proc.popen.poll() is not None for c in run.contenders)
+
+
+def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    # Right on the first group's sizes (n <= 3000), one element short beyond them (later groups reach them).
+    path = tmp_path / "late_wrong.py"
+    source = find_problem("93").reference_path.read_text()
+    launch = "_add_kernel[grid](x, y, out, n,"
+    assert launch in source
+    path.write_text(source.replace(launch, "_add_kernel[grid](x, y, out, n if n <= 3000 else n - 1,", 1))
+    events = []
+    report = _spied_session(monkeypatch, path, events)
+    assert report.verdict.value == "WA" and not report.speed["scored"], report.message
+    kinds = [e[0] for e in events]
+    assert kinds.count("spawn") == 1 and kinds[-1] == "discard" and kinds.index("spawn") == 1, kinds
+    run, procs = events[-1][1], events[-1][2]
+    assert run._spawned == [] and run.replayer is None and not run.contenders
+    assert len(procs) == 2 and all(proc.popen.poll() is not None for proc in procs)  # submission, reference

@@ -144,14 +144,29 @@ class SpeedRun:
         self.replay = replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
         self.replayer = None
         self.replay_timing: dict = {}
+        self._spawned: list | None = None  # (name, channel, entry, trusted) spawned, not greeted yet
+        self._spawn_failed: BenchFailed | None = None
 
     # ------------------------------------------------------------------ workers
 
-    def _start(self) -> None:
+    def spawn(self) -> None:
+        """Spawn the workers (the submission's, the reference's, PyTorch's and the replay worker) and return:
+        they import torch and Triton and make their CUDA contexts while the judge goes on (a session calls
+        this while its later test groups run; run() greets them). Idempotent; what fails here is raised by
+        run(). Nothing here touches the GPU lock: a worker's start is not timed work."""
+        if self._spawned is not None:
+            return
+        self._spawned = []
+        try:
+            self._spawn()
+        except BenchFailed as exc:
+            self._spawn_failed = exc
+
+    def _spawn(self) -> None:
         from judge.sandbox import Job
         from judge.sandbox.process import ProcessBackend
         from judge.timing.ceilings import cache_dir
-        from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
+        from judge.channel import WorkerChannel
 
         trusted_root = cache_dir() / "workers"
         plan = [("submission", self.backend, self.submission, self.problem.entry_point, self.scratch, False)]
@@ -163,7 +178,7 @@ class SpeedRun:
         if self.config.torch_baseline and callable(getattr(self.problem.golden, "pytorch", None)):
             plan.append(("pytorch", ProcessBackend(), self.problem.directory / "golden.py", "pytorch",
                          trusted_root / f"{self.problem.directory.name}-pytorch", True))
-        started = []
+        started = self._spawned
         # The submission's timed worker holds input sets (SET_BYTES) and outputs (KEEP_BYTES) per shape
         # besides the call itself: twice a correctness worker's GPU memory. Trusted workers are not capped.
         sub_limits = self.limits
@@ -188,7 +203,15 @@ class SpeedRun:
                 # that its start, and on a GPU its CUDA context, is over before the first timed sample; it
                 # waits idle until the checks after timing.
                 self.replayer.prestart()
-        for name, client, entry, trusted in started:
+
+    def _start(self) -> None:
+        from judge.channel import WorkerDied, WorkerStartFailed
+
+        self.spawn()
+        if self._spawn_failed is not None:
+            raise self._spawn_failed
+        while self._spawned:
+            name, client, entry, trusted = self._spawned.pop(0)
             self.contenders.append(Contender(name, client, trusted, self.limits.case_seconds))
             who = "the submission" if name == "submission" else f"the {name} worker"
             try:
@@ -217,7 +240,22 @@ class SpeedRun:
                 pass
         self.notes.append(f"the PyTorch baseline failed and was left out: {str(lost)[:300]}")
 
+    def discard(self) -> None:
+        """Stop whatever this run started (a session whose tests failed calls this: no speed run)."""
+        self._close()
+
     def _close(self) -> None:
+        for _, client, _, _ in self._spawned or []:  # spawned, never greeted
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        self._spawned = []
+        for c in self.contenders:  # all asked first, so that their exits run at once
+            try:
+                c.client.request_exit()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
         for c in self.contenders:
             try:
                 c.client.close()

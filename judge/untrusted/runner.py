@@ -495,6 +495,18 @@ def prepare(reader) -> dict | None:
     return prep
 
 
+def _exit_now() -> None:
+    """Exit at once: every reply has been sent, and the interpreter's shutdown (torch's and Triton's, and any
+    exit handler the submission registered) took more than the judge's two seconds of grace, after which it
+    killed the worker: two seconds per worker, one after the other, before every speed run and at every end."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a stream the submission closed or replaced
+            pass
+    os._exit(0)
+
+
 def main() -> int:
     import time
 
@@ -572,7 +584,7 @@ def main() -> int:
         if msg.get("nonce") != nonce:
             return 2
         if msg.get("type") == "exit":
-            return 0
+            _exit_now()
         if msg.get("type") in ("bench", "bench_check"):
             if not _bench(worker, msg):
                 return 0

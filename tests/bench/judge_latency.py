@@ -10,6 +10,15 @@ time in those launches, and the speed run. Runs on the CPU (interpreter) and
 on a GPU.
 
     python tests/bench/judge_latency.py [IDS ...] [--device cpu|cuda] [--no-speed] [--markdown FILE]
+                                        [--ab VAR --rounds N] [--warm]
+
+--warm judges the first problem once before measuring, not counted: on a fresh GPU machine the first speed
+run also measures the GPU's ceilings and compiles the reference's kernels into the trusted cache (once per
+machine), which would fall on whichever variant goes first.
+
+--ab VAR measures a switch side by side: each problem is judged with VAR=0 and with VAR=1 in turn, N rounds,
+the order swapped every round (JUDGE_SPEED_PRESTART: the speed run's workers spawned during the tests or
+after them; JUDGE_REPLAY: the replay check off or on).
 """
 
 from __future__ import annotations
@@ -25,11 +34,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-COLUMNS = ("problem", "verdict", "wall s", "worker starts", "start s", "cases", "worker s", "golden s",
-           "compiles", "compile s", "tests s", "speed s")
+COLUMNS = ("problem", "ab", "verdict", "wall s", "worker starts", "start s", "cases", "worker s", "golden s",
+           "compiles", "compile s", "tests s", "speed s", "speed start s")
 
 
-def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int) -> dict:
+def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: dict | None = None) -> dict:
+    import os
+
     from judge.problems import find_problem
 
     p = find_problem(pid)
@@ -38,7 +49,7 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int) -> dict
     if not speed:
         cmd.append("--no-speed")
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})})
     wall = time.monotonic() - t0
     try:
         report = json.loads(r.stdout)
@@ -46,7 +57,9 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int) -> dict
         return {"problem": f"{p.id} {p.slug}", "verdict": f"exit {r.returncode}", "wall s": wall,
                 "error": r.stderr.strip().splitlines()[-1:] if r.stderr.strip() else []}
     t = report.get("timing", {})
-    return {"problem": f"{p.id} {p.slug}", "verdict": report.get("verdict"), "wall s": wall,
+    phases = (report.get("speed") or {}).get("phases") or {}
+    return {"problem": f"{p.id} {p.slug}", "ab": " ".join(f"{k}={v}" for k, v in (env or {}).items()) or None,
+            "verdict": report.get("verdict"), "wall s": wall, "speed start s": phases.get("start_seconds"),
             "worker starts": t.get("worker_starts"), "start s": t.get("worker_start_seconds"),
             "cases": t.get("cases"), "worker s": t.get("worker_seconds"), "golden s": t.get("golden_seconds"),
             "compiles": t.get("kernels_compiled"), "compile s": t.get("compile_seconds"),
@@ -77,12 +90,23 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-speed", action="store_true", help="submit --no-speed (GPU only matters)")
     ap.add_argument("--markdown", type=Path, default=None, help="append the dated table to this file")
+    ap.add_argument("--ab", default=None, help="an environment switch judged =0 and =1 in turn")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of the --ab pair")
+    ap.add_argument("--warm", action="store_true", help="one untimed submit of the first problem first")
     args = ap.parse_args()
     rows = []
+    if args.warm and args.ids:
+        row = measure(args.ids[0], args.device, args.sandbox, not args.no_speed, args.seed)
+        print(json.dumps({**row, "problem": row["problem"] + " (warm-up, not counted)"}), flush=True)
     for pid in args.ids:
-        row = measure(pid, args.device, args.sandbox, not args.no_speed, args.seed)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        variants = [None]
+        for r in range(args.rounds if args.ab else 1):
+            if args.ab:
+                variants = [{args.ab: "0"}, {args.ab: "1"}][:: 1 if r % 2 == 0 else -1]
+            for env in variants:
+                row = measure(pid, args.device, args.sandbox, not args.no_speed, args.seed, env)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     text = table(rows)
     print(text)
     if args.markdown:

@@ -13,7 +13,9 @@ Files are taken round-robin over the problems, so a deadline (--deadline
 seconds) cuts every problem short rather than the last ones entirely.
 
     python tests/gpu/bench_accepted.py [--budget 0.3] [--sandbox process] [--deadline 500] [--out DIR]
-                                       [--problems 96 97 98]
+                                       [--problems 96 97 98] [--skip N]
+
+(--skip N leaves out the first N files of that order: the ones an earlier call with a deadline reached.)
 """
 
 from __future__ import annotations
@@ -53,12 +55,13 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=500.0)
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT") or "gpu-out"))
     ap.add_argument("--problems", nargs="*", default=None, help="only these problems' files (ids)")
+    ap.add_argument("--skip", type=int, default=0, help="leave out the first N files (of the round-robin order)")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     results = []
     bad = 0
-    for pid, path in files(args.problems):
+    for pid, path in files(args.problems)[args.skip:]:
         left = args.deadline - (time.monotonic() - t0)
         if left < 30:
             print(f"--  {pid} {path.relative_to(ROOT)}: skipped ({left:.0f} s left)", flush=True)
