@@ -42,5 +42,5 @@ part prestart "${PRESTART_LIMIT:-200}" python3 tests/bench/judge_latency.py ${PR
 part throughput "${THROUGHPUT_LIMIT:-180}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 -n "${N:-24}" --executors local \
   --pool auto --sandbox bwrap
 part startup 60 python3 tests/bench/sandbox_startup.py --device cuda --runs 3 --pool --backends process,bwrap
-part replay 150 python3 tests/bench/replay_cost.py 94 98 --device cuda --runs 1 --sandbox bwrap
+part replay 150 python3 tests/bench/replay_cost.py ${REPLAY_IDS:-94 98} --device cuda --runs 1 --sandbox bwrap
 echo "done at $(( $(date +%s) - start )) s"
