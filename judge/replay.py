@@ -298,7 +298,11 @@ class Replayer:
         self.channel: WorkerChannel | None = None
         self.ready = False
         self.replay_id = 0
-        self.timing = {"replays": 0, "replay_seconds": 0.0}
+        # Where the replays' time goes, the judge's side of it: making the fresh inputs (bench replays), the
+        # golden answers, waiting for the replay worker beyond them (its compiles, its run, the outputs'
+        # transfer), judging what came back.
+        self.timing = {"replays": 0, "replay_seconds": 0.0, "replay_inputs_seconds": 0.0,
+                       "replay_golden_seconds": 0.0, "replay_wait_seconds": 0.0, "replay_judge_seconds": 0.0}
 
     def prestart(self) -> None:
         """Start the worker now (it imports torch and Triton while the judge goes on); wait for it later."""
@@ -386,7 +390,9 @@ class Replayer:
         base = secrets.randbits(62)
         seed = bench_inputs.call_seed(base, 0)  # call 0 of a bench request with seed ``base``
         # The judge's own copy of the fresh inputs, for the golden model; the replay worker makes the same.
+        t0 = time.monotonic()
         fresh = bench_inputs.make(specs, seed, self.golden_device)
+        self._spent("replay_inputs_seconds", t0)
         sizes = {i: a.untyped_storage().nbytes() for i, a in enumerate(fresh) if isinstance(a, torch.Tensor)}
         found = validate(trace, self.kernels, sizes, device, self.file)
         if found is not None:
@@ -446,9 +452,12 @@ class Replayer:
             self.replay_id += 1
             self.channel.send_case({"type": "replay", "id": self.replay_id, "trace": record, **extra}, frames)
             # The judge's answers for the fresh inputs, while the replay runs.
+            t0 = time.monotonic()
             answers = answers_for()
+            t0 = self._spent("replay_golden_seconds", t0)
             result = self.channel.receive(replies.parse_replay_reply, timeout=2 * self.job.limits.case_seconds,
                                           max_bytes=8 * input_bytes + (1 << 20), expect_id=self.replay_id)
+            self._spent("replay_wait_seconds", t0)
         except WorkerDied as died:
             self.stop()
             if died.reason in ("timeout", "memory", "output"):
@@ -460,7 +469,17 @@ class Replayer:
                                        f"{died.detail}", {"replay": "died"})
         if not result.ok:
             self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
-        return self._judge(trace, reply, result, answers, device)
+        t0 = time.monotonic()
+        try:
+            return self._judge(trace, reply, result, answers, device)
+        finally:
+            self._spent("replay_judge_seconds", t0)
+
+    def _spent(self, key: str, since: float) -> float:
+        """Add the seconds since ``since`` to timing[key]; now (the next part's start)."""
+        now = time.monotonic()
+        self.timing[key] += now - since
+        return now
 
     def _written_here(self, trace, result: replies.ReplayResult) -> Outcome | None:
         """RJ when a launch that computed an output replayed alone left it as it was in the worker, while it held

@@ -391,6 +391,11 @@ def test_bench_round_trip_in_interpreter_mode(tmp_path, monkeypatch):
         assert clock["profiler"]["status"] == "cpu" and clock["retries"] == 0 and clock["samples"] > 0
     assert not [n for n in speed["notes"] if "profiler" in n]
     assert "profile_seconds" in speed["phases"]
+    # The checked call was replayed, and the judge's side of the replay's time is split into its parts.
+    phases = speed["phases"]
+    parts = [phases[f"replay_{k}_seconds"] for k in ("inputs", "golden", "wait", "judge")]
+    assert phases["replays"] == 1 and all(x >= 0 for x in parts) and parts[2] > 0
+    assert sum(parts) <= phases["replay_seconds"] + 1e-3
 
 
 def test_a_submission_wrong_only_when_timed_is_caught_by_the_output_check(tmp_path, monkeypatch):

@@ -516,8 +516,8 @@ class SpeedRun:
             phases = {"start_seconds": round(started - t_start, 3), "warmup_seconds": round(warm - started, 3),
                       "rounds_seconds": round(timed - warm, 3), "check_seconds": round(time.monotonic() - timed, 3)}
             if self.replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
-                phases.update(replays=self.replayer.timing["replays"],
-                              replay_seconds=round(self.replayer.timing["replay_seconds"], 3))
+                phases.update({k: (round(v, 3) if isinstance(v, float) else v)
+                               for k, v in self.replayer.timing.items() if k.startswith("replay")})
             return self._result(plans, rounds, torch_times, stopped, checked, phases)
         finally:
             self._close()
