@@ -10,7 +10,8 @@
 # order; default "rejected accepted wrong_answer"), PARTS (default "corpus bench hostile probe99"), DEADLINE,
 # BENCH_PROBLEMS (ids whose accepted files bench_accepted.py times; default all), BENCH_SKIP (leave out the
 # first N of them: those an earlier call reached), HOSTILE_JOBS (pytest workers of the hostile suite, default 3;
-# -v, so that each test's outcome is in the log as it ends, also when the deadline stops the rest).
+# -v, so that each test's outcome is in the log as it ends, also when the deadline stops the rest), HOSTILE_K
+# (pytest -k of the hostile suite, default "bwrap").
 # The hostile suite runs whole (-m '': the device-memory bomb and the rest of the full marker included).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -35,7 +36,7 @@ parts=" ${PARTS:-corpus bench hostile probe99} "
 ) > "$out/corpus.txt" 2>&1 &
 [[ $parts == *" bench "* ]] && timeout -k 10 $deadline python3 tests/gpu/bench_accepted.py --deadline $(( deadline - 20 )) --out "$out" ${BENCH_PROBLEMS:+--problems $BENCH_PROBLEMS} --skip "${BENCH_SKIP:-0}" > "$out/bench.txt" 2>&1 &
 [[ $parts == *" hostile "* ]] && (JUDGE_TEST_DEVICE=cuda JUDGE_REQUIRE_SANDBOXES=bwrap timeout -k 10 $deadline \
-   python3 -m pytest -v -n "${HOSTILE_JOBS:-3}" -p no:cacheprovider -m '' tests/test_sandboxes.py -k bwrap -rfEs; echo "hostile: exit $?") \
+   python3 -m pytest -v -n "${HOSTILE_JOBS:-3}" -p no:cacheprovider -m '' tests/test_sandboxes.py -k "${HOSTILE_K:-bwrap}" -rfEs; echo "hostile: exit $?") \
    > "$out/hostile.txt" 2>&1 &
 [[ $parts == *" probe99 "* ]] && (mkdir -p "$out/probe99"; OUT="$out/probe99" DEADLINE=$(( deadline - 10 )) bash tests/gpu/probe_99.sh; echo "probe99: exit $?") > "$out/probe99.txt" 2>&1 &
 wait
