@@ -11,7 +11,8 @@
 #   replay.txt      tests/bench/replay_cost.py: what the replay check adds to `submit` on the GPU
 # Environment: PARTS (default "latency throughput startup replay"; prestart only when named), run in the order
 # latency prestart throughput startup replay, IDS (latency's problems,
-# default all six), N (the roster, default 24), THROUGHPUT_LIMIT (s, default 180), DEADLINE.
+# default all six), N (the roster, default 24), THROUGHPUT_LIMIT (s, default 180), REPLAY_IDS, REPLAY_RUNS and
+# REPLAY_LIMIT (replay_cost.py: default "94 98", 1 run, 150 s), DEADLINE.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-gpu-out}"; mkdir -p "$out"
@@ -42,5 +43,5 @@ part prestart "${PRESTART_LIMIT:-200}" python3 tests/bench/judge_latency.py ${PR
 part throughput "${THROUGHPUT_LIMIT:-180}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 -n "${N:-24}" --executors local \
   --pool auto --sandbox bwrap
 part startup 60 python3 tests/bench/sandbox_startup.py --device cuda --runs 3 --pool --backends process,bwrap
-part replay 150 python3 tests/bench/replay_cost.py ${REPLAY_IDS:-94 98} --device cuda --runs 1 --sandbox bwrap
+part replay "${REPLAY_LIMIT:-150}" python3 tests/bench/replay_cost.py ${REPLAY_IDS:-94 98} --device cuda --runs "${REPLAY_RUNS:-1}" --sandbox bwrap
 echo "done at $(( $(date +%s) - start )) s"
