@@ -247,8 +247,7 @@ class WorkerChannel:
             raise WorkerDied("protocol", f"the worker's reply was not valid: {exc}") from None
 
     def request_exit(self) -> None:
-        """Ask the worker to exit, without waiting for it: to stop several at once, ask each, then close each
-        (a GPU worker's exit takes its CUDA context down; one after the other, those waits add up)."""
+        """Ask the worker to exit, without waiting for it (see request_exits)."""
         if not self._exit_sent and self.proc.wait(timeout=0) is None:
             self._exit_sent = True
             try:
@@ -276,3 +275,13 @@ class WorkerChannel:
         if self.printed_total > len(self.printed):
             text += f"\n[... {self.printed_total - len(self.printed)} more bytes not shown]"
         return text
+
+
+def request_exits(channels) -> None:
+    """Ask each worker to exit, without waiting: to stop several, ask them all, then close each, so that their
+    exits run at once (a GPU worker's takes its CUDA context down; one after the other, those waits add up)."""
+    for channel in channels:
+        try:
+            channel.request_exit()
+        except Exception:  # noqa: BLE001 - closing is best effort
+            pass

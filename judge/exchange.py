@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from judge import calls, kit, replies
-from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
+from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed, request_exits
 from judge.judgement import death_outcome, error_outcome
 from judge.sandbox import Job
 from judge.shared import wire
@@ -172,9 +172,7 @@ class Workers:
                 future.result()
             except Exception:  # noqa: BLE001 - a start that failed: stopped below like the others
                 pass
-        for ex in self.all:  # all asked first, so that their exits run at once
-            if ex.channel is not None:
-                ex.channel.request_exit()
+        request_exits(ex.channel for ex in self.all if ex.channel is not None)
         for ex in self.all:
             ex.stop()
         if self._pool is not None:

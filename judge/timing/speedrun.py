@@ -245,20 +245,15 @@ class SpeedRun:
         self._close()
 
     def _close(self) -> None:
-        for _, client, _, _ in self._spawned or []:  # spawned, never greeted
+        from judge.channel import request_exits
+
+        # The contenders, and any worker spawned but never greeted (a session whose tests failed).
+        clients = [c.client for c in self.contenders] + [client for _, client, _, _ in self._spawned or []]
+        self._spawned = []
+        request_exits(clients)
+        for client in clients:
             try:
                 client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
-        self._spawned = []
-        for c in self.contenders:  # all asked first, so that their exits run at once
-            try:
-                c.client.request_exit()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
-        for c in self.contenders:
-            try:
-                c.client.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
         if self.replayer is not None:
