@@ -56,6 +56,12 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
     except json.JSONDecodeError:
         return {"problem": f"{p.id} {p.slug}", "verdict": f"exit {r.returncode}", "wall s": wall,
                 "error": r.stderr.strip().splitlines()[-1:] if r.stderr.strip() else []}
+    if os.environ.get("BENCH_REPORTS"):  # every full report kept, to read timing and the speed run's phases
+        keep = Path(os.environ["BENCH_REPORTS"])
+        keep.mkdir(parents=True, exist_ok=True)
+        n = len(list(keep.glob(f"{p.id}-*.json")))
+        tag = "-".join(f"{k}{v}" for k, v in (env or {}).items()) or "default"
+        (keep / f"{p.id}-{tag}-{n}.json").write_text(r.stdout)
     t = report.get("timing", {})
     phases = (report.get("speed") or {}).get("phases") or {}
     return {"problem": f"{p.id} {p.slug}", "ab": " ".join(f"{k}={v}" for k, v in (env or {}).items()) or None,

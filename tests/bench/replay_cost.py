@@ -41,6 +41,11 @@ def one(pid: str, ref: Path, replay: bool, device: str, sandbox: str) -> dict:
     # CPU of the judge and its workers (a docker container's processes are not our children: process backend only).
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     report = json.loads(proc.stdout)
+    if os.environ.get("BENCH_REPORTS"):  # every full report kept, to read timing and the speed run's phases
+        keep = Path(os.environ["BENCH_REPORTS"])
+        keep.mkdir(parents=True, exist_ok=True)
+        n = len(list(keep.glob(f"{pid}-*.json")))
+        (keep / f"{pid}-replay-{'on' if replay else 'off'}-{n}.json").write_text(proc.stdout)
     timing = report.get("timing", {})
     return {"verdict": report["verdict"], "wall": wall, "cpu": cpu, "elapsed": report["elapsed_seconds"],
             "replays": timing.get("replays", 0), "replay_s": timing.get("replay_seconds", 0.0),
