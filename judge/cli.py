@@ -226,12 +226,12 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     early = None
     try:
         if p.kind == "kernel":
-            if device == "cpu":
-                # The session's workers start importing torch and Triton now, while this process does the
-                # same (judge.pool.head_start): on 2 cores that is most of a worker's start off the wait.
-                from judge import pool as worker_pool
+            # The session's workers start importing torch and Triton now, while this process does the same
+            # (judge.pool.head_start): on 2 cores that is most of a worker's start off the wait, and on a GPU
+            # the workers' CUDA contexts are made meanwhile too.
+            from judge import pool as worker_pool
 
-                early = worker_pool.head_start(p, file, options_for(device, interpret))
+            early = worker_pool.head_start(p, file, options_for(device, interpret))
             with shown.blocking("loading torch"):
                 resolved = _resolve_device(asked_device, asked_interpret, fail)
             if resolved[:2] != (device, interpret):

@@ -93,6 +93,27 @@ def gpu_visible() -> bool:
     return probe.returncode == 0 and "GPU " in probe.stdout
 
 
+def gpu_memory_gib(gpu: int | None) -> float | None:
+    """The memory of the GPU that torch will call cuda:0 in this process, in GiB, read with ``nvidia-smi``
+    (no torch): host GPU ``gpu``, else the first of CUDA_VISIBLE_DEVICES, else 0. None when that cannot be
+    told (no nvidia-smi, a CUDA_VISIBLE_DEVICES of UUIDs)."""
+    import os
+    import shutil
+    import subprocess
+
+    smi = shutil.which("nvidia-smi")
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    index = gpu if gpu is not None else (visible[0] if visible else 0)
+    if smi is None or not str(index).isdigit():
+        return None
+    try:
+        probe = subprocess.run([smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits", "-i", str(index)],
+                               capture_output=True, text=True, timeout=5.0)
+        return float(probe.stdout.strip().splitlines()[0]) / 1024 if probe.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
+
+
 def torch_has_cuda() -> bool | None:
     """Whether the installed torch is a CUDA build, read from its torch/version.py on sys.path without importing
     it (None when that cannot be told)."""

@@ -79,6 +79,11 @@ class Exchange:
                                  interpret=self.job.interpret, loading=True)
         self.timing["worker_starts"] += 1
         self.timing["worker_start_seconds"] += time.monotonic() - t0
+        # The worker's own account of its start (summed over starts): importing torch and Triton (a pooled
+        # worker did that before it was handed over) and loading the submission.
+        for part in ("imports_seconds", "load_seconds"):
+            if part in hello.startup:
+                self.timing[f"worker_{part}"] = self.timing.get(f"worker_{part}", 0.0) + hello.startup[part]
         if self.channel.pooled:  # handed over warm by the driver's worker pool (judge.pool)
             self.timing["pooled_starts"] = self.timing.get("pooled_starts", 0) + 1
         self._compiles_seen = (0, 0.0)

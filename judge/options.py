@@ -55,7 +55,7 @@ def limits_for(problem, options: Options) -> Limits:
 GPU_MEMORY_MB = 16 << 10
 
 
-def auto_workers(device: str, interpret: bool) -> int:
+def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None) -> int:
     """How many workers to spread one submission's correctness cases over, from this host.
 
     Each worker is a process with its own copy of torch (about 0.5 GB of host
@@ -68,7 +68,8 @@ def auto_workers(device: str, interpret: bool) -> int:
     (tests/bench/RESULTS.md, 2026-12-01 evening). On a GPU the kernels run on the device and the workers mostly
     wait, so up to 8, one for every two cores, and no more than one per 16 GB
     of the device's memory (the largest cases hold several GB). ``JUDGE_WORKERS``
-    overrides it.
+    overrides it. ``gpu_gib``: the device's memory when already known (judge.pool.head_start reads it
+    without torch, from nvidia-smi).
     """
     import os
 
@@ -77,12 +78,14 @@ def auto_workers(device: str, interpret: bool) -> int:
     cores = os.cpu_count() or 1
     if interpret or device != "cuda":
         return max(1, min(cores - 1, 4))
-    try:
-        import torch
+    gb = gpu_gib
+    if gb is None:
+        try:
+            import torch
 
-        gb = torch.cuda.get_device_properties(0).total_memory / 2**30
-    except Exception:  # noqa: BLE001 - no GPU visible: one worker
-        return 1
+            gb = torch.cuda.get_device_properties(0).total_memory / 2**30
+        except Exception:  # noqa: BLE001 - no GPU visible: one worker
+            return 1
     return max(1, min(8, cores // 2, int(gb // 16)))
 
 
@@ -93,13 +96,13 @@ def planned_cases(group, options: Options) -> int:
     return min(n, 2) if options.quick else n
 
 
-def session_workers(problem, options: Options) -> int:
+def session_workers(problem, options: Options, gpu_gib: float | None = None) -> int:
     """How many workers a submission's session spreads its cases over: one for a single case, else
     ``--workers`` or auto_workers, and no more than the largest selected group has cases (a second worker
     for one case is a start for nothing)."""
     if options.case is not None:
         return 1
-    count = options.workers or auto_workers(options.device, options.interpret)
+    count = options.workers or auto_workers(options.device, options.interpret, gpu_gib)
     groups = [g for g in problem.groups if options.group is None or g.name == options.group]
     return max(1, min(count, max([planned_cases(g, options) + len(g.examples) for g in groups] or [1])))
 

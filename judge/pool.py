@@ -535,22 +535,34 @@ def parse_size(text: str) -> int:
 
 
 def head_start(problem, submission: Path, options) -> PoolServer | None:
-    """Workers for one ``submit`` in the interpreter, spawned before the judge imports torch.
+    """Workers for one ``submit``, spawned before the judge imports torch.
 
-    A worker's start is torch and Triton imported in a fresh process; the judge's own process imports torch
-    too before its session asks for a worker. On a CPU machine both imports can run at once: a pool of this
-    command's own, holding the workers the session will ask for (its parallel workers and its replay worker),
-    warmed now and drained at once (no replacements), hands them over when the session asks. Only in the
-    interpreter, where the job is known without torch (on a GPU the device, its memory and the kernel cache
-    are read through torch first). None when there is nothing to gain or it cannot be had (an outer pool
-    already serves this process, a sandbox the pool cannot rebuild, no Unix socket): the session then starts
-    its own, as always.
+    A worker's start is torch and Triton imported in a fresh process (on a GPU also its CUDA context); the
+    judge's own process imports torch too before its session asks for a worker. Both can run at once: a pool
+    of this command's own, holding the workers the session will ask for (its parallel workers and its replay
+    worker), warmed now and drained at once (no replacements), hands them over when the session asks. The
+    job is known without torch: on a GPU the device's memory, which sets how many workers, is read with
+    nvidia-smi (judge.cli_common.gpu_memory_gib). A worker the session asks for and the pool lacks (a count
+    that came out otherwise with torch) it starts itself; one warmed and never taken is killed at the end.
+    None when there is nothing to gain or it cannot be had (an outer pool already serves this process, a
+    sandbox the pool cannot rebuild, no Unix socket, a GPU whose memory cannot be read): the session then
+    starts its own, as always.
     """
     from judge import intake
     from judge.options import limits_for, session_workers
 
-    if os.environ.get(ENV) or options.device != "cpu" or getattr(problem, "kind", "kernel") != "kernel":
+    # JUDGE_HEAD_START=0 turns it off, to measure what it saves (tests/bench/judge_latency.py --ab).
+    if os.environ.get("JUDGE_HEAD_START", "1") == "0":
         return None
+    if os.environ.get(ENV) or options.device not in ("cpu", "cuda") or getattr(problem, "kind", "kernel") != "kernel":
+        return None
+    gpu_gib = None
+    if options.device == "cuda" and not options.workers and not os.environ.get("JUDGE_WORKERS"):
+        from judge.cli_common import gpu_memory_gib
+
+        gpu_gib = gpu_memory_gib(options.gpu)
+        if gpu_gib is None:
+            return None
     try:
         backend, _ = intake.backend_for(options.sandbox, options.device)
     except Exception:  # noqa: BLE001 - the session says why, as it would without this
@@ -560,7 +572,7 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
               cache=intake.kernel_cache(submission, options.device, options.interpret))
     if key_of(backend, job) is None:
         return None
-    count = session_workers(problem, options)  # as many as the session will ask for
+    count = session_workers(problem, options, gpu_gib)  # as many as the session will ask for
     try:
         server = PoolServer(size=max(count, 1))
     except OSError:

@@ -45,6 +45,7 @@ and a new seed, so that large inputs need not cross the pipe).
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import tempfile
 import threading
@@ -280,8 +281,13 @@ def fresh_inputs(problem, params: dict, original: list) -> tuple[dict, list] | N
 class Replayer:
     """The replay worker of one judging run: started once (at the first replay, or early with prestart)."""
 
-    def __init__(self, problem, job, backend, *, threads: int | None, golden_device: str):
+    def __init__(self, problem, job, backend, *, threads: int | None, golden_device: str, compute_lock=None):
         self.problem = problem
+        # Held around the judge's own work for a replay (fresh inputs, golden answers), never around the wait
+        # for the replay worker: the speed run shares it with its output checks, which run beside its replays
+        # in another thread, so that the judge's GPU work stays one computation at a time (torch's TF32
+        # switch, which bench inputs of attention turn on, is the process's).
+        self._compute = compute_lock if compute_lock is not None else contextlib.nullcontext()
         self.backend = backend
         self.threads = threads
         self.golden_device = golden_device
@@ -390,9 +396,10 @@ class Replayer:
         base = secrets.randbits(62)
         seed = bench_inputs.call_seed(base, 0)  # call 0 of a bench request with seed ``base``
         # The judge's own copy of the fresh inputs, for the golden model; the replay worker makes the same.
-        t0 = time.monotonic()
-        fresh = bench_inputs.make(specs, seed, self.golden_device)
-        self._spent("replay_inputs_seconds", t0)
+        with self._compute:
+            t0 = time.monotonic()
+            fresh = bench_inputs.make(specs, seed, self.golden_device)
+            self._spent("replay_inputs_seconds", t0)
         sizes = {i: a.untyped_storage().nbytes() for i, a in enumerate(fresh) if isinstance(a, torch.Tensor)}
         found = validate(trace, self.kernels, sizes, device, self.file)
         if found is not None:
@@ -452,9 +459,10 @@ class Replayer:
             self.replay_id += 1
             self.channel.send_case({"type": "replay", "id": self.replay_id, "trace": record, **extra}, frames)
             # The judge's answers for the fresh inputs, while the replay runs.
-            t0 = time.monotonic()
-            answers = answers_for()
-            t0 = self._spent("replay_golden_seconds", t0)
+            with self._compute:
+                t0 = time.monotonic()
+                answers = answers_for()
+                t0 = self._spent("replay_golden_seconds", t0)
             result = self.channel.receive(replies.parse_replay_reply, timeout=2 * self.job.limits.case_seconds,
                                           max_bytes=8 * input_bytes + (1 << 20), expect_id=self.replay_id)
             self._spent("replay_wait_seconds", t0)

@@ -358,12 +358,12 @@ CHEAT = textwrap.dedent('''
 ''')
 
 
-def _bench(problem_id, path, tmp_path, **config):
+def _bench(problem_id, path, tmp_path, shapes=1, **config):
     from judge.sandbox import Limits
     from judge.sandbox.process import ProcessBackend
 
     p = find_problem(problem_id)
-    cfg = BenchConfig(shapes=[dict(p.spec["bench"]["interpret_shapes"][0])],
+    cfg = BenchConfig(shapes=[dict(x) for x in p.spec["bench"]["interpret_shapes"][:shapes]],
                       stop=stats.StopRule(ci_target=0.01, min_rounds=2, max_rounds=2, budget_seconds=60),
                       **config)
     limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
@@ -458,6 +458,33 @@ def test_a_timed_call_computed_outside_its_kernels_is_caught_by_the_replay(tmp_p
     monkeypatch.setenv("JUDGE_REPLAY", "0")
     speed = _bench("93", path, tmp_path / "off", torch_baseline=False)
     assert speed["shapes"][0]["checked_calls"] and "replays" not in speed["phases"]
+
+
+# Two shapes, two cheats: at the first (n=3000) the timed calls are computed outside the kernels (the replay
+# finds it), at the second (n=777) they are wrong (the output check finds it, before that replay is done).
+TWO_SHAPE_CHEAT = TIMED_BYTES_CHEAT.replace("    if CALLS[0] == 1:\n", """    if n in SEEN and n == 777:
+        _add[(triton.cdiv(n, 1024),)](x, x, out, n, BLOCK=1024)
+        return out
+    if n not in SEEN:
+        SEEN.add(n)
+""").replace("CALLS = [0]", "CALLS = [0]\nSEEN = set()")
+assert TWO_SHAPE_CHEAT != TIMED_BYTES_CHEAT
+
+
+def test_a_replays_finding_comes_before_a_later_shapes_wrong_output(tmp_path, monkeypatch):
+    # The replays run beside the later shapes' checks (SpeedRun._checks); what they find is taken in the
+    # calls' order, as if each had been waited for in turn.
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "cheat.py"
+    path.write_text(TWO_SHAPE_CHEAT)
+    with pytest.raises(BenchFailed) as exc:
+        _bench("93", path, tmp_path, shapes=2, torch_baseline=False)
+    assert exc.value.verdict == "RJ" and "n=3000" in exc.value.message, exc.value.message
+    # Without the replay, the second shape's wrong outputs are what is found.
+    monkeypatch.setenv("JUDGE_REPLAY", "0")
+    with pytest.raises(BenchFailed) as exc:
+        _bench("93", path, tmp_path / "off", shapes=2, torch_baseline=False)
+    assert exc.value.verdict == "WA" and "n=777" in exc.value.message, exc.value.message
 
 
 # Honest, but its timed calls allocate 300 blocks of memory: more than a record describes

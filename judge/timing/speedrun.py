@@ -30,6 +30,7 @@ import dataclasses
 import math
 import os
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,9 @@ class SpeedRun:
         self.replay = replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
         self.replayer = None
         self.replay_timing: dict = {}
+        # The judge's own work for the output checks and for the replays beside them (judge.replay.Replayer):
+        # one at a time (see _checks).
+        self._compute = threading.Lock()
         self._spawned: list | None = None  # (name, channel, entry, trusted) spawned, not greeted yet
         self._spawn_failed: Exception | None = None
 
@@ -198,7 +202,7 @@ class SpeedRun:
 
                 golden = torch_device(self.gpu) if self.device == "cuda" else "cpu"
                 self.replayer = Replayer(self.problem, dataclasses.replace(job, limits=self.limits), self.backend,
-                                         threads=1, golden_device=golden)
+                                         threads=1, golden_device=golden, compute_lock=self._compute)
                 # Started with the contenders (its start overlaps theirs) and waited for with them (below), so
                 # that its start, and on a GPU its CUDA context, is over before the first timed sample; it
                 # waits idle until the checks after timing.
@@ -504,10 +508,7 @@ class SpeedRun:
                 _, gm = stats.speedups(rounds, self.score.clamp)
                 stopped = self.config.stop.decide(len(rounds), gm.half_width, time.monotonic() - warm, last_round)
             timed = time.monotonic()
-            checked = []
-            for s, plan in enumerate(plans):
-                self._phase(f"checking outputs: shape {s + 1} of {n}")
-                checked.append(self._check(s, plan))
+            checked = self._checks(plans)
             phases = {"start_seconds": round(started - t_start, 3), "warmup_seconds": round(warm - started, 3),
                       "rounds_seconds": round(timed - warm, 3), "check_seconds": round(time.monotonic() - timed, 3)}
             if self.replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
@@ -519,9 +520,52 @@ class SpeedRun:
 
     # ------------------------------------------------------------------ after timing
 
-    def _check(self, s: int, plan: dict) -> dict:
+    def _checks(self, plans) -> list[dict]:
+        """Every shape's check (:meth:`_check`), and the replay of each checked call (:meth:`_replay`).
+
+        A replay runs in the replay worker while the judge goes on checking the next shape's outputs (they
+        share nothing: the replay has fresh inputs of its own), so its compiles and run overlap the output
+        transfers and golden answers that follow, instead of adding to them. Findings are taken in the order
+        the calls were checked, as if each replay had been waited for in turn: a replay's finding comes
+        before a later shape's wrong output.
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        n = len(plans)
+        pending = []  # (shape, plan, call, future of the replay's finding)
+        replays = ThreadPoolExecutor(1, thread_name_prefix="judge-bench-replay") if self.replayer else None
+        try:
+            checked = []
+            for s, plan in enumerate(plans):
+                self._phase(f"checking outputs: shape {s + 1} of {n}")
+                try:
+                    picked = self._check(s, plan)
+                except BenchFailed:
+                    self._settle(pending)
+                    raise
+                checked.append({"calls": [call for call, _ in picked]})
+                for call, answer in picked:
+                    if replays is not None:
+                        pending.append((s, plan, call, replays.submit(
+                            self.replayer.check_bench, self.config.shapes[s], plan["specs"], answer, self.device)))
+            self._settle(pending)
+            return checked
+        finally:
+            if replays is not None:
+                replays.shutdown(wait=True, cancel_futures=True)
+
+    def _settle(self, pending: list) -> None:
+        """The replays' findings, in the order their calls were checked (the first one found is raised)."""
+        n = len(self.config.shapes)
+        while pending:
+            s, plan, call, future = pending.pop(0)
+            self._phase(f"replaying a timed call: shape {s + 1} of {n}")
+            self._replay(s, plan, call, future.result())
+
+    def _check(self, s: int, plan: dict) -> list[tuple[int, replies.BenchOutputs]]:
         """Outputs of randomly chosen timed calls of the submission's last request, against the golden model:
-        the same rule as a judged case's outputs (judge.rules.outputs)."""
+        the same rule as a judged case's outputs (judge.rules.outputs). The calls checked, with their outputs
+        (and records, for the replay)."""
         from judge import expected
         from judge.rules import outputs as output_rules
 
@@ -540,28 +584,26 @@ class SpeedRun:
                                       parse=replies.parse_bench_outputs)
             if not answer.present:
                 raise BenchFailed("RJ", f"the outputs of timed call {call} were not there to check")
-            args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(seed, call), dev)
-            answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
-            wrong = output_rules.check(self.problem, answer.returned, answer.outputs, answers, dev)
+            with self._compute:
+                args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(seed, call), dev)
+                answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
+                wrong = output_rules.check(self.problem, answer.returned, answer.outputs, answers, dev)
+                del args, answers
             if wrong is not None:
                 raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {wrong.message}",
                                   {"shape": params, "call": call})
-            picked.append(call)
-            del args, answers
-            if self.replayer is not None:
-                self._replay(s, plan, call, answer)
-        return {"calls": picked}
+            picked.append((call, answer))
+        return picked
 
-    def _replay(self, s: int, plan: dict, call: int, answer: replies.BenchOutputs) -> None:
-        """The checked timed call's launches, replayed alone on fresh inputs (judge.replay), must compute the
-        answer: a call honest when judged and otherwise when timed is RJ. Wrong there, the same fresh inputs
-        are given to the submission's worker: wrong in its process too is WA, right there RJ stands."""
+    def _replay(self, s: int, plan: dict, call: int, found) -> None:
+        """What the replay of a checked timed call found (judge.replay.Replayer.check_bench: its launches,
+        replayed alone on fresh inputs, must compute the answer): a call honest when judged and otherwise
+        when timed is RJ. Wrong there, the same fresh inputs are given to the submission's worker: wrong in
+        its process too is WA, right there RJ stands."""
         from judge.replay import Skipped
 
         params = self.config.shapes[s]
         label = _shape_label(params)
-        self._phase(f"replaying a timed call: shape {s + 1} of {len(self.config.shapes)}")
-        found = self.replayer.check_bench(params, plan["specs"], answer, self.device)
         if isinstance(found, Skipped) and found.counts and not found.limits:
             # As a test group none of whose cases could be replayed: otherwise a submission could opt its
             # timed calls out of the check, say by flooding their record only at the (public) bench shapes.
@@ -584,10 +626,11 @@ class SpeedRun:
             from judge.rules import outputs as output_rules
 
             dev = "cuda" if self.device == "cuda" else "cpu"
-            args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(base, 0), dev)
-            answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
-            wrong = output_rules.check(self.problem, again.returned, again.outputs, answers, dev) if again.present \
-                else None
+            with self._compute:
+                args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(base, 0), dev)
+                answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
+                wrong = output_rules.check(self.problem, again.returned, again.outputs, answers, dev) \
+                    if again.present else None
             if wrong is not None:
                 raise BenchFailed("WA", f"a call at bench shape {label} on new inputs: {wrong.message}",
                                   {"shape": params, "found_by": "the replay check's fresh inputs"})

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Device calls of 2026-12-03: what the replay check and the head start cost or save `submit` on the H200
+# (issues 12 and 13), each part under its own limit, the whole under DEADLINE seconds; every full report is
+# kept (BENCH_REPORTS) and all of it packed into one file, $OUT/results.tar.gz.
+#   replay94.txt / replay98.txt  tests/bench/replay_cost.py, off/on interleaved (REPLAY94_RUNS, REPLAY98_RUNS)
+#   headstart.txt   judge_latency.py --ab JUDGE_HEAD_START: the session's workers spawned before the judge
+#                   imports torch (=1) or by the session (=0)
+#   latency.txt     judge_latency.py over IDS (default all six), default options
+#   throughput.txt  grade_throughput.py, a softmax roster (N, default 24) under THROUGHPUT_LIMIT s
+# PARTS picks and orders them (default "replay94 replay98 headstart").
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+out="${OUT:-gpu-out}/results"; mkdir -p "$out"
+export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports"
+if ! command -v bwrap >/dev/null && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/bwrap-root && dpkg -x .deb/bubblewrap_*.deb /tmp/bwrap-root
+  export PATH="/tmp/bwrap-root/usr/bin:$PATH"
+fi
+deadline=${DEADLINE:-540}
+start=$(date +%s)
+left() { echo $(( deadline - ($(date +%s) - start) )); }
+part() {  # part NAME SECONDS CMD...
+  local name=$1 limit=$2; shift 2
+  local l; l=$(left)
+  (( l < 30 )) && { echo "== $name: skipped, $l s left" | tee "$out/$name.txt"; return; }
+  (( limit > l )) && limit=$l
+  echo "== $name (at most ${limit} s)"
+  timeout -k 10 "$limit" "$@" > "$out/$name.txt" 2>&1
+  echo "   exit $? after $(( $(date +%s) - start )) s total"
+  tail -n 12 "$out/$name.txt"
+}
+{ date -u +"%Y-%m-%dT%H:%M:%SZ"; git log -1 --format=%H 2>/dev/null; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; bwrap --version; } > "$out/env.txt" 2>&1
+for p in ${PARTS:-replay94 replay98 headstart}; do
+  case $p in
+    replay94) part replay94 "${REPLAY94_LIMIT:-200}" python3 tests/bench/replay_cost.py 94 --device cuda --runs "${REPLAY94_RUNS:-2}" --sandbox bwrap ;;
+    replay98) part replay98 "${REPLAY98_LIMIT:-260}" python3 tests/bench/replay_cost.py 98 --device cuda --runs "${REPLAY98_RUNS:-1}" --sandbox bwrap ;;
+    headstart) part headstart "${HEADSTART_LIMIT:-120}" python3 tests/bench/judge_latency.py 94 --device cuda --sandbox bwrap \
+                 --ab JUDGE_HEAD_START --rounds "${HEADSTART_ROUNDS:-1}" ;;
+    latency) part latency "${LATENCY_LIMIT:-360}" python3 tests/bench/judge_latency.py ${IDS:-93 94 95 96 97 98} --device cuda --sandbox bwrap ;;
+    throughput) part throughput "${THROUGHPUT_LIMIT:-180}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 -n "${N:-24}" \
+                 --executors local --pool auto --sandbox bwrap ;;
+  esac
+done
+echo "done at $(( $(date +%s) - start )) s"
+tar -czf "${OUT:-gpu-out}/results.tar.gz" -C "${OUT:-gpu-out}" results && rm -rf "$out"
