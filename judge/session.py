@@ -29,7 +29,7 @@ from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
 from judge.exchange import Exchange, Workers, encode_inputs
-from judge.groups import draw_cases, run_cases, run_group
+from judge.groups import CaseFailed, draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
 from judge.options import Options, limits_for, planned_cases, session_workers, torch_device
@@ -75,6 +75,10 @@ class Session:
         self._tries = 0  # cases run while shrinking the group's failure
         self._lane_compiling: dict[int, bool] = {}  # lane -> its last reply compiled new kernels (GPU)
         self._speed_run = None  # judge.timing.speedrun.SpeedRun, its workers spawned while tests still run
+        # Replays run in a thread of their own while the lanes go on with the next cases (_start_replay); a
+        # group's are settled at its end (_settle_replays). group -> [(case key, params, future)].
+        self._replay_thread = None
+        self._pending: dict[str, list] = {}
 
     # ------------------------------------------------------------------ entry
 
@@ -97,6 +101,9 @@ class Session:
             # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
             replayer.prestart()
             self.replays = ReplaySampler(replayer, "cuda" if self.options.device == "cuda" else "cpu")
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._replay_thread = ThreadPoolExecutor(1, thread_name_prefix="judge-replay")
         workers = len(self.workers.all)
         self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
         try:
@@ -131,6 +138,8 @@ class Session:
             if self._speed_run is not None:
                 self._speed_run.discard()  # its workers, when the tests failed after they were spawned
             self.progress.stage("stopping workers")
+            if self._replay_thread is not None:
+                self._replay_thread.shutdown(wait=True, cancel_futures=True)
             if self.replays is not None:
                 self.replays.replayer.release()  # asks it to exit now; closed for good below, after the workers
             self.workers.stop()
@@ -192,17 +201,40 @@ class Session:
                     self.notes.append(calls.NOT_REPLAYED)
         if (outcome.passed and last is not None and self.replays is not None and replayable
                 and self.replays.wants(group.name, params)):
-            lane = self._lane_of(ex)
-            self.progress.lane(lane, progress_words.REPLAYING)
-            try:
-                with self._gpu_shared():
-                    found = self.replays.check(group.name, params, *last)
-            finally:
-                self.progress.lane(lane, None)
-            if found is not None and found.case is not None:
-                found = self._fresh_case_in_worker(ex, found, group)
-            outcome = found or outcome
+            self._start_replay(group, params, last)
         return outcome
+
+    def _start_replay(self, group: Group, params: dict, last: tuple) -> None:
+        """Replay a passing case's launches (judge.replay) in the replay thread; the lane goes on meanwhile
+        (in the interpreter on 2 cores the replay worker's kernels run on the other core). What it finds is
+        taken at the group's end, in the cases' order (_settle_replays)."""
+        def replay():
+            with self._gpu_shared():
+                return self.replays.check(group.name, params, *last)
+
+        future = self._replay_thread.submit(replay)
+        with self._lock:
+            self._pending.setdefault(group.name, []).append((canonical(params), params, future))
+
+    def _settle_replays(self, group: Group, order: dict, failed_at: int | None) -> tuple[dict, Outcome] | None:
+        """The group's replays, waited for; the first finding (in the order the group's run asked for the cases)
+        that comes before its first failing case, as (params, outcome), or None. The same finding as if each
+        replay had been waited for in its case: there it would have been the group's first failure. Replays of
+        cases past the first failure (Hypothesis's tries while shrinking, cases run ahead) only count as done."""
+        with self._lock:
+            pending = self._pending.pop(group.name, [])
+        last = failed_at if failed_at is not None else float("inf")
+        found_first = None
+        for key, params, future in sorted(pending, key=lambda x: order.get(x[0], float("inf"))):
+            found = future.result()
+            if found_first is not None or found is None or order.get(key, float("inf")) >= last:
+                continue
+            if found.case is not None:
+                ex = self.workers.first
+                failure = ex.start() if not ex.alive else None
+                found = failure or self._fresh_case_in_worker(ex, found, group)
+            found_first = (params, found)
+        return found_first
 
     def _fresh_case_in_worker(self, ex: Exchange, found: Outcome, group: Group) -> Outcome:
         """The replay's fresh inputs, on which the replayed launches missed the answer, judged as a case in the
@@ -375,12 +407,19 @@ class Session:
         if interp and "bfloat16" in (dtypes if isinstance(dtypes, list) else [dtypes]) and BF16_NOTE not in self.notes:
             self.notes.append(BF16_NOTE)
 
+        order: dict[str, int] = {}  # case key -> when the group's run first asked for it
+        failed_at: list[int] = []  # the first failing case's place in that order
+
         def counted(params):
             outcome = self.run_case(group, params)
+            key = canonical(params)
+            order.setdefault(key, len(order))
             if outcome.message != NOT_RUN:
                 ran["n"] += 1
             if not outcome.passed:
                 self._shrinking = True  # Hypothesis's next cases are tries at a smaller failing one
+                if not failed_at:
+                    failed_at.append(order[key])
             return outcome
 
         if opts.case is not None:
@@ -398,6 +437,9 @@ class Session:
             self._frozen = False  # the shrinking pass decides again, in the cases' order
             failure = run_group(domain, examples, n, salt, counted, interpret=interp,
                                 shrink_seconds=opts.shrink_seconds)
+        late = self._settle_replays(group, order, failed_at[0] if failed_at else None)
+        if late is not None:
+            failure = CaseFailed(*late)
         if failure is None:
             never = self._never_replayed(group)
             if never is not None:

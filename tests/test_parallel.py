@@ -48,3 +48,50 @@ def test_two_workers_give_the_verdicts_of_one(pid, path):
     assert one.verdict == two.verdict
     # The same groups fail on the same shrunk cases (a replay's message quotes its own fresh values).
     assert groups_one == groups_two
+
+
+# Right in its own process on its first two calls (a case and its refill) by arithmetic on the inputs' bytes,
+# which only the replay check sees, and plainly wrong from the third call on. The replay of the group's first
+# case runs beside the next cases (judge.session._start_replay), so the wrong case fails first in time; the
+# group's failure must still be the replay's finding, which comes first in the cases' order.
+REPLAYED_THEN_WRONG = '''
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+
+CALLS = [0]
+
+
+@triton.jit
+def _copy(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+
+def add(x, y):
+    CALLS[0] += 1
+    n = x.numel()
+    out = torch.empty_like(x)
+    if CALLS[0] > 2:
+        _copy[(triton.cdiv(n, 1024),)](x.contiguous(), out, n, BLOCK=1024)  # x, not x + y
+        return out
+    dt = {torch.float32: np.float32, torch.float16: np.float16}[x.dtype]
+    sums = (np.frombuffer(memoryview(x.contiguous().numpy()).tobytes(), dtype=dt)
+            + np.frombuffer(memoryview(y.contiguous().numpy()).tobytes(), dtype=dt))
+    staged = torch.frombuffer(bytearray(sums.tobytes()), dtype=x.dtype)
+    _copy[(triton.cdiv(n, 1024),)](staged, out, n, BLOCK=1024)
+    return out.view(x.shape) if out.shape != x.shape else out
+'''
+
+
+@pytest.mark.corpus
+def test_a_replays_finding_is_the_groups_failure_though_a_later_case_failed_first(tmp_path):
+    path = tmp_path / "replayed_then_wrong.py"
+    path.write_text(REPLAYED_THEN_WRONG)
+    # (NumPy is refused by the static scan, which is not what is tested here.)
+    report = Session(find_problem("93"), path, Options(sandbox="process", seed=4, workers=1, static_scan=False,
+                                                       limits={"case_seconds_interpret": 10})).run()
+    first = report.groups[0]
+    assert first.verdict.value == "RJ" and "the replay check" in first.message, first.message

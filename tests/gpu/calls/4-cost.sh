@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-03: what the replay check and the head start cost or save `submit` on the H200
+# Device calls of 2026-12-02 (second session, logs in tests/gpu/logs/2026-12-02b/): what the replay check and the head start cost or save `submit` on the H200
 # (issues 12 and 13), each part under its own limit, the whole under DEADLINE seconds; every full report is
 # kept (BENCH_REPORTS) and all of it packed into one file, $OUT/results.tar.gz.
 #   replay94.txt / replay98.txt  tests/bench/replay_cost.py, off/on interleaved (REPLAY94_RUNS, REPLAY98_RUNS)
@@ -29,7 +29,7 @@ part() {  # part NAME SECONDS CMD...
   echo "   exit $? after $(( $(date +%s) - start )) s total"
   tail -n 12 "$out/$name.txt"
 }
-{ date -u +"%Y-%m-%dT%H:%M:%SZ"; git log -1 --format=%H 2>/dev/null; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; bwrap --version; } > "$out/env.txt" 2>&1
+{ date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; bwrap --version; } > "$out/env.txt" 2>&1
 for p in ${PARTS:-replay94 replay98 headstart}; do
   case $p in
     replay94) part replay94 "${REPLAY94_LIMIT:-200}" python3 tests/bench/replay_cost.py 94 --device cuda --runs "${REPLAY94_RUNS:-2}" --sandbox bwrap ;;
