@@ -594,15 +594,19 @@ class ReplaySampler:
         with self._replay_lock:
             found = self.replayer.check(params, inputs, reply, self.device)
         with self._lock:
-            self._replaying.discard(group)
             if isinstance(found, Skipped):
                 if not any(n.startswith(found.note) for n in self.notes):
                     self.notes.append(f"{found.note} (a case of group {group})")
                 if found.counts:
+                    # Not reopened for the next case that happens to pass while the lanes go on (which one
+                    # that is would depend on timing): the session tries the group's next passing cases in
+                    # their order at the group's end instead (judge.session._settle_replays).
                     self._unreplayed.setdefault(group, found.note)
                 else:
+                    self._replaying.discard(group)
                     self._replayed.add(group)
                 return None
+            self._replaying.discard(group)
             self._replayed.add(group)
         return found
 

@@ -216,6 +216,31 @@ class Session:
         with self._lock:
             self._pending.setdefault(group.name, []).append((canonical(params), params, future))
 
+    def _replay_in_turn(self, group: Group, passed: list[dict]) -> tuple[dict, Outcome] | None:
+        """A passing group none of whose replays went through for a reason of the call's own (a record cut
+        short, say): its passing cases after the first, each run again and replayed at once, in their order,
+        until one goes through or one is found out. Done here, after the lanes, so that which cases are
+        tried depends on the cases alone, not on when the first replay came back. (params, outcome) of a
+        finding, or None; what is left unreplayed is the group's RJ (_never_replayed)."""
+        if self.replays is None or self.replays.never_replayed(group.name) is None:
+            return None
+        ex = self.workers.first
+        for params in passed[1:]:
+            if self.replays.never_replayed(group.name) is None:
+                return None
+            if not ex.alive and ex.start() is not None:
+                return None
+            outcome, _, _, last = self._call(ex, "case", params, group=group)
+            if not outcome.passed or last is None:
+                return params, outcome
+            with self._gpu_shared():
+                found = self.replays.check(group.name, params, *last)
+            if found is not None:
+                if found.case is not None:
+                    found = self._fresh_case_in_worker(ex, found, group)
+                return params, found
+        return None
+
     def _settle_replays(self, group: Group, order: dict, failed_at: int | None) -> tuple[dict, Outcome] | None:
         """The group's replays, waited for; the first finding (in the order the group's run asked for the cases)
         that comes before its first failing case, as (params, outcome), or None. The same finding as if each
@@ -225,8 +250,16 @@ class Session:
             pending = self._pending.pop(group.name, [])
         last = failed_at if failed_at is not None else float("inf")
         found_first = None
-        for key, params, future in sorted(pending, key=lambda x: order.get(x[0], float("inf"))):
-            found = future.result()
+        waiting = any(not f.done() for _, _, f in pending)
+        if waiting:
+            self.progress.lane(0, progress_words.REPLAYING)  # the group waits for its last replays
+        try:
+            results = [(key, params, future.result()) for key, params, future
+                       in sorted(pending, key=lambda x: order.get(x[0], float("inf")))]
+        finally:
+            if waiting:
+                self.progress.lane(0, None)
+        for key, params, found in results:
             if found_first is not None or found is None or order.get(key, float("inf")) >= last:
                 continue
             if found.case is not None:
@@ -409,11 +442,15 @@ class Session:
 
         order: dict[str, int] = {}  # case key -> when the group's run first asked for it
         failed_at: list[int] = []  # the first failing case's place in that order
+        passed: list[dict] = []  # the passing cases, in that order
 
         def counted(params):
             outcome = self.run_case(group, params)
             key = canonical(params)
-            order.setdefault(key, len(order))
+            if key not in order:
+                order[key] = len(order)
+                if outcome.passed and outcome.message != NOT_RUN and not failed_at:
+                    passed.append(params)
             if outcome.message != NOT_RUN:
                 ran["n"] += 1
             if not outcome.passed:
@@ -438,6 +475,8 @@ class Session:
             failure = run_group(domain, examples, n, salt, counted, interpret=interp,
                                 shrink_seconds=opts.shrink_seconds)
         late = self._settle_replays(group, order, failed_at[0] if failed_at else None)
+        if late is None and failure is None:
+            late = self._replay_in_turn(group, passed)
         if late is not None:
             failure = CaseFailed(*late)
         if failure is None:

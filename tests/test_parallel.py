@@ -95,3 +95,34 @@ def test_a_replays_finding_is_the_groups_failure_though_a_later_case_failed_firs
                                                        limits={"case_seconds_interpret": 10})).run()
     first = report.groups[0]
     assert first.verdict.value == "RJ" and "the replay check" in first.message, first.message
+
+
+# Honest, but the record of its first two calls (a case and its refill) overflows its bound (5000 fills of a
+# scratch buffer): the group's first replay is skipped. Its next passing case must then be replayed, and the
+# case tried must not depend on when the skipped replay came back (the lanes go on meanwhile):
+# judge.session._replay_in_turn tries the group's passing cases in their order at its end.
+FIRST_CALLS_FLOODED = (ROOT / "reference" / "093-vector-add.py").read_text().replace(
+    "def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n",
+    "CALLS = [0]\n\n\ndef add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n"
+    "    CALLS[0] += 1\n"
+    "    if CALLS[0] <= 2:\n"
+    "        scratch = torch.empty(4, device=x.device)\n"
+    "        for _ in range(5000):\n"
+    "            scratch.fill_(0.0)\n")
+
+
+@pytest.mark.corpus
+def test_a_group_whose_first_replay_was_skipped_replays_its_next_case(tmp_path, monkeypatch):
+    import judge.replay
+
+    assert "CALLS[0] <= 2" in FIRST_CALLS_FLOODED
+    path = tmp_path / "first_calls_flooded.py"
+    path.write_text(FIRST_CALLS_FLOODED)
+    # None of the cases among the one in eight replayed anyway (ReplaySampler.wants): only the tries in
+    # turn can replay the group.
+    monkeypatch.setattr(judge.replay, "derive_seed", lambda *a: 1)
+    report = Session(find_problem("93"), path, Options(sandbox="process", seed=3, workers=1, group="block-edges",
+                                                       limits={"case_seconds_interpret": 10})).run()
+    assert report.verdict.value == "AC", report.message
+    assert any("replay not possible" in n for n in report.notes), report.notes
+    assert report.timing["replays"] >= 2
