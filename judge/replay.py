@@ -567,9 +567,11 @@ class Replayer:
 class ReplaySampler:
     """Which passing cases the replay check replays, and what it found, for one run (judge.session).
 
-    The first passing case of each group (the next, while none could be replayed), and one case in eight
-    by a hash of the case (not the refill's eighth). The run's workers call it from their threads: one
-    replay at a time (one replay worker), and the groups' state under a lock.
+    The group's first case (when it passes) and one case in eight by a hash of the case (not the refill's
+    eighth): decided by the case alone, so the same cases are replayed whichever worker runs them, in
+    whatever order (the session tries the group's next passing cases in turn at its end when none of
+    these could be replayed). The run's threads call it: one replay at a time (one replay worker), and
+    the groups' state under a lock.
     """
 
     def __init__(self, replayer: Replayer, device: str):
@@ -577,17 +579,12 @@ class ReplaySampler:
         self.device = device
         self._lock = threading.Lock()
         self._replay_lock = threading.Lock()
-        self._replaying: set[str] = set()  # groups whose first replay is under way
         self._replayed: set[str] = set()  # groups one of whose passing cases' launches was replayed alone
         self._unreplayed: dict[str, str] = {}  # group -> why a passing case of it could not be replayed
         self.notes: list[str] = []
 
-    def wants(self, group: str, params: dict) -> bool:
-        with self._lock:
-            if group not in self._replayed and group not in self._replaying:
-                self._replaying.add(group)
-                return True
-        return derive_seed("replay?", canonical(params)) % 8 == 0
+    def wants(self, group: str, params: dict, first: bool = False) -> bool:
+        return first or derive_seed("replay?", canonical(params)) % 8 == 0
 
     def check(self, group: str, params: dict, inputs: list, reply) -> Outcome | None:
         """The case's recorded launches, replayed alone on fresh inputs: RJ if they miss the answer."""
@@ -598,15 +595,10 @@ class ReplaySampler:
                 if not any(n.startswith(found.note) for n in self.notes):
                     self.notes.append(f"{found.note} (a case of group {group})")
                 if found.counts:
-                    # Not reopened for the next case that happens to pass while the lanes go on (which one
-                    # that is would depend on timing): the session tries the group's next passing cases in
-                    # their order at the group's end instead (judge.session._settle_replays).
                     self._unreplayed.setdefault(group, found.note)
                 else:
-                    self._replaying.discard(group)
                     self._replayed.add(group)
                 return None
-            self._replaying.discard(group)
             self._replayed.add(group)
         return found
 

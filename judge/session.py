@@ -199,8 +199,9 @@ class Session:
             with self._lock:
                 if calls.NOT_REPLAYED not in self.notes:
                     self.notes.append(calls.NOT_REPLAYED)
+        first = self._first.get(group.name) == canonical(params)
         if (outcome.passed and last is not None and self.replays is not None and replayable
-                and self.replays.wants(group.name, params)):
+                and self.replays.wants(group.name, params, first=first)):
             self._start_replay(group, params, last)
         return outcome
 
