@@ -232,14 +232,12 @@ class Session:
             if not ex.alive and ex.start() is not None:
                 return None
             outcome, _, _, last = self._call(ex, "case", params, group=group)
-            if not outcome.passed or last is None:
+            if not outcome.passed:
                 return params, outcome
             with self._gpu_shared():
                 found = self.replays.check(group.name, params, *last)
             if found is not None:
-                if found.case is not None:
-                    found = self._fresh_case_in_worker(ex, found, group)
-                return params, found
+                return params, self._judged_finding(found, group)
         return None
 
     def _settle_replays(self, group: Group, order: dict, failed_at: int | None) -> tuple[dict, Outcome] | None:
@@ -263,12 +261,17 @@ class Session:
         for key, params, found in results:
             if found_first is not None or found is None or order.get(key, float("inf")) >= last:
                 continue
-            if found.case is not None:
-                ex = self.workers.first
-                failure = ex.start() if not ex.alive else None
-                found = failure or self._fresh_case_in_worker(ex, found, group)
-            found_first = (params, found)
+            found_first = (params, self._judged_finding(found, group))
         return found_first
+
+    def _judged_finding(self, found: Outcome, group: Group) -> Outcome:
+        """A replay's finding; one that carries its fresh inputs (wrong on them) has them judged in the
+        submission's own worker first (_fresh_case_in_worker)."""
+        if found.case is None:
+            return found
+        ex = self.workers.first
+        failure = ex.start() if not ex.alive else None
+        return failure or self._fresh_case_in_worker(ex, found, group)
 
     def _fresh_case_in_worker(self, ex: Exchange, found: Outcome, group: Group) -> Outcome:
         """The replay's fresh inputs, on which the replayed launches missed the answer, judged as a case in the
