@@ -17,25 +17,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-gpu-out}"; mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-if ! command -v bwrap >/dev/null && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; then
-  mkdir -p /tmp/bwrap-root && dpkg -x .deb/bubblewrap_*.deb /tmp/bwrap-root
-  export PATH="/tmp/bwrap-root/usr/bin:$PATH"
-fi
-deadline=${DEADLINE:-540}
-start=$(date +%s)
-left() { echo $(( deadline - ($(date +%s) - start) )); }
 parts=" ${PARTS:-latency throughput startup replay} "
-part() {  # part NAME SECONDS CMD...
-  local name=$1 limit=$2; shift 2
-  [[ $parts == *" $name "* ]] || return 0
-  local l; l=$(left)
-  (( l < 30 )) && { echo "== $name: skipped, $l s left" | tee "$out/$name.txt"; return; }
-  (( limit > l )) && limit=$l
-  echo "== $name (at most ${limit} s)"
-  timeout -k 10 "$limit" "$@" > "$out/$name.txt" 2>&1
-  echo "   exit $? after $(( $(date +%s) - start )) s total"
-  tail -n 30 "$out/$name.txt"
-}
+source tests/gpu/calls/lib.sh
 { date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; bwrap --version; } 2>&1 | tee "$out/env.txt"
 part latency 300 python3 tests/bench/judge_latency.py ${IDS:-93 94 95 96 97 98} --device cuda --sandbox bwrap --markdown "$out/latency.md"
 part prestart "${PRESTART_LIMIT:-200}" python3 tests/bench/judge_latency.py ${PRESTART_IDS:-94} --device cuda --sandbox bwrap \

@@ -11,24 +11,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 out="${OUT:-gpu-out}/results"; mkdir -p "$out"
-export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports"
-if ! command -v bwrap >/dev/null && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; then
-  mkdir -p /tmp/bwrap-root && dpkg -x .deb/bubblewrap_*.deb /tmp/bwrap-root
-  export PATH="/tmp/bwrap-root/usr/bin:$PATH"
-fi
-deadline=${DEADLINE:-540}
-start=$(date +%s)
-left() { echo $(( deadline - ($(date +%s) - start) )); }
-part() {  # part NAME SECONDS CMD...
-  local name=$1 limit=$2; shift 2
-  local l; l=$(left)
-  (( l < 30 )) && { echo "== $name: skipped, $l s left" | tee "$out/$name.txt"; return; }
-  (( limit > l )) && limit=$l
-  echo "== $name (at most ${limit} s)"
-  timeout -k 10 "$limit" "$@" > "$out/$name.txt" 2>&1
-  echo "   exit $? after $(( $(date +%s) - start )) s total"
-  tail -n 12 "$out/$name.txt"
-}
+export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports" PART_TAIL=12
+source tests/gpu/calls/lib.sh
 { date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; bwrap --version; } > "$out/env.txt" 2>&1
 for p in ${PARTS:-replay94 replay98 headstart}; do
   case $p in

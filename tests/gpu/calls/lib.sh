@@ -1,0 +1,24 @@
+# Shared by the device call scripts (sourced, from the repository root): bubblewrap from the carried .deb
+# (tests/gpu/fetch-bwrap.sh), the call's deadline, and part, which runs one part of a call under its own
+# limit, never past the deadline.
+#   out       where the parts write (NAME.txt each); set before sourcing
+#   DEADLINE  seconds for the whole call (default: $default_deadline, else 540)
+#   parts     when set (" a b c "), part runs only the parts named in it
+if ! command -v bwrap >/dev/null && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; then
+  mkdir -p /tmp/bwrap-root && dpkg -x .deb/bubblewrap_*.deb /tmp/bwrap-root
+  export PATH="/tmp/bwrap-root/usr/bin:$PATH"
+fi
+deadline=${DEADLINE:-${default_deadline:-540}}
+start=$(date +%s)
+left() { echo $(( deadline - ($(date +%s) - start) )); }
+part() {  # part NAME SECONDS CMD...
+  local name=$1 limit=$2; shift 2
+  [[ -z "${parts:-}" || $parts == *" $name "* ]] || return 0
+  local l; l=$(left)
+  (( l < 30 )) && { echo "== $name: skipped, $l s left" | tee "$out/$name.txt"; return; }  # (timeout 0: no limit)
+  (( limit > l )) && limit=$l
+  echo "== $name (at most ${limit} s)"
+  timeout -k 10 "$limit" "$@" > "$out/$name.txt" 2>&1
+  echo "   exit $? after $(( $(date +%s) - start )) s total"
+  tail -n "${PART_TAIL:-30}" "$out/$name.txt"
+}
