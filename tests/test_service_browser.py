@@ -112,7 +112,8 @@ def test_submit_through_the_page_and_read_the_verdicts(browser, tmp_path):
         assert "/ui/login" in d.current_url
         d.find_element(By.ID, "token").send_keys(TOKENS["alice"])
         d.find_element(By.ID, "login").click()
-        _wait(lambda: "/ui/problems/93" in d.current_url, 60, "the problem page")
+        # The URL changes when the redirect arrives, before the page is built: wait for its parts, not the URL.
+        _wait(lambda: "/ui/problems/93" in d.current_url and d.find_elements(By.ID, "who"), 60, "the problem page")
         assert d.find_element(By.ID, "who").text == "alice"
         assert "Vector addition" in d.find_element(By.TAG_NAME, "h1").text
         assert d.find_elements(By.CSS_SELECTOR, "article.statement h1, article.statement h2")  # markdown rendered
