@@ -63,6 +63,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from judge.shared import bench_inputs
+from judge.untrusted import determinism
 from judge.untrusted.outputs import describe_outputs, kind_of
 
 HOLD_MARGIN = 1.5  # the hold is this many times the host time it must cover ...
@@ -226,9 +227,7 @@ class BenchState:
         # Timed calls run as a user would run them: no NaN fill of fresh memory
         # (it would add a write pass to every allocation) and no deterministic
         # algorithms; both are restored before the next correctness case.
-        saved = (torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory)
-        torch.use_deterministic_algorithms(False)
-        torch.utils.deterministic.fill_uninitialized_memory = False
+        saved = determinism.switch(torch, False)
         prof, why_not = (profiling.start(torch, cuda) if profile else (None, None))
         # Taken after the profiler started: starting it may import modules that rewrap torch functions.
         baseline = integrity.snapshot()
@@ -283,8 +282,7 @@ class BenchState:
         finally:
             if prof is not None:
                 recs, why_not = profiling.stop(prof)
-            torch.use_deterministic_algorithms(saved[0], warn_only=True)
-            torch.utils.deterministic.fill_uninitialized_memory = saved[1]
+            determinism.restore(torch, saved)
         if profile:
             if prof is None or recs is None:
                 reply["profile"] = {"status": "unavailable", "note": why_not}

@@ -133,6 +133,9 @@ class Compiled:
         import torch
         import torch._dynamo
 
+        from judge.untrusted import determinism
+
+        determinism.sync(torch)  # Inductor's deterministic flag, now that it is imported
         torch._dynamo.reset()
         stand_ins = [_stand_in(a) for a in args]
         stubs: list = []

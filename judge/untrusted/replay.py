@@ -354,18 +354,15 @@ class Replay:
 
         from judge.shared import bench_inputs
 
-        import torch.utils.deterministic
+        from judge.untrusted import determinism
 
         # Made as the bench worker makes them, where timed calls run without deterministic algorithms or
         # the NaN fill: the same values, bit for bit, as the judge's copy for the golden model.
-        saved = (torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory)
-        torch.use_deterministic_algorithms(False)
-        torch.utils.deterministic.fill_uninitialized_memory = False
+        saved = determinism.switch(torch, False)
         try:
             args = bench_inputs.make(bench["specs"], int(bench["seed"]), self.device)
         finally:
-            torch.use_deterministic_algorithms(saved[0], warn_only=True)
-            torch.utils.deterministic.fill_uninitialized_memory = saved[1]
+            determinism.restore(torch, saved)
         return {i: a.untyped_storage() for i, a in enumerate(args) if isinstance(a, torch.Tensor)}
 
     def _output(self, ref):
@@ -402,11 +399,11 @@ def main() -> int:
     else:
         os.environ.pop("TRITON_INTERPRET", None)
     import torch
-    import torch.utils.deterministic
+
+    from judge.untrusted import determinism
 
     # Fresh memory reads as NaN, as in the worker: an allocation is replayed with the same fill.
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True
+    determinism.switch(torch, True)
     import triton
 
     def reply(message: dict, tensors=None):

@@ -475,12 +475,12 @@ def prepare(reader) -> dict | None:
         os.environ.pop("TRITON_INTERPRET", None)
 
     import torch
-    import torch.utils.deterministic
+
+    from judge.untrusted import determinism
 
     # Memory the submission allocates but never writes reads as NaN, so an
     # output element its kernel skipped cannot pass by luck.
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True
+    determinism.switch(torch, True)
     if prep.get("gpu_memory_mb") and str(prep.get("device", "")).startswith("cuda"):
         # PyTorch's allocator refuses more than the job's GPU memory: an out-of-memory error in this
         # worker (MLE for this job), not in the judge's or another job's process on the same GPU.
