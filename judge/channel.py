@@ -122,7 +122,9 @@ class WorkerChannel:
     def _watch_memory(self) -> None:
         limit = self.limits.memory_mb << 20
         while not self._done.wait(0.1):
-            used = self.proc.memory_bytes()
+            # Exact (PSS) from half the limit up; below it a cheap upper bound, which keeps the peak
+            # under half the limit too (what _pressed_against_memory_limit reads is exact near the cap).
+            used = self.proc.memory_bytes(exact_above=limit // 2)
             if used is None:
                 continue
             self.peak_memory = max(self.peak_memory, used)

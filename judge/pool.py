@@ -366,7 +366,8 @@ def _operate(proc: Proc, request: dict) -> dict:
         timeout = request.get("timeout")
         return {"code": proc.wait(None if timeout is None else min(float(timeout), 60.0))}
     if op == "memory":
-        return {"bytes": proc.memory_bytes()}
+        above = request.get("exact_above")
+        return {"bytes": proc.memory_bytes(int(above) if isinstance(above, int) else None)}
     if op == "oom":
         return {"oom": bool(proc.oom_killed())}
     return {"error": f"unknown operation {op!r}"}
@@ -442,8 +443,8 @@ class PooledProc(Proc):
             if reply["code"] is not None or (deadline is not None and time.monotonic() >= deadline):
                 return reply["code"]
 
-    def memory_bytes(self):
-        return self._ask({"op": "memory"}).get("bytes")
+    def memory_bytes(self, exact_above=None):
+        return self._ask({"op": "memory", "exact_above": exact_above}).get("bytes")
 
     def oom_killed(self) -> bool:
         return bool(self._ask({"op": "oom"}).get("oom"))

@@ -68,14 +68,14 @@ class _BwrapProc(Proc):
             return -(code - 128)
         return code
 
-    def memory_bytes(self):
+    def memory_bytes(self, exact_above=None):
         # The cgroup's anonymous memory (not its whole usage: that counts the
         # page cache of every library read, which it reclaims), else PSS.
         if self.cgroup is not None:
             used = self.cgroup.memory_bytes()
             if used is not None:
                 return used
-        return process_tree_memory(self.pid)
+        return process_tree_memory(self.pid, exact_above)
 
     def oom_killed(self) -> bool:
         return self.cgroup is not None and self.cgroup.oom_killed()

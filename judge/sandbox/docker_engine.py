@@ -164,7 +164,7 @@ class _DockerProc(Proc):
                 return None
             time.sleep(0.05)
 
-    def memory_bytes(self) -> int | None:
+    def memory_bytes(self, exact_above: int | None = None) -> int | None:
         # Read from the container's cgroup when it is on this host: the stats
         # API takes a second or two per call, too slow for a watchdog.
         if self._cgroup is None:

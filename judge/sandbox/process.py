@@ -39,8 +39,8 @@ class _ChildProc(Proc):
         except subprocess.TimeoutExpired:
             return None
 
-    def memory_bytes(self):
-        return process_tree_memory(self.pid)
+    def memory_bytes(self, exact_above=None):
+        return process_tree_memory(self.pid, exact_above)
 
     def close(self):
         for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
