@@ -211,13 +211,19 @@ CONFIGS = {
 # Few heads or short sequences: not enough 128-row blocks to fill the GPU, so
 # smaller query blocks (twice as many programs, shorter critical path).
 SMALL_GRID = (64, 64, 4, 3, False)
-# float32 inputs (the interpreter's tests): the dot runs on CUDA cores in
+# float32 inputs on a GPU: the dot runs on CUDA cores in
 # full precision; small tiles keep its registers and shared memory in bounds.
 FLOAT32 = (64, 32, 4, 2, False)
+# Triton's interpreter (CPU tensors): each tl operation is one NumPy call on a
+# whole tile, and the time goes to the calls, not the arithmetic. The biggest
+# tiles are the fastest: 2-3x FLOAT32's on the test groups' shapes.
+INTERPRETER = (128, 64, 4, 1, False)
 NUM_SMS = 132
 
 
-def _config(B, H, N, D, dtype):
+def _config(B, H, N, D, dtype, device_type="cuda"):
+    if device_type == "cpu":
+        return INTERPRETER
     if dtype == torch.float32:
         return FLOAT32
     if triton.cdiv(N, 128) * B * H < NUM_SMS:
@@ -252,6 +258,6 @@ def _launch(q, k, v, causal, sm_scale, block_m, block_n, num_warps, num_stages, 
 
 def flash_attention_forward(q, k, v, causal, sm_scale):
     B, H, N, D = q.shape
-    block_m, block_n, num_warps, num_stages, lazy = _config(B, H, N, D, q.dtype)
+    block_m, block_n, num_warps, num_stages, lazy = _config(B, H, N, D, q.dtype, q.device.type)
     o, lse, _ = _launch(q, k, v, causal, sm_scale, block_m, block_n, num_warps, num_stages, lazy)
     return o, lse
