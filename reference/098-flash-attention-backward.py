@@ -318,8 +318,10 @@ def _launch(q, k, v, o, lse, do, causal, sm_scale, dkdv_cfg, dq_cfg):
     bm1, bn1, w1, s1 = dkdv_cfg
     bm2, bn2, w2, s2 = dq_cfg
 
-    pre = _bwd_preprocess[(triton.cdiv(N, 64), B * H)](
-        o, do, lse, delta, lse2, H, N, *o.stride(), *do.stride(), *lse.stride(), BLOCK_M=64, HEAD_DIM=D)
+    # 64 rows a program on a GPU; in the interpreter a program's cost is its operations, not its rows.
+    bm0 = 64 if q.device.type != "cpu" else 256
+    pre = _bwd_preprocess[(triton.cdiv(N, bm0), B * H)](
+        o, do, lse, delta, lse2, H, N, *o.stride(), *do.stride(), *lse.stride(), BLOCK_M=bm0, HEAD_DIM=D)
     strides = (*q.stride(), *k.stride(), *v.stride(), *do.stride())
     kv = _bwd_dkdv[(triton.cdiv(N, bn1), B * H)](
         q, k, v, do, lse2, delta, dk, dv, H, N, scale * LOG2E, scale, *strides, *dk.stride(), *dv.stride(),
