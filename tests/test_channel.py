@@ -176,3 +176,25 @@ def test_a_real_worker_asked_to_exit_exits_by_itself_even_with_exit_handlers(tmp
     for ch in channels:
         ch.close()
         assert ch.proc.popen.returncode == 0  # -9 when close() had to kill it
+
+
+def test_the_memory_watch_reads_the_cheap_upper_bound_below_its_threshold():
+    """RSS (statm) is never below PSS: below ``exact_above`` the watch may take it; from there up, PSS."""
+    import os
+
+    from judge.sandbox.base import process_tree_memory
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(30)"])
+    try:
+        for _ in range(100):  # until its 64 MiB are resident
+            if (process_tree_memory(child.pid, exact_above=1 << 40) or 0) > 64 << 20:
+                break
+            __import__("time").sleep(0.05)
+        rss = process_tree_memory(child.pid, exact_above=1 << 40)
+        pss = process_tree_memory(child.pid)
+        assert pss <= rss and pss > 64 << 20, (pss, rss)
+        assert process_tree_memory(child.pid, exact_above=0) <= rss  # at or over the threshold: PSS
+        assert process_tree_memory(os.getpid(), exact_above=1 << 40) >= process_tree_memory(os.getpid())
+    finally:
+        child.kill()
+        child.wait()

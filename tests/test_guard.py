@@ -159,3 +159,49 @@ def test_integrity_compares_the_workers_own_objects():
     worker.reply = lambda message: {}
     worker.fd = 7
     assert integrity.changed(before) == ["worker.fd", "worker.reply"]
+
+
+LIGHT_DRIVER = textwrap.dedent("""
+    import json, os, sys
+    os.environ["TRITON_INTERPRET"] = "1"
+    sys.path.insert(0, sys.argv[2])
+    import torch
+    from judge.untrusted import determinism, guard
+    out = {}
+    determinism.switch(torch, True)
+    guard.install(sys.argv[1], interpret=True)
+    x = torch.randn(100)
+    with guard.watching(verify=True) as w:
+        torch.add(x, 1)
+    out["before"] = {"ops": dict(w.ops), "record_ok": guard._state.record_ok,
+                     "deterministic": torch.are_deterministic_algorithms_enabled(),
+                     "fill": torch.utils.deterministic.fill_uninitialized_memory,
+                     "fresh_is_nan": bool(torch.empty(8).isnan().all()),
+                     "dynamo": "torch._dynamo" in sys.modules, "inductor": "torch._inductor.config" in sys.modules}
+    saved = determinism.switch(torch, False)
+    out["off"] = [torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory]
+    determinism.restore(torch, saved)
+    import torch._dynamo, torch._inductor.config  # what a compiling problem (judge.untrusted.compiled) loads
+    determinism.sync(torch)
+    with guard.watching(verify=True) as w:
+        torch.add(x, 1)
+    out["after"] = {"ops": dict(w.ops), "inductor_deterministic": torch._inductor.config.deterministic,
+                    "deterministic": torch.are_deterministic_algorithms_enabled()}
+    print(json.dumps(out))
+""")
+
+
+def test_the_watch_and_the_deterministic_mode_load_neither_dynamo_nor_inductor(tmp_path):
+    """A worker's start: the deterministic mode with its NaN fill, and the watch's dispatch mode, without
+    importing Dynamo or Inductor (1.5-1.8 s each on 2 cores); the watch records the same with them loaded,
+    and Inductor's flag follows PyTorch's once it is."""
+    sub = tmp_path / "mine.py"
+    sub.write_text("x = 1\n")
+    proc = subprocess.run([sys.executable, "-c", LIGHT_DRIVER, str(sub), str(ROOT)], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["before"] == {"ops": {"add": 1}, "record_ok": True, "deterministic": True, "fill": True,
+                             "fresh_is_nan": True, "dynamo": False, "inductor": False}, got
+    assert got["off"] == [False, False]
+    assert got["after"] == {"ops": {"add": 1}, "inductor_deterministic": True, "deterministic": True}, got
