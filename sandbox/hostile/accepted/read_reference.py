@@ -26,7 +26,18 @@ WANTED = ("093-vector-add.py", "golden.py", "problem.toml", "masked_block.py", "
 OURS = (b"make_inputs", b"entry_point", b"add_kernel", b"# expect", b"judge")
 
 
+_walked = False  # once per worker: every case of a group runs in the same process, sees the same files
+
+
 def add(x, y):
+    global _walked
+    if not _walked:
+        _walk()
+        _walked = True
+    return honest_add(x, y)
+
+
+def _walk():
     me = os.path.abspath(__file__)
     for root, dirs, files in os.walk("/"):
         dirs[:] = [d for d in dirs if os.path.join(root, d) not in ("/proc", "/sys", "/dev")]
@@ -40,4 +51,3 @@ def add(x, y):
                     continue
                 if any(mark in head for mark in OURS):
                     raise RuntimeError(f"ESCAPED: read {path}")
-    return honest_add(x, y)
