@@ -49,6 +49,10 @@ FORBIDDEN_MODULES = {
     "runpy": "runs other code",
     "copyreg": "runs code hidden in data",
     "unittest": "patches objects by computed names",
+    "timeit": "runs generated code",
+    "doctest": "runs generated code (its examples)",
+    "linecache": "plants source text for generated code",
+    "asyncio": "starts threads and processes",
 }
 # Attribute chains (as written in the source) that are tampering.
 FORBIDDEN_ATTRIBUTES = {
@@ -87,6 +91,7 @@ FORBIDDEN_ATTRIBUTES = {
     "torch.backends": "changes global precision settings",
     "torch.utils.deterministic": "changes global settings the judge relies on",
     "torch.library": "defines operators the judge would take for PyTorch's own",
+    "torch.multiprocessing": "starts other processes",
     "torch.ops.load_library": "loads native code",
     "torch.utils.cpp_extension": "builds native code",
     "torch.from_numpy": "computes outside your kernels (NumPy)",
@@ -464,7 +469,41 @@ class _Scanner(ast.NodeVisitor):
     def visit_Assign(self, node):
         for target in node.targets:
             self._check_target(target, node)
+        self._bind_alias(node.targets, node.value)
         self.generic_visit(node)
+
+    def _bind_alias(self, targets, value) -> None:
+        """A plain name bound to a module or a part of one (`t = torch`, `c = torch.cuda`): what is assigned
+        through it is the module's (`t.manual_seed = f`). scan() visits twice, so an alias bound below its use,
+        or in a function, counts too."""
+        dotted = _dotted(value)
+        if dotted is None or len(targets) != 1 or not isinstance(targets[0], ast.Name):
+            return
+        full = self._resolve(dotted)
+        if full.split(".")[0] in PROTECTED_ROOTS and targets[0].id != full:
+            self.aliases[targets[0].id] = full
+
+    def visit_NamedExpr(self, node):
+        self._bind_alias([node.target], node.value)
+        self.generic_visit(node)
+
+    def visit_For(self, node):
+        self._check_target(node.target, node)  # for torch.manual_seed in [f]: ...
+        self.generic_visit(node)
+
+    visit_AsyncFor = visit_For
+
+    def visit_comprehension(self, node):
+        self._check_target(node.target, node.iter)
+        self.generic_visit(node)
+
+    def visit_With(self, node):
+        for item in node.items:
+            if item.optional_vars is not None:
+                self._check_target(item.optional_vars, node)
+        self.generic_visit(node)
+
+    visit_AsyncWith = visit_With
 
     def visit_AugAssign(self, node):
         self._check_target(node.target, node)
@@ -488,7 +527,9 @@ def scan(source: str, allow: tuple[str, ...] = ()) -> list[Finding]:
     """Findings in source order; empty when nothing looks like tampering. ``allow``: rules the problem lifts
     (keys of FORBIDDEN_MODULES / FORBIDDEN_ATTRIBUTES, e.g. "torch.library")."""
     scanner = _Scanner(tuple(allow))
-    scanner.visit(ast.parse(source))
+    tree = ast.parse(source)
+    scanner.visit(tree)
+    scanner.visit(tree)  # again with every alias known (findings repeat; only the first of each is kept)
     seen, out = set(), []
     for f in sorted(scanner.findings, key=lambda f: (f.line, f.code)):
         if (f.line, f.code) not in seen:

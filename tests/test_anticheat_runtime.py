@@ -30,6 +30,7 @@ CASES = [
     ("93", R93 / "redteam_custom_op_name.py", "redteam::clone"),
     ("93", R93 / "redteam_patch_wire_view.py", "torch.Tensor.detach"),
     ("93", R93 / "exploit_timer_patch.py", "torch.cuda.Event.elapsed_time"),
+    ("93", R93 / "exploit_swaps_sync.py", "torch.cuda.synchronize"),
     ("93", R93 / "exploit_tf32_flag.py", "allow_tf32"),
     ("94", R94 / "redteam_softmax_custom_op.py", "::"),
     ("93", R93 / "exploit_dispatch_escape.py", "torch add (run with the operator watch switched off)"),

@@ -169,3 +169,33 @@ def test_the_report_names_the_line():
     (finding,) = staticscan.scan(src)
     assert finding.line == 5 and "subprocess" in finding.message() and finding.message().startswith("line 5:")
 
+
+
+# What the red team of 2026-12-02 (third session) got past the scan (each was stopped later, at run time):
+# generated code through timeit, and library attributes assigned through another name.
+@pytest.mark.parametrize("source,code", [
+    ("import timeit\nr = timeit.timeit(s, globals=g, number=1)", "import timeit"),
+    ("import doctest", "import doctest"),
+    ("import linecache\nlinecache.cache[f] = (1, None, [src], f)", "import linecache"),
+    ("import asyncio", "import asyncio"),
+    ("import torch.multiprocessing as mp", "import torch.multiprocessing"),
+    ("import torch\n_t = torch\n_t.manual_seed = f", "_t.manual_seed = ..."),
+    ("import torch as T\na = T\nb = a.cuda\nb.synchronize = None", "b.synchronize = ..."),
+    ("import torch\ndef g():\n    _t.manual_seed = f\n_t = torch", "_t.manual_seed = ..."),  # bound below its use
+    ("import torch\nif (t := torch):\n    t.empty = None", "t.empty = ..."),
+    ("import torch\nfor torch.manual_seed in [f]:\n    pass", "torch.manual_seed = ..."),
+    ("import torch\nv = [0 for torch.manual_seed in [f]]", "torch.manual_seed = ..."),
+    ("import torch\nwith ctx() as torch.manual_seed:\n    pass", "torch.manual_seed = ..."),
+])
+def test_generated_code_and_assignments_through_other_names(source, code):
+    assert any(f.code == code for f in staticscan.scan(source)), staticscan.scan(source)
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nx = torch.float16\ny = x",
+    "import torch\nclass C:\n    pass\nc = C()\nc.a = 1",
+    "import triton\ncfg = triton.Config({'BLOCK': 64})\ncfg.num_warps = 4",
+    "for i in range(3):\n    pass",
+])
+def test_aliases_of_values_are_not_flagged(source):
+    assert staticscan.scan(source) == []

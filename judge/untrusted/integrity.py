@@ -102,8 +102,38 @@ WHOLE = [
 ]
 
 
+_DISABLE_CODE: list = []  # the code object of torch._disable_dynamo's wrapper, once known
+
+
+def _ident(value) -> int:
+    """id() of a value, where Dynamo's own "disable" wrapper counts as what it wraps.
+
+    Importing Dynamo wraps `torch.manual_seed` in `torch._disable_dynamo`, once. The worker no longer
+    imports Dynamo at its start (judge.untrusted.determinism, guard), so whether the wrapper is there
+    depends on whether the submission's code happened to load Dynamo (torch.compile, some torch.library
+    paths): without this, that read as tampering. A wrapper is recognised by its code object (only
+    `torch._disable_dynamo` makes one) and unwrapped through its closure, the function it calls; one made
+    by the submission around another function is that other function's id, and a change."""
+    code = getattr(value, "__code__", None)
+    if code is None or not getattr(value, "__closure__", None):
+        return id(value)
+    if not _DISABLE_CODE:
+        try:
+            import torch
+
+            _DISABLE_CODE.append(torch._disable_dynamo(lambda: None).__code__)
+        except Exception:  # noqa: BLE001 - a torch without it: nothing is unwrapped
+            _DISABLE_CODE.append(None)
+    if code is not _DISABLE_CODE[0] or "fn" not in code.co_freevars:
+        return id(value)
+    try:
+        return _ident(value.__closure__[code.co_freevars.index("fn")].cell_contents)
+    except (ValueError, IndexError):  # an empty cell
+        return id(value)
+
+
 def _functions(namespace) -> dict:
-    """id() of each function, class or method descriptor in a module's or class's own dict."""
+    """id() of each function, class or method descriptor in a module's or class's own dict (see _ident)."""
     out = {}
     try:
         items = list(vars(namespace).items())
@@ -111,7 +141,7 @@ def _functions(namespace) -> dict:
         return out
     for key, value in items:
         if callable(value) or isinstance(value, (staticmethod, classmethod, property)):
-            out[key] = id(value)
+            out[key] = _ident(value)
     return out
 
 
@@ -158,7 +188,7 @@ def snapshot(objects: dict | None = None) -> dict:
             state[name] = "<absent>"
     for name in IDENTITIES:
         try:
-            state[name] = id(_resolve(name))
+            state[name] = _ident(_resolve(name))
         except Exception:  # noqa: BLE001
             state[name] = "<absent>"
     for space in WHOLE:
