@@ -79,6 +79,8 @@ CASES = [
     ("93", R93 / "exploit2_bytes_repr_bits.py", "the replay check"),
     ("93", R93 / "exploit2_noop_proc_mem_tensor.py", "the replay check"),
     ("93", R93 / "redteam_replay_flood.py", "none of this group's passing cases could be replayed"),
+    # (with the scan on, refused before it runs: not one of the replay-only cases below)
+    ("93", R93 / "exploit3_timeit_generated_code.py", "data from outside your kernels reached"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor"}
 
