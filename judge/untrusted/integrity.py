@@ -19,6 +19,7 @@ one, or a new callable one, is reported as ``label.attribute``.
 
 from __future__ import annotations
 
+import functools
 import importlib
 
 SETTINGS = {
@@ -102,7 +103,15 @@ WHOLE = [
 ]
 
 
-_DISABLE_CODE: list = []  # the code object of torch._disable_dynamo's wrapper, once known
+@functools.cache
+def _disable_code():
+    """The code object of torch._disable_dynamo's wrapper (None for a torch without it)."""
+    try:
+        import torch
+
+        return torch._disable_dynamo(lambda: None).__code__
+    except Exception:  # noqa: BLE001 - nothing is unwrapped then
+        return None
 
 
 def _ident(value) -> int:
@@ -113,23 +122,18 @@ def _ident(value) -> int:
     depends on whether the submission's code happened to load Dynamo (torch.compile, some torch.library
     paths): without this, that read as tampering. A wrapper is recognised by its code object (only
     `torch._disable_dynamo` makes one) and unwrapped through its closure, the function it calls; one made
-    by the submission around another function is that other function's id, and a change."""
-    code = getattr(value, "__code__", None)
-    if code is None or not getattr(value, "__closure__", None):
-        return id(value)
-    if not _DISABLE_CODE:
+    by the submission around another function is that other function's id, and a change. (A few levels
+    at most: a wrapper whose cell was pointed back at itself stays itself.)"""
+    for _ in range(8):
+        code = getattr(value, "__code__", None)
+        if code is None or code is not _disable_code() or "fn" not in code.co_freevars \
+                or not getattr(value, "__closure__", None):
+            break
         try:
-            import torch
-
-            _DISABLE_CODE.append(torch._disable_dynamo(lambda: None).__code__)
-        except Exception:  # noqa: BLE001 - a torch without it: nothing is unwrapped
-            _DISABLE_CODE.append(None)
-    if code is not _DISABLE_CODE[0] or "fn" not in code.co_freevars:
-        return id(value)
-    try:
-        return _ident(value.__closure__[code.co_freevars.index("fn")].cell_contents)
-    except (ValueError, IndexError):  # an empty cell
-        return id(value)
+            value = value.__closure__[code.co_freevars.index("fn")].cell_contents
+        except (ValueError, IndexError):  # an empty cell
+            break
+    return id(value)
 
 
 def _functions(namespace) -> dict:
