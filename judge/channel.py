@@ -82,6 +82,8 @@ class WorkerChannel:
                 wire.send(self.proc.stdin, message)
             except OSError as exc:  # it died at once: said when the judge waits for it
                 self._unsent = exc
+        for fd in (self.proc.stdin, self.proc.stdout):  # big outputs cross in 1 MiB writes, not 64 KiB
+            wire.widen_pipe(fd)
         self.reader = wire.Reader(self.proc.stdout)
         self.printed = bytearray()
         self.printed_total = 0

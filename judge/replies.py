@@ -616,6 +616,7 @@ def parse_trace(x, payloads: list) -> Trace | None:
         if origin == "outside" and _bool(s.get("snapshot"), "a storage's snapshot"):
             snapshot = next(frames, None)
             _need(snapshot is not None and len(snapshot) == nbytes, "an outside storage's bytes do not match its size")
+            snapshot = bytes(snapshot)  # a long frame arrives as a buffer (wire.Reader); the record holds bytes
         storages.append(TraceStorage(i, nbytes, device, origin, arg, event, snapshot))
     _need(next(frames, None) is None, "more memory frames than the record announces")
     events = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import mmap
 import os
 import select
 import struct
@@ -44,6 +45,12 @@ DTYPES = {
 
 _LEN = struct.Struct(">Q")
 MAX_JSON_FRAME = 1 << 20  # a JSON frame over 1 MiB is never legitimate
+# A frame at least this long is read straight into a buffer of its own size (one copy, from the kernel);
+# shorter ones through the reader's buffer.
+_DIRECT = 1 << 16
+# The pipe's buffer asked for (Linux's default is 64 KiB): a 512 MiB output crosses in 512 writes and
+# reads instead of 8192 of each (tests/bench/wire_transfer.py).
+PIPE_BYTES = 1 << 20
 
 
 class ProtocolError(Exception):
@@ -65,7 +72,18 @@ class OutputLimitExceeded(ProtocolError):
 # --------------------------------------------------------------------------- writing
 
 
-def write_frame(fd: int, payload: bytes) -> None:
+def widen_pipe(fd: int) -> None:
+    """Ask for a pipe buffer of PIPE_BYTES on ``fd``; where it is no pipe, or the system says no, nothing
+    changes (the protocol works on any buffer size, only slower)."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except (OSError, AttributeError, ValueError):
+        pass
+
+
+def write_frame(fd: int, payload: bytes | memoryview) -> None:
     _write_all(fd, _LEN.pack(len(payload)))
     _write_all(fd, payload)
 
@@ -99,14 +117,9 @@ class Reader:
 
     def _fill(self, n: int, deadline: float | None) -> None:
         while len(self._buf) < n:
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise ChannelTimeout("timed out waiting for the worker")
-                ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
-                if not ready:
-                    continue
-            chunk = os.read(self.fd, max(n - len(self._buf), 1 << 16))
+            if not self._wait(deadline):
+                continue
+            chunk = os.read(self.fd, max(n - len(self._buf), _DIRECT))
             if not chunk:
                 raise ChannelClosed("the other side closed the channel")
             self._buf += chunk
@@ -116,17 +129,52 @@ class Reader:
         del self._buf[:n]
         return out
 
-    def read_frame(self, max_len: int, deadline: float | None = None) -> bytes:
+    def _wait(self, deadline: float | None) -> bool:
+        """Whether the descriptor is readable before the deadline (checked again each second)."""
+        if deadline is None:
+            return True
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ChannelTimeout("timed out waiting for the worker")
+        ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
+        return bool(ready)
+
+    def read_frame(self, max_len: int, deadline: float | None = None, *, direct: bool = False
+                   ) -> bytes | mmap.mmap:
+        """One frame's bytes: ``bytes``, or with ``direct`` and a long frame, a writable buffer of its own (an
+        anonymous mapping read into directly, no copy after the kernel's; the caller owns it)."""
         self._fill(_LEN.size, deadline)
         (length,) = _LEN.unpack(self._buf[: _LEN.size])
         if length > max_len:
             raise OutputLimitExceeded(f"a frame of {length} bytes exceeds the limit of {max_len}")
-        self._fill(_LEN.size + length, deadline)
+        if not direct or length < _DIRECT:
+            self._fill(_LEN.size + length, deadline)
+            del self._buf[: _LEN.size]
+            return self._take(length)
         del self._buf[: _LEN.size]
-        return self._take(length)
+        # The size was checked against the caller's limit above. An anonymous mapping, not bytearray(n),
+        # which writes every page before the kernel copies into it: its pages are touched once, by the
+        # read, and a frame declared long and never sent costs little.
+        out = mmap.mmap(-1, length)
+        have = min(len(self._buf), length)
+        out[:have] = self._buf[:have]
+        del self._buf[:have]
+        view = memoryview(out)
+        try:
+            while have < length:
+                if not self._wait(deadline):
+                    continue
+                n = os.readv(self.fd, [view[have:]])
+                if not n:
+                    raise ChannelClosed("the other side closed the channel")
+                have += n
+        finally:
+            view.release()
+        return out
 
     def recv(self, max_tensor_bytes: int, deadline: float | None = None):
-        """Read one message; returns (dict, [bytes, ...]) after validating framing."""
+        """Read one message; returns (dict, [each tensor frame's bytes: bytes, or a buffer of its own for a long
+        frame]) after validating framing."""
         raw = self.read_frame(MAX_JSON_FRAME, deadline)
         try:
             message = json.loads(raw.decode("utf-8"))
@@ -146,7 +194,7 @@ class Reader:
             )
         payloads = []
         for size in sizes:
-            payload = self.read_frame(size, deadline)
+            payload = self.read_frame(size, deadline, direct=True)
             if len(payload) != size:
                 raise ProtocolError(f"a tensor frame holds {len(payload)} bytes, expected {size}")
             payloads.append(payload)
@@ -182,15 +230,33 @@ def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def tensor_to_wire(t) -> tuple[dict, bytes]:
-    """A tensor's logical values, row-major, as (descriptor, bytes)."""
+def tensor_to_wire(t) -> tuple[dict, bytes | memoryview]:
+    """A tensor's logical values, row-major, as (descriptor, bytes): a read-only view of a CPU copy of them,
+    or of the tensor itself where it is a plain CPU tensor laid out row-major already (send it before
+    anything writes to it)."""
     import torch
 
-    t = _dense_cpu(t)
+    t = t.detach()
+    if not (t.device.type == "cpu" and _row_major(t)):
+        t = _dense_cpu(t)
     desc = {"dtype": dtype_name(t.dtype), "shape": list(t.shape)}
     if t.numel() == 0:
         return desc, b""
-    return desc, t.reshape(-1).view(torch.uint8).numpy().tobytes()
+    return desc, _bytes_view(t.reshape(-1).view(torch.uint8))
+
+
+def _row_major(t) -> bool:
+    """Strides exactly those of a fresh tensor of its shape (not ``is_contiguous``: see _dense_cpu)."""
+    expect, want = 1, []
+    for size in reversed(t.shape):
+        want.append(expect)
+        expect *= size
+    return tuple(t.stride()) == tuple(reversed(want)) and not t.is_conj() and not t.is_neg()
+
+
+def _bytes_view(flat) -> memoryview:
+    """A read-only byte view of a 1-D uint8 CPU tensor (it keeps the tensor alive)."""
+    return memoryview(flat.numpy()).toreadonly()
 
 
 def _dense_cpu(t):
@@ -214,7 +280,9 @@ def tensor_from_wire(desc: dict, payload: bytes):
     dtype = torch_dtype(desc["dtype"])
     if size == 0:
         return torch.empty(desc["shape"], dtype=dtype)
-    flat = torch.frombuffer(bytearray(payload), dtype=torch.uint8).view(dtype)
+    # A long frame from Reader.read_frame is a buffer of the caller's own: the tensor takes it over, no copy.
+    owned = payload if isinstance(payload, (bytearray, mmap.mmap)) else bytearray(payload)
+    flat = torch.frombuffer(owned, dtype=torch.uint8).view(dtype)
     return flat.reshape(desc["shape"])
 
 
@@ -222,7 +290,7 @@ def storage_to_wire(storage_tensor) -> bytes:
     """Raw bytes of a 1-D contiguous tensor used as a storage."""
     import torch
 
-    t = _dense_cpu(storage_tensor)
+    t = _dense_cpu(storage_tensor)  # a copy of its own: the view below aliases nothing else
     if t.numel() == 0:
         return b""
-    return t.reshape(-1).view(torch.uint8).numpy().tobytes()
+    return _bytes_view(t.reshape(-1).view(torch.uint8))

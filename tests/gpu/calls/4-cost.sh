@@ -7,6 +7,8 @@
 #                   imports torch (=1) or by the session (=0)
 #   latency.txt     judge_latency.py over IDS (default all six), default options
 #   throughput.txt  grade_throughput.py, a softmax roster (N, default 24) under THROUGHPUT_LIMIT s
+#   wire.txt        tests/bench/wire_transfer.py --device cuda: one 512 MiB output across the pipe, the tree
+#                   of out/before (carried: the last commit's judge/shared/wire.py) against this one
 # PARTS picks and orders them (default "replay94 replay98 headstart").
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -21,6 +23,7 @@ for p in ${PARTS:-replay94 replay98 headstart}; do
     headstart) part headstart "${HEADSTART_LIMIT:-120}" python3 tests/bench/judge_latency.py 94 --device cuda --sandbox bwrap \
                  --ab JUDGE_HEAD_START --rounds "${HEADSTART_ROUNDS:-1}" ;;
     latency) part latency "${LATENCY_LIMIT:-360}" python3 tests/bench/judge_latency.py ${IDS:-93 94 95 96 97 98} --device cuda --sandbox bwrap ;;
+    wire) part wire "${WIRE_LIMIT:-120}" python3 tests/bench/wire_transfer.py --trees out/before . --device cuda --runs "${WIRE_RUNS:-3}" ;;
     throughput) part throughput "${THROUGHPUT_LIMIT:-180}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 -n "${N:-24}" \
                  --executors local --pool auto --sandbox bwrap ;;
   esac
