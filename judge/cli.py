@@ -23,7 +23,7 @@ import click
 
 from judge.grading.cli import register as register_grading
 from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
-                              err, problem_or_exit, sandbox_help, sandbox_or_exit, usage)
+                              err, leave, problem_or_exit, sandbox_help, sandbox_or_exit, usage)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -275,9 +275,8 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     _plot(report.speed, plot_path)
     from judge.verdicts import Verdict
 
-    if report.verdict is Verdict.AC:
-        sys.exit(EXIT_AC)
-    sys.exit(EXIT_INTERNAL if report.verdict is Verdict.IE else EXIT_REJECTED)
+    leave(EXIT_AC if report.verdict is Verdict.AC else EXIT_INTERNAL if report.verdict is Verdict.IE
+          else EXIT_REJECTED)
 
 
 def _check_case(p, group, case, interpret, fail=usage):

@@ -170,3 +170,17 @@ def test_init_default_name_in_cwd(tmp_path):
 def test_help(flag):
     r = judge(flag)
     assert r.returncode == 0 and "submit" in r.stdout
+
+
+@pytest.mark.parametrize("file, code, verdict", [(GOOD, 0, "AC"), (WRONG, 1, "WA")])
+def test_a_judging_command_ends_without_the_teardown_and_leaves_nothing_behind(tmp_path, file, code, verdict):
+    # judge.cli_common.leave ends `submit` with os._exit once the report is out: the exit code, the whole
+    # report on a pipe, and no scratch folder left (the session and the pool remove theirs before it).
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    r = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(file), "--json", "--sandbox", "process"],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
+    assert r.returncode == code, r.stderr[-2000:]
+    report = json.loads(r.stdout)  # complete: flushed before the exit
+    assert report["verdict"] == verdict
+    assert sorted(p.name for p in tmp.iterdir()) == []

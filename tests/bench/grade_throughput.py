@@ -78,11 +78,12 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
             verdicts[v] = verdicts.get(v, 0) + k
     judged = summary["run"]["judged"]
     waits = _start_waits(out / "results.sqlite")
+    split = _time_split(out / "results.sqlite")
     return {"executor": executor, "workers": workers, "pool": pool, "judged": judged, "wall_s": round(wall, 1),
             "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
             "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
             "start_wait_median": round(statistics.median(waits), 2) if waits else None,
-            "pool_stats": summary["run"].get("pool")}
+            "pool_stats": summary["run"].get("pool"), "time_split": split}
 
 
 def _internal_errors(db: Path) -> list[tuple[str, str]]:
@@ -110,6 +111,38 @@ def _start_waits(db: Path) -> list[float]:
         wait = (json.loads(text).get("timing") or {}).get("start_wait_seconds")
         if wait is not None:
             out.append(float(wait))
+    return out
+
+
+SPLIT_KEYS = ("tests_seconds", "speed_seconds", "gpu_wait_seconds", "compile_seconds", "start_wait_seconds")
+
+
+def _time_split(db: Path) -> dict:
+    """Where the roster's time went, by verdict: how many, the median of each report's elapsed seconds and of
+    its timing figures, and their sums (a speed run holds the GPU to itself: the sum of ``speed_seconds`` is
+    the least wall time the roster's speed runs take one after another; ``gpu_wait_seconds`` is a job's
+    correctness cases waiting while another job times)."""
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT verdict, report FROM results").fetchall()
+    finally:
+        con.close()
+    by: dict[str, list[dict]] = {}
+    for verdict, text in rows:
+        report = json.loads(text)
+        by.setdefault(verdict, []).append({"elapsed_seconds": report.get("elapsed_seconds"),
+                                           **{k: (report.get("timing") or {}).get(k) for k in SPLIT_KEYS}})
+    out = {}
+    for verdict, items in sorted(by.items()):
+        row = {"n": len(items)}
+        for k in ("elapsed_seconds",) + SPLIT_KEYS:
+            vals = [float(i[k]) for i in items if isinstance(i.get(k), (int, float))]
+            if vals:
+                row[k.removesuffix("_seconds") + "_median"] = round(statistics.median(vals), 2)
+                row[k.removesuffix("_seconds") + "_sum"] = round(sum(vals), 1)
+        out[verdict] = row
     return out
 
 
