@@ -1254,3 +1254,52 @@ def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, mo
     run, procs = events[-1][1], events[-1][2]
     assert run._spawned == [] and run.replayer is None and not run.contenders
     assert len(procs) == 2 and all(proc.popen.poll() is not None for proc in procs)  # submission, reference
+
+
+@pytest.mark.parametrize("outside", ["0", "1"])
+def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judges_for_its_checks_when_asked(
+        tmp_path, monkeypatch, outside):
+    # The lock's real files (judge.timing.lock), probed from another open file description the way another
+    # judge would take it: the rounds (and, outside, the profiler clock) hold it exclusively; with
+    # JUDGE_CHECKS_OUTSIDE_LOCK=1 the checks and replays hold it shared, beside other judges' cases.
+    import fcntl
+    import os
+
+    from judge.timing import lock
+
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("JUDGE_CHECKS_OUTSIDE_LOCK", outside)
+    p = find_problem("93")
+    run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
+                   scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
+
+    def held() -> str:
+        fd = os.open(lock.lock_path(0), os.O_RDONLY)
+        try:
+            for how, name in ((fcntl.LOCK_SH, "exclusive"), (fcntl.LOCK_EX, "shared")):
+                try:
+                    fcntl.flock(fd, how | fcntl.LOCK_NB)
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                except BlockingIOError:
+                    return name  # a shared probe refused: someone holds it exclusively; else shared
+            return "free"
+        finally:
+            os.close(fd)
+
+    seen = {}
+
+    def timed(*, profile_now):
+        seen["timed"], seen["profile_now"] = held(), profile_now
+        return {"state": 1}
+
+    def finish(state):
+        seen["finish"] = held()
+        return {"finished": state}
+
+    monkeypatch.setattr(run, "_timed", timed)
+    monkeypatch.setattr(run, "_finish", finish)
+    monkeypatch.setattr(run, "_close", lambda: seen.setdefault("closed", held()))
+    assert run.run() == {"finished": {"state": 1}}
+    assert seen["timed"] == "exclusive" and seen["profile_now"] == (outside == "1")
+    assert seen["finish"] == ("shared" if outside == "1" else "exclusive")
+    assert seen["closed"] == seen["finish"] and held() == "free"  # the workers end under the same lock
