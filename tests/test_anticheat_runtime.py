@@ -73,6 +73,9 @@ CASES = [
     ("94", R94 / "redteam_softmax_map_callback.py", "(a Python function per element)"),
     # A kernel whose interpreter rewriter was swapped for an empty kernel's; the sums done on the host (ctypes).
     ("93", R93 / "redteam_rewriter_swap.py", "the kernel add_kernel (it would run another function than its own)"),
+    # A kernel Triton reads elsewhere than the file's text: a __wrapped__ inspect follows, the file rewritten
+    # on disk for the first launch (integrity.rewired against the text read before the import).
+    ("93", R93 / "exploit4_wraps_swaps_kernel_source.py", "the kernel vec_add (Triton compiled another source"),
     # Only the replay check catches these (judge.replay): the values come from plain Python over the
     # inputs' bytes, and a copy into an output that a do-nothing kernel is handed is all the watch sees.
     ("93", R93 / "exploit2_bytes_proc_mem.py", "the replay check"),
@@ -82,7 +85,8 @@ CASES = [
     # (with the scan on, refused before it runs: not one of the replay-only cases below)
     ("93", R93 / "exploit3_timeit_generated_code.py", "data from outside your kernels reached"),
 ]
-FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor"}
+FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
+        "exploit4_wraps_swaps_kernel_source"}
 
 
 @pytest.mark.corpus
@@ -124,3 +128,19 @@ def test_a_kernel_that_runs_otherwise_in_the_worker_is_caught_by_its_writes(name
                       group="small-ragged")
     report = Session(find_problem("93"), R93 / name, options).run()
     assert report.verdict.value == "RJ" and "left out as it was" in report.message, report.message
+
+
+@pytest.mark.corpus
+def test_a_file_that_rewrites_itself_for_its_first_launch_is_caught(tmp_path):
+    # Judged from a copy (it writes to its own file, as only the process sandbox allows): what the
+    # interpreter made of the kernel is not what it makes of the text read before the import.
+    import shutil
+
+    path = tmp_path / "exploit4_rewrites_own_file.py"
+    shutil.copy(Path(__file__).parent / "data" / path.name, path)
+    before = path.read_text()
+    options = Options(sandbox="process", seed=1, device="cpu", interpret=True)
+    report = Session(find_problem("93"), path, options).run()
+    assert report.verdict.value == "RJ", report.message
+    assert "the kernel vec_add (Triton compiled another source" in report.message
+    assert path.read_text() == before  # it put its text back: only the worker's snapshot knew

@@ -50,6 +50,10 @@ IDENTITIES = [
     "triton.runtime.interpreter.InterpretedFunction.run", "triton.runtime.autotuner.Autotuner.run",
     "triton.runtime.autotuner.Autotuner.prune_configs", "triton.runtime.autotuner.Heuristics.run",
     "triton.testing.do_bench",
+    # What rewired() rebuilds a kernel with, to hold it against what the interpreter made of it.
+    "triton.runtime.interpreter.FunctionRewriter.rewrite_ast", "triton.runtime.interpreter.FunctionRewriter._find_def",
+    "triton.runtime.interpreter.FunctionRewriter._prepare_source",
+    "triton.runtime.interpreter.FunctionRewriter._transform_ast", "inspect.getblock", "inspect.getsourcelines",
     "threading.enumerate", "threading.active_count", "json.dumps", "json.loads", "hashlib.sha256",
     "os.write", "os.read", "os.dup",
     "judge.shared.wire.send", "judge.shared.wire.write_frame", "judge.shared.wire.Reader.recv",
@@ -252,23 +256,106 @@ def kernels_of(namespace: dict) -> dict:
     return out
 
 
-def rewired(kernels: dict) -> list[str]:
+def rewired(kernels: dict, source: str | None = None, path: str | None = None) -> list[str]:
     """Kernels that would run another body than their own source's. In the interpreter a kernel runs what
     its rewriter made of ``kernel.fn``: a rewriter (or a cached rewrite) taken from another kernel runs
-    that kernel's body instead (a red team swapped in an empty one and computed the answer on the host)."""
+    that kernel's body instead (a red team swapped in an empty one and computed the answer on the host).
+
+    ``source``: the text of the file at ``path`` as the worker read it before the import (kernels defined in
+    other files, Triton's own ``@jit`` helpers imported by name, are not compared). Triton reads a kernel's source
+    again, through ``inspect`` (the interpreter at its first launch, the compiler at the decoration), and
+    what it reads need not be that text: ``functools.wraps`` leaves a ``__wrapped__`` that inspect follows
+    to another function, and a file rewritten on disk (then restored) is read as it was at that moment. So
+    what Triton made is compared with what it makes of the text the judge judges (see _drifted)."""
     try:
         from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
     except ImportError:  # pragma: no cover
-        return []
+        FunctionRewriter = InterpretedFunction = None  # noqa: N806
     found = []
     for name, k in kernels.items():
-        if not isinstance(k, InterpretedFunction):
-            continue
-        fn = vars(k).get("fn")
-        rw = vars(k).get("rewriter")
-        made = InterpretedFunction.rewritten_fn.get(fn) if isinstance(
-            getattr(InterpretedFunction, "rewritten_fn", None), dict) else None
-        if (type(rw) is not FunctionRewriter or rw.fn is not fn
-                or made is not None and getattr(made, "__name__", None) != getattr(fn, "__name__", None)):
-            found.append(f"the kernel {name} (it would run another function than its own)")
+        if InterpretedFunction is not None and isinstance(k, InterpretedFunction):
+            fn = vars(k).get("fn")
+            rw = vars(k).get("rewriter")
+            made = InterpretedFunction.rewritten_fn.get(fn) if isinstance(
+                getattr(InterpretedFunction, "rewritten_fn", None), dict) else None
+            if (type(rw) is not FunctionRewriter or rw.fn is not fn
+                    or made is not None and getattr(made, "__name__", None) != getattr(fn, "__name__", None)):
+                found.append(f"the kernel {name} (it would run another function than its own)")
+                continue
+        if source is not None and path and _drifted(k, source, path):
+            found.append(f"the kernel {name} (Triton compiled another source than your file's text for it)")
     return found
+
+
+def _own_block(fn, source: str) -> list[str] | None:
+    """The lines of ``fn``'s definition (its decorators on) in ``source``, found from its code object: where
+    Python compiled it, whatever ``inspect`` would say now."""
+    import inspect
+
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    lines = source.splitlines(keepends=True)
+    start = code.co_firstlineno - 1
+    if not 0 <= start < len(lines):
+        return None
+    try:
+        return inspect.getblock(lines[start:])
+    except Exception:  # noqa: BLE001 - a block inspect cannot delimit: nothing to compare
+        return None
+
+
+def _drifted(k, source: str, path: str) -> bool:
+    """Whether what Triton made of kernel ``k`` differs from what it makes of ``source``'s text of it.
+
+    Interpreter: the function its rewriter compiled (cached at the first launch), against the same rewrite
+    of the text (code compared without line numbers). Compiler: the ``src`` it compiles from, against the
+    text from the ``def`` on, dedented, as JITFunction takes it."""
+    import os
+    import re
+    import textwrap
+
+    fn = vars(k).get("fn") if hasattr(k, "__dict__") else None
+    code = getattr(fn, "__code__", None)
+    if code is None or os.path.realpath(code.co_filename) != os.path.realpath(path):
+        return False
+    block = _own_block(fn, source)
+    if not block:
+        return True  # compiled from this file, yet no definition there where Python says it starts
+    try:
+        from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
+    except ImportError:  # pragma: no cover
+        FunctionRewriter = InterpretedFunction = None  # noqa: N806
+    if InterpretedFunction is not None and isinstance(k, InterpretedFunction):
+        made = InterpretedFunction.rewritten_fn.get(fn)
+        if made is None:
+            return False  # not launched yet: it is rewritten (and compared) after its first launch
+        rw = FunctionRewriter(fn, **(vars(k).get("kwargs") or {}))
+        rw.def_lineno, rw.def_file_lineno = rw._find_def(block), 1  # (line numbers are not compared)
+        compiled = compile(rw._transform_ast(rw._prepare_source(block)), filename="<judge>", mode="exec")
+        want = next((c for c in compiled.co_consts if getattr(c, "co_name", None) == fn.__name__), None)
+        return want is None or not _same_code(getattr(made, "__code__", None), want)
+    src = vars(k).get("src") if hasattr(k, "__dict__") else None
+    if not isinstance(src, str):
+        src = getattr(k, "src", None)
+    if not isinstance(src, str):
+        return False
+    text = textwrap.dedent("".join(block))
+    m = re.search(r"^def\s+\w+\s*\(", text, re.MULTILINE)
+    return m is None or src.strip() != text[m.start():].strip()
+
+
+def _same_code(a, b, depth: int = 0) -> bool:
+    """Two code objects alike but for their line numbers and file names."""
+    if a is None or b is None or depth > 20:
+        return False
+    if (a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames
+            or a.co_freevars != b.co_freevars or len(a.co_consts) != len(b.co_consts)):
+        return False
+    for x, y in zip(a.co_consts, b.co_consts):
+        if hasattr(x, "co_code") or hasattr(y, "co_code"):
+            if not _same_code(x, y, depth + 1):
+                return False
+        elif type(x) is not type(y) or (x != y and repr(x) != repr(y)):  # (repr: a NaN constant)
+            return False
+    return True

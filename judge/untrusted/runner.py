@@ -198,6 +198,13 @@ class Worker:
         self.out_fd = out_fd
         self.nonce = setup["nonce"]
         self.path = os.path.realpath(setup["submission"])
+        # The file's text before anything of it runs: what Triton compiles of its kernels is held against it
+        # (integrity.rewired). A str, so the integrity snapshot of this object keeps its value too.
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                self.source = f.read()
+        except (OSError, UnicodeDecodeError):
+            self.source = None
         self.device = setup["device"]
         self.fn = None
         self.kernels: dict = {}  # the file's kernels, checked for rewiring after each call (judge.untrusted.integrity)
@@ -328,7 +335,7 @@ class Worker:
                 modified.append(i)
         evidence = _evidence(watch)
         evidence["threads_left"] = _new_threads(threads_before, self.path)
-        evidence["tampered"] = (integrity.changed(self.baseline) + integrity.rewired(self.kernels)
+        evidence["tampered"] = (integrity.changed(self.baseline) + integrity.rewired(self.kernels, self.source, self.path)
                                 + own_ops.take_libraries())
         evidence["started"] = guard.take_events()
         evidence["compile"] = guard.compile_stats()
@@ -549,7 +556,7 @@ def main() -> int:
         fn, err = _register(fn, namespace, worker.path)
     if err is None:
         worker.kernels = integrity.kernels_of(vars(sys.modules.get("submission") or object()))
-        tampered = integrity.changed(worker.baseline) + integrity.rewired(worker.kernels)
+        tampered = integrity.changed(worker.baseline) + integrity.rewired(worker.kernels, worker.source, worker.path)
         libraries = own_ops.take_libraries()
         started = guard.take_events()
         if libraries:
