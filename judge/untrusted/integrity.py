@@ -311,30 +311,35 @@ def _own_block(fn, source: str) -> list[str] | None:
 _checked: dict = {}
 
 
-def _drifted(k, source: str, path: str) -> bool:
+def _made(k):
+    """(the kernel's function, what the interpreter made of it, or None before its first launch, the source
+    the compiler compiles, or None, whether it is the interpreter's)."""
     fn = vars(k).get("fn") if hasattr(k, "__dict__") else None
-    made = None
     try:
         from triton.runtime.interpreter import InterpretedFunction
-
-        if isinstance(k, InterpretedFunction):
-            made = InterpretedFunction.rewritten_fn.get(fn)
     except ImportError:  # pragma: no cover
-        pass
+        InterpretedFunction = None  # noqa: N806
+    if InterpretedFunction is not None and isinstance(k, InterpretedFunction):
+        return fn, InterpretedFunction.rewritten_fn.get(fn), None, True
+    src = getattr(k, "src", None)
+    return fn, None, src if isinstance(src, str) else None, False
+
+
+def _drifted(k, source: str, path: str) -> bool:
+    fn, made, src, interpreted = _made(k)
     made_code = getattr(made, "__code__", None)
-    src = None if made is not None else getattr(k, "src", None)
-    key = (id(k), id(fn), id(made), id(made_code), src if isinstance(src, str) else None, hash(source), path)
+    key = (id(k), id(fn), id(made), id(made_code), src, hash(source), path)
     hit = _checked.get(key)
     if hit is not None and hit[0] is k and hit[1] is fn and hit[2] is made and hit[3] is made_code:
         return hit[4]
-    found = _drifted_now(k, source, path)
-    if made is not None or isinstance(src, str):  # a kernel not launched yet is compared again later
+    found = _drifted_now(fn, made, src, interpreted, vars(k).get("kwargs") or {}, source, path)
+    if made is not None or src is not None:  # a kernel not launched yet is compared again later
         _checked[key] = (k, fn, made, made_code, found)
     return found
 
 
-def _drifted_now(k, source: str, path: str) -> bool:
-    """Whether what Triton made of kernel ``k`` differs from what it makes of ``source``'s text of it.
+def _drifted_now(fn, made, src, interpreted: bool, kwargs: dict, source: str, path: str) -> bool:
+    """Whether what Triton made of a kernel (_made) differs from what it makes of ``source``'s text of it.
 
     Interpreter: the function its rewriter compiled (cached at the first launch), against the same rewrite
     of the text (code compared without line numbers). Compiler: the ``src`` it compiles from, against the
@@ -343,30 +348,23 @@ def _drifted_now(k, source: str, path: str) -> bool:
     import re
     import textwrap
 
-    fn = vars(k).get("fn") if hasattr(k, "__dict__") else None
     code = getattr(fn, "__code__", None)
     if code is None or os.path.realpath(code.co_filename) != os.path.realpath(path):
         return False
     block = _own_block(fn, source)
     if not block:
         return True  # compiled from this file, yet no definition there where Python says it starts
-    try:
-        from triton.runtime.interpreter import FunctionRewriter, InterpretedFunction
-    except ImportError:  # pragma: no cover
-        FunctionRewriter = InterpretedFunction = None  # noqa: N806
-    if InterpretedFunction is not None and isinstance(k, InterpretedFunction):
-        made = InterpretedFunction.rewritten_fn.get(fn)
+    if interpreted:
         if made is None:
             return False  # not launched yet: it is rewritten (and compared) after its first launch
-        rw = FunctionRewriter(fn, **(vars(k).get("kwargs") or {}))
+        from triton.runtime.interpreter import FunctionRewriter
+
+        rw = FunctionRewriter(fn, **kwargs)
         rw.def_lineno, rw.def_file_lineno = rw._find_def(block), 1  # (line numbers are not compared)
         compiled = compile(rw._transform_ast(rw._prepare_source(block)), filename="<judge>", mode="exec")
         want = next((c for c in compiled.co_consts if getattr(c, "co_name", None) == fn.__name__), None)
         return want is None or not _same_code(getattr(made, "__code__", None), want)
-    src = vars(k).get("src") if hasattr(k, "__dict__") else None
-    if not isinstance(src, str):
-        src = getattr(k, "src", None)
-    if not isinstance(src, str):
+    if src is None:
         return False
     text = textwrap.dedent("".join(block))
     m = re.search(r"^def\s+\w+\s*\(", text, re.MULTILINE)
