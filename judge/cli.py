@@ -310,11 +310,14 @@ def _print_report(report, as_json: bool) -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @_judge_options
 @click.option("--no-speed", is_flag=True, help="Skip the speed run (on a GPU it follows the tests).")
+@click.option("--pytorch", "with_pytorch", is_flag=True,
+              help="Time the PyTorch baseline in the speed run too (no points; `judge bench` always does).")
 @_speed_options
-def submit(problem, file, no_speed, ci_target, speed_budget, max_rounds, plot_path, **kw):
+def submit(problem, file, no_speed, with_pytorch, ci_target, speed_budget, max_rounds, plot_path, **kw):
     """Judge FILE for PROBLEM (id or slug): every test group, then speed on a GPU; a verdict and a score."""
     _run(problem, file, quick=False, speed=not no_speed, plot_path=plot_path,
-         bench=_bench_overrides(ci_target, speed_budget, max_rounds), **kw)
+         bench=_bench_overrides(ci_target, speed_budget, max_rounds, torch_baseline=True if with_pytorch else None),
+         **kw)
 
 
 @cli.command("bench")

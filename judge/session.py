@@ -121,7 +121,9 @@ class Session:
                     groups.append(GroupResult(g.name, g.about, g.points, False, 0, last,
                                               skipped=f"not run: an earlier group ended with {last.value}"))
                     continue
+                t_group = time.monotonic()
                 groups.append(self._run_group(g))
+                self.timing.setdefault("group_seconds", {})[g.name] = round(time.monotonic() - t_group, 3)
                 if all(x.passed for x in groups):
                     self._prestart_speed(scratch)
             verdict = worst(g.verdict for g in groups)
@@ -252,12 +254,16 @@ class Session:
         waiting = any(not f.done() for _, _, f in pending)
         if waiting:
             self.progress.lane(0, progress_words.REPLAYING)  # the group waits for its last replays
+        t0 = time.monotonic()
         try:
             results = [(key, params, future.result()) for key, params, future
                        in sorted(pending, key=lambda x: order.get(x[0], float("inf")))]
         finally:
             if waiting:
                 self.progress.lane(0, None)
+            # What the test groups waited, after their cases, for their replays to come back.
+            self.timing["replay_settle_seconds"] = round(
+                self.timing.get("replay_settle_seconds", 0.0) + time.monotonic() - t0, 3)
         for key, params, found in results:
             if found_first is not None or found is None or order.get(key, float("inf")) >= last:
                 continue
@@ -541,10 +547,14 @@ class Session:
         from judge.timing.speedrun import SpeedRun, config_for
 
         opts = self.options
+        # The PyTorch baseline earns no points, and timing it is a third of a speed run's rounds, warm-up and
+        # profiler clock: a judged submission leaves it out unless asked (submit --pytorch); `judge bench`,
+        # which is for timing kernels, keeps the problem's setting.
+        overrides = {"torch_baseline": False, **{k: v for k, v in opts.bench.items() if v is not None}}
         # Its own scratch: the test workers' scratch folders (scratch/worker<i>) may still be in use.
         return SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret, gpu=opts.gpu,
                         backend=self.backend, limits=self.limits, scratch=scratch / "speed",
-                        config=config_for(self.problem, interpret=opts.interpret, overrides=opts.bench),
+                        config=config_for(self.problem, interpret=opts.interpret, overrides=overrides),
                         log=opts.log, progress=self.progress, replay=self.replay_on)
 
     def _prestart_speed(self, scratch: Path) -> None:

@@ -19,7 +19,7 @@ from judge.options import Options
 from judge.problems import find_problem
 from judge.timing import checks, stats
 from judge.timing.lock import gpu_lock
-from judge.timing.speedrun import NOT_A_CLAIM, BenchConfig, SpeedRun, BenchFailed
+from judge.timing.speedrun import NOT_A_CLAIM, BenchConfig, SpeedRun, BenchFailed, config_for
 from judge.timing.score import SpeedScore
 from judge.shared import bench_inputs
 
@@ -1303,3 +1303,34 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
     assert seen["timed"] == "exclusive" and seen["profile_now"] == (outside == "1")
     assert seen["finish"] == ("shared" if outside == "1" else "exclusive")
     assert seen["closed"] == seen["finish"] and held() == "free"  # the workers end under the same lock
+
+
+def test_a_judged_submission_times_the_pytorch_baseline_only_when_asked(tmp_path):
+    from judge.session import Session
+
+    # The baseline earns no points: submit, grade and serve leave it out of the speed run (a third of its
+    # requests); `submit --pytorch` and `judge bench` (which keeps the problem's setting) time it.
+    p = find_problem("94")
+    assert p.spec["bench"].get("torch_baseline", True)  # the problem asks for it: bench times it
+    made = {}
+    for bench in ({}, {"torch_baseline": None, "ci_target": None}, {"torch_baseline": True}):
+        session = Session(p, p.reference_path, Options(device="cpu", interpret=True, sandbox="process",
+                                                       bench=bench))
+        session.backend = None
+        run = session._new_speed_run(tmp_path)
+        made[repr(bench)] = run.config.torch_baseline
+    assert list(made.values()) == [False, False, True], made
+    assert config_for(p, interpret=False).torch_baseline  # judge bench: the problem's own setting
+
+
+def test_submit_pytorch_flag_reaches_the_speed_run(monkeypatch, tmp_path):
+    from click.testing import CliRunner
+
+    from judge import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "_run", lambda *a, **kw: seen.append(kw["bench"]))
+    for flags in ([], ["--pytorch"]):
+        result = CliRunner().invoke(cli.cli, ["submit", "94", str(tmp_path / "x.py"), *flags])
+        assert result.exit_code == 0, result.output
+    assert seen[0].get("torch_baseline") is None and seen[1]["torch_baseline"] is True

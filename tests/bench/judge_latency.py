@@ -10,7 +10,7 @@ time in those launches, and the speed run. Runs on the CPU (interpreter) and
 on a GPU.
 
     python tests/bench/judge_latency.py [IDS ...] [--device cpu|cuda] [--no-speed] [--markdown FILE]
-                                        [--ab VAR --rounds N] [--warm]
+                                        [--ab VAR --rounds N] [--trees DIR DIR --rounds N] [--warm]
 
 --warm judges the first problem once before measuring, not counted: on a fresh GPU machine the first speed
 run also measures the GPU's ceilings and compiles the reference's kernels into the trusted cache (once per
@@ -19,6 +19,10 @@ machine), which would fall on whichever variant goes first.
 --ab VAR measures a switch side by side: each problem is judged with VAR=0 and with VAR=1 in turn, N rounds,
 the order swapped every round (JUDGE_SPEED_PRESTART: the speed run's workers spawned during the tests or
 after them; JUDGE_REPLAY: the replay check off or on).
+
+--trees A B measures two checkouts side by side the same way: each problem is judged by A's `python -m judge`
+and by B's in turn (run in that folder), N rounds, the order swapped every round; the "ab" column names the
+tree. Both use the same kernel and ceiling caches, so --warm (with the first tree) still matters.
 """
 
 from __future__ import annotations
@@ -38,7 +42,8 @@ COLUMNS = ("problem", "ab", "verdict", "wall s", "worker starts", "start s", "ca
            "compiles", "compile s", "tests s", "speed s", "speed start s")
 
 
-def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: dict | None = None) -> dict:
+def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: dict | None = None,
+            root: Path = ROOT) -> dict:
     import os
 
     from judge.problems import find_problem
@@ -49,7 +54,7 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
     if not speed:
         cmd.append("--no-speed")
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})})
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env={**os.environ, **(env or {})})
     wall = time.monotonic() - t0
     try:
         report = json.loads(r.stdout)
@@ -61,16 +66,23 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
         keep.mkdir(parents=True, exist_ok=True)
         n = len(list(keep.glob(f"{p.id}-*.json")))
         tag = "-".join(f"{k}{v}" for k, v in (env or {}).items()) or "default"
+        if root != ROOT:
+            tag = f"tree-{root.name}"
         (keep / f"{p.id}-{tag}-{n}.json").write_text(r.stdout)
     t = report.get("timing", {})
     phases = (report.get("speed") or {}).get("phases") or {}
-    return {"problem": f"{p.id} {p.slug}", "ab": " ".join(f"{k}={v}" for k, v in (env or {}).items()) or None,
+    ab = " ".join(f"{k}={v}" for k, v in (env or {}).items()) or None
+    if root != ROOT or env is None and os.environ.get("JUDGE_LATENCY_TREES"):
+        ab = f"tree {root.name if root != ROOT else '.'}"
+    return {"problem": f"{p.id} {p.slug}", "ab": ab,
             "verdict": report.get("verdict"), "wall s": wall, "speed start s": phases.get("start_seconds"),
             "worker starts": t.get("worker_starts"), "start s": t.get("worker_start_seconds"),
             "cases": t.get("cases"), "worker s": t.get("worker_seconds"), "golden s": t.get("golden_seconds"),
             "compiles": t.get("kernels_compiled"), "compile s": t.get("compile_seconds"),
             "tests s": t.get("tests_seconds"), "speed s": t.get("speed_seconds"),
-            "speed": (report.get("speed") or {}).get("reason")}
+            "speed": (report.get("speed") or {}).get("reason"),
+            "replay settle s": t.get("replay_settle_seconds"), "groups s": t.get("group_seconds"),
+            "phases": {k: v for k, v in phases.items() if k.endswith("_seconds") and not k.startswith("replay_")}}
 
 
 def fmt(v) -> str:
@@ -97,20 +109,31 @@ def main() -> int:
     ap.add_argument("--no-speed", action="store_true", help="submit --no-speed (GPU only matters)")
     ap.add_argument("--markdown", type=Path, default=None, help="append the dated table to this file")
     ap.add_argument("--ab", default=None, help="an environment switch judged =0 and =1 in turn")
-    ap.add_argument("--rounds", type=int, default=1, help="rounds of the --ab pair")
+    ap.add_argument("--trees", nargs=2, type=Path, default=None, metavar="DIR",
+                    help="two checkouts judged in turn (each one's python -m judge, run in its folder)")
+    ap.add_argument("--rounds", type=int, default=1, help="rounds of the --ab or --trees pair")
     ap.add_argument("--warm", action="store_true", help="one untimed submit of the first problem first")
     args = ap.parse_args()
+    if args.ab and args.trees:
+        ap.error("--ab and --trees: one at a time")
+    trees = [t.resolve() for t in args.trees] if args.trees else [ROOT]
+    if args.trees:
+        import os
+
+        os.environ["JUDGE_LATENCY_TREES"] = "1"  # the "ab" column names the tree, this one's as "."
     rows = []
     if args.warm and args.ids:
-        row = measure(args.ids[0], args.device, args.sandbox, not args.no_speed, args.seed)
+        row = measure(args.ids[0], args.device, args.sandbox, not args.no_speed, args.seed, root=trees[0])
         print(json.dumps({**row, "problem": row["problem"] + " (warm-up, not counted)"}), flush=True)
     for pid in args.ids:
-        variants = [None]
-        for r in range(args.rounds if args.ab else 1):
+        variants = [(None, ROOT)]
+        for r in range(args.rounds if args.ab or args.trees else 1):
             if args.ab:
-                variants = [{args.ab: "0"}, {args.ab: "1"}][:: 1 if r % 2 == 0 else -1]
-            for env in variants:
-                row = measure(pid, args.device, args.sandbox, not args.no_speed, args.seed, env)
+                variants = [({args.ab: "0"}, ROOT), ({args.ab: "1"}, ROOT)][:: 1 if r % 2 == 0 else -1]
+            elif args.trees:
+                variants = [(None, t) for t in trees][:: 1 if r % 2 == 0 else -1]
+            for env, root in variants:
+                row = measure(pid, args.device, args.sandbox, not args.no_speed, args.seed, env, root=root)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     text = table(rows)
