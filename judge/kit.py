@@ -10,6 +10,8 @@ worker receives exactly those bytes.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -58,6 +60,41 @@ class TensorInput:
         view = torch.as_strided(storage, self.values.shape, self.strides(), self.offset)
         view.copy_(self.values)
         return storage
+
+
+_where = threading.local()  # the device the judge computes its answers on, per thread (computing_on)
+
+
+@contextlib.contextmanager
+def computing_on(device: str):
+    """The judge's own work in this block may use ``device`` (its golden device) through :func:`heavy`."""
+    before = getattr(_where, "device", "cpu")
+    _where.device = str(device)
+    try:
+        yield
+    finally:
+        _where.device = before
+
+
+def heavy(fn, *tensors):
+    """``fn(*tensors)`` where the judge computes its answers (a GPU when it has one; see computing_on),
+    with its tensor results brought back to the CPU; on the CPU after an out-of-memory on the GPU (which
+    a submission's memory use may cause), as judge.expected does.
+
+    For the float64 work inside make_inputs (98's forward pass, O(n^2) per head): the values are drawn on
+    the CPU from the case's generator either way, and float64 results rounded to the case's dtype are the
+    same on either device. On 2 cores the forward of one 2 x 8 x 4096 case took 9.2 s.
+    """
+    device = getattr(_where, "device", "cpu")
+    if device != "cpu":
+        try:
+            out = fn(*(t.to(device) for t in tensors))
+            return tuple(o.cpu() for o in out) if isinstance(out, tuple) else out.cpu()
+        except Exception as exc:  # noqa: BLE001 - only an out-of-memory goes to the CPU
+            if not (isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()):
+                raise
+            torch.cuda.empty_cache()
+    return fn(*tensors)
 
 
 def generator(seed: int) -> torch.Generator:

@@ -426,7 +426,8 @@ class Replayer:
         if found is not None:
             verdict, message = found
             return Skipped(message) if verdict == "note" else Outcome(Verdict.RJ, message, {"replay": "record"})
-        drawn = fresh_inputs(self.problem, params, inputs)
+        with kit.computing_on(self.golden_device):
+            drawn = fresh_inputs(self.problem, params, inputs)
         if drawn is None:
             return Skipped(f"{NOTE}: this problem's inputs change layout with their seed", counts=False)
         fresh_params, fresh = drawn

@@ -24,7 +24,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from judge import calls, expected, intake, progress as progress_words
+from judge import calls, expected, intake, kit, progress as progress_words
 from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
@@ -396,7 +396,8 @@ class Session:
                 self.progress.kernels(sum(x.timing["kernels_compiled"] for x in self.workers.all))
 
     def _call_on(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
-        inputs = self.problem.golden.make_inputs(dict(params), generator(params["seed"]))
+        with kit.computing_on(self.golden_device):
+            inputs = self.problem.golden.make_inputs(dict(params), generator(params["seed"]))
         sent, answers = inputs, None
         t0 = time.monotonic()
         if group.call == "grad":

@@ -84,3 +84,44 @@ def test_a_jobs_own_gpu_out_of_memory_is_mle(error):
     err = classify(error, "/nowhere/submission.py")
     assert err["category"] == "memory"
     assert rules.error_verdict(err["category"]).value == "MLE"
+
+
+def test_make_inputs_heavy_work_goes_to_the_cpu_after_an_out_of_memory():
+    # kit.heavy (98's float64 forward inside make_inputs): on the judge's device, brought back to the CPU;
+    # after the GPU's out-of-memory error, on the CPU; any other error is raised. "meta" stands in for the GPU.
+    from judge import kit
+
+    seen = []
+
+    def forward(x):
+        seen.append(x.device.type)
+        if x.device.type == "meta":
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 256 MiB")
+        return x * 2, x + 1
+
+    with kit.computing_on("meta"):
+        doubled, plus = kit.heavy(forward, X)
+    assert seen == ["meta", "cpu"] and torch.equal(doubled, X * 2) and torch.equal(plus, X + 1)
+    seen.clear()
+    assert torch.equal(kit.heavy(lambda x: forward(x)[0], X), X * 2) and seen == ["cpu"]  # no device: the CPU
+
+    def broken(x):
+        raise ValueError("not a memory error")
+
+    with kit.computing_on("meta"), pytest.raises(ValueError):
+        kit.heavy(broken, X)
+
+
+def test_98_make_inputs_is_the_same_wherever_its_forward_runs():
+    # The values come from the case's CPU generator; the float64 forward, rounded to the case's dtype, gives
+    # the same bits on either device (checked on the GPU by tests/gpu/probes/forward_inputs.py).
+    from judge import kit
+
+    p = find_problem("98")
+    params = dict(b=1, h=2, n=130, d=32, dtype="float16", layout="bnhd", causal=True, sm_scale="default",
+                  values="peaky", seed=4)
+    plain = p.golden.make_inputs(dict(params), kit.generator(4))
+    with kit.computing_on("cpu"):
+        again = p.golden.make_inputs(dict(params), kit.generator(4))
+    pairs = [(a, b) for a, b in zip(plain, again) if isinstance(a, kit.TensorInput)]
+    assert len(pairs) == 6 and all(torch.equal(a.values, b.values) and a.strides() == b.strides() for a, b in pairs)

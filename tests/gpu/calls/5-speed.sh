@@ -4,11 +4,12 @@
 # part under its own limit, the whole under DEADLINE seconds; every full report kept (BENCH_REPORTS), all of it
 # packed into $OUT/results.tar.gz.
 #   attention.txt   tests/gpu/probes/attention_inputs.py: 98's bench inputs o and lse, fused against plain
+#   forward.txt     tests/gpu/probes/forward_inputs.py: 98's case inputs, float64 forward on the GPU against the CPU
 #   warm.txt        judge_latency.py over WARM_IDS (default "94 98") with this tree: not counted (the first
 #                   submit of a problem on a fresh machine compiles its kernels and measures the GPU's ceilings)
 #   latency_ab.txt  judge_latency.py --trees out/base . over AB_IDS (default "94 98"), AB_ROUNDS (default 2)
 #                   rounds, order swapped each round; out/base is the tree before this session's change (carried)
-#   latency.txt     judge_latency.py over IDS (default "93 95 96 97"), this tree
+#   latency.txt     judge_latency.py over IDS (default "93 95 96 97"), this tree (LATENCY_LIMIT s)
 # PARTS picks and orders them (default "attention warm latency_ab").
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -18,6 +19,7 @@ source tests/gpu/calls/lib.sh
 { date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; bwrap --version; } > "$out/env.txt" 2>&1
 for p in ${PARTS:-attention warm latency_ab}; do
   case $p in
+    forward) part forward "${FORWARD_LIMIT:-120}" python3 tests/gpu/probes/forward_inputs.py ;;
     attention) part attention "${ATTENTION_LIMIT:-90}" python3 tests/gpu/probes/attention_inputs.py ;;
     warm) part warm "${WARM_LIMIT:-200}" python3 tests/bench/judge_latency.py ${WARM_IDS:-94 98} --device cuda --sandbox bwrap ;;
     latency_ab) part latency_ab "${AB_LIMIT:-400}" python3 tests/bench/judge_latency.py ${AB_IDS:-94 98} --device cuda \
