@@ -454,6 +454,7 @@ class Session:
         order: dict[str, int] = {}  # case key -> when the group's run first asked for it
         failed_at: list[int] = []  # the first failing case's place in that order
         passed: list[dict] = []  # the passing cases, in that order
+        shrink_from: list[float] = []  # when the group's first failure came back (its shrinking starts)
 
         def counted(params):
             outcome = self.run_case(group, params)
@@ -468,6 +469,7 @@ class Session:
                 self._shrinking = True  # Hypothesis's next cases are tries at a smaller failing one
                 if not failed_at:
                     failed_at.append(order[key])
+                    shrink_from.append(time.monotonic())
             return outcome
 
         if opts.case is not None:
@@ -485,6 +487,10 @@ class Session:
             self._frozen = False  # the shrinking pass decides again, in the cases' order
             failure = run_group(domain, examples, n, salt, counted, interpret=interp,
                                 shrink_seconds=opts.shrink_seconds)
+            if shrink_from:  # what finding a smaller failing case cost (the tries, and cases run ahead)
+                self.timing["shrink_seconds"] = round(
+                    self.timing.get("shrink_seconds", 0.0) + time.monotonic() - shrink_from[0], 3)
+                self.timing["shrink_tries"] = self.timing.get("shrink_tries", 0) + self._tries
         late = self._settle_replays(group, order, failed_at[0] if failed_at else None)
         if late is None and failure is None:
             late = self._replay_in_turn(group, passed)

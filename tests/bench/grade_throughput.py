@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -57,14 +58,14 @@ def make_roster(problem, n: int, where: Path) -> list[str]:
 
 
 def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, workers: int, sandbox: str,
-               seed: int, pool: str | None = None) -> dict:
+               seed: int, pool: str | None = None, tree: Path = ROOT) -> dict:
     argv = [sys.executable, "-m", "judge", "grade", str(roster), "--problem", str(problem.id), "--out", str(out),
             "--executor", executor, "--sandbox", sandbox, "--seed", str(seed), "--no-progress", "--device", device]
     if pool is not None:
         argv += ["--pool", pool]
     argv += ["--jobs", str(workers)] if device == "cpu" else ["--gpus", ",".join(str(g) for g in range(workers))]
     t = time.monotonic()
-    proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
     wall = time.monotonic() - t
     if proc.returncode == 3:  # some jobs ended in an internal error: say which, and go on (they count as judged)
         for student, message in _internal_errors(out / "results.sqlite"):
@@ -77,6 +78,8 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
         for v, k in p["verdicts"].items():
             verdicts[v] = verdicts.get(v, 0) + k
     judged = summary["run"]["judged"]
+    if os.environ.get("BENCH_REPORTS"):  # every full report kept, to read each verdict's timing
+        _keep_reports(out / "results.sqlite", Path(os.environ["BENCH_REPORTS"]) / out.name)
     waits = _start_waits(out / "results.sqlite")
     split = _time_split(out / "results.sqlite")
     return {"executor": executor, "workers": workers, "pool": pool, "judged": judged, "wall_s": round(wall, 1),
@@ -84,6 +87,18 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
             "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
             "start_wait_median": round(statistics.median(waits), 2) if waits else None,
             "pool_stats": summary["run"].get("pool"), "time_split": split}
+
+
+def _keep_reports(db: Path, where: Path) -> None:
+    import sqlite3
+
+    where.mkdir(parents=True, exist_ok=True)
+    con = sqlite3.connect(db)
+    try:
+        for student, text in con.execute("SELECT student, report FROM results"):
+            (where / f"{student}.json").write_text(text)
+    finally:
+        con.close()
 
 
 def _internal_errors(db: Path) -> list[tuple[str, str]]:
@@ -114,7 +129,8 @@ def _start_waits(db: Path) -> list[float]:
     return out
 
 
-SPLIT_KEYS = ("tests_seconds", "speed_seconds", "gpu_wait_seconds", "compile_seconds", "start_wait_seconds")
+SPLIT_KEYS = ("tests_seconds", "speed_seconds", "gpu_wait_seconds", "compile_seconds", "start_wait_seconds",
+              "shrink_seconds")
 
 
 def _time_split(db: Path) -> dict:
@@ -159,6 +175,9 @@ def main() -> None:
     ap.add_argument("--pool", default=None, help="pool settings to compare, e.g. off,auto (default: the "
                                                  "command's own default, one configuration)")
     ap.add_argument("--repeat", type=int, default=1, help="rounds of every configuration, interleaved")
+    ap.add_argument("--trees", nargs="+", type=Path, default=None,
+                    help="checkouts to compare side by side: each configuration is graded by each tree's "
+                         "`python -m judge` (run in that folder) in turn, the order swapped every round")
     args = ap.parse_args()
     keys = args.problem or (["93"] if args.device == "cpu" else ["94"])
     if args.workers:
@@ -183,25 +202,31 @@ def main() -> None:
                 for executor in executors:
                     for workers in counts:
                         for pool in pools:
-                            out = tmp / f"out-{executor}-{workers}-{pool}-{round_}"
-                            r = run_config(problem, tmp / "roster", out, device=args.device, executor=executor,
-                                           workers=workers, sandbox=args.sandbox, seed=args.seed, pool=pool)
-                            r["problem"] = f"{problem.id} {problem.slug}"
-                            r["round"] = round_ + 1
-                            rows.append(r)
-                            print(json.dumps(r), file=sys.stderr, flush=True)
+                            trees = args.trees or [ROOT]
+                            for tree in (trees if round_ % 2 == 0 else trees[::-1]):
+                                name = "" if args.trees is None else "-" + tree.resolve().name
+                                out = tmp / f"out-{executor}-{workers}-{pool}-{round_}{name}"
+                                r = run_config(problem, tmp / "roster", out, device=args.device,
+                                               executor=executor, workers=workers, sandbox=args.sandbox,
+                                               seed=args.seed, pool=pool, tree=tree.resolve())
+                                r["problem"] = f"{problem.id} {problem.slug}"
+                                r["round"] = round_ + 1
+                                if args.trees is not None:
+                                    r["tree"] = str(tree)
+                                rows.append(r)
+                                print(json.dumps(r), file=sys.stderr, flush=True)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     unit = "GPU" if args.device == "cuda" else "interpreter worker"
     print(f"\n{args.device}, sandbox {args.sandbox}, {args.n} submissions per roster; "
           f"Python {platform.python_version()}\n")
     if pools == [None]:
-        print(f"| problem | executor | {unit}s | submissions | wall | submissions/hour | verdicts |")
-        print("|---|---|---|---|---|---|---|")
+        print(f"| problem | tree | executor | {unit}s | round | submissions | wall | submissions/hour | verdicts |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             verdicts = ", ".join(f"{v} {k}" for v, k in sorted(r["verdicts"].items()))
-            print(f"| {r['problem']} | {r['executor']} | {r['workers']} | {r['judged']} | {r['wall_s']} s | "
-                  f"{r['per_hour']} | {verdicts} |")
+            print(f"| {r['problem']} | {r.get('tree', '.')} | {r['executor']} | {r['workers']} | {r['round']} | "
+                  f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {verdicts} |")
         return
     print(f"| problem | {unit}s | pool | round | submissions | wall | submissions/hour | start-up wait mean | "
           "median | from the pool (taken / started own / warmed unused) | verdicts |")

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Device calls of 2026-12-03 (logs in tests/gpu/logs/2026-12-03/): where a graded roster's time goes on the
+# H200 and what the session's changes save (issue 13), each part under its own limit, the whole under DEADLINE
+# seconds; every full report kept (BENCH_REPORTS: the submit reports, and each roster's reports from its
+# results store), all of it packed into $OUT/results.tar.gz.
+#   throughput.txt     grade_throughput.py: a softmax roster of N (default 24; accepted and wrong in turn) graded
+#                      by this tree, 1 GPU, bwrap, pool auto (THROUGHPUT_LIMIT s)
+#   throughput_ab.txt  the same roster graded by out/base (carried: the tree before this session's change) and by
+#                      this tree, AB_ROUNDS rounds (default 1), the order swapped each round; a warm-up roster
+#                      of WARM_N (default 4) first, not counted, so that neither tree pays the first compiles
+#   latency.txt        judge_latency.py over IDS (default "93 95 96 97"), this tree (LATENCY_LIMIT s)
+#   corpus.txt         judge selftest of KINDS (default "rejected accepted") of every problem, 5 jobs, pooled
+# PARTS picks and orders them (default "throughput latency").
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+out="${OUT:-gpu-out}/results"; mkdir -p "$out"
+export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports" PART_TAIL=16
+source tests/gpu/calls/lib.sh
+{ date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
+  bwrap --version; git log --oneline -1 2>/dev/null; } > "$out/env.txt" 2>&1
+roster() { python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto --sandbox bwrap "$@"; }
+for p in ${PARTS:-throughput latency}; do
+  case $p in
+    throughput) part throughput "${THROUGHPUT_LIMIT:-330}" roster -n "${N:-24}" ;;
+    throughput_ab) part throughput_ab "${AB_LIMIT:-560}" bash -c 'source tests/gpu/calls/lib.sh >/dev/null
+                     python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto \
+                       --sandbox bwrap -n "$1" --trees . && echo "== warm-up above, not counted" &&
+                     python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto \
+                       --sandbox bwrap -n "$2" --trees out/base . --repeat "$3"' _ "${WARM_N:-4}" "${N:-24}" "${AB_ROUNDS:-1}" ;;
+    latency) part latency "${LATENCY_LIMIT:-300}" python3 tests/bench/judge_latency.py ${IDS:-93 95 96 97} --device cuda --sandbox bwrap ;;
+    corpus) part corpus "${CORPUS_LIMIT:-400}" bash -c 'for kind in $1; do python3 -m judge selftest 93 94 95 96 97 98 99 \
+              --only "/$kind/" --device cuda --jobs 5 --pool auto --seed 1 --sandbox process; echo "selftest $kind: exit $?"; done' \
+              _ "${KINDS:-rejected accepted}" ;;
+  esac
+done
+echo "done at $(( $(date +%s) - start )) s"
+nvidia-smi --query-gpu=memory.used --format=csv,noheader >> "$out/env.txt" 2>&1
+tar -czf "${OUT:-gpu-out}/results.tar.gz" -C "${OUT:-gpu-out}" results && rm -rf "$out"
