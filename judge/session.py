@@ -575,6 +575,8 @@ class Session:
             return
         self._speed_run = self._new_speed_run(scratch)
         self._speed_run.spawn()
+        # And their warm-up (the bench shapes' compiles, the watched calls), each request beside the cases.
+        self._speed_run.prewarm(shared=self._gpu_shared)
 
     # ------------------------------------------------------------------ report
 

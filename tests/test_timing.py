@@ -1203,11 +1203,13 @@ def _spied_session(monkeypatch, path, events):
     spawn, discard, run_group = SpeedRun.spawn, SpeedRun.discard, session_mod.Session._run_group
 
     def spied_spawn(self):
-        events.append(("spawn", self))
+        if self._spawned is None:  # the spawn itself (later calls, from prewarm and run, are no-ops)
+            events.append(("spawn", self))
         spawn(self)
 
     def spied_discard(self):
-        procs = [client.proc for _, client, _, _ in self._spawned or []]
+        # Spawned, and greeted by the warm-up thread (prewarm) or not yet.
+        procs = [client.proc for _, client, _, _ in self._spawned or []] + [c.client.proc for c in self.contenders]
         events.append(("discard", self, procs))
         discard(self)
 
@@ -1236,6 +1238,9 @@ def test_the_speed_runs_workers_are_spawned_once_the_first_group_passed(tmp_path
     assert len({id(e[1]) for e in events if e[0] == "spawn"}) == 1
     run = events[1][1]
     assert not run._spawned and all(c.client.proc.popen.poll() is not None for c in run.contenders)
+    # Their warm-up ran ahead too, beside the later groups: every shape, before the speed run proper.
+    phases = report.speed["phases"]
+    assert phases["prewarmed_shapes"] == len(run.config.shapes) and phases["prewarm_seconds"] > 0, phases
 
 
 def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, monkeypatch):
@@ -1262,9 +1267,6 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
     # The lock's real files (judge.timing.lock), probed from another open file description the way another
     # judge would take it: the rounds (and, outside, the profiler clock) hold it exclusively; with
     # JUDGE_CHECKS_OUTSIDE_LOCK=1 the checks and replays hold it shared, beside other judges' cases.
-    import fcntl
-    import os
-
     from judge.timing import lock
 
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
@@ -1274,17 +1276,7 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
                    scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
 
     def held() -> str:
-        fd = os.open(lock.lock_path(0), os.O_RDONLY)
-        try:
-            for how, name in ((fcntl.LOCK_SH, "exclusive"), (fcntl.LOCK_EX, "shared")):
-                try:
-                    fcntl.flock(fd, how | fcntl.LOCK_NB)
-                    fcntl.flock(fd, fcntl.LOCK_UN)
-                except BlockingIOError:
-                    return name  # a shared probe refused: someone holds it exclusively; else shared
-            return "free"
-        finally:
-            os.close(fd)
+        return _held(lock.lock_path(0))
 
     seen = {}
 
@@ -1303,6 +1295,86 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
     assert seen["timed"] == "exclusive" and seen["profile_now"] == (outside == "1")
     assert seen["finish"] == ("shared" if outside == "1" else "exclusive")
     assert seen["closed"] == seen["finish"] and held() == "free"  # the workers end under the same lock
+
+
+def _held(path) -> str:
+    """How another judge finds GPU lock file ``path``: "exclusive", "shared" or "free" (probed from an open
+    file description of its own, as another judge would take it)."""
+    import fcntl
+    import os
+
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        for how, name in ((fcntl.LOCK_SH, "exclusive"), (fcntl.LOCK_EX, "shared")):
+            try:
+                fcntl.flock(fd, how | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            except BlockingIOError:
+                return name  # a shared probe refused: someone holds it exclusively; else shared
+        return "free"
+    finally:
+        os.close(fd)
+
+
+def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_paces_under_the_lock(
+        tmp_path, monkeypatch):
+    # The warm-up (compiles, the watched call) is correctness work: the prewarm thread runs it while the
+    # session's later groups run, each shape's requests holding the GPU shared as a case does. Under the
+    # exclusive lock the plan of a prewarmed shape only measures the workers' paces again (no watch).
+    from judge.timing import lock
+
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    monkeypatch.delenv("JUDGE_SPEED_PREWARM", raising=False)
+    p = find_problem("93")
+    shapes = [{"n": 8, "dtype": "float32"}, {"n": 16, "dtype": "float32"}]
+    run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
+                   scratch=tmp_path, config=BenchConfig(shapes=shapes))
+    run.ceilings = {"l2_bytes": 1 << 20}  # no GPU here to read it from
+    seen = []
+
+    def warm_up(s, params, *, watch=True):
+        seen.append((s, watch, _held(lock.lock_path(0)), threading.current_thread().name))
+        return {"submission": 1e-3, "reference": 1e-3}, 4 * params["n"]
+
+    monkeypatch.setattr(run, "spawn", lambda: None)
+    monkeypatch.setattr(run, "_start", lambda: None)
+    monkeypatch.setattr(run, "_warm_up", warm_up)
+    run.prewarm(shared=lambda: lock.gpu_shared(0))
+    run._join_prewarm()
+    assert seen == [(0, True, "shared", "judge-speed-prewarm"), (1, True, "shared", "judge-speed-prewarm")]
+    assert run._prewarm_seconds is not None and sorted(run._warm) == [0, 1]
+    seen.clear()
+    with lock.gpu_lock(0):
+        plans = [run._plan(s, params) for s, params in enumerate(shapes)]
+    assert seen == [(0, False, "exclusive", "MainThread"), (1, False, "exclusive", "MainThread")]
+    assert all(plan["per_sample"] == 1 and plan["estimates"]["submission"] == 1e-3 for plan in plans)
+
+
+def test_what_the_warm_up_ahead_raises_is_the_speed_runs_failure_and_a_discarded_run_drops_it(
+        tmp_path, monkeypatch):
+    p = find_problem("93")
+    made = []
+    for discarded in (False, True):
+        run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
+                       scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
+        run.ceilings = {"l2_bytes": 1 << 20}
+
+        def warm_up(s, params, *, watch=True):
+            raise BenchFailed("RJ", "no kernel of the file ran at the warm-up")
+
+        monkeypatch.setattr(run, "spawn", lambda: None)
+        monkeypatch.setattr(run, "_start", lambda: None)
+        monkeypatch.setattr(run, "_warm_up", warm_up)
+        monkeypatch.setattr(run, "_timed", lambda **kw: made.append("timed"))
+        run.prewarm()
+        if discarded:
+            run.discard()  # a later group failed: the run is dropped, and what the warm-up found with it
+            assert not run.contenders and not (run._prewarm and run._prewarm.is_alive())
+            continue
+        with pytest.raises(BenchFailed) as failed:
+            run.run()
+        assert failed.value.verdict == "RJ" and "warm-up" in failed.value.message
+    assert made == []  # neither run timed anything
 
 
 def test_a_judged_submission_times_the_pytorch_baseline_only_when_asked(tmp_path):

@@ -18,10 +18,10 @@ export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports" PART_TAIL=16
 source tests/gpu/calls/lib.sh
 { date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
   bwrap --version; git log --oneline -1 2>/dev/null; } > "$out/env.txt" 2>&1
-roster() { python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto --sandbox bwrap "$@"; }
 for p in ${PARTS:-throughput latency}; do
   case $p in
-    throughput) part throughput "${THROUGHPUT_LIMIT:-330}" roster -n "${N:-24}" ;;
+    throughput) part throughput "${THROUGHPUT_LIMIT:-330}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
+                  --executors local --pool auto --sandbox bwrap -n "${N:-24}" ;;
     throughput_ab) part throughput_ab "${AB_LIMIT:-560}" bash -c 'source tests/gpu/calls/lib.sh >/dev/null
                      python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto \
                        --sandbox bwrap -n "$1" --trees . && echo "== warm-up above, not counted" &&
