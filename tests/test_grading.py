@@ -396,3 +396,40 @@ def test_interpreter_reports_earn_no_speed_points_unless_the_rubric_says_so():
     assert with_speed["max_score"] == 100
     on_gpu = grade(dict(report, mode={"device": "cuda", "interpret": False}, verdict="WA"), P93, Rubric())
     assert on_gpu["max_score"] == 100
+
+
+def test_job_processes_started_ahead_serve_one_job_each_and_none_is_left(monkeypatch):
+    # judge.grading.job.Spares: the next job's process is started while a job runs, so its imports are done
+    # when the slot frees. Each process gets exactly one job (each job's own problem comes back in its own
+    # report), a roster of three on one slot takes two spares, and no process is left at the end.
+    from judge.grading import job as job_mod
+    from judge.grading.executors import LocalExecutor
+
+    monkeypatch.delenv("JUDGE_JOB_SPARES", raising=False)
+    specs = [(i, {"problem": f"no-such-problem-{i}", "path": "x", "device": "cpu"}) for i in range(3)]
+    got = {}
+    executor = LocalExecutor([None], timeout=120)
+    executor.run(specs, lambda key, report: got.__setitem__(key, report))
+    assert sorted(got) == [0, 1, 2]
+    for key, report in got.items():
+        assert report["verdict"] == "IE" and f"unknown problem 'no-such-problem-{key}'" in report["message"]
+    assert executor.spare_stats == {"taken": 2, "started": 2, "unused": 0}
+    assert not job_mod._children
+    monkeypatch.setenv("JUDGE_JOB_SPARES", "0")
+    off = LocalExecutor([None], timeout=120)
+    off.run(specs[:1], lambda key, report: None)
+    assert off.spare_stats is None
+
+
+def test_a_spare_job_process_that_died_waiting_is_not_handed_a_job():
+    from judge.grading import job as job_mod
+
+    spares = job_mod.Spares()
+    spares.refill(None, 1)
+    (proc,) = spares._ready[None]
+    proc.kill()
+    proc.wait(timeout=30)
+    assert spares.take(None) is None and proc not in job_mod._children
+    spares.refill(None, 1)
+    spares.close()  # the unused one is ended, not left waiting on its stdin
+    assert spares.stats == {"taken": 0, "started": 2, "unused": 1} and not job_mod._children

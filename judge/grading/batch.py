@@ -139,6 +139,9 @@ def run(plan: Plan, console) -> dict:
         pool = getattr(plan.executor, "pool_stats", None)
         if pool is not None:  # the worker pool (judge.pool): workers handed out, jobs that started their own ...
             summary["run"]["pool"] = pool
+        spares = getattr(plan.executor, "spare_stats", None)
+        if spares is not None:  # job processes started ahead of their jobs (judge.grading.job.Spares)
+            summary["run"]["job_spares"] = spares
         export(store, plan)
         (plan.out / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary

@@ -20,12 +20,15 @@ On the CPU: N jobs at once, each in Triton's interpreter.
 from __future__ import annotations
 
 import base64
+import os
 import queue
+import threading
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Callable, Iterable
 
-from judge.grading.job import REPO_ROOT, ie_report, run_subprocess, stop_children
+from judge.grading.job import REPO_ROOT, Spares, ie_report, run_subprocess, stop_children
 
 OnResult = Callable[[object, dict], None]
 # What a job source yields: (key, job), or None for "no job yet".
@@ -74,6 +77,7 @@ class LocalExecutor:
         self.pool = pool
         self.log = log
         self.pool_stats: dict | None = None
+        self.spare_stats: dict | None = None  # job processes started ahead (judge.grading.job.Spares)
 
     def run(self, jobs: Jobs, on_result: OnResult) -> None:
         from judge.pool import PoolServer
@@ -98,18 +102,41 @@ class LocalExecutor:
             free.put(slot)
         workers = workers_per_job(self.slots)
         env = server.environ() if server is not None else None
+        # The job processes: one started ahead for each slot, so that the next job finds its process's imports
+        # done (JUDGE_JOB_SPARES=0: each job starts its own when it comes).
+        spares = Spares(workers=workers, env=env) if os.environ.get("JUDGE_JOB_SPARES", "1") != "0" else None
+        per_gpu = Counter(self.slots)
+        total = len(jobs) if hasattr(jobs, "__len__") else None
+        begun = {"n": 0}
+        begun_lock = threading.Lock()
 
         def one(spec):
             gpu = free.get()  # a slot is held by exactly one job at a time (a GPU has --jobs slots)
             try:
-                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env)
+                proc = None
+                if spares is not None:
+                    proc = spares.take(gpu)
+                    with begun_lock:
+                        begun["n"] += 1
+                        left = None if total is None else total - begun["n"]
+                    # The next jobs' processes on this GPU, while this one runs: one per slot, none past the last.
+                    spares.refill(gpu, per_gpu[gpu] if left is None else min(per_gpu[gpu], left))
+                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc)
             finally:
                 free.put(gpu)
 
+        try:
+            self._dispatch(jobs, on_result, server, one, total)
+        finally:
+            if spares is not None:
+                spares.close()
+                self.spare_stats = dict(spares.stats)
+
+    def _dispatch(self, jobs: Jobs, on_result: OnResult, server, one, total) -> None:
         source, more = iter(jobs), True
         # A list of jobs (judge grade): the pool warms no more workers once the last job is under way. (An
         # endless source, the service's queue, keeps them warm for the next submission.)
-        total, dispatched = (len(jobs) if hasattr(jobs, "__len__") else None), 0
+        dispatched = 0
         with ThreadPoolExecutor(max_workers=len(self.slots)) as pool:
             pending = {}
             while more or pending:

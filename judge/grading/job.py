@@ -64,9 +64,10 @@ def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | Non
     return report
 
 
-def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, workers: int | None = None,
-                   env: dict | None = None) -> dict:
-    """Run one job in a child ``python -m judge.grading.job``; always returns a report (IE on failure).
+def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict | None = None) -> subprocess.Popen:
+    """A child ``python -m judge.grading.job``, started now; it loads the judge and torch, then waits for its job
+    on stdin (run_subprocess sends it). So a process started ahead of its job (Spares) has its start done when
+    the job comes.
 
     With a GPU, the child sees only that GPU (CUDA_VISIBLE_DEVICES, in PCI bus
     order as the judge's workers use): the golden model, computed in the
@@ -81,12 +82,77 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, worker
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-        spec = dict(spec, gpu=gpu)
-    started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "judge.grading.job"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO_ROOT))
     with _children_lock:
         _children.add(proc)
+    return proc
+
+
+class Spares:
+    """Job processes started ahead of their jobs, waiting for each GPU (None: the CPU).
+
+    A job's process spends its first seconds importing torch and the judge (2.8 s for torch alone on the
+    H200's host); a roster's jobs run one after another in each slot, so the local executor starts the next
+    job's process when a job starts (:meth:`refill`) and hands it the job that takes the slot after it
+    (:meth:`take`). A spare that gets no job is ended by :meth:`close`. Each spare is a fresh process that
+    serves one job only, as any job's process."""
+
+    def __init__(self, *, workers: int | None = None, env: dict | None = None):
+        self.workers = workers
+        self.env = env
+        self._ready: dict[int | None, list[subprocess.Popen]] = {}
+        self._lock = threading.Lock()
+        self.stats = {"taken": 0, "started": 0, "unused": 0}
+
+    def take(self, gpu: int | None) -> subprocess.Popen | None:
+        """A started process for a job on ``gpu`` (None when there is none)."""
+        with self._lock:
+            ready = self._ready.get(gpu) or []
+            while ready:
+                proc = ready.pop(0)
+                if proc.poll() is None:
+                    self.stats["taken"] += 1
+                    return proc
+                _forget(proc)  # it died waiting (killed from outside): start the job afresh
+        return None
+
+    def refill(self, gpu: int | None, want: int) -> None:
+        """Start processes for ``gpu`` until ``want`` wait."""
+        with self._lock:
+            ready = self._ready.setdefault(gpu, [])
+            while len(ready) < want:
+                ready.append(spawn_job(gpu=gpu, workers=self.workers, env=self.env))
+                self.stats["started"] += 1
+
+    def close(self) -> None:
+        """End every process still waiting for a job."""
+        with self._lock:
+            procs = [p for ready in self._ready.values() for p in ready]
+            self._ready.clear()
+        for proc in procs:
+            self.stats["unused"] += 1
+            try:
+                proc.kill()
+                proc.communicate(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+            _forget(proc)
+
+
+def _forget(proc: subprocess.Popen) -> None:
+    with _children_lock:
+        _children.discard(proc)
+
+
+def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, workers: int | None = None,
+                   env: dict | None = None, proc: subprocess.Popen | None = None) -> dict:
+    """Run one job in a child ``python -m judge.grading.job`` (spawn_job's; ``proc``: one started ahead with the
+    same ``gpu``, ``workers`` and ``env``); always returns a report (IE on failure)."""
+    if gpu is not None:
+        spec = dict(spec, gpu=gpu)
+    started = time.monotonic()
+    proc = proc or spawn_job(gpu=gpu, workers=workers, env=env)
     try:
         try:
             stdout, stderr = proc.communicate(json.dumps(spec), timeout=timeout)
@@ -165,6 +231,17 @@ def _progress_writer(path):
     return write
 
 
+def _preload() -> None:
+    """Import what every job needs before the job is read: a process started ahead of its job (Spares) has
+    done it by the time the job comes. Nothing here reads the job or touches a GPU."""
+    try:
+        import torch  # noqa: F401 - the golden models, the wire
+        import judge.session  # noqa: F401
+        import judge.judging  # noqa: F401
+    except ImportError:
+        pass  # the job's own imports say what is missing
+
+
 def _fail(code: int, message: str):
     print(f"judge: {message}", file=sys.stderr)
     sys.exit(code)
@@ -177,6 +254,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if os.getppid() != parent:  # the driver died before the death signal was armed
         sys.exit(143)
+    _preload()
     try:
         spec = json.loads(sys.stdin.read())
         if not isinstance(spec, dict):

@@ -86,7 +86,8 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
             "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
             "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
             "start_wait_median": round(statistics.median(waits), 2) if waits else None,
-            "pool_stats": summary["run"].get("pool"), "time_split": split}
+            "pool_stats": summary["run"].get("pool"), "job_spares": summary["run"].get("job_spares"),
+            "time_split": split}
 
 
 def _keep_reports(db: Path, where: Path) -> None:
