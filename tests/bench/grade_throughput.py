@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 from judge.problems import find_problem  # noqa: E402
 
 
-def make_roster(problem, n: int, where: Path) -> list[str]:
+def make_roster(problem, n: int, where: Path, distinct: bool = False) -> list[str]:
+    """N students: accepted and wrong files in turn, each list cycled. ``distinct``: every file once instead."""
     corpus = problem.corpus()
     accepted = [p for v, p in corpus if v == "AC"] or [problem.reference_path]
     wrong = [p for v, p in corpus if v == "WA"]
@@ -49,6 +50,8 @@ def make_roster(problem, n: int, where: Path) -> list[str]:
     for i in range(n):
         pool = wrong if (i % 2 and wrong) else accepted
         picks.append(pool[(i // 2) % len(pool)])
+    if distinct:
+        picks = list(dict.fromkeys(picks))
     for i, path in enumerate(picks):
         d = where / f"student{i:03d}"
         d.mkdir(parents=True)
@@ -176,6 +179,8 @@ def main() -> None:
     ap.add_argument("--pool", default=None, help="pool settings to compare, e.g. off,auto (default: the "
                                                  "command's own default, one configuration)")
     ap.add_argument("--repeat", type=int, default=1, help="rounds of every configuration, interleaved")
+    ap.add_argument("--warm", action="store_true",
+                    help="grade every distinct file of the roster once first, not counted (warm kernel caches)")
     ap.add_argument("--trees", nargs="+", type=Path, default=None,
                     help="checkouts to compare side by side: each configuration is graded by each tree's "
                          "`python -m judge` (run in that folder) in turn, the order swapped every round")
@@ -199,6 +204,17 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix="grade-bench-"))
         try:
             make_roster(problem, args.n, tmp / "roster")
+            if args.warm:
+                # Every distinct file of the roster once, not counted: the kernel caches are content-keyed, so
+                # without this the first configuration pays the first compile of each file and the next ones
+                # do not (2026-12-03 call 3: the first tree's roster compiled ~200 s more, summed over workers).
+                make_roster(problem, args.n, tmp / "warm", distinct=True)
+                first = (args.trees or [ROOT])[0]
+                w = run_config(problem, tmp / "warm", tmp / "out-warm", device=args.device, executor=executors[0],
+                               workers=counts[0], sandbox=args.sandbox, seed=args.seed, pool=pools[0],
+                               tree=first.resolve())
+                print(json.dumps({"warm-up, not counted": w["judged"], "wall_s": w["wall_s"],
+                                  "verdicts": w["verdicts"]}), file=sys.stderr, flush=True)
             for round_ in range(args.repeat):
                 for executor in executors:
                     for workers in counts:

@@ -5,9 +5,12 @@
 # results store), all of it packed into $OUT/results.tar.gz.
 #   throughput.txt     grade_throughput.py: a softmax roster of N (default 24; accepted and wrong in turn) graded
 #                      by this tree, 1 GPU, bwrap, pool auto (THROUGHPUT_LIMIT s)
-#   throughput_ab.txt  the same roster graded by out/base (carried: the tree before this session's change) and by
-#                      this tree, AB_ROUNDS rounds (default 1), the order swapped each round; a warm-up roster
-#                      of WARM_N (default 4) first, not counted, so that neither tree pays the first compiles
+#   throughput_ab.txt  the same roster graded by the trees AB_TREES (default "out/base .": out/base carried, the
+#                      tree before the change) in turn, AB_ROUNDS rounds (default 1), the order swapped each round;
+#                      every distinct file graded once first, not counted (--warm), so that no tree pays the first
+#                      compiles (2026-12-03 call 3 warmed 4 files only: the first tree paid the rest)
+#   spares_ab.txt      the roster with JUDGE_JOB_SPARES=0, =1, =0, =1 (the first after --warm; SPARES_WARM= to
+#                      skip it), as long as AB_LIMIT allows
 #   latency.txt        judge_latency.py over IDS (default "93 95 96 97"), this tree (LATENCY_LIMIT s)
 #   corpus.txt         judge selftest of KINDS (default "rejected accepted") of every problem, 5 jobs, pooled
 # PARTS picks and orders them (default "throughput latency").
@@ -22,11 +25,12 @@ for p in ${PARTS:-throughput latency}; do
   case $p in
     throughput) part throughput "${THROUGHPUT_LIMIT:-330}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
                   --executors local --pool auto --sandbox bwrap -n "${N:-24}" ;;
-    throughput_ab) part throughput_ab "${AB_LIMIT:-560}" bash -c 'source tests/gpu/calls/lib.sh >/dev/null
-                     python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto \
-                       --sandbox bwrap -n "$1" --trees . && echo "== warm-up above, not counted" &&
-                     python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto \
-                       --sandbox bwrap -n "$2" --trees out/base . --repeat "$3"' _ "${WARM_N:-4}" "${N:-24}" "${AB_ROUNDS:-1}" ;;
+    throughput_ab) part throughput_ab "${AB_LIMIT:-560}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
+                     --executors local --pool auto --sandbox bwrap -n "${N:-24}" --warm --trees ${AB_TREES:-out/base .} \
+                     --repeat "${AB_ROUNDS:-1}" ;;
+    spares_ab) part spares_ab "${AB_LIMIT:-560}" bash -c 'w=$2; for v in 0 1 0 1; do echo "== JUDGE_JOB_SPARES=$v"; JUDGE_JOB_SPARES=$v \
+                 python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto \
+                 --sandbox bwrap -n "$1" $w; w=; done' _ "${N:-24}" "${SPARES_WARM---warm}" ;;
     latency) part latency "${LATENCY_LIMIT:-300}" python3 tests/bench/judge_latency.py ${IDS:-93 95 96 97} --device cuda --sandbox bwrap ;;
     corpus) part corpus "${CORPUS_LIMIT:-400}" bash -c 'for kind in $1; do python3 -m judge selftest 93 94 95 96 97 98 99 \
               --only "/$kind/" --device cuda --jobs 5 --pool auto --seed 1 --sandbox process; echo "selftest $kind: exit $?"; done' \
