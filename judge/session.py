@@ -575,8 +575,15 @@ class Session:
             return
         self._speed_run = self._new_speed_run(scratch)
         self._speed_run.spawn()
-        # And their warm-up (the bench shapes' compiles, the watched calls), each request beside the cases.
-        self._speed_run.prewarm(shared=self._gpu_shared)
+        # And their warm-up (the bench shapes' compiles, the watched calls), each shape's requests beside the cases
+        # (the GPU taken shared, as a case does; its waits are not the session's cases' waits: not in
+        # gpu_wait_seconds, which the run's limit leaves out).
+        shared = None
+        if self.options.device == "cuda" and not self.options.interpret:
+            from judge.timing import lock
+
+            shared = lambda: lock.gpu_shared(self.options.gpu or 0)  # noqa: E731
+        self._speed_run.prewarm(shared=shared)
 
     # ------------------------------------------------------------------ report
 

@@ -433,3 +433,59 @@ def test_a_spare_job_process_that_died_waiting_is_not_handed_a_job():
     spares.refill(None, 1)
     spares.close()  # the unused one is ended, not left waiting on its stdin
     assert spares.stats == {"taken": 0, "started": 2, "unused": 1} and not job_mod._children
+
+
+def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job(monkeypatch):
+    # Which GPU the next job lands on is not known, so a roster's end may leave a spare unused on each GPU but
+    # one; never more waiting on all GPUs than jobs are left. A spare that cannot be started (fork fails) costs
+    # the job nothing: it runs in the process it was given, or its own.
+    import time as time_mod
+
+    from judge.grading import executors as ex, job as job_mod
+
+    class FakeProc:
+        def __init__(self, gpu):
+            self.gpu, self.rc = gpu, None
+
+        def poll(self):
+            return self.rc
+
+        def kill(self):
+            self.rc = -9
+
+        def communicate(self, *args, **kwargs):
+            return "", ""
+
+    fail = {"spawn": False}
+
+    def spawn(*, gpu=None, workers=None, env=None):
+        if fail["spawn"]:
+            raise OSError(24, "Too many open files")
+        proc = FakeProc(gpu)
+        with job_mod._children_lock:
+            job_mod._children.add(proc)
+        return proc
+
+    def run(spec, *, timeout, gpu=None, workers=None, env=None, proc=None):
+        time_mod.sleep(0.02 * (1 + spec["i"] % 3))
+        if proc is not None:
+            assert proc.gpu == gpu  # a spare serves a job on the GPU it was started for
+            job_mod._forget(proc)
+        return {"verdict": "AC", "spare": proc is not None}
+
+    monkeypatch.delenv("JUDGE_JOB_SPARES", raising=False)
+    monkeypatch.setattr(job_mod, "spawn_job", spawn)
+    monkeypatch.setattr(ex, "run_subprocess", run)
+    for slots, n in (([0, 1], 3), (list(range(8)), 9), ([0, 0, 1, 1], 5), ([None], 4)):
+        got = {}
+        executor = ex.LocalExecutor(slots, timeout=10)
+        executor.run([(i, {"i": i}) for i in range(n)], lambda k, r: got.__setitem__(k, r))
+        stats = executor.spare_stats
+        assert len(got) == n and stats["taken"] + stats["unused"] == stats["started"], (slots, stats)
+        assert stats["started"] <= n - 1 and stats["unused"] <= max(0, len(set(slots)) - 1), (slots, stats)
+        assert not job_mod._children
+    fail["spawn"] = True
+    got = {}
+    executor = ex.LocalExecutor([None], timeout=10)
+    executor.run([(i, {"i": i}) for i in range(3)], lambda k, r: got.__setitem__(k, r))
+    assert [got[i]["verdict"] for i in range(3)] == ["AC"] * 3 and executor.spare_stats["started"] == 0

@@ -1332,8 +1332,8 @@ def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_pa
     run.ceilings = {"l2_bytes": 1 << 20}  # no GPU here to read it from
     seen = []
 
-    def warm_up(s, params, *, watch=True):
-        seen.append((s, watch, _held(lock.lock_path(0)), threading.current_thread().name))
+    def warm_up(s, params, *, retune=False):
+        seen.append((s, retune, _held(lock.lock_path(0)), threading.current_thread().name))
         return {"submission": 1e-3, "reference": 1e-3}, 4 * params["n"]
 
     monkeypatch.setattr(run, "spawn", lambda: None)
@@ -1341,13 +1341,61 @@ def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_pa
     monkeypatch.setattr(run, "_warm_up", warm_up)
     run.prewarm(shared=lambda: lock.gpu_shared(0))
     run._join_prewarm()
-    assert seen == [(0, True, "shared", "judge-speed-prewarm"), (1, True, "shared", "judge-speed-prewarm")]
+    assert seen == [(0, False, "shared", "judge-speed-prewarm"), (1, False, "shared", "judge-speed-prewarm")]
     assert run._prewarm_seconds is not None and sorted(run._warm) == [0, 1]
     seen.clear()
     with lock.gpu_lock(0):
         plans = [run._plan(s, params) for s, params in enumerate(shapes)]
-    assert seen == [(0, False, "exclusive", "MainThread"), (1, False, "exclusive", "MainThread")]
+    # Under the lock each prewarmed shape is warmed up again (compiled by now), its autotuners asked to tune anew.
+    assert seen == [(0, True, "exclusive", "MainThread"), (1, True, "exclusive", "MainThread")]
     assert all(plan["per_sample"] == 1 and plan["estimates"]["submission"] == 1e-3 for plan in plans)
+
+
+def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to_tune_again(tmp_path):
+    # What the submission does during the warm-up under the lock is judged as at any warm-up: a timer swapped
+    # there (and left in place for the rounds) is RJ. The request asks every worker to forget its autotuners'
+    # choices (made beside other work) and tune again.
+    from judge import replies
+    from judge.timing.speedrun import Contender
+
+    p = find_problem("93")
+    run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
+                   scratch=tmp_path, config=BenchConfig(shapes=[{"n": 4096, "dtype": "float32"}], graphs=False))
+    run.ceilings = {"l2_bytes": 50 << 20}
+    run.contenders = [Contender("submission", None, False, 60), Contender("reference", None, True, 60)]
+    sent = []
+
+    def request(c, msg, parse=None):
+        sent.append((c.name, msg.get("watch"), msg.get("retune")))
+        tampered = ("torch.cuda.Event.elapsed_time",) if c.name == "submission" else ()
+        return replies.BenchResult(mode="events", times=(5e-6, 5e-6), evidence=replies.Evidence(tampered=tampered),
+                                   out_bytes=16384), 0.01
+
+    run._request = request
+    run._warm[0] = ({}, 16384)  # warmed up ahead
+    with pytest.raises(BenchFailed) as failed:
+        run._plan(0, run.config.shapes[0])
+    assert failed.value.verdict == "RJ" and "elapsed_time" in failed.value.message
+    assert sent == [("submission", True, True)]
+
+
+def test_forget_tuning_makes_the_autotuners_that_timed_their_configs_tune_again():
+    from judge.untrusted import guard
+
+    class Tuner:  # the two parts of triton.runtime.autotuner.Autotuner the worker's guard uses
+        def __init__(self):
+            self.cache = {}
+
+        def _bench(self, *args, config=None):
+            return 1.0
+
+    guard._wrap_bench(Tuner)
+    timed, untimed = Tuner(), Tuner()
+    timed._bench(config="a")
+    timed.cache[("n", 4096)] = "config a"
+    untimed.cache[("n", 8)] = "only config"  # never benchmarked: a single config, say
+    assert guard.forget_tuning() == 1
+    assert timed.cache == {} and untimed.cache == {("n", 8): "only config"}
 
 
 def test_what_the_warm_up_ahead_raises_is_the_speed_runs_failure_and_a_discarded_run_drops_it(
@@ -1359,7 +1407,7 @@ def test_what_the_warm_up_ahead_raises_is_the_speed_runs_failure_and_a_discarded
                        scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
         run.ceilings = {"l2_bytes": 1 << 20}
 
-        def warm_up(s, params, *, watch=True):
+        def warm_up(s, params, *, retune=False):
             raise BenchFailed("RJ", "no kernel of the file ran at the warm-up")
 
         monkeypatch.setattr(run, "spawn", lambda: None)
@@ -1371,9 +1419,12 @@ def test_what_the_warm_up_ahead_raises_is_the_speed_runs_failure_and_a_discarded
             run.discard()  # a later group failed: the run is dropped, and what the warm-up found with it
             assert not run.contenders and not (run._prewarm and run._prewarm.is_alive())
             continue
+        closed = []
+        monkeypatch.setattr(run, "_close", lambda: closed.append(True))
         with pytest.raises(BenchFailed) as failed:
             run.run()
         assert failed.value.verdict == "RJ" and "warm-up" in failed.value.message
+        assert closed  # its workers end with it (the session has handed the run over: nobody else closes them)
     assert made == []  # neither run timed anything
 
 

@@ -119,8 +119,14 @@ class LocalExecutor:
                     with begun_lock:
                         begun["n"] += 1
                         left = None if total is None else total - begun["n"]
-                    # The next jobs' processes on this GPU, while this one runs: one per slot, none past the last.
-                    spares.refill(gpu, per_gpu[gpu] if left is None else min(per_gpu[gpu], left))
+                    # The next jobs' processes on this GPU, while this one runs: one per slot, and never more
+                    # waiting on all GPUs together than jobs are left (which GPU the next job gets is not known:
+                    # with several GPUs a roster's end can leave a spare unused on each GPU but one).
+                    want = per_gpu[gpu] if left is None else max(0, min(per_gpu[gpu], left - spares.waiting(gpu)))
+                    try:
+                        spares.refill(gpu, want)
+                    except OSError:
+                        pass  # no process to spare now (fork failed): the next job starts its own
                 return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc)
             finally:
                 free.put(gpu)

@@ -117,6 +117,11 @@ class Spares:
                 _forget(proc)  # it died waiting (killed from outside): start the job afresh
         return None
 
+    def waiting(self, other_than: int | None = ...) -> int:
+        """How many started processes wait for a job (on GPUs other than ``other_than``, when given)."""
+        with self._lock:
+            return sum(len(ready) for gpu, ready in self._ready.items() if gpu != other_than)
+
     def refill(self, gpu: int | None, want: int) -> None:
         """Start processes for ``gpu`` until ``want`` wait."""
         with self._lock:

@@ -188,9 +188,11 @@ class SpeedRun:
         cache, 1.6 s of softmax's speed run alone, 4-5 s of it beside other judges' cases; tests/gpu/RESULTS.md,
         2026-12-03) and no longer holds the GPU to itself: each warm-up request takes the GPU shared, as a
         case does (``shared``: a context manager factory, judge.timing.lock.gpu_shared's). run() waits for it
-        before it takes the lock, then only measures each shape's pace again (:meth:`_estimate`) on the idle
-        GPU, so the plan is made from the same figures as before. What it raises is raised by run(); a run
-        that is discarded (a later group failed) drops it. JUDGE_SPEED_PREWARM=0 turns it off."""
+        before it takes the lock, then warms each shape up again (:meth:`_plan`), now without compiles: the
+        watched call's evidence through the rulebook, the autotuners' choices made afresh and the paces measured
+        on the GPU held alone, so the plan is made from the same figures as before. What it raises is raised by
+        run(), which then closes the workers; a run that is discarded (a later group failed) drops it.
+        JUDGE_SPEED_PREWARM=0 turns it off."""
         if self._prewarm is not None or os.environ.get("JUDGE_SPEED_PREWARM", "1") == "0":
             return
         self.spawn()
@@ -301,7 +303,9 @@ class SpeedRun:
         self._stopping.set()  # the warm-up thread sends no further request ...
         self._close()  # ... and the one in flight ends with its worker
         if self._prewarm is not None:
-            self._prewarm.join(timeout=30)
+            # Its request in flight ended with its worker; it may still wait for the GPU's lock behind another
+            # judge's speed run (no wait there can be cut short), then sends nothing: not worth the report's wait.
+            self._prewarm.join(timeout=5)
         self.contenders = []  # closed: nothing of this run is left to time
 
     def _close(self) -> None:
@@ -351,26 +355,28 @@ class SpeedRun:
 
     # ------------------------------------------------------------------ one shape
 
-    def _warm_up(self, s: int, params: dict, *, watch: bool = True) -> tuple[dict, int]:
+    def _warm_up(self, s: int, params: dict, *, retune: bool = False) -> tuple[dict, int]:
         """Every worker's warm-up on shape s: one untimed call under the full watch (it compiles, autotunes, and
         its evidence goes through the rulebook) and two timed samples. (Each contender's pace, the submission's
-        output bytes.) ``watch=False``: the two samples alone (:meth:`_estimate`)."""
+        output bytes.) ``retune``: each worker first forgets the configs its autotuners chose (they were timed
+        beside other work, by the warm-up ahead of the lock: judge.untrusted.guard.forget_tuning), so that the
+        call tunes them again on the GPU held alone; the compiled kernels stay."""
         specs = self.problem.golden.bench_args(dict(params))
         flush = 2 * int(self._l2())
         estimates, out_bytes = {}, 0
         for c in list(self.contenders):
             if self._stopping.is_set():
                 break
-            msg = {"type": "bench", "id": f"{s}-warmup" if watch else f"{s}-pace", "shape": s, "args": specs,
-                   "samples": 2, "per_sample": 1, "seed": secrets.randbits(62), "sets": 1, "flush_bytes": flush,
-                   "keep": False, "watch": watch, "prepare": c.name == "pytorch",
+            msg = {"type": "bench", "id": f"{s}-warmup", "shape": s, "args": specs, "samples": 2, "per_sample": 1,
+                   "seed": secrets.randbits(62), "sets": 1, "flush_bytes": flush, "keep": False, "watch": True,
+                   "retune": retune, "prepare": c.name == "pytorch",
                    "trace": self.replayer is not None and c.name != "pytorch"}
             try:
                 reply, _ = self._request(c, msg)
             except _BaselineLost as lost:
                 self._drop_baseline(lost)
                 continue
-            if c.name == "submission" and watch:
+            if c.name == "submission":
                 self._rule_checks(reply, params, warmup=True)
                 out_bytes = reply.out_bytes
             net = _net_times(reply)
@@ -391,8 +397,8 @@ class SpeedRun:
         return int(getattr(torch.cuda.get_device_properties(torch_index(self.gpu)), "L2_cache_size", 0) or 0)
 
     def _plan(self, s: int, params: dict) -> dict:
-        """Warm every worker up on shape s (one watched call each; done already when prewarmed: then only their
-        pace is measured again, on the GPU now held alone) and choose how to time it.
+        """Warm every worker up on shape s (one watched call each; when prewarmed, again, compiled now, on the GPU
+        held alone: the rulebook, the autotuners' choices and the paces from there) and choose how to time it.
 
         One plan per shape, the same for every contender: K calls per sample
         (enough for the fastest contender's sample to hold ``sample_target`` of
@@ -402,11 +408,9 @@ class SpeedRun:
         specs = golden.bench_args(dict(params))
         set_bytes = max(1, bench_inputs.nbytes(specs))
         l2 = self._l2()
-        if s in self._warm:
-            # Warmed up beside other judges' cases: their paces then say little about the GPU alone.
-            estimates, out_bytes = self._warm_up(s, params, watch=False)[0], self._warm[s][1]
-        else:
-            estimates, out_bytes = self._warm_up(s, params)
+        # Warmed up ahead, beside other judges' cases: what was timed then (the paces, an autotuner's choice) says
+        # little about the GPU alone, so the warm-up runs again here; its compiles are done.
+        estimates, out_bytes = self._warm_up(s, params, retune=s in self._warm)
         timed = [estimates[n] for n in ("submission", "reference") if n in estimates]
         slow = max(timed) if timed else 1e-3
         fast = min(estimates.values()) if estimates else slow
@@ -554,7 +558,11 @@ class SpeedRun:
             self.progress.stage("speed run: waiting for the GPU (another judge is timing on it)")
             self.log(message)
 
-        self._join_prewarm()
+        try:
+            self._join_prewarm()
+        except BaseException:
+            self._close()  # the warm-up ahead failed: its workers end here, as a failed warm-up's did in the lock
+            raise
         outside = checks_outside_lock()
         with lock.gpu_lock(self.gpu, on_wait=waiting):
             try:
@@ -568,6 +576,8 @@ class SpeedRun:
             finally:
                 if not outside:
                     self._close()  # the workers end (their CUDA contexts too) before another judge times
+        # Outside: the workers live on into _finish, beside other judges' cases and, should another judge's
+        # speed run take the GPU first, idle through it (their memory held, no work of theirs running).
         # JUDGE_CHECKS_OUTSIDE_LOCK=1: the timed rounds and the profiler clock are over, and what is left (the
         # output checks, the bench replays, the workers' exit) is correctness work: it runs beside other
         # judges' cases, as theirs do, and the next judge's speed run need not wait for it.

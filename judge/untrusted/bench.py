@@ -220,6 +220,8 @@ class BenchState:
         # last one freed runs differently), but never replace those the judge may still ask for.
         keep = bool(msg.get("keep"))
         self.prepare = bool(msg.get("prepare"))
+        if msg.get("retune"):
+            guard.forget_tuning()  # the watched call below tunes again, on the GPU the judge now holds alone
         self.tracing = bool(msg.get("trace")) and not profile  # (kept only with the outputs, below)
         cuda = self.worker.device.startswith("cuda")
         mode = "events" if cuda else "cpu"

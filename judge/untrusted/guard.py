@@ -247,13 +247,36 @@ def _traced_op(trace, func, args, kwargs):
     return result
 
 
+_tuned: "weakref.WeakSet" = None  # the autotuners that timed their configs in this worker (forget_tuning)
+
+
+def forget_tuning() -> int:
+    """Make every autotuner that has timed its configs here time them again at its next call: its choices were
+    made beside other work (a speed run's warm-up ahead of the GPU's lock). Its compiled kernels stay.
+    Returns how many autotuners forgot."""
+    tuners = list(_tuned or ())
+    for tuner in tuners:
+        cache = getattr(tuner, "cache", None)
+        if isinstance(cache, dict):
+            cache.clear()
+    return len(tuners)
+
+
 def _wrap_bench(autotuner_cls) -> None:
     """An autotuner's timing runs are not part of the call: they are not recorded for the replay."""
+    global _tuned
+    import weakref
+
     original = getattr(autotuner_cls, "_bench", None)
     if original is None or getattr(original, "_judge_wrapped", False):
         return
+    _tuned = weakref.WeakSet()
 
     def _bench(self, *args, **kwargs):
+        try:
+            _tuned.add(self)
+        except TypeError:  # not weak-referenceable: it is then not asked to tune again
+            pass
         _state.benchmarking += 1
         try:
             return original(self, *args, **kwargs)
