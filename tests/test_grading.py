@@ -436,8 +436,8 @@ def test_a_spare_job_process_that_died_waiting_is_not_handed_a_job():
 
 
 def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job(monkeypatch):
-    # Which GPU the next job lands on is not known, so a roster's end may leave a spare unused on each GPU but
-    # one; never more waiting on all GPUs than jobs are left. A spare that cannot be started (fork fails) costs
+    # Which GPU the next job lands on is not known, so a roster's end may leave spares unused on the GPUs the
+    # last jobs did not get; none is started while as many wait as jobs are left. A spare that cannot be started (fork fails) costs
     # the job nothing: it runs in the process it was given, or its own.
     import time as time_mod
 
@@ -482,7 +482,8 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
         executor.run([(i, {"i": i}) for i in range(n)], lambda k, r: got.__setitem__(k, r))
         stats = executor.spare_stats
         assert len(got) == n and stats["taken"] + stats["unused"] == stats["started"], (slots, stats)
-        assert stats["started"] <= n - 1 and stats["unused"] <= max(0, len(set(slots)) - 1), (slots, stats)
+        # At most one unused per slot but one (the last job's), none at all with one GPU and one slot.
+        assert stats["started"] <= n - 1 and stats["unused"] <= len(slots) - 1, (slots, stats)
         assert not job_mod._children
     fail["spawn"] = True
     got = {}

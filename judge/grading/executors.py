@@ -119,9 +119,9 @@ class LocalExecutor:
                     with begun_lock:
                         begun["n"] += 1
                         left = None if total is None else total - begun["n"]
-                    # The next jobs' processes on this GPU, while this one runs: one per slot, and never more
-                    # waiting on all GPUs together than jobs are left (which GPU the next job gets is not known:
-                    # with several GPUs a roster's end can leave a spare unused on each GPU but one).
+                    # The next jobs' processes on this GPU, while this one runs: one per slot, and none started
+                    # while as many wait on the other GPUs as jobs are left (which GPU the next job gets is not
+                    # known: with several GPUs a roster's end can leave some unused, at most one a slot).
                     want = per_gpu[gpu] if left is None else max(0, min(per_gpu[gpu], left - spares.waiting(gpu)))
                     try:
                         spares.refill(gpu, want)
