@@ -1372,7 +1372,7 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
                                    out_bytes=16384), 0.01
 
     run._request = request
-    run._warm[0] = ({}, 16384)  # warmed up ahead
+    run._warm.add(0)  # warmed up ahead
     with pytest.raises(BenchFailed) as failed:
         run._plan(0, run.config.shapes[0])
     assert failed.value.verdict == "RJ" and "elapsed_time" in failed.value.message

@@ -117,8 +117,8 @@ class Spares:
                 _forget(proc)  # it died waiting (killed from outside): start the job afresh
         return None
 
-    def waiting(self, other_than: int | None = ...) -> int:
-        """How many started processes wait for a job (on GPUs other than ``other_than``, when given)."""
+    def waiting(self, other_than: int | None) -> int:
+        """How many started processes wait for a job on GPUs other than ``other_than``."""
         with self._lock:
             return sum(len(ready) for gpu, ready in self._ready.items() if gpu != other_than)
 

@@ -159,7 +159,7 @@ class SpeedRun:
         self._moving = threading.Lock()  # _spawned -> contenders (the warm-up thread) against _close
         # The warm-up ahead of the lock (prewarm): a thread, what it found per shape, and what it raised.
         self._prewarm: threading.Thread | None = None
-        self._warm: dict[int, tuple[dict, int]] = {}  # shape -> (estimates, out_bytes) of its warm-up
+        self._warm: set[int] = set()  # the shapes it warmed up
         self._prewarm_failed: BaseException | None = None
         self._prewarm_seconds: float | None = None
         self._stopping = threading.Event()
@@ -180,7 +180,7 @@ class SpeedRun:
             self._spawn_failed = exc
 
     def prewarm(self, shared=None) -> None:
-        """Greet the spawned workers and warm every shape up (:meth:`_warm`) in a thread of its own, while the
+        """Greet the spawned workers and warm every shape up (:meth:`_warm_up`) in a thread of its own, while the
         session's later test groups run; return at once.
 
         A warm-up call compiles the kernels of the bench shapes, autotunes and runs under the full watch: work a
@@ -208,7 +208,8 @@ class SpeedRun:
                     if self._stopping.is_set():
                         return
                     with shared():
-                        self._warm[s] = self._warm_up(s, params)
+                        self._warm_up(s, params)
+                    self._warm.add(s)
             except BaseException as exc:  # noqa: BLE001 - run() raises it, unless the run is discarded
                 self._prewarm_failed = exc
             finally:
@@ -616,7 +617,7 @@ class SpeedRun:
         plans = []
         for s, p in enumerate(self.config.shapes):
             self._phase(f"warming up: shape {s + 1} of {n}" if s not in self._warm
-                        else f"measuring each worker's pace: shape {s + 1} of {n}")
+                        else f"warming up again on the idle GPU: shape {s + 1} of {n}")
             plans.append(self._plan(s, p))
         warm = time.monotonic()
         rounds, torch_times, last_round = [], {s: [] for s in range(len(plans))}, 0.0
