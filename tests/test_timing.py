@@ -395,7 +395,8 @@ def test_bench_round_trip_in_interpreter_mode(tmp_path, monkeypatch):
     phases = speed["phases"]
     parts = [phases[f"replay_{k}_seconds"] for k in ("inputs", "golden", "wait", "judge")]
     assert phases["replays"] == 1 and all(x >= 0 for x in parts) and parts[2] > 0
-    assert sum(parts) <= phases["replay_seconds"] + 1e-3
+    # Each figure is rounded to the millisecond: four parts may add up to 2 ms over their rounded whole.
+    assert sum(parts) <= phases["replay_seconds"] + 2.5e-3
 
 
 def test_a_submission_wrong_only_when_timed_is_caught_by_the_output_check(tmp_path, monkeypatch):
