@@ -196,7 +196,7 @@ class SpeedRun:
         if self._prewarm is not None or os.environ.get("JUDGE_SPEED_PREWARM", "1") == "0":
             return
         self.spawn()
-        shared = shared or (lambda: _nothing())
+        shared = shared or contextlib.nullcontext
 
         def warm_all() -> None:
             t0 = time.monotonic()
@@ -953,11 +953,6 @@ class SpeedRun:
             "reference": str(self.problem.reference_path.name),
             "reference_kernels": _own_kernels(ref),
         }
-
-
-@contextlib.contextmanager
-def _nothing():
-    yield
 
 
 def checks_outside_lock() -> bool:
