@@ -644,7 +644,7 @@ class SpeedRun:
         timed = time.monotonic()
         phases = {"start_seconds": round(started - t_start, 3), "warmup_seconds": round(warm - started, 3),
                   "rounds_seconds": round(timed - warm, 3)}
-        if self._prewarm_seconds is not None:  # the warm-up beside the tests (warmup_seconds: the paces only)
+        if self._prewarm_seconds is not None:  # the warm-up beside the tests (warmup_seconds: the second one)
             phases["prewarm_seconds"] = self._prewarm_seconds
             phases["prewarmed_shapes"] = len(self._warm)
         if profile_now:  # the profiler's requests never replace the timed calls' outputs the checks read
