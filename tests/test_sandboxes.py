@@ -158,8 +158,10 @@ def _judge_contained(backend_name, backend, path, recording, server):
     # So does the file that walks the whole file system for the reference: its walk, not its verdict, is
     # what a loaded host slows down (TLE at 10 s under bwrap in CI, pooled and unpooled alike).
     # (The walk is once per worker, in its first case; on a cold directory cache, beside the rest of the suite, it
-    # took 30 s and more in a dry run of CI: six times the limit for it.)
-    seconds = 3 * CASE_SECONDS if expected == "MLE" else 6 * CASE_SECONDS if path.stem == "read_reference" \
+    # took 30 s and more in a dry run of CI, and more than 60 s in the CI run of 0c45c9e, pooled under bwrap, while
+    # the service test's fifty submissions ran beside it. Its limit is therefore loose: a slow walk is the host's
+    # doing, and what the test checks, that no judge file is in reach, does not depend on it.)
+    seconds = 3 * CASE_SECONDS if expected == "MLE" else 30 * CASE_SECONDS if path.stem == "read_reference" \
         else CASE_SECONDS
     options = Options(sandbox=backend_name, seed=1, device=device, interpret=device == "cpu", static_scan=False,
                       speed=False, workers=1,
