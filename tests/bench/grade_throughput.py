@@ -17,8 +17,17 @@ asking for its first worker to that worker's hello), its mean and median, and ho
 took from the pool.
 
 On a GPU (--device cuda) the configurations are one GPU (local and Ray) and,
-when there are two or more GPUs, two. Results print as a Markdown table for
+when there are two or more GPUs, two; ``--jobs 4,6`` grades each of them with
+that many submissions at once per GPU in turn (default: the command's own,
+judge.grading.executors.jobs_per_gpu). Results print as a Markdown table for
 tests/bench/RESULTS.md.
+
+Each configuration's JSON line also says what bound it: ``host`` is the host's
+CPU, sampled every second from /proc/stat while the roster ran (``busy_mean``:
+the cores' busy share, ``saturated``: the share of seconds at 90% or more), and
+on a GPU ``gpu_util_mean`` (nvidia-smi's utilization, when nvidia-smi is
+there). Near-full cores say fewer processes per job would pay; idle cores and
+an idle GPU say more jobs at once would.
 """
 
 from __future__ import annotations
@@ -60,15 +69,73 @@ def make_roster(problem, n: int, where: Path, distinct: bool = False) -> list[st
     return [p.parent.name + "/" + p.name for p in picks]
 
 
+class HostLoad:
+    """The host's CPU (and, where nvidia-smi is, GPU) use, sampled every second in a thread while a roster runs."""
+
+    def __init__(self, gpu: bool):
+        import threading
+
+        self.cpu: list[float] = []  # busy share of all cores, per second
+        self.gpu: list[float] = []  # nvidia-smi's utilization.gpu of the first GPU, per second (0-100)
+        self._gpu = gpu and shutil.which("nvidia-smi") is not None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    @staticmethod
+    def _times() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        return sum(fields[:8]) - idle, sum(fields[:8])
+
+    def _sample(self) -> None:
+        last = self._times()
+        while not self._stop.wait(1.0):
+            now = self._times()
+            if now is not None and last is not None and now[1] > last[1]:
+                self.cpu.append((now[0] - last[0]) / (now[1] - last[1]))
+            last = now
+            if self._gpu:
+                try:
+                    out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,"
+                                          "nounits", "-i", "0"], capture_output=True, text=True, timeout=5).stdout
+                    self.gpu.append(float(out.split()[0]))
+                except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+                    self._gpu = False
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict:
+        out: dict = {"cores": os.cpu_count(), "seconds": len(self.cpu)}
+        if self.cpu:
+            out["busy_mean"] = round(statistics.mean(self.cpu), 3)
+            out["saturated"] = round(sum(c >= 0.9 for c in self.cpu) / len(self.cpu), 3)
+        if self.gpu:
+            out["gpu_util_mean"] = round(statistics.mean(self.gpu), 1)
+        return out
+
+
 def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, workers: int, sandbox: str,
-               seed: int, pool: str | None = None, tree: Path = ROOT) -> dict:
+               seed: int, pool: str | None = None, tree: Path = ROOT, jobs: int | None = None) -> dict:
     argv = [sys.executable, "-m", "judge", "grade", str(roster), "--problem", str(problem.id), "--out", str(out),
             "--executor", executor, "--sandbox", sandbox, "--seed", str(seed), "--no-progress", "--device", device]
     if pool is not None:
         argv += ["--pool", pool]
     argv += ["--jobs", str(workers)] if device == "cpu" else ["--gpus", ",".join(str(g) for g in range(workers))]
+    if jobs is not None and device != "cpu":
+        argv += ["--jobs", str(jobs)]
     t = time.monotonic()
-    proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
+    with HostLoad(gpu=device == "cuda") as load:
+        proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
     wall = time.monotonic() - t
     if proc.returncode == 3:  # some jobs ended in an internal error: say which, and go on (they count as judged)
         for student, message in _internal_errors(out / "results.sqlite"):
@@ -85,8 +152,9 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
         _keep_reports(out / "results.sqlite", Path(os.environ["BENCH_REPORTS"]) / out.name)
     waits = _start_waits(out / "results.sqlite")
     split = _time_split(out / "results.sqlite")
-    return {"executor": executor, "workers": workers, "pool": pool, "judged": judged, "wall_s": round(wall, 1),
-            "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
+    return {"executor": executor, "workers": workers, "jobs": jobs, "pool": pool, "judged": judged,
+            "wall_s": round(wall, 1), "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
+            "host": load.summary(),
             "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
             "start_wait_median": round(statistics.median(waits), 2) if waits else None,
             "pool_stats": summary["run"].get("pool"), "job_spares": summary["run"].get("job_spares"),
@@ -175,6 +243,8 @@ def main() -> None:
     ap.add_argument("--executors", default="local,ray")
     ap.add_argument("--workers", default=None, help="worker counts, e.g. 1,2 (default: 1,2; on a GPU 1 and 2 "
                                                    "when there are two GPUs)")
+    ap.add_argument("--jobs", default=None, help="on a GPU, submissions judged at once per GPU to compare, "
+                                                 "e.g. 4,6 (default: the command's own, one configuration)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pool", default=None, help="pool settings to compare, e.g. off,auto (default: the "
                                                  "command's own default, one configuration)")
@@ -196,6 +266,9 @@ def main() -> None:
         counts = [1, 2]
     executors = args.executors.split(",")
     pools = args.pool.split(",") if args.pool else [None]
+    if args.jobs and args.device == "cpu":
+        raise SystemExit("--jobs compares jobs per GPU; on the CPU --workers is the number of jobs at once")
+    job_counts = [int(x) for x in args.jobs.split(",")] if args.jobs else [None]
     rows = []
     for key in keys:
         problem = find_problem(key)
@@ -218,14 +291,14 @@ def main() -> None:
             for round_ in range(args.repeat):
                 for executor in executors:
                     for workers in counts:
-                        for pool in pools:
+                        for pool, jobs in [(p, j) for p in pools for j in job_counts]:
                             trees = args.trees or [ROOT]
                             for tree in (trees if round_ % 2 == 0 else trees[::-1]):
                                 name = "" if args.trees is None else "-" + tree.resolve().name
-                                out = tmp / f"out-{executor}-{workers}-{pool}-{round_}{name}"
+                                out = tmp / f"out-{executor}-{workers}-{pool}-{jobs}-{round_}{name}"
                                 r = run_config(problem, tmp / "roster", out, device=args.device,
                                                executor=executor, workers=workers, sandbox=args.sandbox,
-                                               seed=args.seed, pool=pool, tree=tree.resolve())
+                                               seed=args.seed, pool=pool, tree=tree.resolve(), jobs=jobs)
                                 r["problem"] = f"{problem.id} {problem.slug}"
                                 r["round"] = round_ + 1
                                 if args.trees is not None:
@@ -238,22 +311,33 @@ def main() -> None:
     print(f"\n{args.device}, sandbox {args.sandbox}, {args.n} submissions per roster; "
           f"Python {platform.python_version()}\n")
     if pools == [None]:
-        print(f"| problem | tree | executor | {unit}s | round | submissions | wall | submissions/hour | verdicts |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print(f"| problem | tree | executor | {unit}s | jobs per GPU | round | submissions | wall | "
+              "submissions/hour | host CPU busy (saturated) | verdicts |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             verdicts = ", ".join(f"{v} {k}" for v, k in sorted(r["verdicts"].items()))
-            print(f"| {r['problem']} | {r.get('tree', '.')} | {r['executor']} | {r['workers']} | {r['round']} | "
-                  f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {verdicts} |")
+            print(f"| {r['problem']} | {r.get('tree', '.')} | {r['executor']} | {r['workers']} | "
+                  f"{r['jobs'] or 'default'} | {r['round']} | {r['judged']} | {r['wall_s']} s | {r['per_hour']} | "
+                  f"{_busy(r)} | {verdicts} |")
         return
-    print(f"| problem | {unit}s | pool | round | submissions | wall | submissions/hour | start-up wait mean | "
-          "median | from the pool (taken / started own / warmed unused) | verdicts |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| problem | {unit}s | pool | jobs per GPU | round | submissions | wall | submissions/hour | "
+          "start-up wait mean | median | from the pool (taken / started own / warmed unused) | "
+          "host CPU busy (saturated) | verdicts |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         verdicts = ", ".join(f"{v} {k}" for v, k in sorted(r["verdicts"].items()))
         ps = r.get("pool_stats")
         taken = f"{ps['taken']} / {ps['missed']} / {ps['wasted']}" if ps else "-"
-        print(f"| {r['problem']} | {r['workers']} | {r['pool']} | {r['round']} | {r['judged']} | {r['wall_s']} s | "
-              f"{r['per_hour']} | {r['start_wait_mean']} s | {r['start_wait_median']} s | {taken} | {verdicts} |")
+        print(f"| {r['problem']} | {r['workers']} | {r['pool']} | {r['jobs'] or 'default'} | {r['round']} | "
+              f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {r['start_wait_mean']} s | "
+              f"{r['start_wait_median']} s | {taken} | {_busy(r)} | {verdicts} |")
+
+
+def _busy(r: dict) -> str:
+    h = r.get("host") or {}
+    if "busy_mean" not in h:
+        return "-"
+    return f"{h['busy_mean']:.0%} ({h['saturated']:.0%})"
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@
 # seconds; every full report kept (BENCH_REPORTS: the submit reports, and each roster's reports from its
 # results store), all of it packed into $OUT/results.tar.gz.
 #   throughput.txt     grade_throughput.py: a softmax roster of N (default 24; accepted and wrong in turn) graded
-#                      by this tree, 1 GPU, bwrap, pool auto (THROUGHPUT_LIMIT s)
+#                      by this tree, 1 GPU, bwrap, pool auto (THROUGHPUT_LIMIT s); JOBS=4,6 grades it with that many
+#                      submissions at once per GPU in turn (default: the command's own); each row says how busy the
+#                      host's cores and the GPU were
 #   throughput_ab.txt  the same roster graded by the trees AB_TREES (default "out/base .": out/base carried, the
 #                      tree before the change) in turn, AB_ROUNDS rounds (default 1), the order swapped each round;
 #                      every distinct file graded once first, not counted (--warm), so that no tree pays the first
@@ -24,7 +26,7 @@ source tests/gpu/calls/lib.sh
 for p in ${PARTS:-throughput latency}; do
   case $p in
     throughput) part throughput "${THROUGHPUT_LIMIT:-330}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
-                  --executors local --pool auto --sandbox bwrap -n "${N:-24}" ;;
+                  --executors local --pool auto --sandbox bwrap -n "${N:-24}" ${JOBS:+--jobs "$JOBS"} ;;
     throughput_ab) part throughput_ab "${AB_LIMIT:-560}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
                      --executors local --pool auto --sandbox bwrap -n "${N:-24}" --warm --trees ${AB_TREES:-out/base .} \
                      --repeat "${AB_ROUNDS:-1}" ;;
