@@ -303,10 +303,16 @@ def _obj(x, what: str) -> dict:
 
 
 def _text(x, what: str, limit: int = MAX_NAME, default: str | None = None) -> str:
+    """A string of the reply, bounded, and printable: a control character (an escape sequence for the
+    terminal), a NUL or a lone surrogate (no UTF-8 encoder takes it: the results store, a platform's JSON
+    file) becomes "?", as the report's human form shows it. A red team's exception message carried all three."""
     if x is None and default is not None:
         return default
     _need(isinstance(x, str), f"{what} must be a string")
-    return x[:limit]
+    x = x[:limit]
+    if x.isprintable():
+        return x
+    return "".join(ch if ch in "\n\t" or ch.isprintable() else "?" for ch in x)
 
 
 def _int(x, what: str, lo: int = 0, hi: int = MAX_COUNT, default: int | None = None) -> int:

@@ -16,6 +16,20 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+# The modules a submission may import (each with its submodules, less what the lists below forbid): Triton,
+# PyTorch, and the parts of the standard library a host function might use. Anything else that is installed
+# is refused: a red team of 2026-12-03 reached ctypes through yaml.unsafe_load("!!python/name:...") (any
+# loader that resolves names in data is such a door: pickle's kin, pydoc, logging.config, jinja2, sympy's
+# eval), so a list of doors to close is never done. A module that is not installed is left to the import,
+# which fails (CE, "cannot import module"): the scan never turns a typo into RJ.
+ALLOWED_IMPORTS = frozenset({
+    "torch", "triton", "math", "cmath", "numbers", "typing", "typing_extensions", "__future__", "functools",
+    "itertools", "dataclasses", "enum", "collections", "abc", "contextlib", "random", "warnings", "copy",
+    "heapq", "bisect", "fractions", "decimal", "statistics", "os", "sys", "time", "struct", "io", "json", "re",
+    "string", "array", "faulthandler", "textwrap",
+})
+UNLISTED_WHY = "a kernel exercise imports only Triton, PyTorch and a few standard modules (math, functools, ...)"
+
 # module -> why importing it is a rule violation in a kernel exercise
 FORBIDDEN_MODULES = {
     "ctypes": "loads native code and pokes at memory",
@@ -60,6 +74,13 @@ FORBIDDEN_ATTRIBUTES = {
     "sys.modules": "swaps modules",
     "sys.settrace": "traces the judge's code",
     "sys.setprofile": "traces the judge's code",
+    "sys.path": "changes where modules are imported from (code the scan never read)",
+    "sys.meta_path": "changes how modules are imported (code the scan never read)",
+    "sys.path_hooks": "changes how modules are imported (code the scan never read)",
+    "sys.path_importer_cache": "changes how modules are imported (code the scan never read)",
+    "torch.package": "loads code from data (code the scan never read)",
+    "torch.hub": "loads code from files (code the scan never read)",
+    "torch.jit": "compiles and loads code apart from your kernels",
     "os.environ": "reads the environment",
     "os.getenv": "reads the environment",
     "os.putenv": "changes the environment",
@@ -75,6 +96,19 @@ FORBIDDEN_ATTRIBUTES = {
     "os.execv": "replaces the process",
     "os.execve": "replaces the process",
     "os.execl": "replaces the process",
+    "os.execle": "replaces the process",
+    "os.execlp": "replaces the process",
+    "os.execlpe": "replaces the process",
+    "os.execvp": "replaces the process",
+    "os.execvpe": "replaces the process",
+    "os.spawnl": "starts processes",
+    "os.spawnle": "starts processes",
+    "os.spawnlp": "starts processes",
+    "os.spawnlpe": "starts processes",
+    "os.spawnve": "starts processes",
+    "os.spawnvp": "starts processes",
+    "os.spawnvpe": "starts processes",
+    "os.posix_spawnp": "starts processes",
     "os.spawnv": "starts processes",
     "os.posix_spawn": "starts processes",
     "torch._C": "reaches below PyTorch's public API",
@@ -147,6 +181,11 @@ FORBIDDEN_NAMES = {
     "__loader__": "reaches the import machinery",
     "__spec__": "reaches the import machinery",
     "__reduce__": "runs code hidden in data",
+    "__setattr__": "changes attributes by name",
+    "__delattr__": "removes attributes by name",
+    "__annotations__": "holds annotations that typing evaluates as code",
+    "get_type_hints": "evaluates annotations as code",
+    "ForwardRef": "evaluates a string as code",
     "__reduce_ex__": "runs code hidden in data",
     "f_back": "walks the call stack",
     "f_globals": "walks the call stack",
@@ -221,6 +260,19 @@ class Finding:
         return f"line {self.line}: {self.code} ({self.why})"
 
 
+def _installed(root: str) -> bool:
+    """Whether ``root`` can be imported here (the judge's environment is the workers'), without importing it."""
+    import importlib.util
+    import sys
+
+    if root in sys.builtin_module_names or root in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(root) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _matches(full: str, chain: str) -> bool:
     """``chain`` as a run of whole components anywhere in ``full``: os.sys.modules matches sys.modules."""
     parts, want = full.split("."), chain.split(".")
@@ -279,6 +331,7 @@ class _Scanner(ast.NodeVisitor):
         # The rules a problem lifted (problem.toml [rules] allow): 99 registers a custom operator, so it may use
         # torch.library; at run time the worker confines it to the namespace the judge gives (judge.untrusted.guard).
         self.modules = {k: v for k, v in FORBIDDEN_MODULES.items() if k not in allow}
+        self.allowed = set(allow)  # a lifted rule names a module (torch.library's root is allowed anyway)
         self.attributes = {k: v for k, v in FORBIDDEN_ATTRIBUTES.items() if k not in allow}
         self.called: set[int] = set()  # ids of nodes that are the function of a call
         self.findings: list[Finding] = []
@@ -291,6 +344,8 @@ class _Scanner(ast.NodeVisitor):
         root = module.split(".")[0]
         if root in self.modules:
             self.add(node, f"import {module}", self.modules[root])
+        elif root and root not in ALLOWED_IMPORTS and root not in self.allowed and _installed(root):
+            self.add(node, f"import {module}", UNLISTED_WHY)
         for chain, why in self.attributes.items():
             if _matches(module, chain):
                 self.add(node, f"import {module}", why)
@@ -432,7 +487,26 @@ class _Scanner(ast.NodeVisitor):
     def visit_FunctionDef(self, node):
         if node.name in FORBIDDEN_NAMES:
             self.add(node, f"def {node.name}", FORBIDDEN_NAMES[node.name])
+        args = node.args
+        for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+            if a is not None:
+                self._annotation(a.annotation)
+        self._annotation(node.returns)
         self.generic_visit(node)
+
+    def _annotation(self, annotation) -> None:
+        """An annotation written as a string is code to typing (get_type_hints, functools.singledispatch
+        evaluate it): it is scanned as the expression it holds; one that is not an expression is refused."""
+        if not (isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)):
+            return
+        try:
+            expr = ast.parse(annotation.value, mode="eval")
+        except SyntaxError:
+            self.add(annotation, "a string annotation", "is not an expression (typing would evaluate it)")
+            return
+        for sub in ast.walk(expr):  # placed on the annotation's line
+            ast.copy_location(sub, annotation)
+        self.visit(expr)
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -456,6 +530,9 @@ class _Scanner(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _check_target(self, target, node):
+        if isinstance(target, ast.Attribute) and target.attr == "value":
+            self.add(node, f"{_dotted(target) or '...'} = ...", "changes a tl.constexpr's value (a kernel reads "
+                                                                  "your file's constants as its source sets them)")
         if isinstance(target, ast.Attribute):
             dotted = _dotted(target)
             if dotted is not None:
@@ -511,6 +588,7 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_AnnAssign(self, node):
         self._check_target(node.target, node)
+        self._annotation(node.annotation)
         self.generic_visit(node)
 
     def visit_Delete(self, node):

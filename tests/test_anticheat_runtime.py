@@ -84,9 +84,15 @@ CASES = [
     ("93", R93 / "redteam_replay_flood.py", "none of this group's passing cases could be replayed"),
     # (with the scan on, refused before it runs: not one of the replay-only cases below)
     ("93", R93 / "exploit3_timeit_generated_code.py", "data from outside your kernels reached"),
+    # A kernel that runs otherwise in the worker than replayed: a constant it reads changed around its launch
+    # (tl.constexpr's value, or rebound in its globals by a module the file wrote and imported), or a jit
+    # helper swapped under its name; the answer written from the host (red team of 2026-12-03).
+    ("93", R93 / "exploit5_constexpr_flip_resolver.py", "the constant DO_WORK (your file sets it to 1"),
+    ("94", R94 / "exploit5_constexpr_rebound_by_helper.py", "the constant DO_WORK (your file sets it to 1"),
+    ("93", R93 / "exploit5_helper_swapped_in_globals.py", "the kernel combine (the kernel add_kernel found another"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
-        "exploit4_wraps_swaps_kernel_source"}
+        "exploit4_wraps_swaps_kernel_source", "exploit5_constexpr_flip_resolver"}
 
 
 @pytest.mark.corpus

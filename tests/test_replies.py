@@ -146,6 +146,16 @@ def test_long_strings_are_cut_not_carried():
     assert len(r.error.message) == replies.MAX_TEXT
 
 
+def test_strings_come_out_printable_and_encodable():
+    # A red team's exception message (2026-12-03): lone surrogates (no UTF-8 encoder takes them: the results
+    # store, a platform's JSON file), an escape sequence for the terminal, a NUL.
+    message = "bad \ud800\udcff surrogate \x1b[31m red\x00 end\nnext\tline"
+    r = replies.parse_case_reply(dict(OK_CASE, status="error", error={"category": "runtime", "message": message}),
+                                 [], expect_id=3)
+    assert r.error.message == "bad ?? surrogate ?[31m red? end\nnext\tline"
+    r.error.message.encode("utf-8")
+
+
 def test_deeply_nested_json_is_a_protocol_error_not_a_crash():
     deep = b'{"type": "hello", "x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}"
     with tempfile.TemporaryFile() as f:  # a pipe would block on a frame this size with no reader

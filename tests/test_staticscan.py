@@ -199,3 +199,49 @@ def test_generated_code_and_assignments_through_other_names(source, code):
 ])
 def test_aliases_of_values_are_not_flagged(source):
     assert staticscan.scan(source) == []
+
+
+# What the red team of 2026-12-03 got past the scan: any installed module could be imported, and some resolve
+# names held in data (yaml's "!!python/name:", logging.config's resolver) to ctypes or anything else; a module
+# written into the scratch folder and imported through sys.path; a tl.constexpr's value changed around a launch.
+@pytest.mark.parametrize("source,code", [
+    pytest.param("import yaml\nf = yaml.unsafe_load(s)", "import yaml",
+                 marks=pytest.mark.skipif(not staticscan._installed("yaml"), reason="PyYAML is not installed here")),
+    ("import networkx", "import networkx"),  # installed wherever torch is
+    ("import logging.config\nr = logging.config.BaseConfigurator({}).resolve", "import logging.config"),
+    ("from jinja2 import Template", "import jinja2"),
+    ("import sympy", "import sympy"),
+    ("import zipimport", "import zipimport"),
+    ("import pdb", "import pdb"),
+    ("import sys\nsys.path.insert(0, '/scratch')", "sys.path"),
+    ("from sys import path\npath.append('.')", "from sys import path"),
+    ("import sys as s\ns.meta_path.append(f)", "s.meta_path"),
+    ("import torch\nm = torch.hub.load(d, 'm', source='local')", "torch.hub.load"),
+    ("import torch.package", "import torch.package"),
+    ("import torch\ns = torch.jit.CompilationUnit(src)", "torch.jit.CompilationUnit"),
+    ("import os\nos.execvp('sh', ['sh'])", "os.execvp"),
+    ("DO_WORK.value = 0", "DO_WORK.value = ..."),
+    ("k.fn.c.value += 1", "k.fn.c.value = ..."),
+    ("object.__setattr__(c, 'value', 0)", "__setattr__"),
+    ("f.__annotations__['x'] = s", "__annotations__"),
+    ("import typing\nh = typing.get_type_hints(f)", "get_type_hints"),
+    ("from typing import ForwardRef", "from typing import ForwardRef"),
+    # an annotation written as a string is code to typing (get_type_hints, functools.singledispatch)
+    ("def f(x: \"__import__('ctypes')\"):\n    pass", "__import__()"),
+    ("def f(x) -> 'print.__self__':\n    pass", "__self__"),
+    ("v: 'exec(s)' = 1", "exec()"),
+    ("def f(x: 'not an expression ('):\n    pass", "a string annotation"),
+])
+def test_imports_outside_the_list_and_names_resolved_from_data(source, code):
+    assert any(f.code == code for f in staticscan.scan(source)), staticscan.scan(source)
+
+
+@pytest.mark.parametrize("source", [
+    "import math, functools, itertools, dataclasses, typing, os.path, sys, time, struct, random\nimport triton",
+    "from __future__ import annotations\nfrom typing import Optional\nimport torch\n"
+    "def f(x: 'torch.Tensor', n: Optional[int] = None) -> 'torch.Tensor':\n    return x",
+    "import torch.nn.functional as F\nfrom collections import namedtuple\nimport enum, warnings, copy",
+    "import fancy_kernels_that_do_not_exist",  # not installed: left to the import, which is CE, not RJ
+])
+def test_what_a_kernel_file_imports_is_not_flagged(source):
+    assert staticscan.scan(source) == []

@@ -28,7 +28,7 @@ import time
 from collections import Counter
 
 from judge.shared.tracing import REPLAYED
-from judge.untrusted import own_ops
+from judge.untrusted import constants, own_ops
 
 # Operators a wrapper may use around its kernels: they allocate, describe or
 # move data but compute nothing from it.
@@ -207,6 +207,27 @@ def _record_launch(kernel, args, kwargs):
         watch.other_launches[f"{name} ({os.path.basename(where)})"] += 1
 
 
+def _hold_constants(kernel, kwargs):
+    """(the kernel's function when it is the file's own, else None; the keyword arguments to launch with):
+    its constants are compared now, before it compiles, and after a callable grid, which is the
+    submission's code run inside the launch, returns (judge.untrusted.constants)."""
+    fn = getattr(kernel, "fn", None)
+    code = getattr(fn, "__code__", None)
+    if code is None or _where(code.co_filename) != _state.submission:
+        return None, kwargs
+    name = getattr(fn, "__name__", "?")
+    constants.check(fn, name, "at its launch")
+    grid = kwargs.get("grid")
+    if callable(grid):
+        def held_grid(meta, _grid=grid, _fn=fn, _name=name):
+            resolved = _grid(meta)
+            constants.check(_fn, _name, "after its grid was computed")
+            return resolved
+
+        kwargs = dict(kwargs, grid=held_grid)
+    return fn, kwargs
+
+
 def _trace_launch(kernel, args, kwargs):
     """The launch's record for the replay check, and the keyword arguments to launch with.
 
@@ -294,8 +315,10 @@ def _wrap_launcher(cls, count: bool):
 
     def run(self, *args, **kwargs):
         event = None
+        own = None
         if count and not kwargs.get("warmup", False):
             _record_launch(self, args, kwargs)
+            own, kwargs = _hold_constants(self, kwargs)
             event, kwargs = _trace_launch(self, args, kwargs)
         _state.depth += 1
         try:
@@ -304,6 +327,8 @@ def _wrap_launcher(cls, count: bool):
             before = len(_state.kernels)
             start = time.perf_counter()
             kernel = original(self, *args, **kwargs)
+            if own is not None:
+                constants.check(own, own.__name__, "after the launch")
             if event is not None and _state.watch is not None and _state.watch.trace is not None:
                 _state.quiet += 1  # the digests of what it was given are the judge's work, not the call's
                 try:

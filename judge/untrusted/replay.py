@@ -64,14 +64,36 @@ def _bind(ns: dict, b: kernel_source.Bind) -> None:
 
 def load_kernels(path: str, interpret: bool) -> tuple[dict, list[str], list[str]]:
     """(the namespace holding the file's kernels and constants, the kernels' names, what could not be defined)."""
-    import ast
-
     with open(path, encoding="utf-8") as f:
         source = f.read()
     extracted = kernel_source.extract(source)
+    ns, skipped = _define(extracted, path)
+    if interpret:
+        _prepare_interpreted(ns)
+    return ns, extracted.kernels, skipped
+
+
+def constant_values(path: str, source: str) -> dict:
+    """The file's constants (judge.shared.kernel_source) as this process binds them for the kernels it
+    replays: name -> value. The judged worker holds its kernels' globals to these at every launch
+    (judge.untrusted.constants), so that the kernel it runs is the kernel replayed."""
+    extracted = kernel_source.extract(source)
+    ns, _ = _define(extracted, path, kinds=("constant",))
+    constants = {step.name for step in extracted.steps if isinstance(step, kernel_source.Code)
+                 and step.kind == "constant"}
+    return {name: ns[name] for name in constants if name in ns}
+
+
+def _define(extracted, path: str, kinds=("kernel", "constexpr_function", "constant")) -> tuple[dict, list[str]]:
+    """Run the extracted steps (the imports of Triton and math, and the definitions of ``kinds``) in a
+    namespace of Triton alone: (the namespace, what could not be defined)."""
+    import ast
+
     ns: dict = {"__builtins__": dict(SAFE_BUILTINS), "__name__": "replayed_kernels"}
     skipped = []
     for step in extracted.steps:
+        if isinstance(step, kernel_source.Code) and step.kind not in kinds:
+            continue
         try:
             if isinstance(step, kernel_source.Bind):
                 _bind(ns, step)
@@ -93,9 +115,7 @@ def load_kernels(path: str, interpret: bool) -> tuple[dict, list[str], list[str]
             ns.pop(name, None)
     for name in extracted.unbound:
         ns.pop(name, None)
-    if interpret:
-        _prepare_interpreted(ns)
-    return ns, extracted.kernels, skipped
+    return ns, skipped
 
 
 def _prepare_interpreted(ns: dict) -> None:

@@ -282,7 +282,7 @@ class Worker:
     def call(self, case_id, args, storages):
         import threading
 
-        from judge.untrusted import calls, guard, integrity, own_ops
+        from judge.untrusted import calls, constants, guard, integrity, own_ops
 
         torch = self.torch
         cuda = self.device.startswith("cuda")
@@ -336,7 +336,7 @@ class Worker:
         evidence = _evidence(watch)
         evidence["threads_left"] = _new_threads(threads_before, self.path)
         evidence["tampered"] = (integrity.changed(self.baseline) + integrity.rewired(self.kernels, self.source, self.path)
-                                + own_ops.take_libraries())
+                                + constants.take() + own_ops.take_libraries())
         evidence["started"] = guard.take_events()
         evidence["compile"] = guard.compile_stats()
         for out in outputs:
@@ -527,7 +527,7 @@ def main() -> int:
     import torch
     import triton
 
-    from judge.untrusted import guard, integrity
+    from judge.untrusted import constants, guard, integrity
 
     # Up to here nothing of any submission has run: a failure before this message is the judge's
     # environment's. A pooled worker waits here, for as long as it takes, for its one submission.
@@ -556,6 +556,7 @@ def main() -> int:
         fn, err = _register(fn, namespace, worker.path)
     if err is None:
         worker.kernels = integrity.kernels_of(vars(sys.modules.get("submission") or object()))
+        constants.watch(worker.path, worker.source, worker.kernels)
         tampered = integrity.changed(worker.baseline) + integrity.rewired(worker.kernels, worker.source, worker.path)
         libraries = own_ops.take_libraries()
         started = guard.take_events()
