@@ -81,6 +81,7 @@ FORBIDDEN_ATTRIBUTES = {
     "torch.package": "loads code from data (code the scan never read)",
     "torch.hub": "loads code from files (code the scan never read)",
     "torch.jit": "compiles and loads code apart from your kernels",
+    "triton.runtime.interpreter": "reaches the interpreter's machinery (memory at any address, a kernel's hooks)",
     "os.environ": "reads the environment",
     "os.getenv": "reads the environment",
     "os.putenv": "changes the environment",
@@ -222,6 +223,11 @@ FORBIDDEN_NAMES = {
     # A tensor's raw storage, and its file-writing and file-reading methods: its bytes without any operator.
     **dict.fromkeys(("untyped_storage", "_typed_storage", "_untyped_storage", "_write_file", "_set_from_file",
                      "_new_with_file"), "reads or writes a tensor's raw bytes (computes outside your kernels)"),
+    # The interpreter's rewrite of a kernel calls back through these names, taken from the kernel's globals
+    # (a file's own object under one runs inside its kernels); TensorHandle and the builder reach any address.
+    **dict.fromkeys(("interpreter_semantic", "_InterpreterComparison", "interpreter_builder", "TensorHandle",
+                     "InterpreterBuilder", "InterpretedFunction", "FunctionRewriter"),
+                    "reaches Triton's interpreter machinery (a kernel's hooks, memory at any address)"),
     # An interpreted kernel runs the code its rewriter made; swapping it runs another body than the source's.
     "rewriter": "rewires what a kernel runs",
     "rewritten_fn": "rewires what a kernel runs",
@@ -510,6 +516,17 @@ class _Scanner(ast.NodeVisitor):
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def visit_ClassDef(self, node):
+        if node.name in FORBIDDEN_NAMES:
+            self.add(node, f"class {node.name}", FORBIDDEN_NAMES[node.name])
+        self.generic_visit(node)
+
+    def visit_Global(self, node):
+        for name in node.names:
+            if name in FORBIDDEN_NAMES:
+                self.add(node, f"global {name}", FORBIDDEN_NAMES[name])
+        self.generic_visit(node)
+
     def visit_Call(self, node):
         self.called.add(id(node.func))
         if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
@@ -596,9 +613,6 @@ class _Scanner(ast.NodeVisitor):
             self._check_target(target, node)
         self.generic_visit(node)
 
-    def visit_Global(self, node):
-        # Rebinding module state from a function is fine; nothing to flag.
-        self.generic_visit(node)
 
 
 def scan(source: str, allow: tuple[str, ...] = ()) -> list[Finding]:

@@ -90,6 +90,8 @@ CASES = [
     ("93", R93 / "exploit5_constexpr_flip_resolver.py", "the constant DO_WORK (your file sets it to 1"),
     ("94", R94 / "exploit5_constexpr_rebound_by_helper.py", "the constant DO_WORK (your file sets it to 1"),
     ("93", R93 / "exploit5_helper_swapped_in_globals.py", "the kernel combine (the kernel add_kernel found another"),
+    # The interpreter's own hook names defined by the file: its class runs inside the kernel, in the worker alone.
+    ("93", R93 / "exploit5_interpreter_hook_in_globals.py", "the name _InterpreterComparison (Triton's interpreter"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
         "exploit4_wraps_swaps_kernel_source", "exploit5_constexpr_flip_resolver"}

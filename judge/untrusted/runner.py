@@ -556,7 +556,7 @@ def main() -> int:
         fn, err = _register(fn, namespace, worker.path)
     if err is None:
         worker.kernels = integrity.kernels_of(vars(sys.modules.get("submission") or object()))
-        constants.watch(worker.path, worker.source, worker.kernels)
+        constants.watch(worker.path, worker.source, vars(sys.modules.get("submission") or object()))
         tampered = integrity.changed(worker.baseline) + integrity.rewired(worker.kernels, worker.source, worker.path)
         libraries = own_ops.take_libraries()
         started = guard.take_events()
