@@ -8,8 +8,9 @@ while it runs (``DO_WORK.value = 0`` around its launch, or a rebinding through t
 therefore runs another kernel than the one replayed: a red team launched a no-op there, wrote the
 answer into the output from the host, and the replay, compiling the honest kernel, agreed.
 
-So at every launch of one of the file's kernels the worker compares each constant, and each of the
-file's kernels (by identity), as the kernel's globals hold them, with the source's: before the launch
+So at every launch of one of the file's kernels the worker compares each constant, each of the file's
+kernels (by identity) and each name through which the interpreter's rewrite of a kernel calls back into
+it, as the kernel's globals hold them, with the source's (the interpreter's own): before the launch
 (a GPU compiles then), after a callable grid returned (the submission's code, run inside the launch),
 and after the launch. A difference is reported with the call's evidence as tampering (judge.rules.tampering).
 """

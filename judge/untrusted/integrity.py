@@ -53,6 +53,10 @@ IDENTITIES = [
     # What rewired() rebuilds a kernel with, to hold it against what the interpreter made of it.
     "triton.runtime.interpreter.FunctionRewriter.rewrite_ast", "triton.runtime.interpreter.FunctionRewriter._find_def",
     "triton.runtime.interpreter.FunctionRewriter._prepare_source",
+    # What the interpreter's rewrite of a kernel calls back through (judge.untrusted.constants holds a kernel's
+    # globals to these objects; replaced in the interpreter's module, they would be copied in instead).
+    "triton.runtime.interpreter.interpreter_semantic", "triton.runtime.interpreter._InterpreterComparison",
+    "triton.runtime.interpreter.interpreter_builder",
     "triton.runtime.interpreter.FunctionRewriter._transform_ast", "inspect.getblock", "inspect.getsourcelines",
     "threading.enumerate", "threading.active_count", "json.dumps", "json.loads", "hashlib.sha256",
     "os.write", "os.read", "os.dup",
