@@ -186,6 +186,7 @@ FORBIDDEN_NAMES = {
     "__delattr__": "removes attributes by name",
     "__annotations__": "holds annotations that typing evaluates as code",
     "get_type_hints": "evaluates annotations as code",
+    "update_wrapper": "sets attributes by the names it is given (a computed setattr)",
     "ForwardRef": "evaluates a string as code",
     "__reduce_ex__": "runs code hidden in data",
     "f_back": "walks the call stack",
@@ -529,6 +530,10 @@ class _Scanner(ast.NodeVisitor):
 
     def visit_Call(self, node):
         self.called.add(id(node.func))
+        callee = _dotted(node.func) or ""
+        if callee.split(".")[-1] == "wraps" and any(k.arg in ("assigned", "updated") for k in node.keywords):
+            self.add(node, "wraps(assigned=/updated=)", "sets attributes by the names it is given (a computed "
+                                                        "setattr)")
         if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             self.add(node, f"{node.func.id}()", FORBIDDEN_CALLS[node.func.id])
         if isinstance(node.func, ast.Name) and node.func.id in NAME_LOOKUPS:

@@ -92,6 +92,8 @@ CASES = [
     ("93", R93 / "exploit5_helper_swapped_in_globals.py", "the kernel combine (the kernel add_kernel found another"),
     # The interpreter's own hook names defined by the file: its class runs inside the kernel, in the worker alone.
     ("93", R93 / "exploit5_interpreter_hook_in_globals.py", "the name _InterpreterComparison (Triton's interpreter"),
+    # Triton's language swapped only around the launch (tl.store a no-op), put back before returning.
+    ("93", R93 / "exploit5_language_swapped_during_launch.py", "triton.language.store (Triton's language"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
         "exploit4_wraps_swaps_kernel_source", "exploit5_constexpr_flip_resolver"}

@@ -237,6 +237,9 @@ def test_aliases_of_values_are_not_flagged(source):
     ("class _InterpreterComparison(C):\n    pass", "class _InterpreterComparison"),
     ("def f():\n    global interpreter_semantic\n    interpreter_semantic = g", "global interpreter_semantic"),
     ("interpreter_semantic = object()", "interpreter_semantic"),
+    # setattr by a computed name through functools (a third pass)
+    ("import functools\nfunctools.update_wrapper(tl, F, assigned=(n,), updated=())", "update_wrapper"),
+    ("from functools import wraps\nd = wraps(f, assigned=('__name__',))", "wraps(assigned=/updated=)"),
 ])
 def test_imports_outside_the_list_and_names_resolved_from_data(source, code):
     assert any(f.code == code for f in staticscan.scan(source)), staticscan.scan(source)
@@ -248,6 +251,7 @@ def test_imports_outside_the_list_and_names_resolved_from_data(source, code):
     "def f(x: 'torch.Tensor', n: Optional[int] = None) -> 'torch.Tensor':\n    return x",
     "import torch.nn.functional as F\nfrom collections import namedtuple\nimport enum, warnings, copy",
     "import fancy_kernels_that_do_not_exist",  # not installed: left to the import, which is CE, not RJ
+    "import functools\ndef deco(f):\n    @functools.wraps(f)\n    def g(*a):\n        return f(*a)\n    return g",
 ])
 def test_what_a_kernel_file_imports_is_not_flagged(source):
     assert staticscan.scan(source) == []

@@ -93,8 +93,12 @@ def _same(live, expected) -> bool:
         return False
 
 
-def check(fn, kernel: str, when: str) -> None:
-    """Compare the constants and kernels as ``fn`` (a kernel's Python function) reads them now."""
+def check(fn, kernel: str, when: str, language: bool = True) -> None:
+    """Compare the constants and kernels as ``fn`` (a kernel's Python function) reads them now, and with
+    ``language`` Triton's language (about 20 us: the guard asks for it before the launch, where a GPU
+    compiles, and after a callable grid, before the interpreter runs the body; not after the launch)."""
+    if _language and language:
+        _check_language(kernel, when)
     if not _expected and not _kernels and not _interpreter_names():
         return
     space = getattr(fn, "__globals__", None)
@@ -141,6 +145,69 @@ def _interpreter_names() -> dict:
         else:
             _interpreter = {n: vars(interpreter)[n] for n in INTERPRETER_NAMES if n in vars(interpreter)}
     return _interpreter
+
+
+# What a kernel's body calls by attribute (tl.store, tl.load, x + y through the tensor class): Triton's
+# language as it was before the submission's import. The integrity check compares it after the import and
+# after each call, which a file that swaps tl.store for a no-op only around its launch, and puts it back
+# before returning, passes (red team of 2026-12-03, third pass); so it is compared at each launch too, by a
+# fingerprint (each namespace's values by identity, in order), entry by entry only when that differs.
+LANGUAGE = ("triton.language", "triton.language.core", "triton.language.math", "triton.language.standard",
+            "triton.language.core.tensor", "triton.language.core.constexpr", "triton.language.core.dtype")
+_language: dict = {}  # namespace -> (fingerprint held to, its entries), taken by take_language() before the import
+
+
+def _namespaces() -> dict:
+    import importlib
+
+    out = {}
+    for name in LANGUAGE:
+        module, _, attr = name.rpartition(".")
+        try:
+            obj = importlib.import_module(name)
+        except ImportError:
+            try:
+                obj = getattr(importlib.import_module(module), attr)
+            except (ImportError, AttributeError):
+                continue
+        out[name] = obj
+    return out
+
+
+_spaces: dict = {}  # namespace name -> the module or class (held once resolved)
+
+
+def take_language() -> None:
+    """Fingerprint Triton's language now (before the submission is imported)."""
+    _spaces.clear()
+    _spaces.update(_namespaces())
+    _language.clear()
+    _language.update({name: (_fingerprint(obj), dict(object.__getattribute__(obj, "__dict__")))
+                      for name, obj in _spaces.items()})
+
+
+# What the interpreter's own first launch changes for good (the tensor class's repr, and its annotations,
+# made on first read): not the submission's doing, and nothing a kernel computes with.
+IGNORED = frozenset({"__repr__", "__annotations__"})
+
+
+def _fingerprint(obj) -> tuple:
+    return tuple(map(id, object.__getattribute__(obj, "__dict__").values()))
+
+
+def _check_language(kernel: str, when: str) -> None:
+    for name, (fast, before) in list(_language.items()):
+        now = object.__getattribute__(_spaces[name], "__dict__")
+        if tuple(map(id, now.values())) == fast:
+            continue
+        changed = [k for k, v in before.items() if k not in IGNORED and now.get(k, _MISSING) is not v]
+        if isinstance(_spaces[name], type):  # a new entry of a class shadows its bases' (a module's: nothing)
+            changed += [k for k in now if k not in before and k not in IGNORED]
+        if not changed:  # only what the interpreter itself changes: the new state is the one to hold to
+            _language[name] = (tuple(map(id, now.values())), before)
+            continue
+        what = ", ".join(f"{name}.{k}" for k in changed[:3])
+        _say(f"{name}.", f"{what} (Triton's language, which the kernel {kernel} calls, was changed {when})")
 
 
 def _show(value) -> str:

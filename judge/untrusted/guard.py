@@ -328,7 +328,7 @@ def _wrap_launcher(cls, count: bool):
             start = time.perf_counter()
             kernel = original(self, *args, **kwargs)
             if own is not None:
-                constants.check(own, own.__name__, "after the launch")
+                constants.check(own, own.__name__, "after the launch", language=False)
             if event is not None and _state.watch is not None and _state.watch.trace is not None:
                 _state.quiet += 1  # the digests of what it was given are the judge's work, not the call's
                 try:

@@ -550,6 +550,7 @@ def main() -> int:
     objects = {"worker": worker, "reader": reader, "guard state": guard._state, "own ops": own_ops._state}
     # Taken before the submission is imported, and compared after it.
     worker.baseline = integrity.snapshot(objects)
+    constants.take_language()
     factory = setup.get("factory")
     fn, err = load_submission(worker.path, setup["entry"], 1 if factory else int(setup["arity"]))
     if err is None and factory:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the worker's hold on a kernel's globals (judge.untrusted.constants) costs a launch.
+"""What the worker's hold on a kernel's globals and Triton's language (judge.untrusted.constants) costs a launch.
 
 Loads a reference solution as the worker does (its module, then ``constants.watch``), and times
 ``constants.check`` in a loop: a launch runs it three times (before it, after a callable grid, after it).
@@ -27,6 +27,7 @@ def main() -> None:
     args = ap.parse_args()
     from judge.untrusted import constants
 
+    constants.take_language()  # as the worker does before the import
     for ref in args.references:
         path = ROOT / ref
         spec = importlib.util.spec_from_file_location("submission", path)
@@ -37,10 +38,17 @@ def main() -> None:
         t = time.perf_counter()
         for _ in range(args.calls):
             constants.check(fn, "k", "in the loop")
-        per = (time.perf_counter() - t) / args.calls
+        full = (time.perf_counter() - t) / args.calls
+        t = time.perf_counter()
+        for _ in range(args.calls):
+            constants.check(fn, "k", "in the loop", language=False)
+        short = (time.perf_counter() - t) / args.calls
         found = constants.take()
-        print(f"{ref}: {len(constants._expected)} constants, {len(constants._kernels)} kernels: "
-              f"{per * 1e6:.1f} us a check, {3 * per * 1e6:.1f} us a launch; differences found: {len(found)}")
+        # A launch: two full checks (before it, after a callable grid) and one without the language (after it).
+        print(f"{ref}: {len(constants._expected)} constants, {len(constants._kernels)} kernels, "
+              f"{len(constants._language)} namespaces of Triton's language: {full * 1e6:.1f} us a check, "
+              f"{short * 1e6:.1f} us without the language; {(2 * full + short) * 1e6:.1f} us a launch; "
+              f"differences found: {len(found)}")
 
 
 if __name__ == "__main__":
