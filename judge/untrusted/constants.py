@@ -95,8 +95,9 @@ def _same(live, expected) -> bool:
 
 def check(fn, kernel: str, when: str, language: bool = True) -> None:
     """Compare the constants and kernels as ``fn`` (a kernel's Python function) reads them now, and with
-    ``language`` Triton's language (about 20 us: the guard asks for it before the launch, where a GPU
-    compiles, and after a callable grid, before the interpreter runs the body; not after the launch)."""
+    ``language`` Triton's language (about 40 us on 2 CPU cores: the guard asks for it before an interpreted
+    launch and after its callable grid, before the interpreter runs the body; on a GPU only where a kernel
+    compiles, the one time its body is read)."""
     if _language and language:
         _check_language(kernel, when)
     if not _expected and not _kernels and not _interpreter_names():

@@ -14,6 +14,10 @@
 #   spares_ab.txt      the roster with JUDGE_JOB_SPARES=0, =1, =0, =1 (the first after --warm; SPARES_WARM= to
 #                      skip it), as long as AB_LIMIT allows
 #   latency.txt        judge_latency.py over IDS (default "93 95 96 97"), this tree (LATENCY_LIMIT s)
+#   constants.txt      tests/bench/constants_check.py: what the worker's hold on a kernel's globals and Triton's
+#                      language costs a check here
+#   noscan.txt         tests/gpu/probes/judge_without_scan.py over NOSCAN (default: the probe that swaps Triton's
+#                      language as its kernel compiles, and every exploit5_* file of the corpus), static scan off
 #   corpus.txt         judge selftest of KINDS (default "rejected accepted") of every problem, 5 jobs, pooled
 # PARTS picks and orders them (default "throughput latency").
 set -uo pipefail
@@ -34,6 +38,9 @@ for p in ${PARTS:-throughput latency}; do
                  python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto \
                  --sandbox bwrap -n "$1" $w; w=; done' _ "${N:-24}" "${SPARES_WARM---warm}" ;;
     latency) part latency "${LATENCY_LIMIT:-300}" python3 tests/bench/judge_latency.py ${IDS:-93 95 96 97} --device cuda --sandbox bwrap ;;
+    constants) part constants 60 python3 tests/bench/constants_check.py ;;
+    noscan) part noscan "${NOSCAN_LIMIT:-240}" python3 tests/gpu/probes/judge_without_scan.py \
+              ${NOSCAN:-tests/gpu/probes/093_language_swapped_at_compile.py problems/09[34]-*/submissions/rejected/exploit5_*.py} ;;
     corpus) part corpus "${CORPUS_LIMIT:-400}" bash -c 'for kind in $1; do python3 -m judge selftest 93 94 95 96 97 98 99 \
               --only "/$kind/" --device cuda --jobs 5 --pool auto --seed 1 --sandbox process; echo "selftest $kind: exit $?"; done' \
               _ "${KINDS:-rejected accepted}" ;;
