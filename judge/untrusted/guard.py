@@ -216,17 +216,19 @@ def _hold_constants(kernel, kwargs):
     code = getattr(fn, "__code__", None)
     if code is None or _where(code.co_filename) != _state.submission:
         return None, kwargs
+    if _state.language_at_compile:
+        # On a GPU a kernel's body, its constants, helpers and Triton's language are read once, when it
+        # compiles (_wrap_compile); a launch from the cache runs the compiled binary, which reads none of
+        # them (and Triton refuses a changed global itself), so it pays nothing here (a check at every
+        # launch cost 32 us of 98's reference on the H200's host: tests/gpu/RESULTS.md, 2026-12-04).
+        return None, kwargs
     name = getattr(fn, "__name__", "?")
-    # Triton's language matters where a kernel's body is read: at every launch in the interpreter, only
-    # when it compiles on a GPU (a compiled kernel never reads it again), so there it is compared in
-    # _wrap_compile and a launch from the cache pays only the constants' check (about 3 us, not 85).
-    language = not _state.language_at_compile
-    constants.check(fn, name, "at its launch", language=language)
+    constants.check(fn, name, "at its launch")
     grid = kwargs.get("grid")
     if callable(grid):
         def held_grid(meta, _grid=grid, _fn=fn, _name=name):
             resolved = _grid(meta)
-            constants.check(_fn, _name, "after its grid was computed", language=language)
+            constants.check(_fn, _name, "after its grid was computed")
             return resolved
 
         kwargs = dict(kwargs, grid=held_grid)
@@ -314,9 +316,10 @@ def _wrap_bench(autotuner_cls) -> None:
 
 
 def _wrap_compile(jit_cls) -> bool:
-    """Compare a kernel's constants and Triton's language as the compiler is about to read them (a GPU's
-    JITFunction._do_compile: a launch or a warm-up that finds no compiled kernel in the cache). Returns
-    False where this Triton has no such method: the launches then compare the language themselves."""
+    """Compare a kernel's constants, helpers and Triton's language as the compiler reads them (a GPU's
+    JITFunction._do_compile: a launch or a warm-up that finds no compiled kernel in the cache), before and
+    after it compiles. Returns False where this Triton has no such method: every launch is then held as in
+    the interpreter."""
     original = getattr(jit_cls, "_do_compile", None)
     if original is None:
         return False
@@ -326,9 +329,14 @@ def _wrap_compile(jit_cls) -> bool:
     def _do_compile(self, *args, **kwargs):
         fn = getattr(self, "fn", None)
         code = getattr(fn, "__code__", None)
-        if code is not None and _where(code.co_filename) == _state.submission:
-            constants.check(fn, getattr(fn, "__name__", "?"), "when it was compiled")
-        return original(self, *args, **kwargs)
+        if code is None or _where(code.co_filename) != _state.submission:
+            return original(self, *args, **kwargs)
+        name = getattr(fn, "__name__", "?")
+        constants.check(fn, name, "as it was compiled")
+        try:
+            return original(self, *args, **kwargs)
+        finally:  # the compiler may call code of the file's (a constexpr function): held after it too
+            constants.check(fn, name, "after it was compiled")
 
     _do_compile._judge_wrapped = True
     jit_cls._do_compile = _do_compile
