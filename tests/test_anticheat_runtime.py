@@ -94,6 +94,9 @@ CASES = [
     ("93", R93 / "exploit5_interpreter_hook_in_globals.py", "the name _InterpreterComparison (Triton's interpreter"),
     # Triton's language swapped only around the launch (tl.store a no-op), put back before returning.
     ("93", R93 / "exploit5_language_swapped_during_launch.py", "triton.language.store (Triton's language"),
+    # ... swapped by the kernel's pre-run hook, inside the launch, before the interpreter wraps the language.
+    ("93", R93 / "exploit5_language_swapped_in_pre_run_hook.py",
+     "triton.language.store (Triton's language was changed before the interpreter read it"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
         "exploit4_wraps_swaps_kernel_source", "exploit5_constexpr_flip_resolver"}

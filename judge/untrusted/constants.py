@@ -185,6 +185,87 @@ def take_language() -> None:
     _language.clear()
     _language.update({name: (_fingerprint(obj), dict(object.__getattribute__(obj, "__dict__")))
                       for name, obj in _spaces.items()})
+    _hold_interpreter_patches()
+
+
+# What the interpreter itself puts into Triton's language. At each launch it replaces the language's
+# builtins by its own (tl.store by a function of its module that calls the real one) and puts them back
+# after; but a kernel's call of a @jit helper of Triton's (tl.cdiv, tl.max) patches the helper's own
+# module (triton.language.core) and never puts it back, so after a first launch the language holds the
+# interpreter's functions for good (Triton 3.9; every accepted file of 94-98 then read as changed). Each
+# value the interpreter sets through its patch scope is recorded here under the entry it was set for, and
+# a live entry that holds one is the interpreter's doing. What it replaced must itself be held (the
+# language's own value, or one it set): a swap made after the launch's first check, from a pre-run hook,
+# and wrapped by the interpreter's patch, is named as it is patched.
+_made: dict = {}  # (namespace name, entry) -> {id: the value (weakly where it can be)} set by the interpreter
+_space_names: dict = {}  # id(namespace object) -> its name in LANGUAGE
+
+
+def _is_made(space: str, key: str, value) -> bool:
+    made = _made.get((space, key))
+    got = made.get(id(value)) if made is not None else None
+    return got is not None and (got is value or (type(got) is _Held and got.value is value))
+
+
+def _record_made(space: str, key: str, value) -> None:
+    import weakref
+
+    made = _made.get((space, key))
+    if made is None:
+        made = _made[(space, key)] = weakref.WeakValueDictionary()
+    try:
+        made[id(value)] = value
+    except TypeError:  # not weak-referenceable (a property): held strongly, the last 64 of an entry
+        held = _strong.setdefault((space, key), {})
+        held[id(value)] = made[id(value)] = _Held(value)
+        if len(held) > 64:
+            held.pop(next(iter(held)))
+
+
+class _Held:
+    """A strong reference in a weak dictionary's place (its identity is compared through ``value``)."""
+    __slots__ = ("value", "__weakref__")
+
+    def __init__(self, value):
+        self.value = value
+
+
+_strong: dict = {}
+
+
+def _hold_interpreter_patches() -> None:
+    _space_names.clear()
+    _space_names.update({id(obj): name for name, obj in _spaces.items()})
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover - a Triton without the interpreter
+        return
+    scope = getattr(interpreter, "_LangPatchScope", None)
+    original = getattr(scope, "set_attr", None)
+    if original is None or getattr(original, "_judge_wrapped", False):
+        return
+    here = interpreter.__file__
+
+    def set_attr(self, obj, name, value):
+        import sys
+
+        space = _space_names.get(id(obj))
+        # Only the interpreter's own patching counts as its doing (not a call of it from elsewhere).
+        if space is not None and sys._getframe(1).f_code.co_filename == here and name not in IGNORED:
+            before = object.__getattribute__(obj, "__dict__").get(name, _MISSING)
+            held = _language.get(space, (None, {}))[1].get(name, _MISSING)
+            member = (getattr(value, "__kwdefaults__", None) or {}).get("member", before)
+            for what in (before, member):
+                if what is not held and not _is_made(space, name, what):
+                    _say(f"{space}.{name}", f"{space}.{name} (Triton's language was changed before the "
+                                            f"interpreter read it at a launch)")
+                    break
+            else:
+                _record_made(space, name, value)
+        return original(self, obj, name, value)
+
+    set_attr._judge_wrapped = True
+    scope.set_attr = set_attr
 
 
 # What the interpreter's own first launch changes for good (the tensor class's repr, and its annotations,
@@ -201,9 +282,10 @@ def _check_language(kernel: str, when: str) -> None:
         now = object.__getattribute__(_spaces[name], "__dict__")
         if tuple(map(id, now.values())) == fast:
             continue
-        changed = [k for k, v in before.items() if k not in IGNORED and now.get(k, _MISSING) is not v]
+        changed = [k for k, v in before.items() if k not in IGNORED and (live := now.get(k, _MISSING)) is not v
+                   and not _is_made(name, k, live)]
         if isinstance(_spaces[name], type):  # a new entry of a class shadows its bases' (a module's: nothing)
-            changed += [k for k in now if k not in before and k not in IGNORED]
+            changed += [k for k in now if k not in before and k not in IGNORED and not _is_made(name, k, now[k])]
         if not changed:  # only what the interpreter itself changes: the new state is the one to hold to
             _language[name] = (tuple(map(id, now.values())), before)
             continue
