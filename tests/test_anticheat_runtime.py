@@ -97,6 +97,12 @@ CASES = [
     # ... swapped by the kernel's pre-run hook, inside the launch, before the interpreter wraps the language.
     ("93", R93 / "exploit5_language_swapped_in_pre_run_hook.py",
      "triton.language.store (Triton's language was changed before the interpreter read it"),
+    # Code of the file's run inside the launch, after the interpreter patched the language: a callable grid
+    # that changes the arguments it is given, a number whose __int__ does the work (red team of 2026-12-04).
+    ("93", R93 / "exploit6_grid_sets_meta_host_work.py", "its grid changed the dictionary it was given"),
+    ("94", R94 / "exploit6_softmax_grid_sets_meta_host_work.py", "its grid changed the dictionary it was given"),
+    ("93", R93 / "exploit6_int_subclass_runs_in_launch.py", "(a number of class Length, whose own code would run"),
+    ("94", R94 / "exploit6_softmax_int_subclass_runs_in_launch.py", "(a number of class Cols, whose own code"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
         "exploit4_wraps_swaps_kernel_source", "exploit5_constexpr_flip_resolver"}

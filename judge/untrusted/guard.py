@@ -224,15 +224,120 @@ def _hold_constants(kernel, kwargs):
         return None, kwargs
     name = getattr(fn, "__name__", "?")
     constants.check(fn, name, "at its launch")
-    grid = kwargs.get("grid")
-    if callable(grid):
-        def held_grid(meta, _grid=grid, _fn=fn, _name=name):
-            resolved = _grid(meta)
-            constants.check(_fn, _name, "after its grid was computed")
-            return resolved
-
-        kwargs = dict(kwargs, grid=held_grid)
     return fn, kwargs
+
+
+def _own(kernel) -> bool:
+    code = getattr(getattr(kernel, "fn", None), "__code__", None)
+    return code is not None and _where(code.co_filename) == _state.submission
+
+
+# A kernel of the file's is given its arguments as plain values. Triton's interpreter converts a number
+# inside the launch (NumPy calls its __int__) and a tensor-like object by its data_ptr(), after it has
+# put its own functions into Triton's language: a subclass of int whose __int__ did the sum on the host
+# with tl.load and tl.store and returned 0 as the kernel's n got AC (red team of 2026-12-04); so a number
+# of a subclass, or an object that is a tensor by its methods alone, is refused (the launch goes on with
+# the plain number it holds: int.__int__ runs none of its code).
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def _plain(value, kernel_name: str):
+    t = type(value)
+    if t in _PLAIN:
+        return value
+    if t is tuple:
+        return tuple(_plain(v, kernel_name) for v in value)
+    if isinstance(value, (int, float)):
+        import enum
+
+        if not isinstance(value, enum.Enum):  # an IntEnum's member runs no code of its own
+            constants._say(f"argument of {kernel_name}",
+                           f"an argument of the kernel {kernel_name} (a number of class {t.__name__}, whose own "
+                           f"code would run inside the launch: pass plain numbers)")
+        return int.__int__(value) if isinstance(value, int) else float.__float__(value)
+    import torch
+
+    if t is torch.Tensor or t is torch.nn.Parameter:
+        return value
+    if isinstance(value, torch.Tensor) or hasattr(type(value), "data_ptr") or hasattr(value, "data_ptr"):
+        if _state.compiling:  # torch.compile's own tensors (problem 99): its launches are its own
+            return value
+        constants._say(f"argument of {kernel_name}",
+                       f"an argument of the kernel {kernel_name} (an object of class {t.__name__}, whose own code "
+                       f"would run inside the launch: pass tensors and plain numbers)")
+        return value
+    constexpr = _constexpr_class()
+    if constexpr is not None and t is constexpr:
+        inner = getattr(value, "value", None)
+        plain = _plain(inner, kernel_name)
+        return value if plain is inner else constexpr(plain)
+    return value
+
+
+_constexpr_type = None
+
+
+def _constexpr_class():
+    global _constexpr_type
+    if _constexpr_type is None:
+        try:
+            from triton.language import constexpr
+        except ImportError:  # pragma: no cover
+            constexpr = False
+        _constexpr_type = constexpr
+    return _constexpr_type or None
+
+
+_LAUNCH_OPTIONS = frozenset({"grid", "warmup"})
+
+
+def _plain_arguments(kernel, args, kwargs):
+    if not _own(kernel):
+        return args, kwargs
+    name = getattr(getattr(kernel, "fn", None), "__name__", "?")
+    args = tuple(_plain(a, name) for a in args)
+    kwargs = {k: (v if k in _LAUNCH_OPTIONS else _plain(v, name)) for k, v in kwargs.items()}
+    return args, kwargs
+
+
+# A callable grid is the file's code; Triton calls it inside the launch with the dictionary of the
+# arguments it then launches with (the interpreter, after putting its own functions into the language;
+# a GPU, after the compile). A grid that set meta["n"] = 0 there, and did the sum on the host with the
+# interpreter's tl.load and tl.store, got AC (red team of 2026-12-04): the launch record and the replay
+# kept the true n. So the worker calls the grid itself, before the launch, with a copy of the arguments
+# (as Triton names them, with the kernel's defaults), and launches with the grid it returned.
+_signatures: dict = {}
+
+
+def _resolve_grid(kernel, args, kwargs):
+    grid = kwargs.get("grid")
+    if not callable(grid) or not _own(kernel):
+        return kwargs
+    fn = kernel.fn
+    defaults = _signatures.get(fn)
+    if defaults is None:
+        import inspect
+
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            params = {}
+        defaults = _signatures[fn] = {n: p.default for n, p in params.items()
+                                      if p.default is not inspect.Parameter.empty}
+    names = list(getattr(kernel, "arg_names", None) or ())
+    meta = dict(defaults)
+    meta.update(zip(names, args))
+    meta.update((k, v) for k, v in kwargs.items() if k not in _LAUNCH_OPTIONS)
+    given = dict(meta)
+    resolved = grid(meta)
+    if len(meta) != len(given) or any(meta.get(k, given) is not v for k, v in given.items()):
+        constants._say(f"grid of {fn.__name__}", f"the arguments of the kernel {fn.__name__} (its grid changed the "
+                                                f"dictionary it was given: a grid only computes the launch's size)")
+    if not _state.language_at_compile:
+        constants.check(fn, fn.__name__, "after its grid was computed")
+    if isinstance(resolved, list):
+        resolved = tuple(resolved)
+    return dict(kwargs, grid=resolved)
 
 
 def _trace_launch(kernel, args, kwargs):
@@ -352,8 +457,10 @@ def _wrap_launcher(cls, count: bool):
         event = None
         own = None
         if count and not kwargs.get("warmup", False):
+            args, kwargs = _plain_arguments(self, args, kwargs)
             _record_launch(self, args, kwargs)
             own, kwargs = _hold_constants(self, kwargs)
+            kwargs = _resolve_grid(self, args, kwargs)
             event, kwargs = _trace_launch(self, args, kwargs)
         _state.depth += 1
         try:
