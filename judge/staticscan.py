@@ -161,6 +161,10 @@ FORBIDDEN_CALLS = {
 # getattr(x, name) is fine with a plain public name written out; a computed or
 # private name is how the rest of this list is dodged ("_" + "C").
 NAME_LOOKUPS = {"getattr", "hasattr"}
+import builtins as _builtins
+
+_BUILTIN_NAMES = frozenset(n for n in dir(_builtins) if not n.startswith("_"))
+
 FORBIDDEN_NAMES = {
     "__torch_function__": "defines a tensor subclass that intercepts PyTorch",
     "__torch_dispatch__": "defines a tensor subclass that intercepts PyTorch",
@@ -227,8 +231,15 @@ FORBIDDEN_NAMES = {
     # The interpreter's rewrite of a kernel calls back through these names, taken from the kernel's globals
     # (a file's own object under one runs inside its kernels); TensorHandle and the builder reach any address.
     **dict.fromkeys(("interpreter_semantic", "_InterpreterComparison", "interpreter_builder", "TensorHandle",
-                     "InterpreterBuilder", "InterpretedFunction", "FunctionRewriter"),
+                     "InterpreterBuilder", "InterpretedFunction", "FunctionRewriter",
+                     # the interpreter's own globals, which its rewrite copies into the file's module at a
+                     # kernel's first launch (_interpreter: its load and store; red team of 2026-12-04)
+                     "_interpreter", "GridExecutor", "_patch_lang", "_patch_builtin", "_patch_attr",
+                     "_LangPatchScope", "_implicit_cvt", "_patch_lang_core", "_patch_lang_tensor"),
                     "reaches Triton's interpreter machinery (a kernel's hooks, memory at any address)"),
+    # The built-in functions' module under another module's attribute (dataclasses.builtins): a kernel's
+    # range or min falls through to it (red team of 2026-12-04).
+    "builtins": "reaches the built-in functions (which a kernel calls)",
     # An interpreted kernel runs the code its rewriter made; swapping it runs another body than the source's.
     "rewriter": "rewires what a kernel runs",
     "rewritten_fn": "rewires what a kernel runs",
@@ -526,6 +537,10 @@ class _Scanner(ast.NodeVisitor):
         for name in node.names:
             if name in FORBIDDEN_NAMES:
                 self.add(node, f"global {name}", FORBIDDEN_NAMES[name])
+            elif name in _BUILTIN_NAMES:
+                # A function that rebinds range or min in the module's globals changes what a kernel calls
+                # (the interpreter runs a kernel in them; red team of 2026-12-04).
+                self.add(node, f"global {name}", "rebinds a built-in name that kernels call")
         self.generic_visit(node)
 
     def visit_Call(self, node):

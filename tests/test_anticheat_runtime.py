@@ -103,6 +103,14 @@ CASES = [
     ("94", R94 / "exploit6_softmax_grid_sets_meta_host_work.py", "its grid changed the dictionary it was given"),
     ("93", R93 / "exploit6_int_subclass_runs_in_launch.py", "(a number of class Length, whose own code would run"),
     ("94", R94 / "exploit6_softmax_int_subclass_runs_in_launch.py", "(a number of class Cols, whose own code"),
+    # ... or what the launch calls swapped around it: range in the module's globals or the built-ins, the
+    # interpreter's C store, torch.Tensor.data_ptr (a second pass the same day).
+    ("93", R93 / "exploit6_global_range_in_module.py", "the name range (the kernel add_kernel reads it"),
+    ("94", R94 / "exploit6_softmax_global_range_in_module.py", "the name range (the kernel softmax_kernel reads it"),
+    ("93", R93 / "exploit6_builtins_range_through_dataclasses.py", "builtins.range (which the launch of the kernel"),
+    ("93", R93 / "exploit6_interpreter_c_store_swapped.py", "triton._C.libtriton.interpreter.store (which the launch"),
+    ("93", R93 / "exploit6_tensor_data_ptr_swapped.py", "torch.Tensor.data_ptr (which the launch of the kernel"),
+    ("94", R94 / "exploit6_softmax_tensor_data_ptr_swapped.py", "torch.Tensor.data_ptr (which the launch of the"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
         "exploit4_wraps_swaps_kernel_source", "exploit5_constexpr_flip_resolver"}

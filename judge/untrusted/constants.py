@@ -43,6 +43,15 @@ def watch(path: str, source: str | None, namespace: dict) -> None:
                 _chains[name] = tuple(chain)
                 break
             obj = getattr(obj, "fn", None)
+    # Every other global name a kernel's code reads (range, min, a module, a helper), as the import bound it
+    # (or unbound: it falls through to the built-ins, held in LAUNCH_PATH).
+    _names.clear()
+    for fn in _kernels.values():
+        while not hasattr(fn, "__code__") and hasattr(fn, "fn"):  # a JITFunction (InterpretedFunction): its .fn
+            fn = fn.fn
+        for name in _code_names(getattr(fn, "__code__", None)):
+            if name not in _kernels and not name.startswith("__"):
+                _names[name] = namespace.get(name, _MISSING)
     if source is None:
         return
     from judge.untrusted.replay import constant_values
@@ -53,6 +62,19 @@ def watch(path: str, source: str | None, namespace: dict) -> None:
         pass
     _expected_plain.clear()
     _expected_plain.update({id(v): _plain(v) for v in _expected.values()})
+
+
+_names: dict = {}  # a global name a kernel's code reads -> what the module held under it after the import
+
+
+def _code_names(code, depth: int = 0) -> set:
+    if code is None or depth > 8:
+        return set()
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _code_names(const, depth + 1)
+    return names
 
 
 _constexpr = None  # triton.language.constexpr, once imported
@@ -100,11 +122,20 @@ def check(fn, kernel: str, when: str, language: bool = True) -> None:
     compiles, the one time its body is read)."""
     if _language and language:
         _check_language(kernel, when)
-    if not _expected and not _kernels and not _interpreter_names():
+    if not _expected and not _kernels and not _interpreter_names() and not _names:
         return
     space = getattr(fn, "__globals__", None)
     if not isinstance(space, dict):
         return
+    for name, held in _names.items():
+        if name in _expected:
+            continue
+        live = space.get(name, _MISSING)
+        if live is held or (held is _MISSING and live is _interpreter_globals().get(name, _MISSING)):
+            continue  # (the interpreter copies its own globals into a kernel's module at its first launch)
+        _say(name, f"the name {name} (the kernel {kernel} reads it; your file's import left "
+                   f"{'nothing' if held is _MISSING else 'another object'} under it, and {when} it held "
+                   f"{'nothing' if live is _MISSING else 'another object'})")
     for name, expected in _expected.items():
         live = space.get(name, _MISSING)
         if not _same(live, expected):
@@ -136,6 +167,14 @@ INTERPRETER_NAMES = ("interpreter_semantic", "_InterpreterComparison", "interpre
 _interpreter: dict | None = None
 
 
+def _interpreter_globals() -> dict:
+    try:
+        from triton.runtime import interpreter
+    except ImportError:  # pragma: no cover
+        return {}
+    return vars(interpreter)
+
+
 def _interpreter_names() -> dict:
     global _interpreter
     if _interpreter is None:
@@ -155,6 +194,14 @@ def _interpreter_names() -> dict:
 # fingerprint (each namespace's values by identity, in order), entry by entry only when that differs.
 LANGUAGE = ("triton.language", "triton.language.core", "triton.language.math", "triton.language.standard",
             "triton.language.core.tensor", "triton.language.core.constexpr", "triton.language.core.dtype")
+# What a launch itself calls, held the same way (red team of 2026-12-04, each AC before: range swapped in
+# the built-ins under a kernel's loop, torch.Tensor.data_ptr swapped so that the interpreter gave the
+# kernel other memory, the interpreter's C store swapped): the built-ins, the tensor class, the
+# interpreter's module and its C module, its handle and builder classes. LAUNCH is the part a GPU's launch
+# reads at every launch (compared then, as cheaply as the rest where it compiles).
+LAUNCH_PATH = ("builtins", "torch.Tensor", "triton._C.libtriton.interpreter", "triton.runtime.interpreter",
+               "triton.runtime.interpreter.TensorHandle", "triton.runtime.interpreter.InterpreterBuilder")
+LAUNCH = ("builtins", "torch.Tensor")
 _language: dict = {}  # namespace -> (fingerprint held to, its entries), taken by take_language() before the import
 
 
@@ -162,7 +209,7 @@ def _namespaces() -> dict:
     import importlib
 
     out = {}
-    for name in LANGUAGE:
+    for name in LANGUAGE + LAUNCH_PATH:
         module, _, attr = name.rpartition(".")
         try:
             obj = importlib.import_module(name)
@@ -277,8 +324,14 @@ def _fingerprint(obj) -> tuple:
     return tuple(map(id, object.__getattribute__(obj, "__dict__").values()))
 
 
-def _check_language(kernel: str, when: str) -> None:
-    for name, (fast, before) in list(_language.items()):
+def check_launch(kernel: str, when: str) -> None:
+    """Compare only what a GPU's launch reads at every launch (LAUNCH)."""
+    _check_language(kernel, when, LAUNCH)
+
+
+def _check_language(kernel: str, when: str, only=None) -> None:
+    for name, (fast, before) in list(_language.items()) if only is None else \
+            [(n, _language[n]) for n in only if n in _language]:
         now = object.__getattribute__(_spaces[name], "__dict__")
         if tuple(map(id, now.values())) == fast:
             continue
@@ -290,7 +343,10 @@ def _check_language(kernel: str, when: str) -> None:
             _language[name] = (tuple(map(id, now.values())), before)
             continue
         what = ", ".join(f"{name}.{k}" for k in changed[:3])
-        _say(f"{name}.", f"{what} (Triton's language, which the kernel {kernel} calls, was changed {when})")
+        if name in LANGUAGE:
+            _say(f"{name}.", f"{what} (Triton's language, which the kernel {kernel} calls, was changed {when})")
+        else:
+            _say(f"{name}.", f"{what} (which the launch of the kernel {kernel} calls, was changed {when})")
 
 
 def _show(value) -> str:
