@@ -197,11 +197,12 @@ LANGUAGE = ("triton.language", "triton.language.core", "triton.language.math", "
 # What a launch itself calls, held the same way (red team of 2026-12-04, each AC before: range swapped in
 # the built-ins under a kernel's loop, torch.Tensor.data_ptr swapped so that the interpreter gave the
 # kernel other memory, the interpreter's C store swapped): the built-ins, the tensor class, the
-# interpreter's module and its C module, its handle and builder classes. LAUNCH is the part a GPU's launch
-# reads at every launch (compared then, as cheaply as the rest where it compiles).
+# interpreter's module and its C module, its handle and builder classes. LAUNCH is what a GPU's launch
+# calls on its arguments at every launch (data_ptr): compared then, and all of it where a kernel compiles
+# (the built-ins too: 160 entries, about as much again a launch, for Triton's own code in the launch).
 LAUNCH_PATH = ("builtins", "torch.Tensor", "triton._C.libtriton.interpreter", "triton.runtime.interpreter",
                "triton.runtime.interpreter.TensorHandle", "triton.runtime.interpreter.InterpreterBuilder")
-LAUNCH = ("builtins", "torch.Tensor")
+LAUNCH = ("torch.Tensor",)
 _language: dict = {}  # namespace -> (fingerprint held to, its entries), taken by take_language() before the import
 
 

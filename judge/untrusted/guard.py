@@ -219,9 +219,9 @@ def _hold_constants(kernel, kwargs):
     if _state.language_at_compile:
         # On a GPU a kernel's body, its constants, helpers and Triton's language are read once, when it
         # compiles (_wrap_compile); a launch from the cache runs the compiled binary, which reads none of
-        # them (and Triton refuses a changed global itself), so it pays only for what the launch itself
-        # calls (the tensor class's data_ptr, the built-ins; a check at every launch of the rest cost 32 us
-        # of 98's reference on the H200's host: tests/gpu/RESULTS.md, 2026-12-04).
+        # them (and Triton refuses a changed global itself), so it pays only for what the launch calls on
+        # its arguments (the tensor class: its data_ptr; a check at every launch of the rest cost 32 us of
+        # 98's reference on the H200's host: tests/gpu/RESULTS.md, 2026-12-04).
         constants.check_launch(getattr(fn, "__name__", "?"), "at its launch")
         return None, kwargs
     name = getattr(fn, "__name__", "?")
