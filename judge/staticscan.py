@@ -163,6 +163,17 @@ FORBIDDEN_CALLS = {
 NAME_LOOKUPS = {"getattr", "hasattr"}
 import builtins as _builtins
 
+# Methods that Triton's launch and its interpreter call on objects a file can reach without naming them (a
+# dtype's to_ir, the builder's create_*, the jit module's mangle_type, a tensor's data_ptr): assigned as an
+# attribute anywhere (`def put(m, f): m.to_ir = f`), they are refused by name (red team of 2026-12-04).
+_LAUNCH_METHODS = frozenset({
+    "to_ir", "mangle_type", "specialize_impl", "native_specialize_impl", "data_ptr", "untyped_storage",
+    "getcallargs", "getfullargspec", "set_grid_idx", "set_grid_dim", "get_int1_ty", "get_int32_ty",
+    "_patch_lang", "_init_args_hst", "_restore_args_dev", "unwrap_tensor", "_unwrap_tensor", "_rewrap_tensor",
+})
+_LANGUAGE_CLASSES = frozenset({"dtype", "base_type", "pointer_type", "block_type", "tensor", "constexpr",
+                               "InterpreterBuilder", "TritonSemantic", "tuple_type", "TensorHandle"})
+
 _BUILTIN_NAMES = frozenset(n for n in dir(_builtins) if not n.startswith("_"))
 
 FORBIDDEN_NAMES = {
@@ -531,6 +542,13 @@ class _Scanner(ast.NodeVisitor):
     def visit_ClassDef(self, node):
         if node.name in FORBIDDEN_NAMES:
             self.add(node, f"class {node.name}", FORBIDDEN_NAMES[node.name])
+        for base in node.bases:
+            last = (_dotted(base) or "").split(".")[-1]
+            if last in _LANGUAGE_CLASSES:
+                # A dtype of the file's own has its to_ir called with the interpreter's builder inside a launch
+                # (red team of 2026-12-04, third pass).
+                self.add(node, f"class {node.name}({last})", "subclasses a class of Triton's language (its "
+                                                             "methods run inside the compiler and the interpreter)")
         self.generic_visit(node)
 
     def visit_Global(self, node):
@@ -570,6 +588,10 @@ class _Scanner(ast.NodeVisitor):
         if isinstance(target, ast.Attribute) and target.attr == "value":
             self.add(node, f"{_dotted(target) or '...'} = ...", "changes a tl.constexpr's value (a kernel reads "
                                                                   "your file's constants as its source sets them)")
+        if isinstance(target, ast.Attribute) and (target.attr in _LAUNCH_METHODS or target.attr.startswith("create_")):
+            self.add(node, f"{_dotted(target) or '...'}.{target.attr} = ..."
+                     if _dotted(target) is None else f"{_dotted(target)} = ...",
+                     "replaces a method that Triton's launch calls (on an object the scan cannot name)")
         if isinstance(target, ast.Attribute):
             dotted = _dotted(target)
             if dotted is not None:

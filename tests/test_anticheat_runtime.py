@@ -111,6 +111,9 @@ CASES = [
     ("93", R93 / "exploit6_interpreter_c_store_swapped.py", "triton._C.libtriton.interpreter.store (which the launch"),
     ("93", R93 / "exploit6_tensor_data_ptr_swapped.py", "torch.Tensor.data_ptr (which the launch of the kernel"),
     ("94", R94 / "exploit6_softmax_tensor_data_ptr_swapped.py", "torch.Tensor.data_ptr (which the launch of the"),
+    # ... a dtype object's to_ir and the interpreter's builder object, the jit module's mangle_type (a third pass).
+    ("93", R93 / "exploit6_dtype_to_ir_reaches_builder.py", "triton.language.core.int32.to_ir (which the launch"),
+    ("93", R93 / "exploit6_jit_mangle_type_swapped.py", "triton.runtime.jit.mangle_type (which the launch"),
 ]
 FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
         "exploit4_wraps_swaps_kernel_source", "exploit5_constexpr_flip_resolver"}

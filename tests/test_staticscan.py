@@ -244,6 +244,9 @@ def test_aliases_of_values_are_not_flagged(source):
     ("def f():\n    global range\n    range = g", "global range"),
     ("import dataclasses\nb = dataclasses.builtins", "builtins"),
     ("s = _interpreter.store", "_interpreter"),
+    ("def put(d, f):\n    d.to_ir = f", "d.to_ir = ..."),
+    ("def put(b, f):\n    b.create_masked_store = f", "b.create_masked_store = ..."),
+    ("import triton.language as tl\nclass D(tl.dtype):\n    pass", "class D(dtype)"),
 ])
 def test_imports_outside_the_list_and_names_resolved_from_data(source, code):
     assert any(f.code == code for f in staticscan.scan(source)), staticscan.scan(source)

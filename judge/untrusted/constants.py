@@ -201,7 +201,26 @@ LANGUAGE = ("triton.language", "triton.language.core", "triton.language.math", "
 # calls on its arguments at every launch (data_ptr): compared then, and all of it where a kernel compiles
 # (the built-ins too: 160 entries, about as much again a launch, for Triton's own code in the launch).
 LAUNCH_PATH = ("builtins", "torch.Tensor", "triton._C.libtriton.interpreter", "triton.runtime.interpreter",
-               "triton.runtime.interpreter.TensorHandle", "triton.runtime.interpreter.InterpreterBuilder")
+               "triton.runtime.interpreter.TensorHandle", "triton.runtime.interpreter.InterpreterBuilder",
+               # (a third pass: the builder object's own create_masked_store, reached from a dtype's to_ir;
+               # the jit module's mangle_type, which the interpreter calls for each argument)
+               "triton.runtime.interpreter.interpreter_builder", "triton.runtime.interpreter.interpreter_semantic",
+               "triton.runtime.jit", "numpy")
+# Objects (not modules or classes) among them: their plain data changes at each launch (the grid's index),
+# anything else set on them (a function in a method's place) is a change. The language's dtypes (tl.int32
+# ...) are objects too: a to_ir set on one ran inside the launch with the interpreter's builder.
+INSTANCES = {"triton.runtime.interpreter.interpreter_builder", "triton.runtime.interpreter.interpreter_semantic"}
+
+
+def _dtype_instances() -> tuple:
+    try:
+        from triton.language import core
+    except ImportError:  # pragma: no cover
+        return ()
+    names = tuple(f"triton.language.core.{n}" for n, v in vars(core).items()
+                  if isinstance(v, core.dtype) and not isinstance(v, type))
+    INSTANCES.update(names)
+    return names
 LAUNCH = ("torch.Tensor",)
 _language: dict = {}  # namespace -> (fingerprint held to, its entries), taken by take_language() before the import
 
@@ -210,7 +229,7 @@ def _namespaces() -> dict:
     import importlib
 
     out = {}
-    for name in LANGUAGE + LAUNCH_PATH:
+    for name in LANGUAGE + LAUNCH_PATH + _dtype_instances():
         module, _, attr = name.rpartition(".")
         try:
             obj = importlib.import_module(name)
@@ -338,7 +357,10 @@ def _check_language(kernel: str, when: str, only=None) -> None:
             continue
         changed = [k for k, v in before.items() if k not in IGNORED and (live := now.get(k, _MISSING)) is not v
                    and not _is_made(name, k, live)]
-        if isinstance(_spaces[name], type):  # a new entry of a class shadows its bases' (a module's: nothing)
+        if name in INSTANCES:  # an object's plain data (its grid index) is not what the check is for
+            changed = [k for k in changed if not (_data(before[k]) and _data(now.get(k, _MISSING)))]
+            changed += [k for k in now if k not in before and not _data(now[k])]
+        elif isinstance(_spaces[name], type):  # a new entry of a class shadows its bases' (a module's: nothing)
             changed += [k for k in now if k not in before and k not in IGNORED and not _is_made(name, k, now[k])]
         if not changed:  # only what the interpreter itself changes: the new state is the one to hold to
             _language[name] = (tuple(map(id, now.values())), before)
@@ -348,6 +370,13 @@ def _check_language(kernel: str, when: str, only=None) -> None:
             _say(f"{name}.", f"{what} (Triton's language, which the kernel {kernel} calls, was changed {when})")
         else:
             _say(f"{name}.", f"{what} (which the launch of the kernel {kernel} calls, was changed {when})")
+
+
+def _data(value) -> bool:
+    t = type(value)
+    if t in (int, float, bool, str, type(None)):
+        return True
+    return t is tuple and len(value) <= 8 and all(type(v) in (int, float, bool, str, type(None)) for v in value)
 
 
 def _show(value) -> str:

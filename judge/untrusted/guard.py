@@ -472,7 +472,9 @@ def _wrap_launcher(cls, count: bool):
             start = time.perf_counter()
             kernel = original(self, *args, **kwargs)
             if own is not None:
-                constants.check(own, own.__name__, "after the launch", language=False)
+                # (in the interpreter Triton's language and what the launch calls too: an object's method
+                # set inside the launch and removed after it is seen here)
+                constants.check(own, own.__name__, "after the launch", language=_state.interpret)
             if event is not None and _state.watch is not None and _state.watch.trace is not None:
                 _state.quiet += 1  # the digests of what it was given are the judge's work, not the call's
                 try:
