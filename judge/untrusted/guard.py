@@ -208,14 +208,12 @@ def _record_launch(kernel, args, kwargs):
         watch.other_launches[f"{name} ({os.path.basename(where)})"] += 1
 
 
-def _hold_constants(kernel, kwargs):
-    """(the kernel's function when it is the file's own, else None; the keyword arguments to launch with):
-    its constants are compared now, before it compiles, and after a callable grid, which is the
-    submission's code run inside the launch, returns (judge.untrusted.constants)."""
-    fn = getattr(kernel, "fn", None)
-    code = getattr(fn, "__code__", None)
-    if code is None or _where(code.co_filename) != _state.submission:
-        return None, kwargs
+def _hold_constants(kernel):
+    """The kernel's function when it is the file's own and held after the launch too, else None: its
+    constants are compared now (judge.untrusted.constants; after a callable grid in _resolve_grid)."""
+    if not _own(kernel):
+        return None
+    fn = kernel.fn
     if _state.language_at_compile:
         # On a GPU a kernel's body, its constants, helpers and Triton's language are read once, when it
         # compiles (_wrap_compile); a launch from the cache runs the compiled binary, which reads none of
@@ -223,10 +221,9 @@ def _hold_constants(kernel, kwargs):
         # its arguments (the tensor class: its data_ptr; a check at every launch of the rest cost 32 us of
         # 98's reference on the H200's host: tests/gpu/RESULTS.md, 2026-12-04).
         constants.check_launch(getattr(fn, "__name__", "?"), "at its launch")
-        return None, kwargs
-    name = getattr(fn, "__name__", "?")
-    constants.check(fn, name, "at its launch")
-    return fn, kwargs
+        return None
+    constants.check(fn, getattr(fn, "__name__", "?"), "at its launch")
+    return fn
 
 
 def _own(kernel) -> bool:
@@ -434,10 +431,9 @@ def _wrap_compile(jit_cls) -> bool:
         return True
 
     def _do_compile(self, *args, **kwargs):
-        fn = getattr(self, "fn", None)
-        code = getattr(fn, "__code__", None)
-        if code is None or _where(code.co_filename) != _state.submission:
+        if not _own(self):
             return original(self, *args, **kwargs)
+        fn = self.fn
         name = getattr(fn, "__name__", "?")
         constants.check(fn, name, "as it was compiled")
         try:
@@ -461,7 +457,7 @@ def _wrap_launcher(cls, count: bool):
         if count and not kwargs.get("warmup", False):
             args, kwargs = _plain_arguments(self, args, kwargs)
             _record_launch(self, args, kwargs)
-            own, kwargs = _hold_constants(self, kwargs)
+            own = _hold_constants(self)
             kwargs = _resolve_grid(self, args, kwargs)
             event, kwargs = _trace_launch(self, args, kwargs)
         _state.depth += 1
