@@ -418,7 +418,7 @@ class PooledProc(Proc):
         self.waited = float(reply.get("waited") or 0.0)
         self._closed = False
         if self.worker_cache is not None and cache is not None:
-            _copy_entries(cache, self.worker_cache)
+            copy_entries(cache, self.worker_cache)
 
     def _ask(self, request: dict) -> dict:
         with self._lock:
@@ -453,7 +453,7 @@ class PooledProc(Proc):
         if self.worker_cache is not None and self.content_cache is not None:
             try:
                 self.content_cache.mkdir(parents=True, exist_ok=True)
-                _copy_entries(self.worker_cache, self.content_cache)
+                copy_entries(self.worker_cache, self.content_cache)
             except OSError:
                 pass  # a cache is a saving, never a condition
         with self._lock:
@@ -473,24 +473,94 @@ class PooledProc(Proc):
                 pass
 
 
-def _copy_entries(src: Path, dest: Path) -> None:
-    """Kernel-cache entries (Triton: one directory per kernel variant) of ``src`` that ``dest`` lacks, each
-    copied whole under a temporary name and then renamed, so a reader never sees half of one."""
-    if not src.is_dir():
-        return
-    for entry in src.iterdir():
-        target = dest / entry.name
-        if target.exists() or entry.name.startswith(".") or entry.is_symlink():
-            continue
-        tmp = dest / f".{entry.name}.{secrets.token_hex(4)}"
+ENTRY_MAX_BYTES = 256 << 20  # a kernel variant's files (cubin, PTX, IR, metadata) are a few MiB at most
+ENTRY_MAX_FILES = 64
+
+
+def _plain_tree(path: Path) -> list[Path] | None:
+    """The regular files under ``path`` (a directory): None where anything else is there (a link, a device,
+    a FIFO), or more than ENTRY_MAX_FILES files or ENTRY_MAX_BYTES bytes. A worker writes its cache: what
+    the judge copies out of it must be plain files of a bounded size, never a link it would follow to a
+    file of the host's."""
+    files: list[Path] = []
+    total = 0
+    stack = [path]
+    while stack:
+        here = stack.pop()
         try:
-            if entry.is_dir():
-                shutil.copytree(entry, tmp, symlinks=False)
-            else:
-                shutil.copyfile(entry, tmp)
-            tmp.rename(target)
+            children = list(os.scandir(here))
         except OSError:
+            return None
+        for child in children:
+            if child.is_symlink():
+                return None
+            if child.is_dir(follow_symlinks=False):
+                stack.append(Path(child.path))
+            elif child.is_file(follow_symlinks=False):
+                total += child.stat(follow_symlinks=False).st_size
+                files.append(Path(child.path))
+            else:
+                return None
+            if len(files) > ENTRY_MAX_FILES or total > ENTRY_MAX_BYTES:
+                return None
+    return files
+
+
+def entry_names(src: Path) -> list[str]:
+    """The kernel-cache entries of ``src`` (Triton: one directory per kernel variant), leaving out names
+    that are not whole entries: hidden temporaries (ours), Triton's own ``tmp.pid_*`` and the compile
+    locks (judge.untrusted.compile_lock)."""
+    try:
+        names = os.listdir(src)
+    except OSError:
+        return []
+    from judge.untrusted.compile_lock import LOCK_DIR
+
+    return [n for n in names if not n.startswith((".", "tmp.")) and n != LOCK_DIR]
+
+
+def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
+    """Kernel-cache entries of ``src`` (``names``, default all) that ``dest`` lacks, each copied whole
+    under a temporary name and then renamed, so a reader never sees half of one; only plain files of a
+    bounded size (_plain_tree). How many it copied."""
+    if not src.is_dir():
+        return 0
+    copied = 0
+    for name in entry_names(src) if names is None else names:
+        entry, target = src / name, dest / name
+        if target.exists() or entry.is_symlink() or not entry.is_dir():
+            continue
+        files = _plain_tree(entry)
+        if files is None:
+            continue
+        tmp = dest / f".{name}.{secrets.token_hex(4)}"
+        try:
+            for f in files:
+                out = tmp / f.relative_to(entry)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                _link_or_copy(f, out)
+            tmp.mkdir(exist_ok=True)
+            tmp.rename(target)
+            copied += 1
+        except OSError:  # a sibling copied it first (the rename finds it there), or the disk is full
             shutil.rmtree(tmp, ignore_errors=True)
+    return copied
+
+
+def _link_or_copy(src: Path, dest: Path) -> None:
+    """A hard link where the two directories share a file system (a pooled worker's cache and the
+    content's do: no bytes move), else a copy. Either way a link in ``src``'s place is never followed."""
+    try:
+        os.link(src, dest, follow_symlinks=False)
+        return
+    except OSError:
+        pass
+    with open(src, "rb", opener=_no_follow) as r, open(dest, "wb") as w:
+        shutil.copyfileobj(r, w)
+
+
+def _no_follow(path, flags):
+    return os.open(path, flags | os.O_NOFOLLOW)
 
 
 def take(backend, job: Job) -> Lease | None:

@@ -392,6 +392,8 @@ class Session:
         finally:
             self.progress.lane(lane, None)
             self._lane_compiling[lane] = ex.timing["kernels_compiled"] > compiled
+            if self._lane_compiling[lane] and len(self.workers.all) > 1:
+                self.workers.share_compiles(ex)  # before this lane's next case: its siblings load, not compile
             if ex.timing["kernels_compiled"]:
                 self.progress.kernels(sum(x.timing["kernels_compiled"] for x in self.workers.all))
 

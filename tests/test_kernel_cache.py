@@ -111,3 +111,92 @@ def test_a_pooled_worker_gets_the_contents_cache_and_gives_back_what_it_compiled
         server.close()
     assert (cache / "new" / "kernel.json").read_text() == "compiled now"
     assert (cache / "seeded" / "kernel.json").read_text() == "compiled before"
+
+
+COMPILES_ON_IMPORT = '''import os
+# What Triton leaves after a compile, as this worker's own entry: one directory per kernel variant.
+entry = os.path.join(os.environ["TRITON_CACHE_DIR"], "variant-" + os.urandom(4).hex())
+os.makedirs(entry)
+with open(os.path.join(entry, "kernel.cubin"), "w") as f:
+    f.write("compiled by " + entry)
+
+
+def add(x, y):
+    return x
+'''
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_a_submissions_workers_hand_each_other_what_they_compiled(name, tmp_path, monkeypatch):
+    """Pooled workers cache kernels in directories of their own: between cases the judge hands one
+    worker's new entries to its siblings and to the content's cache (Workers.share_compiles), so the
+    siblings load a variant instead of compiling it again (issue 13)."""
+    import time
+
+    from judge import pool
+    from judge.exchange import Workers
+    from judge.problems import find_problem
+
+    backend = _usable(name)
+    sub = tmp_path / "sub.py"
+    sub.write_text(COMPILES_ON_IMPORT)
+    cache = tmp_path / "cache" / "abc"
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    limits = Limits(case_seconds=30, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
+                    startup_seconds=60)
+    job = Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=limits, cache=cache)
+    server = pool.PoolServer(size=2)
+    monkeypatch.setenv(pool.ENV, server.path)
+    try:
+        server.warm(backend, job, n=2)
+        deadline = time.monotonic() + 60
+        while server.idle() < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = Workers(find_problem("93"), job, backend, threads=1, count=2)
+        try:
+            assert workers.start() is None
+            first, second = workers.ready()
+            dirs = [first.kernel_cache(), second.kernel_cache()]
+            assert None not in dirs and dirs[0] != dirs[1] != cache  # pooled: a directory each
+            own = [sorted(p.name for p in d.iterdir() if p.name.startswith("variant-")) for d in dirs]
+            assert len(own[0]) == len(own[1]) == 1 and own[0] != own[1]
+            # What is not a whole, plain entry stays where it is: Triton's temporaries, a link out.
+            (dirs[0] / "tmp.pid_1_x").mkdir()
+            secret = tmp_path / "host-secret"
+            secret.write_text("not the worker's")
+            (dirs[0] / "linked").mkdir()
+            (dirs[0] / "linked" / "kernel.cubin").symlink_to(secret)
+            assert workers.share_compiles(first) == 2  # the sibling's directory and the content's
+            got = (dirs[1] / own[0][0] / "kernel.cubin").read_text()
+            assert got == (dirs[0] / own[0][0] / "kernel.cubin").read_text()
+            assert (cache / own[0][0] / "kernel.cubin").exists()
+            for d in (dirs[1], cache):
+                assert not (d / "tmp.pid_1_x").exists() and not (d / "linked").exists()
+            assert workers.share_compiles(first) == 0  # each entry is handed over once
+            assert not (dirs[0] / own[1][0]).exists()  # the other way only when that one compiles
+        finally:
+            workers.stop()
+    finally:
+        server.close()
+
+
+def test_copy_entries_takes_plain_files_of_a_bounded_size_only(tmp_path, monkeypatch):
+    from judge import pool
+
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    dest.mkdir()
+    (src / "ok" / "sub").mkdir(parents=True)
+    (src / "ok" / "sub" / "a.json").write_text("{}")
+    (src / "fifo").mkdir()
+    os.mkfifo(src / "fifo" / "pipe")
+    (src / "big").mkdir()
+    (src / "big" / "blob").write_bytes(b"x" * 2048)
+    (src / ".half").mkdir()
+    (tmp_path / "outside").mkdir()
+    (src / "link").symlink_to(tmp_path / "outside")
+    monkeypatch.setattr(pool, "ENTRY_MAX_BYTES", 1024)
+    assert pool.copy_entries(src, dest) == 1
+    assert sorted(p.name for p in dest.iterdir()) == ["ok"]
+    assert (dest / "ok" / "sub" / "a.json").read_text() == "{}"
+    assert pool.copy_entries(src, dest) == 0  # there already

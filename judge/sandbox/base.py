@@ -143,6 +143,8 @@ def worker_env(job: Job, *, code_root: str, scratch: str, cache: str | None = No
     for key in ("LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH"):
         if key in os.environ:
             env[key] = os.environ[key]
+    if os.environ.get("JUDGE_COMPILE_LOCK") == "0":  # for measuring what it saves (judge.untrusted.compile_lock)
+        env["JUDGE_COMPILE_LOCK"] = "0"
     if job.device == "cuda":
         env["CUDA_VISIBLE_DEVICES"] = str(job.gpu if job.gpu is not None else 0)
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"

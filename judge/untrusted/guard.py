@@ -28,7 +28,7 @@ import time
 from collections import Counter
 
 from judge.shared.tracing import REPLAYED
-from judge.untrusted import constants, own_ops
+from judge.untrusted import compile_lock, constants, own_ops
 
 # Operators a wrapper may use around its kernels: they allocate, describe or
 # move data but compute nothing from it.
@@ -437,7 +437,8 @@ def _wrap_compile(jit_cls) -> bool:
         name = getattr(fn, "__name__", "?")
         constants.check(fn, name, "as it was compiled")
         try:
-            return original(self, *args, **kwargs)
+            with compile_lock.held(self, args, kwargs):  # the submission's other workers compile it once
+                return original(self, *args, **kwargs)
         finally:  # the compiler may call code of the file's (a constexpr function): held after it too
             constants.check(fn, name, "after it was compiled")
 
