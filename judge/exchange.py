@@ -144,6 +144,11 @@ class Exchange:
         return getattr(proc, "worker_cache", None) or self.job.cache
 
 
+# Kernel-cache entries one worker hands its siblings at most: 98's reference compiles about 222 variants;
+# a worker that writes thousands of directories into its cache gets no more of them copied.
+SHARED_ENTRIES_MAX = 4096
+
+
 class Workers:
     """The workers one submission's cases are spread over: the first, which Hypothesis's shrinking uses,
     and the others, started beside it in threads (they import torch and Triton meanwhile) and ready for
@@ -184,7 +189,7 @@ class Workers:
             return 0
         with self._share_lock:
             done = self._shared.setdefault(src, set())
-            names = [n for n in pool.entry_names(src) if n not in done]
+            names = [n for n in pool.entry_names(src) if n not in done][:max(0, SHARED_ENTRIES_MAX - len(done))]
             done.update(names)
             dests = {ex.kernel_cache() for ex in self.all if ex is not source and ex.alive}
             dests.add(self.first.job.cache)

@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from judge import calls, expected, intake, kit, progress as progress_words
@@ -114,18 +114,7 @@ class Session:
             if failure is not None:
                 return self._report(failure.verdict, failure.message, [], failure.details)
             groups_started = time.monotonic()
-            groups = []
-            for g in self._selected_groups():
-                if groups and groups[-1].verdict.stops_later_groups:
-                    last = groups[-1].verdict
-                    groups.append(GroupResult(g.name, g.about, g.points, False, 0, last,
-                                              skipped=f"not run: an earlier group ended with {last.value}"))
-                    continue
-                t_group = time.monotonic()
-                groups.append(self._run_group(g))
-                self.timing.setdefault("group_seconds", {})[g.name] = round(time.monotonic() - t_group, 3)
-                if all(x.passed for x in groups):
-                    self._prestart_speed(scratch)
+            groups = self._run_groups(scratch)
             verdict = worst(g.verdict for g in groups)
             message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
                            "all tests passed")
@@ -148,6 +137,51 @@ class Session:
             if self.replays is not None:
                 self.replays.replayer.close()
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _run_groups(self, scratch: Path) -> list[GroupResult]:
+        """Every selected group in turn; a group after one whose verdict stops later groups is not run.
+
+        A group whose cases all passed does not wait for its replays: the next group's cases run while the
+        replay worker catches up (98's reference on the H200 waited 12-16 s at group ends for them,
+        tests/gpu/RESULTS.md, 2026-12-04 call 9). Its result is settled, in the groups' order, before the
+        result of any later group that failed, and at the end. A finding there that stops later groups
+        turns the groups run after it into "not run", as if it had been found at its own group's end: the
+        results are the ones the groups would have had one after another."""
+        results: list[GroupResult] = []
+        open_runs: list[_GroupRun] = []  # passed their cases; replays not settled yet
+
+        def stopped() -> Verdict | None:
+            return next((r.verdict for r in results if r.verdict.stops_later_groups), None)
+
+        def settle_open() -> None:
+            while open_runs:
+                run = open_runs.pop(0)
+                if stopped() is not None:
+                    results.append(_not_run(run.group, stopped()))
+                    continue
+                results.append(self._finish_group(run))
+
+        for g in self._selected_groups():
+            if stopped() is not None:
+                results.append(_not_run(g, stopped()))
+                continue
+            t_group = time.monotonic()
+            run = self._run_group(g)
+            if run.failure is None and self._defer_replays():
+                open_runs.append(run)
+            else:
+                settle_open()
+                results.append(_not_run(g, stopped()) if stopped() is not None else self._finish_group(run))
+            self.timing.setdefault("group_seconds", {})[g.name] = round(time.monotonic() - t_group, 3)
+            if all(x.passed for x in results):  # (the open ones passed their cases)
+                self._prestart_speed(scratch)
+        settle_open()
+        return results
+
+    def _defer_replays(self) -> bool:
+        """Whether a passing group's replays may be settled later (JUDGE_DEFER_REPLAYS=0: at its end, for
+        measuring what deferring saves)."""
+        return self.replays is not None and os.environ.get("JUDGE_DEFER_REPLAYS", "1") != "0"
 
     def _selected_groups(self) -> list[Group]:
         if self.options.group is None:
@@ -439,7 +473,9 @@ class Session:
 
     # ------------------------------------------------------------------ groups
 
-    def _run_group(self, group: Group) -> GroupResult:
+    def _run_group(self, group: Group) -> "_GroupRun":
+        """Run a group's cases (Hypothesis, with the lanes running them ahead); its replays may still be in
+        flight: _finish_group takes them."""
         opts = self.options
         interp = opts.interpret
         domain = group.domain(interp)
@@ -493,19 +529,25 @@ class Session:
                 self.timing["shrink_seconds"] = round(
                     self.timing.get("shrink_seconds", 0.0) + time.monotonic() - shrink_from[0], 3)
                 self.timing["shrink_tries"] = self.timing.get("shrink_tries", 0) + self._tries
-        late = self._settle_replays(group, order, failed_at[0] if failed_at else None)
+        return _GroupRun(group, order, failed_at[0] if failed_at else None, passed, failure, ran["n"])
+
+    def _finish_group(self, run: "_GroupRun") -> GroupResult:
+        """A group's result once its replays are in: the first replay finding before its first failing case
+        (or, where none of its replays went through, the replays in turn), else what its cases found."""
+        group, failure = run.group, run.failure
+        late = self._settle_replays(group, run.order, run.failed_at)
         if late is None and failure is None:
-            late = self._replay_in_turn(group, passed)
+            late = self._replay_in_turn(group, run.passed)
         if late is not None:
             failure = CaseFailed(*late)
         if failure is None:
             never = self._never_replayed(group)
             if never is not None:
-                never.cases_run = ran["n"]
+                never.cases_run = run.cases_run
                 return never
-            return GroupResult(group.name, group.about, group.points, True, ran["n"])
+            return GroupResult(group.name, group.about, group.points, True, run.cases_run)
         return GroupResult(
-            name=group.name, about=group.about, points=group.points, passed=False, cases_run=ran["n"],
+            name=group.name, about=group.about, points=group.points, passed=False, cases_run=run.cases_run,
             verdict=failure.outcome.verdict, case=failure.outcome.case or failure.params,
             message=failure.outcome.message, details=failure.outcome.details,
             repro=self._repro(group, failure.outcome.case or failure.params),
@@ -644,3 +686,20 @@ def _no_speed_run(problem: Problem, opts: Options, verdict: Verdict) -> str | No
 def _freezes(outcome: Outcome) -> bool:
     """A case after which a group's other cases are not run: a worker death or the run's time limit."""
     return outcome.verdict is Verdict.TLE or bool(outcome.details.get("worker_died"))
+
+
+@dataclass
+class _GroupRun:
+    """A group whose cases have run: what _finish_group needs once its replays are in."""
+
+    group: Group
+    order: dict  # case key -> when the group's run first asked for it
+    failed_at: int | None  # the first failing case's place in that order
+    passed: list  # the passing cases, in that order
+    failure: object  # CaseFailed of its cases, or None
+    cases_run: int
+
+
+def _not_run(group: Group, after: Verdict) -> GroupResult:
+    return GroupResult(group.name, group.about, group.points, False, 0, after,
+                       skipped=f"not run: an earlier group ended with {after.value}")

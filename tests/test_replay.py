@@ -433,3 +433,32 @@ def test_a_replay_whose_kernel_failed_is_rejected_with_the_error():
     assert "line 12" in out.message and "Triton, math" in out.details["hint"]
     out = _judge(replies.ReplayResult(1, False, event=0, kind="record", error=replies.ErrorInfo("runtime", "X", "no")))
     assert out.verdict.value == "RJ" and "could not be replayed (empty before any launch)" in out.message
+
+
+# --------------------------------------------------------------------------- replays settled after later groups
+
+@pytest.mark.parametrize("problem, name", [("093", "exploit2_bytes_repr_bits.py"), ("093", "redteam_replay_flood.py")])
+def test_settling_replays_after_later_groups_gives_the_same_results(problem, name, monkeypatch):
+    """A passing group's replays are settled after the next groups ran (judge.session._run_groups): the
+    results must be the ones settling each group at its end gives, groups not run after a finding included."""
+    from judge.judging import judge_file
+    from judge.options import Options
+    from judge.problems import find_problem
+
+    p = find_problem(problem)
+    path = next(p.directory.glob(f"submissions/rejected/{name}"))
+
+    import re
+
+    def same(text):  # a replay draws fresh values from a secret seed of its own: its errors differ by run
+        return re.sub(r"\d+\.\d+(e[-+]?\d+)?", "#", text)
+
+    def results(defer: str):
+        monkeypatch.setenv("JUDGE_DEFER_REPLAYS", defer)
+        report = judge_file(p, path, Options(device="cpu", interpret=True, seed=1, sandbox="process"))
+        return (report.verdict, same(report.message),
+                [(g.name, g.passed, g.verdict, g.skipped, same(g.message)) for g in report.groups])
+
+    at_the_end, one_by_one = results("1"), results("0")
+    assert at_the_end == one_by_one
+    assert at_the_end[0].value == "RJ"
