@@ -475,35 +475,8 @@ class PooledProc(Proc):
 
 ENTRY_MAX_BYTES = 256 << 20  # a kernel variant's files (cubin, PTX, IR, metadata) are a few MiB at most
 ENTRY_MAX_FILES = 64
-
-
-def _plain_tree(path: Path) -> list[Path] | None:
-    """The regular files under ``path`` (a directory): None where anything else is there (a link, a device,
-    a FIFO), or more than ENTRY_MAX_FILES files or ENTRY_MAX_BYTES bytes. A worker writes its cache: what
-    the judge copies out of it must be plain files of a bounded size, never a link it would follow to a
-    file of the host's."""
-    files: list[Path] = []
-    total = 0
-    stack = [path]
-    while stack:
-        here = stack.pop()
-        try:
-            children = list(os.scandir(here))
-        except OSError:
-            return None
-        for child in children:
-            if child.is_symlink():
-                return None
-            if child.is_dir(follow_symlinks=False):
-                stack.append(Path(child.path))
-            elif child.is_file(follow_symlinks=False):
-                total += child.stat(follow_symlinks=False).st_size
-                files.append(Path(child.path))
-            else:
-                return None
-            if len(files) > ENTRY_MAX_FILES or total > ENTRY_MAX_BYTES:
-                return None
-    return files
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # (a FIFO put in a file's place never blocks us)
 
 
 def entry_names(src: Path) -> list[str]:
@@ -521,46 +494,97 @@ def entry_names(src: Path) -> list[str]:
 
 def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
     """Kernel-cache entries of ``src`` (``names``, default all) that ``dest`` lacks, each copied whole
-    under a temporary name and then renamed, so a reader never sees half of one; only plain files of a
-    bounded size (_plain_tree). How many it copied."""
-    if not src.is_dir():
+    under a temporary name and then renamed, so a reader never sees half of one. How many it copied.
+
+    A worker writes its cache, and may still be changing it while this reads: the entry is walked through
+    directory descriptors opened without following links (every component, not only the last), and only
+    regular files are taken, at most ENTRY_MAX_FILES of ENTRY_MAX_BYTES in all; an entry with anything
+    else in it (a link, a FIFO, a device), or that changes under the walk, is left out whole. So nothing
+    outside the worker's cache is ever read or linked: a link planted in a worker's cache cannot bring a
+    file of the host's into the judge's hands or another worker's."""
+    try:
+        root = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
         return 0
     copied = 0
-    for name in entry_names(src) if names is None else names:
-        entry, target = src / name, dest / name
-        if target.exists() or entry.is_symlink() or not entry.is_dir():
-            continue
-        files = _plain_tree(entry)
-        if files is None:
-            continue
-        tmp = dest / f".{name}.{secrets.token_hex(4)}"
-        try:
-            for f in files:
-                out = tmp / f.relative_to(entry)
-                out.parent.mkdir(parents=True, exist_ok=True)
-                _link_or_copy(f, out)
-            tmp.mkdir(exist_ok=True)
-            tmp.rename(target)
-            copied += 1
-        except OSError:  # a sibling copied it first (the rename finds it there), or the disk is full
+    try:
+        for name in entry_names(src) if names is None else names:
+            target = dest / name
+            if "/" in name or name in ("", ".", "..") or os.path.lexists(target):
+                continue
+            tmp = dest / f".{name}.{secrets.token_hex(4)}"
+            try:
+                fd = os.open(name, _DIR_FLAGS, dir_fd=root)
+            except OSError:
+                continue  # gone, or not a directory (a link included)
+            try:
+                tmp.mkdir()
+                if _copy_tree(fd, tmp, {"files": 0, "bytes": 0}):
+                    tmp.rename(target)
+                    copied += 1
+                    continue
+            except OSError:  # a sibling copied it first (the rename finds it there), or the disk is full
+                pass
+            finally:
+                os.close(fd)
             shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        os.close(root)
     return copied
 
 
-def _link_or_copy(src: Path, dest: Path) -> None:
+def _copy_tree(src_fd: int, dest: Path, budget: dict) -> bool:
+    """Copy the directory open at ``src_fd`` into ``dest`` (made); False where it holds anything but
+    directories and regular files, or more than the budget."""
+    import stat
+
+    for name in os.listdir(src_fd):
+        st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            fd = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
+            try:
+                (dest / name).mkdir()
+                if not _copy_tree(fd, dest / name, budget):
+                    return False
+            finally:
+                os.close(fd)
+        elif stat.S_ISREG(st.st_mode):
+            budget["files"] += 1
+            budget["bytes"] += st.st_size
+            if budget["files"] > ENTRY_MAX_FILES or budget["bytes"] > ENTRY_MAX_BYTES:
+                return False
+            if not _copy_file(src_fd, name, dest / name, budget):
+                return False
+        else:
+            return False
+    return True
+
+
+def _copy_file(src_fd: int, name: str, dest: Path, budget: dict) -> bool:
     """A hard link where the two directories share a file system (a pooled worker's cache and the
-    content's do: no bytes move), else a copy. Either way a link in ``src``'s place is never followed."""
+    content's do: no bytes move), else a copy; either way of a regular file only."""
+    import stat
+
     try:
-        os.link(src, dest, follow_symlinks=False)
-        return
+        os.link(name, dest, src_dir_fd=src_fd, follow_symlinks=False)
+        if stat.S_ISREG(os.lstat(dest).st_mode):  # (linked as it was when linked: a link swapped in is refused)
+            return True
+        os.unlink(dest)
+        return False
     except OSError:
         pass
-    with open(src, "rb", opener=_no_follow) as r, open(dest, "wb") as w:
-        shutil.copyfileobj(r, w)
-
-
-def _no_follow(path, flags):
-    return os.open(path, flags | os.O_NOFOLLOW)
+    fd = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > ENTRY_MAX_BYTES:
+            return False
+        with os.fdopen(os.dup(fd), "rb") as r, open(dest, "wb") as w:
+            shutil.copyfileobj(r, w)
+            if w.tell() > ENTRY_MAX_BYTES:
+                return False
+    finally:
+        os.close(fd)
+    return True
 
 
 def take(backend, job: Job) -> Lease | None:

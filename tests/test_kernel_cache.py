@@ -194,7 +194,10 @@ def test_copy_entries_takes_plain_files_of_a_bounded_size_only(tmp_path, monkeyp
     (src / "big" / "blob").write_bytes(b"x" * 2048)
     (src / ".half").mkdir()
     (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "host-file").write_text("the host's")
     (src / "link").symlink_to(tmp_path / "outside")
+    (src / "deeper" / "a").mkdir(parents=True)
+    (src / "deeper" / "a" / "b").symlink_to(tmp_path / "outside")  # a link as a directory inside the entry
     monkeypatch.setattr(pool, "ENTRY_MAX_BYTES", 1024)
     assert pool.copy_entries(src, dest) == 1
     assert sorted(p.name for p in dest.iterdir()) == ["ok"]
