@@ -20,6 +20,20 @@ def add(x, y):
 '''
 
 
+LIMITS = Limits(case_seconds=30, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
+                startup_seconds=60)
+
+
+def _job(tmp_path, source: str) -> Job:
+    """A CPU job for a file of ``source``, with the content's kernel cache at tmp_path/cache/abc."""
+    sub = tmp_path / "sub.py"
+    sub.write_text(source)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    return Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=LIMITS,
+               cache=tmp_path / "cache" / "abc")
+
+
 def _usable(name):
     backend = get_backend(name)
     why = backend.unavailable("cpu")
@@ -31,15 +45,9 @@ def _usable(name):
 @pytest.mark.parametrize("name", ["process", "bwrap", "docker"])
 def test_every_sandbox_mounts_the_kernel_cache_where_triton_looks(name, tmp_path):
     backend = _usable(name)
-    sub = tmp_path / "sub.py"
-    sub.write_text(WRITES_THE_CACHE)
-    cache = tmp_path / "cache" / "abc"
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    limits = Limits(case_seconds=30, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
-                    startup_seconds=60)
-    channel = WorkerChannel(backend, Job(submission=sub, scratch=scratch, device="cpu", interpret=True,
-                                         limits=limits, cache=cache))
+    job = _job(tmp_path, WRITES_THE_CACHE)
+    cache = job.cache
+    channel = WorkerChannel(backend, job)
     try:
         hello = channel.start(submission_entry="add", arity=2, threads=1)
         assert hello.ok, hello.error
@@ -83,16 +91,10 @@ def test_a_pooled_worker_gets_the_contents_cache_and_gives_back_what_it_compiled
     from judge import pool
 
     backend = _usable(name)
-    sub = tmp_path / "sub.py"
-    sub.write_text(READS_THE_CACHE)
-    cache = tmp_path / "cache" / "abc"
+    job = _job(tmp_path, READS_THE_CACHE)
+    cache = job.cache
     (cache / "seeded").mkdir(parents=True)
     (cache / "seeded" / "kernel.json").write_text("compiled before")
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    limits = Limits(case_seconds=30, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
-                    startup_seconds=60)
-    job = Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=limits, cache=cache)
     server = pool.PoolServer(size=1)
     monkeypatch.setenv(pool.ENV, server.path)
     try:
@@ -138,14 +140,8 @@ def test_a_submissions_workers_hand_each_other_what_they_compiled(name, tmp_path
     from judge.problems import find_problem
 
     backend = _usable(name)
-    sub = tmp_path / "sub.py"
-    sub.write_text(COMPILES_ON_IMPORT)
-    cache = tmp_path / "cache" / "abc"
-    scratch = tmp_path / "scratch"
-    scratch.mkdir()
-    limits = Limits(case_seconds=30, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
-                    startup_seconds=60)
-    job = Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=limits, cache=cache)
+    job = _job(tmp_path, COMPILES_ON_IMPORT)
+    cache = job.cache
     server = pool.PoolServer(size=2)
     monkeypatch.setenv(pool.ENV, server.path)
     try:
