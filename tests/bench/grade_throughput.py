@@ -50,8 +50,9 @@ sys.path.insert(0, str(ROOT))
 from judge.problems import find_problem  # noqa: E402
 
 
-def make_roster(problem, n: int, where: Path, distinct: bool = False) -> list[str]:
-    """N students: accepted and wrong files in turn, each list cycled. ``distinct``: every file once instead."""
+def make_roster(problem, n: int, where: Path, distinct: bool = False, tag: str = "") -> list[str]:
+    """N students: accepted and wrong files in turn, each list cycled. ``distinct``: every file once instead.
+    ``tag``: written into every file's comment (a roster no kernel cache has seen: --fresh)."""
     corpus = problem.corpus()
     accepted = [p for v, p in corpus if v == "AC"] or [problem.reference_path]
     wrong = [p for v, p in corpus if v == "WA"]
@@ -65,7 +66,7 @@ def make_roster(problem, n: int, where: Path, distinct: bool = False) -> list[st
         d = where / f"student{i:03d}"
         d.mkdir(parents=True)
         # A comment makes every file distinct, as real submissions are.
-        (d / f"{problem.id}.py").write_text(path.read_text() + f"\n# student {i}\n")
+        (d / f"{problem.id}.py").write_text(path.read_text() + f"\n# student {i}{tag}\n")
     return [p.parent.name + "/" + p.name for p in picks]
 
 
@@ -251,6 +252,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="rounds of every configuration, interleaved")
     ap.add_argument("--warm", action="store_true",
                     help="grade every distinct file of the roster once first, not counted (warm kernel caches)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="every configuration and round grades a roster of its own, its files never seen by a "
+                         "kernel cache (the caches are keyed by a file's content, and real students' files "
+                         "differ): each pays its compiles, as a course's roster does")
     ap.add_argument("--trees", nargs="+", type=Path, default=None,
                     help="checkouts to compare side by side: each configuration is graded by each tree's "
                          "`python -m judge` (run in that folder) in turn, the order swapped every round")
@@ -296,7 +301,11 @@ def main() -> None:
                             for tree in (trees if round_ % 2 == 0 else trees[::-1]):
                                 name = "" if args.trees is None else "-" + tree.resolve().name
                                 out = tmp / f"out-{executor}-{workers}-{pool}-{jobs}-{round_}{name}"
-                                r = run_config(problem, tmp / "roster", out, device=args.device,
+                                roster = tmp / "roster"
+                                if args.fresh:
+                                    roster = tmp / f"roster-{out.name}"
+                                    make_roster(problem, args.n, roster, tag=f" ({out.name})")
+                                r = run_config(problem, roster, out, device=args.device,
                                                executor=executor, workers=workers, sandbox=args.sandbox,
                                                seed=args.seed, pool=pool, tree=tree.resolve(), jobs=jobs)
                                 r["problem"] = f"{problem.id} {problem.slug}"
