@@ -474,7 +474,8 @@ class PooledProc(Proc):
 
 
 ENTRY_MAX_BYTES = 256 << 20  # a kernel variant's files (cubin, PTX, IR, metadata) are a few MiB at most
-ENTRY_MAX_FILES = 64
+ENTRY_MAX_ITEMS = 64  # its files and directories
+ENTRY_MAX_DEPTH = 4  # Triton's entries are flat: one directory of files
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # (a FIFO put in a file's place never blocks us)
 
@@ -496,95 +497,95 @@ def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
     """Kernel-cache entries of ``src`` (``names``, default all) that ``dest`` lacks, each copied whole
     under a temporary name and then renamed, so a reader never sees half of one. How many it copied.
 
-    A worker writes its cache, and may still be changing it while this reads: the entry is walked through
-    directory descriptors opened without following links (every component, not only the last), and only
-    regular files are taken, at most ENTRY_MAX_FILES of ENTRY_MAX_BYTES in all; an entry with anything
-    else in it (a link, a FIFO, a device), or that changes under the walk, is left out whole. So nothing
-    outside the worker's cache is ever read or linked: a link planted in a worker's cache cannot bring a
-    file of the host's into the judge's hands or another worker's."""
+    A worker writes its cache, and may still be changing it while this reads: ``src`` and every directory
+    below it are opened without following links, and only regular files with no other name (a hard link
+    could name a file of the host's) are taken, their bytes copied (never linked: a linked file would stay
+    the worker's to rewrite after it was checked), at most ENTRY_MAX_ITEMS files and directories of
+    ENTRY_MAX_BYTES in all, ENTRY_MAX_DEPTH deep. An entry with anything else in it (a link, a FIFO, a
+    device), or that changes under the walk, is left out whole; the others are copied still. So nothing
+    outside the worker's cache is ever read (a black-box attack of 2026-12-04 on the first version: a hard
+    link and a linked ``src`` brought a host file in, deep nesting raised)."""
     try:
-        root = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+        root = os.open(src, _DIR_FLAGS)
     except OSError:
         return 0
     copied = 0
     try:
         for name in entry_names(src) if names is None else names:
             target = dest / name
-            if "/" in name or name in ("", ".", "..") or os.path.lexists(target):
+            if "/" in name or "\0" in name or name in ("", ".", "..") or os.path.lexists(target):
                 continue
-            tmp = dest / f".{name}.{secrets.token_hex(4)}"
             try:
                 fd = os.open(name, _DIR_FLAGS, dir_fd=root)
-            except OSError:
+            except (OSError, ValueError):
                 continue  # gone, or not a directory (a link included)
+            tmp = dest / f".{name}.{secrets.token_hex(4)}"
+            done = False
             try:
                 tmp.mkdir()
-                if _copy_tree(fd, tmp, {"files": 0, "bytes": 0}):
+                if _copy_tree(fd, tmp, {"items": 0, "bytes": 0}, 1):
                     tmp.rename(target)
+                    done = True
                     copied += 1
-                    continue
             except OSError:  # a sibling copied it first (the rename finds it there), or the disk is full
                 pass
             finally:
                 os.close(fd)
-            shutil.rmtree(tmp, ignore_errors=True)
+                if not done:
+                    shutil.rmtree(tmp, ignore_errors=True)
     finally:
         os.close(root)
     return copied
 
 
-def _copy_tree(src_fd: int, dest: Path, budget: dict) -> bool:
+def _copy_tree(src_fd: int, dest: Path, budget: dict, depth: int) -> bool:
     """Copy the directory open at ``src_fd`` into ``dest`` (made); False where it holds anything but
-    directories and regular files, or more than the budget."""
+    directories and regular files of one name each, or goes past the budget or the depth."""
     import stat
 
+    if depth > ENTRY_MAX_DEPTH:
+        return False
     for name in os.listdir(src_fd):
         st = os.stat(name, dir_fd=src_fd, follow_symlinks=False)
+        budget["items"] += 1
+        if budget["items"] > ENTRY_MAX_ITEMS:
+            return False
         if stat.S_ISDIR(st.st_mode):
             fd = os.open(name, _DIR_FLAGS, dir_fd=src_fd)
             try:
                 (dest / name).mkdir()
-                if not _copy_tree(fd, dest / name, budget):
+                if not _copy_tree(fd, dest / name, budget, depth + 1):
                     return False
             finally:
                 os.close(fd)
-        elif stat.S_ISREG(st.st_mode):
-            budget["files"] += 1
-            budget["bytes"] += st.st_size
-            if budget["files"] > ENTRY_MAX_FILES or budget["bytes"] > ENTRY_MAX_BYTES:
-                return False
-            if not _copy_file(src_fd, name, dest / name, budget):
-                return False
-        else:
+        elif not (stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and _copy_file(src_fd, name, st, dest / name, budget)):
             return False
     return True
 
 
-def _copy_file(src_fd: int, name: str, dest: Path, budget: dict) -> bool:
-    """A hard link where the two directories share a file system (a pooled worker's cache and the
-    content's do: no bytes move), else a copy; either way of a regular file only."""
+def _copy_file(src_fd: int, name: str, seen, dest: Path, budget: dict) -> bool:
+    """The bytes of the regular file ``name`` (the one lstat saw: ``seen``) into ``dest``, within the budget."""
     import stat
 
-    try:
-        os.link(name, dest, src_dir_fd=src_fd, follow_symlinks=False)
-        if stat.S_ISREG(os.lstat(dest).st_mode):  # (linked as it was when linked: a link swapped in is refused)
-            return True
-        os.unlink(dest)
-        return False
-    except OSError:
-        pass
     fd = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > ENTRY_MAX_BYTES:
+        if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or st.st_nlink != 1:
             return False
-        with os.fdopen(os.dup(fd), "rb") as r, open(dest, "wb") as w:
-            shutil.copyfileobj(r, w)
-            if w.tell() > ENTRY_MAX_BYTES:
-                return False
+        left = ENTRY_MAX_BYTES - budget["bytes"]
+        with open(dest, "wb") as w:
+            while True:
+                chunk = os.read(fd, min(1 << 20, left + 1))
+                if not chunk:
+                    break
+                left -= len(chunk)
+                if left < 0:
+                    return False
+                w.write(chunk)
+        budget["bytes"] = ENTRY_MAX_BYTES - left
+        return True
     finally:
         os.close(fd)
-    return True
 
 
 def take(backend, job: Job) -> Lease | None:

@@ -194,8 +194,25 @@ def test_copy_entries_takes_plain_files_of_a_bounded_size_only(tmp_path, monkeyp
     (src / "link").symlink_to(tmp_path / "outside")
     (src / "deeper" / "a").mkdir(parents=True)
     (src / "deeper" / "a" / "b").symlink_to(tmp_path / "outside")  # a link as a directory inside the entry
+    (src / "hardlinked").mkdir()  # a second name of a file outside the entry
+    os.link(tmp_path / "outside" / "host-file", src / "hardlinked" / "kernel.cubin")
+    deep = src / "deep"
+    for _ in range(pool.ENTRY_MAX_DEPTH + 1):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    (src / "many-dirs").mkdir()
+    for i in range(pool.ENTRY_MAX_ITEMS + 1):
+        (src / "many-dirs" / str(i)).mkdir()
     monkeypatch.setattr(pool, "ENTRY_MAX_BYTES", 1024)
     assert pool.copy_entries(src, dest) == 1
-    assert sorted(p.name for p in dest.iterdir()) == ["ok"]
+    assert sorted(p.name for p in dest.iterdir()) == ["ok"]  # and no temporaries left
     assert (dest / "ok" / "sub" / "a.json").read_text() == "{}"
+    assert (dest / "ok" / "sub" / "a.json").stat().st_nlink == 1  # copied, not linked
     assert pool.copy_entries(src, dest) == 0  # there already
+    for bad in ("../outside", "/etc", "a/b", "", ".", ".."):
+        assert pool.copy_entries(src, dest, [bad]) == 0
+    (tmp_path / "outside" / "variant").mkdir()  # what a linked src would hand over, were it followed
+    (tmp_path / "outside" / "variant" / "kernel.cubin").write_text("the host's")
+    linked_src = tmp_path / "linked-src"
+    linked_src.symlink_to(tmp_path / "outside")
+    assert pool.copy_entries(linked_src, tmp_path / "dest2") == 0
