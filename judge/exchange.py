@@ -9,12 +9,13 @@ reply comes back through judge.channel as a typed record of judge.replies.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from judge import calls, kit, replies
+from judge import calls, kit, pool, replies
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed, request_exits
 from judge.judgement import death_outcome, error_outcome
 from judge.sandbox import Job
@@ -177,10 +178,6 @@ class Workers:
         other workers' directories and the content's; all of them are the same submission's, so no
         submission can plant a kernel another would load. JUDGE_SHARE_COMPILES=0 turns it off (to
         measure what it saves). How many entries it copied."""
-        import os
-
-        from judge import pool
-
         if os.environ.get("JUDGE_SHARE_COMPILES", "1") == "0":
             return 0
         t0 = time.monotonic()

@@ -40,6 +40,7 @@ import queue
 import secrets
 import shutil
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -47,6 +48,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from judge.sandbox.base import Job, Limits, Proc
+from judge.untrusted.compile_lock import LOCK_DIR
 
 ENV = "JUDGE_POOL_SOCKET"  # the socket of the driver's pool, in the environment of its job processes
 MAX_MESSAGE = 1 << 16
@@ -488,8 +490,6 @@ def entry_names(src: Path) -> list[str]:
         names = os.listdir(src)
     except OSError:
         return []
-    from judge.untrusted.compile_lock import LOCK_DIR
-
     return [n for n in names if not n.startswith((".", "tmp.")) and n != LOCK_DIR]
 
 
@@ -541,8 +541,6 @@ def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
 def _copy_tree(src_fd: int, dest: Path, budget: dict, depth: int) -> bool:
     """Copy the directory open at ``src_fd`` into ``dest`` (made); False where it holds anything but
     directories and regular files of one name each, or goes past the budget or the depth."""
-    import stat
-
     if depth > ENTRY_MAX_DEPTH:
         return False
     for name in os.listdir(src_fd):
@@ -565,8 +563,6 @@ def _copy_tree(src_fd: int, dest: Path, budget: dict, depth: int) -> bool:
 
 def _copy_file(src_fd: int, name: str, seen, dest: Path, budget: dict) -> bool:
     """The bytes of the regular file ``name`` (the one lstat saw: ``seen``) into ``dest``, within the budget."""
-    import stat
-
     fd = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
     try:
         st = os.fstat(fd)
