@@ -29,7 +29,9 @@ its own). Each taken worker is replaced at once, until the driver says no more j
 
 A GPU worker's kernel cache (judge.intake.kernel_cache: a directory per submission content) cannot be
 known when the worker is spawned: a pooled worker gets a directory of its own, filled from the content's
-cache when it is handed out and merged back (new entries only) when it is closed.
+cache when it is handed out and merged back (new entries only) when it is closed. Except in ``submit``'s
+head start (:func:`head_start`), which spawns its workers for one known file: they mount that file's
+content cache itself, as workers the session spawns do, and hand out only to a job of that cache.
 """
 
 from __future__ import annotations
@@ -139,6 +141,9 @@ class PoolServer:
         self._spawning: dict[str, int] = {}
         self._keys: dict[str, dict] = {}
         self._target: dict[str, int] = {}
+        # kind -> the one content cache its workers mount (warm(own_cache=True)); handed out only to a job
+        # whose cache it is.
+        self._fixed: dict[str, str] = {}
         self._held: dict[tuple[str, int], int] = {}  # (kind, job pid) -> that job's workers of that kind now
         self._leased: set = set()
         self._draining = False
@@ -182,14 +187,18 @@ class PoolServer:
 
     # ------------------------------------------------------------------ filling
 
-    def warm(self, backend, job: Job, n: int = 1) -> bool:
+    def warm(self, backend, job: Job, n: int = 1, own_cache: bool = False) -> bool:
         """Keep at least ``n`` workers of ``job``'s kind warm from now on (before any job asked for one); False
-        for a backend the pool cannot rebuild."""
+        for a backend the pool cannot rebuild. ``own_cache``: they mount ``job.cache`` itself (one file's
+        content cache, shared by them all) and are handed only to a job of that cache."""
         key = key_of(backend, job)
         if key is None:
             return False
         kt = _key_text(key)
         with self._lock:
+            if own_cache and job.cache is not None and kt not in self._keys:
+                job.cache.mkdir(parents=True, exist_ok=True)
+                self._fixed[kt] = str(job.cache)
             self._keys.setdefault(kt, key)
             self._target[kt] = max(self._target.get(kt, 0), min(self.size, n))
         self._fill(kt)
@@ -234,7 +243,8 @@ class PoolServer:
             home = Path(tempfile.mkdtemp(prefix="w-", dir=self.dir))
             scratch = home / "scratch"
             scratch.mkdir()
-            cache = home / "cache" if key["cache"] else None
+            fixed = self._fixed.get(kt)
+            cache = Path(fixed) if fixed else home / "cache" if key["cache"] else None
             job = _template(key, scratch, cache)
             proc = _backend_for(key).spawn(job)
             nonce = secrets.token_hex(16)
@@ -260,9 +270,12 @@ class PoolServer:
         if closed:
             entry.close()
 
-    def _take(self, kt: str, key: dict, owner: int) -> _Entry | None:
+    def _take(self, kt: str, key: dict, owner: int, cache=None) -> _Entry | None:
         with self._lock:
             if self._closed:
+                return None
+            if kt in self._fixed and cache != self._fixed[kt]:
+                self.stats["missed"] += 1  # its workers mount another file's cache: never this job's
                 return None
             self._keys.setdefault(kt, key)
             held = self._held.get((kt, owner), 0) + 1
@@ -319,7 +332,7 @@ class PoolServer:
                 return
             key, owner = request["key"], int(request.get("owner") or 0)
             kt = _key_text(key)
-            entry = self._take(kt, key, owner)
+            entry = self._take(kt, key, owner, request.get("cache"))
             if entry is None:
                 # The job starts its own; it keeps this connection open while that worker lives, so that the
                 # pool counts it among the job's workers of this kind (how many to keep warm).
@@ -419,6 +432,8 @@ class PooledProc(Proc):
         self.content_cache = cache
         self.waited = float(reply.get("waited") or 0.0)
         self._closed = False
+        if self.worker_cache is not None and cache is not None and self.worker_cache == Path(cache):
+            self.worker_cache = None  # it mounts the content's cache itself (head_start): nothing to copy
         if self.worker_cache is not None and cache is not None:
             copy_entries(cache, self.worker_cache)
 
@@ -598,7 +613,8 @@ def take(backend, job: Job) -> Lease | None:
     try:
         conn.settimeout(10)
         conn.connect(path)
-        conn.send(json.dumps({"op": "acquire", "key": key, "owner": os.getpid()}).encode())
+        conn.send(json.dumps({"op": "acquire", "key": key, "owner": os.getpid(),
+                              "cache": str(job.cache) if job.cache is not None else None}).encode())
         data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 3)
         reply = json.loads(data) if data else {}
         if not reply.get("ok") or len(fds) != 3:
@@ -669,7 +685,13 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
         server = PoolServer(size=max(count, 1))
     except OSError:
         return None
-    server.warm(backend, job, n=count)
+    # They are this file's alone, so they mount its content cache itself, as the session's own workers would:
+    # a kernel variant one of them compiles is there for the others, and two that need it at once compile it
+    # once (judge.untrusted.compile_lock) instead of once each in caches of their own (the first wave of
+    # cases; 98's reference, 2026-12-04: 488 compiles and loads for about 222 variants). The replay worker
+    # keeps a cache of its own (judge.replay). JUDGE_HEAD_START_CACHE=0: a cache of their own each, filled
+    # and merged as a grading pool's are (to measure what sharing saves).
+    server.warm(backend, job, n=count, own_cache=os.environ.get("JUDGE_HEAD_START_CACHE", "1") != "0")
     if options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0":
         server.warm(backend, replace(job, module="judge.untrusted.replay"))
     server.drain()

@@ -1,6 +1,7 @@
 """The kernel cache a submission's content shares (issue 13): every sandbox mounts it writable for the
 worker, at the path Triton is told to use, and a submission of other bytes gets another directory."""
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -175,6 +176,49 @@ def test_a_submissions_workers_hand_each_other_what_they_compiled(name, tmp_path
             workers.stop()
     finally:
         server.close()
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_head_start_workers_mount_their_files_cache_and_serve_no_other_file(name, tmp_path, monkeypatch):
+    """submit's head start spawns its workers for one known file (judge.pool.head_start): they mount that
+    file's content cache itself, so what one compiles is at once the others' (and two compiling the same
+    variant take its compile lock in it); a job of another file's cache is never handed one of them."""
+    import time
+
+    from judge import pool
+    from judge.exchange import Workers
+    from judge.problems import find_problem
+
+    backend = _usable(name)
+    job = _job(tmp_path, COMPILES_ON_IMPORT)
+    cache = job.cache
+    server = pool.PoolServer(size=2)
+    monkeypatch.setenv(pool.ENV, server.path)
+    try:
+        server.warm(backend, job, n=2, own_cache=True)
+        deadline = time.monotonic() + 60
+        while server.idle() < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        # Another file (other bytes, so another content cache) of the same kind: none of these for it.
+        other = dataclasses.replace(job, cache=tmp_path / "cache" / "other")
+        lease = pool.take(backend, other)
+        assert lease is not None and lease.proc is None, "a worker holding one file's cache went to another"
+        lease.close()
+        workers = Workers(find_problem("93"), job, backend, threads=1, count=2)
+        try:
+            assert workers.start() is None
+            first, second = workers.ready()
+            assert first.channel.pooled and second.channel.pooled
+            assert first.kernel_cache() == second.kernel_cache() == cache
+            own = sorted(p.name for p in cache.iterdir() if p.name.startswith("variant-"))
+            assert len(own) == 2, own  # both wrote into the content's cache, nothing was copied
+            assert workers.share_compiles(first) == 0
+        finally:
+            workers.stop()
+        assert server.stats["taken"] == 2 and server.stats["missed"] == 1, server.stats
+    finally:
+        server.close()
+    assert sorted(p.name for p in cache.iterdir() if p.name.startswith("variant-")) == own
 
 
 def test_copy_entries_takes_plain_files_of_a_bounded_size_only(tmp_path, monkeypatch):
