@@ -21,7 +21,7 @@ import time
 from judge import replies
 from judge.shared import wire
 from judge.sandbox import Backend, Job
-from judge.sandbox.base import signal_name
+from judge.sandbox.base import may_yield_cores, signal_name, yields_cores
 
 KEEP_OUTPUT = 16 << 10  # bytes of the submission's prints kept for the report
 # How long the worker may take to import torch and Triton, before any of the submission runs. This is
@@ -45,11 +45,13 @@ class WorkerStartFailed(Exception):
     """The worker died before the submission was even imported: the judge's environment is broken."""
 
 
-def prepare_message(job: Job) -> dict:
+def prepare_message(job: Job, backend: str) -> dict:
     """What a worker must know before it imports torch and Triton ("prepare"): nothing of the submission. A
-    pooled worker (judge.pool) gets it when it is spawned; the settings in it are part of the pool's key."""
+    pooled worker (judge.pool) gets it when it is spawned; the settings in it are part of the pool's key
+    (but whether it starts at the lowest CPU priority, decided then: judge.sandbox.base.yields_cores)."""
     return {"type": "prepare", "version": wire.PROTOCOL_VERSION, "device": job.device,
-            "interpret": job.interpret, "gpu_memory_mb": job.limits.gpu_memory_mb}
+            "interpret": job.interpret, "gpu_memory_mb": job.limits.gpu_memory_mb,
+            "yield_cores": yields_cores(job, backend)}
 
 
 class WorkerChannel:
@@ -61,6 +63,9 @@ class WorkerChannel:
 
         self.job = job
         self.limits = job.limits
+        # It may have started at the lowest CPU priority (judge.sandbox.base.yields_cores): judge.replay gives
+        # the normal one back.
+        self.job_yields_cores = may_yield_cores(job)
         self._unsent: Exception | None = None
         self._exit_sent = False
         lease = pool.take(backend, job)
@@ -77,7 +82,7 @@ class WorkerChannel:
                 if lease is not None:
                     lease.close()
                 raise
-            message = dict(prepare_message(job), nonce=self.nonce)
+            message = dict(prepare_message(job, getattr(backend, "name", "")), nonce=self.nonce)
             try:  # sent at once, so that it imports torch while the judge goes on
                 wire.send(self.proc.stdin, message)
             except OSError as exc:  # it died at once: said when the judge waits for it

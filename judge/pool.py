@@ -249,7 +249,7 @@ class PoolServer:
             proc = _backend_for(key).spawn(job)
             nonce = secrets.token_hex(16)
             entry = _Entry(proc, nonce, home, cache, time.monotonic())
-            wire.send(proc.stdin, dict(prepare_message(job), nonce=nonce))
+            wire.send(proc.stdin, dict(prepare_message(job, key["backend"]), nonce=nonce))
         except Exception as exc:  # noqa: BLE001 - the jobs start their own workers instead
             self.stats["spawn_failed"] += 1
             if entry is not None:

@@ -400,6 +400,20 @@ class Replay:
 # --------------------------------------------------------------------------- main
 
 
+def _yield_cores() -> None:
+    """Start at the lowest CPU priority (judge.sandbox.base.yields_cores says why; the judge gives the normal
+    one back when it first needs this worker). Plain nice would weigh nothing against the other workers:
+    each runs in a session of its own (bwrap and the process backend start one), and with the kernel's
+    autogroups (sched_autogroup_enabled, on in most distributions) sessions compete as groups, each with
+    its group's nice. So the group's nice is lowered; where there are no autogroups nothing is (a process's
+    own nice, once lowered, could not be raised back without privilege)."""
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write("19")
+    except OSError:
+        pass
+
+
 def main() -> int:
     from judge.untrusted.runner import _take_protocol_fds
 
@@ -414,6 +428,8 @@ def main() -> int:
         return 2
     nonce = prep["nonce"]
     interpret = bool(prep.get("interpret"))
+    if prep.get("yield_cores"):
+        _yield_cores()
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     else:

@@ -10,7 +10,7 @@ time in those launches, and the speed run. Runs on the CPU (interpreter) and
 on a GPU.
 
     python tests/bench/judge_latency.py [IDS ...] [--device cpu|cuda] [--no-speed] [--markdown FILE]
-                                        [--ab VAR --rounds N] [--trees DIR DIR --rounds N] [--warm]
+                                        [--ab VAR --rounds N] [--trees DIR DIR --rounds N] [--warm] [--fresh]
 
 --warm judges the first problem once before measuring, not counted: on a fresh GPU machine the first speed
 run also measures the GPU's ceilings and compiles the reference's kernels into the trusted cache (once per
@@ -19,6 +19,12 @@ machine), which would fall on whichever variant goes first.
 --ab VAR measures a switch side by side: each problem is judged with VAR=0 and with VAR=1 in turn, N rounds,
 the order swapped every round (JUDGE_SPEED_PRESTART: the speed run's workers spawned during the tests or
 after them; JUDGE_REPLAY: the replay check off or on).
+
+--fresh judges, each time, a copy of the reference with a comment of its own appended (a file of new bytes,
+so a kernel cache of its own, empty: judge.intake.kernel_cache), as a student's newly edited file is: its
+kernels compile, while what the judge keeps per machine (the reference's trusted kernels, the GPU's
+ceilings) is warm after --warm. Without it the same reference file is judged each time, so from the second
+submit on its kernels come from its cache.
 
 --trees A B measures two checkouts side by side the same way: each problem is judged by A's `python -m judge`
 and by B's in turn (run in that folder), N rounds, the order swapped every round; the "ab" column names the
@@ -42,20 +48,35 @@ COLUMNS = ("problem", "ab", "verdict", "wall s", "worker starts", "start s", "ca
            "compiles", "compile s", "tests s", "speed s", "speed start s")
 
 
+def fresh_copy(path: Path) -> Path:
+    """A copy of ``path`` with a comment of its own appended: new bytes, so a kernel cache no submit has filled."""
+    import tempfile
+    import uuid
+
+    folder = Path(tempfile.mkdtemp(prefix="latency-fresh-"))
+    copy = folder / path.name
+    copy.write_text(path.read_text() + f"\n# a fresh copy: {uuid.uuid4().hex}\n")
+    return copy
+
+
 def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: dict | None = None,
-            root: Path = ROOT) -> dict:
+            root: Path = ROOT, fresh: bool = False) -> dict:
     import os
+    import shutil
 
     from judge.problems import find_problem
 
     p = find_problem(pid)
-    cmd = [sys.executable, "-m", "judge", "submit", str(p.id), str(p.reference_path), "--json", "--seed", str(seed),
+    judged = fresh_copy(p.reference_path) if fresh else p.reference_path
+    cmd = [sys.executable, "-m", "judge", "submit", str(p.id), str(judged), "--json", "--seed", str(seed),
            "--device", device, "--sandbox", sandbox]
     if not speed:
         cmd.append("--no-speed")
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env={**os.environ, **(env or {})})
     wall = time.monotonic() - t0
+    if fresh:
+        shutil.rmtree(judged.parent, ignore_errors=True)
     try:
         report = json.loads(r.stdout)
     except json.JSONDecodeError:
@@ -74,7 +95,7 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
     ab = " ".join(f"{k}={v}" for k, v in (env or {}).items()) or None
     if root != ROOT or env is None and os.environ.get("JUDGE_LATENCY_TREES"):
         ab = f"tree {root.name if root != ROOT else '.'}"
-    return {"problem": f"{p.id} {p.slug}", "ab": ab,
+    return {"problem": f"{p.id} {p.slug}" + (" (fresh copy)" if fresh else ""), "ab": ab,
             "verdict": report.get("verdict"), "wall s": wall, "speed start s": phases.get("start_seconds"),
             "worker starts": t.get("worker_starts"), "start s": t.get("worker_start_seconds"),
             "cases": t.get("cases"), "worker s": t.get("worker_seconds"), "golden s": t.get("golden_seconds"),
@@ -113,6 +134,8 @@ def main() -> int:
                     help="two checkouts judged in turn (each one's python -m judge, run in its folder)")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of the --ab or --trees pair")
     ap.add_argument("--warm", action="store_true", help="one untimed submit of the first problem first")
+    ap.add_argument("--fresh", action="store_true",
+                    help="judge a copy of the reference with a comment of its own each time (its kernels compile)")
     args = ap.parse_args()
     if args.ab and args.trees:
         ap.error("--ab and --trees: one at a time")
@@ -133,7 +156,8 @@ def main() -> int:
             elif args.trees:
                 variants = [(None, t) for t in trees][:: 1 if r % 2 == 0 else -1]
             for env, root in variants:
-                row = measure(pid, args.device, args.sandbox, not args.no_speed, args.seed, env, root=root)
+                row = measure(pid, args.device, args.sandbox, not args.no_speed, args.seed, env, root=root,
+                              fresh=args.fresh)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     text = table(rows)
