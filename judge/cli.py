@@ -109,6 +109,19 @@ _progress_option = click.option(
     help="Live progress on stderr (default: on when stderr is a terminal and without --json).")
 
 
+def _since_process_start() -> float | None:
+    """Seconds since this process started (its start time in /proc, the python start included); None off
+    Linux."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def _resolve_device(device, interpret, fail=usage):
     """(device, interpret, note) - the default is the GPU when one is there."""
     import torch
@@ -224,6 +237,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
                        speed=speed, bench=bench or {}, **extra)
 
     early = None
+    command: dict = {}  # the command's own seconds before the session (into the report's timing)
     try:
         if p.kind == "kernel":
             # The session's workers start importing torch and Triton now, while this process does the same
@@ -232,8 +246,10 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             from judge import pool as worker_pool
 
             early = worker_pool.head_start(p, file, options_for(device, interpret))
+            t_torch = time.monotonic()
             with shown.blocking("loading torch"):
                 resolved = _resolve_device(asked_device, asked_interpret, fail)
+            command["command_torch_seconds"] = round(time.monotonic() - t_torch, 3)
             if resolved[:2] != (device, interpret):
                 device, interpret = resolved[:2]
                 _check_case(p, group, case, interpret, fail)
@@ -243,7 +259,12 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         from judge.judging import judge_file
 
         options = options_for(device, interpret, log=say, progress=shown)
+        before = _since_process_start()
         report = judge_file(p, file, options)
+        if before is not None and report is not None:
+            # Where a command's time goes before its session: the python start and the imports (the part
+            # of the wall time that elapsed_seconds leaves out, less the exit).
+            report.timing.update(command, command_start_seconds=round(before, 3))
         if save_case is not None:
             shown.stage("saving the failing case")
             from judge.savecase import save_failing_case

@@ -239,6 +239,9 @@ def test_submit_in_the_interpreter_hands_its_head_start_workers_to_the_session(t
     report = json.loads(proc.stdout)
     assert report["verdict"] == "AC", report["message"]
     assert report["timing"].get("pooled_starts") == 1 and report["timing"].get("replay_pooled") == 1, report["timing"]
+    # The command's own time before its session (the python start, its imports) is in the report too.
+    t = report["timing"]
+    assert t["command_start_seconds"] >= t["command_torch_seconds"] > 0, t
     left = list(own_tmp.glob("judge-pool-*"))
     assert not left, f"the command's pool outlived it: {left}"
     import shutil

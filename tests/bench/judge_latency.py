@@ -103,6 +103,8 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
             "tests s": t.get("tests_seconds"), "speed s": t.get("speed_seconds"),
             "speed": (report.get("speed") or {}).get("reason"),
             "replay settle s": t.get("replay_settle_seconds"), "groups s": t.get("group_seconds"),
+            "elapsed s": report.get("elapsed_seconds"), "command start s": t.get("command_start_seconds"),
+            "command torch s": t.get("command_torch_seconds"),
             "phases": {k: v for k, v in phases.items() if k.endswith("_seconds") and not k.startswith("replay_")}}
 
 
