@@ -129,27 +129,34 @@ def add(x, y):
 '''
 
 
+def _warm_pool(backend, job, monkeypatch, n: int, **warm):
+    """A pool of ``n`` warm workers of ``job``'s kind (its socket in this test's environment), once they are up."""
+    import time
+
+    from judge import pool
+
+    server = pool.PoolServer(size=n)
+    monkeypatch.setenv(pool.ENV, server.path)
+    server.warm(backend, job, n=n, **warm)
+    deadline = time.monotonic() + 60
+    while server.idle() < n and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return server
+
+
 @pytest.mark.parametrize("name", ["process", "bwrap"])
 def test_a_submissions_workers_hand_each_other_what_they_compiled(name, tmp_path, monkeypatch):
     """Pooled workers cache kernels in directories of their own: between cases the judge hands one
     worker's new entries to its siblings and to the content's cache (Workers.share_compiles), so the
     siblings load a variant instead of compiling it again (issue 13)."""
-    import time
-
-    from judge import pool
     from judge.exchange import Workers
     from judge.problems import find_problem
 
     backend = _usable(name)
     job = _job(tmp_path, COMPILES_ON_IMPORT)
     cache = job.cache
-    server = pool.PoolServer(size=2)
-    monkeypatch.setenv(pool.ENV, server.path)
+    server = _warm_pool(backend, job, monkeypatch, 2)
     try:
-        server.warm(backend, job, n=2)
-        deadline = time.monotonic() + 60
-        while server.idle() < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
         workers = Workers(find_problem("93"), job, backend, threads=1, count=2)
         try:
             assert workers.start() is None
@@ -183,8 +190,6 @@ def test_head_start_workers_mount_their_files_cache_and_serve_no_other_file(name
     """submit's head start spawns its workers for one known file (judge.pool.head_start): they mount that
     file's content cache itself, so what one compiles is at once the others' (and two compiling the same
     variant take its compile lock in it); a job of another file's cache is never handed one of them."""
-    import time
-
     from judge import pool
     from judge.exchange import Workers
     from judge.problems import find_problem
@@ -192,13 +197,8 @@ def test_head_start_workers_mount_their_files_cache_and_serve_no_other_file(name
     backend = _usable(name)
     job = _job(tmp_path, COMPILES_ON_IMPORT)
     cache = job.cache
-    server = pool.PoolServer(size=2)
-    monkeypatch.setenv(pool.ENV, server.path)
+    server = _warm_pool(backend, job, monkeypatch, 2, own_cache=True)
     try:
-        server.warm(backend, job, n=2, own_cache=True)
-        deadline = time.monotonic() + 60
-        while server.idle() < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
         # Another file (other bytes, so another content cache) of the same kind: none of these for it.
         other = dataclasses.replace(job, cache=tmp_path / "cache" / "other")
         lease = pool.take(backend, other)
