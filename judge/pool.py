@@ -197,8 +197,11 @@ class PoolServer:
         kt = _key_text(key)
         with self._lock:
             if own_cache and job.cache is not None and kt not in self._keys:
-                job.cache.mkdir(parents=True, exist_ok=True)
-                self._fixed[kt] = str(job.cache)
+                try:
+                    job.cache.mkdir(parents=True, exist_ok=True)
+                    self._fixed[kt] = str(job.cache)
+                except OSError:
+                    pass  # no such cache to share: each gets one of its own, as in any pool
             self._keys.setdefault(kt, key)
             self._target[kt] = max(self._target.get(kt, 0), min(self.size, n))
         self._fill(kt)
@@ -274,12 +277,12 @@ class PoolServer:
         with self._lock:
             if self._closed:
                 return None
+            self._keys.setdefault(kt, key)
+            held = self._held.get((kt, owner), 0) + 1
+            self._held[(kt, owner)] = held  # (released when the job's connection ends, as for any miss)
             if kt in self._fixed and cache != self._fixed[kt]:
                 self.stats["missed"] += 1  # its workers mount another file's cache: never this job's
                 return None
-            self._keys.setdefault(kt, key)
-            held = self._held.get((kt, owner), 0) + 1
-            self._held[(kt, owner)] = held
             # One job's worth of this kind: as many as one job has held at once.
             self._target[kt] = min(self.size, max(self._target.get(kt, 0), held))
             entries = self._idle.get(kt, [])

@@ -57,7 +57,6 @@ from judge import expected, kit, replies
 from judge.cases import canonical, derive_seed
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.rules import outputs as output_rules
-from judge.sandbox.base import restore_cores
 from judge.shared import kernel_source, tracing, wire
 from judge.verdicts import Outcome, Verdict
 
@@ -279,11 +278,6 @@ def fresh_inputs(problem, params: dict, original: list) -> tuple[dict, list] | N
 # --------------------------------------------------------------------------- the replay worker
 
 
-# Seconds the interpreter's replay worker keeps the lowest CPU priority after the judge first asks it for a
-# replay (judge.sandbox.base.yields_cores): a bound on its wait for a core on a host busy with other work.
-YIELD_GRACE = 2.0
-
-
 class Replayer:
     """The replay worker of one judging run: started once (at the first replay, or early with prestart)."""
 
@@ -310,19 +304,11 @@ class Replayer:
         self.channel: WorkerChannel | None = None
         self.ready = False
         self.replay_id = 0
-        self._grace: threading.Timer | None = None  # gives the worker its normal priority back (_ensure)
         # Where the replays' time goes, the judge's side of it: making the fresh inputs (bench replays), the
         # golden answers, waiting for the replay worker beyond them (its compiles, its run, the outputs'
         # transfer), judging what came back.
         self.timing = {"replays": 0, "replay_seconds": 0.0, "replay_inputs_seconds": 0.0,
                        "replay_golden_seconds": 0.0, "replay_wait_seconds": 0.0, "replay_judge_seconds": 0.0}
-
-    def restore_priority(self) -> None:
-        """The replay worker's normal CPU priority back (judge.sandbox.base.restore_cores), when it started at
-        the lowest; again after its start, which it may not have lowered yet when this first came."""
-        channel = self.channel
-        if channel is not None and channel.job_yields_cores:
-            restore_cores(channel.proc.pid)
 
     def prestart(self) -> None:
         """Start the worker now (it imports torch and Triton while the judge goes on); wait for it later."""
@@ -335,17 +321,7 @@ class Replayer:
         self.prestart()
         if not self.ready:
             t0 = time.monotonic()
-            # Asked for now: it started at the lowest CPU priority, in the interpreter
-            # (judge.sandbox.base.yields_cores), and gets the normal one back once it has started, once the
-            # judge waits for its replays (restore_priority), or YIELD_GRACE seconds from now at the latest.
-            yielded = self.channel.job_yields_cores
-            if yielded and self._grace is None:
-                self._grace = threading.Timer(YIELD_GRACE, self.restore_priority)
-                self._grace.daemon = True
-                self._grace.start()
             hello = self.channel.finish_start()
-            if yielded:
-                self.restore_priority()
             self.timing["replay_start_wait_seconds"] = time.monotonic() - t0
             if self.channel.pooled:
                 self.timing["replay_pooled"] = 1
@@ -371,9 +347,6 @@ class Replayer:
                 pass
 
     def stop(self) -> None:
-        if self._grace is not None:
-            self._grace.cancel()
-            self._grace = None  # a worker started again gets a grace of its own
         if self.channel is not None:
             self.channel.close()
             self.channel = None

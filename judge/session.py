@@ -288,7 +288,6 @@ class Session:
         waiting = any(not f.done() for _, _, f in pending)
         if waiting:
             self.progress.lane(0, progress_words.REPLAYING)  # the group waits for its last replays
-            self.replays.replayer.restore_priority()  # (judge.replay: it may have started at the lowest)
         t0 = time.monotonic()
         try:
             results = [(key, params, future.result()) for key, params, future

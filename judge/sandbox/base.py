@@ -46,59 +46,43 @@ class Job:
 
 
 REPLAY_MODULE = "judge.untrusted.replay"
+# Seconds at most the interpreter's replay worker keeps the lowest CPU priority (yields_cores): a bound on
+# its wait for a core should the host get busy after it was spawned.
+YIELD_SECONDS = 2.0
 
 
 def yields_cores(job: Job, backend: str) -> bool:
-    """Whether the worker of ``job`` starts at the lowest CPU priority (its "prepare" says so, and it lowers its
-    own before it imports torch; the judge gives it back the normal one when it first needs the worker,
-    :func:`restore_cores`): the interpreter's replay worker.
+    """Whether the worker of ``job`` imports torch and Triton at the lowest CPU priority (its "prepare" says so;
+    judge.untrusted.replay lowers its own and takes the normal one back once its imports are done, or after
+    YIELD_SECONDS at the latest): the interpreter's replay worker, on an idle host.
 
     In interpreter mode the judge, its case worker and the replay worker all import torch at once (about
     1 s of a core each), and on 2 cores the third import slowed the other two: 93's reference took 0.6 s
-    more with the replay check, +25% of a 2.4 s command, though its replays take 0.2 s
+    more with the replay check, +30% of a 2.5 s command, though its replays take 0.2 s
     (tests/bench/RESULTS.md, 2026-12-04, third session). Started low, the replay worker imports on what the
-    two leave idle until the first replay is asked of it. Not for longer: on a host busy with other work (a
-    batch of jobs) a worker at the lowest priority could wait minutes for a core. On a GPU the replay
-    worker's compiles are what the groups' end waits for: its priority stays. Nor in docker, whose worker
-    the judge cannot reach by pid to give it back. JUDGE_REPLAY_YIELD=0 turns it off (to measure it)."""
-    return (may_yield_cores(job) and backend in ("process", "bwrap")
+    two leave idle. Not on a busy host (a batch of jobs, other work): there it would only wait. Not on a GPU,
+    where the replay worker's compiles are what the groups' end waits for, and not in docker. Plain
+    ``nice`` would weigh nothing: each worker runs in a session of its own, and with the kernel's autogroups
+    (sched_autogroup_enabled, on in most distributions) sessions compete as groups, each with its group's
+    nice; so the worker sets its session's (/proc/self/autogroup). JUDGE_REPLAY_YIELD=0 turns it off (to
+    measure it)."""
+    return (job.module == REPLAY_MODULE and bool(job.interpret) and backend in ("process", "bwrap")
             and os.environ.get("JUDGE_REPLAY_YIELD", "1") != "0" and _idle_cores())
 
 
-def may_yield_cores(job: Job) -> bool:
-    """Whether a worker of ``job`` may have started at the lowest priority (:func:`yields_cores` decides at its
-    spawn, from the host's load then): the judge gives the normal one back to every such worker."""
-    return job.module == REPLAY_MODULE and bool(job.interpret)
-
-
 def _idle_cores() -> bool:
-    """Whether this host's runnable tasks now (/proc/stat's procs_running) are at most its cores and two: the
-    judge's own start (its main thread, the case worker importing beside it, the thread spawning this one)
-    fills two cores' worth and more. On a busy host (a batch of jobs, other work) the replay worker keeps
-    the normal priority: there it would only wait (94's reference with four busy loops on 2 cores: 12.8-13.0
-    s started low against 10.6-11.0 s, 2026-12-04)."""
+    """Whether the runnable tasks now (/proc/stat's procs_running) are at most the cores this process may use
+    and two: the judge's own start (its main thread, the case worker importing beside it, the thread
+    spawning this one) fills two cores' worth and more. With four busy loops on 2 cores the replay worker
+    started low made 94's reference 12.8-13.0 s against 10.6-11.0 s (2026-12-04); with this check it does
+    not start low there."""
     try:
         with open("/proc/stat") as f:
             running = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
-    except (OSError, StopIteration, ValueError, IndexError):
+        cores = len(os.sched_getaffinity(0))
+    except (OSError, StopIteration, ValueError, IndexError, AttributeError):
         return False
-    return running <= (os.cpu_count() or 1) + 2
-
-
-def restore_cores(pid: int) -> None:
-    """The normal CPU priority back for the worker ``pid`` and the processes under it (a sandbox's own
-    processes, then the worker): each session's autogroup nice set to 0 (see judge.untrusted.replay's
-    _yield_cores). Never raises."""
-    try:
-        pids = _descendants(pid)
-    except OSError:
-        pids = {pid}
-    for p in pids:
-        try:
-            with open(f"/proc/{p}/autogroup", "w") as f:
-                f.write("0")
-        except OSError:
-            pass
+    return running <= cores + 2
 
 
 class Proc:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+import threading
 import time
 import traceback
 
@@ -400,18 +401,41 @@ class Replay:
 # --------------------------------------------------------------------------- main
 
 
-def _yield_cores() -> None:
-    """Start at the lowest CPU priority (judge.sandbox.base.yields_cores says why; the judge gives the normal
-    one back when it first needs this worker). Plain nice would weigh nothing against the other workers:
-    each runs in a session of its own (bwrap and the process backend start one), and with the kernel's
-    autogroups (sched_autogroup_enabled, on in most distributions) sessions compete as groups, each with
-    its group's nice. So the group's nice is lowered; where there are no autogroups nothing is (a process's
-    own nice, once lowered, could not be raised back without privilege)."""
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write("19")
-    except OSError:
-        pass
+def _yield_cores(seconds: float):
+    """Import at the lowest CPU priority (judge.sandbox.base.yields_cores says why): this session's autogroup
+    at nice 19. The function that gives the normal priority back, which main() calls once the imports are
+    done; a timer calls it after ``seconds`` at the latest. None when the priority could not be lowered.
+
+    Writes to an autogroup are rate-limited (one in 100 ms on the whole machine, unless privileged): a
+    write refused for it (EAGAIN) is tried again, and giving the priority back goes on trying for seconds,
+    since staying low on a busy host could starve this worker."""
+    if not _autogroup_nice(19, tries=3):
+        return None
+    lock = threading.Lock()
+    state = {"low": True}
+
+    def back() -> None:
+        with lock:
+            if state["low"]:
+                state["low"] = not _autogroup_nice(0, tries=50)
+
+    timer = threading.Timer(max(0.0, float(seconds)), back)
+    timer.daemon = True
+    timer.start()
+    return back
+
+
+def _autogroup_nice(nice: int, tries: int) -> bool:
+    for _ in range(tries):
+        try:
+            with open("/proc/self/autogroup", "w") as f:
+                f.write(str(nice))
+            return True
+        except BlockingIOError:  # the kernel's rate limit: another write in the last 100 ms
+            time.sleep(0.11)
+        except OSError:  # no autogroups here (or not allowed): nothing to lower or give back
+            return False
+    return False
 
 
 def main() -> int:
@@ -428,8 +452,7 @@ def main() -> int:
         return 2
     nonce = prep["nonce"]
     interpret = bool(prep.get("interpret"))
-    if prep.get("yield_cores"):
-        _yield_cores()
+    back = _yield_cores(prep.get("yield_seconds", 2.0)) if prep.get("yield_cores") is True else None
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     else:
@@ -441,6 +464,9 @@ def main() -> int:
     # Fresh memory reads as NaN, as in the worker: an allocation is replayed with the same fill.
     determinism.switch(torch, True)
     import triton
+
+    if back is not None:
+        back()  # imported: the normal priority again, before any replay is asked of this worker
 
     def reply(message: dict, tensors=None):
         message["nonce"] = nonce
