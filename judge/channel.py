@@ -202,19 +202,27 @@ class WorkerChannel:
     def begin(self, *, submission_entry: str, arity: int, threads: int | None, calls: dict | None = None) -> None:
         """Give the worker its submission without waiting: the file is placed where the worker's sandbox shows
         it (read-only), then named in "setup". The worker reads it once its environment is up ("ready").
-        ``calls``: what the problem's calls need in the worker (judge.calls.worker_setup)."""
-        if self._unsent is not None:
-            raise self._died(wire.ChannelClosed(str(self._unsent)))
-        if not self.proc.submission_path:
-            self.proc.place(self.job.submission)
-        self._send({
-            **(calls or {}),
-            "type": "setup",
-            "submission": self.proc.submission_path,
-            "entry": submission_entry,
-            "arity": arity,
-            "threads": threads,
-        })
+        ``calls``: what the problem's calls need in the worker (judge.calls.worker_setup).
+
+        A worker found dead here never read its submission's name (the "prepare" or the "setup" could not be
+        written to it): its environment failed, not the submission, so it is WorkerStartFailed, as a death
+        before "ready" is in finish_start. (Which of the two catches a worker that dies at once is a race:
+        a test saw both.)"""
+        try:
+            if self._unsent is not None:
+                raise self._died(wire.ChannelClosed(str(self._unsent)))
+            if not self.proc.submission_path:
+                self.proc.place(self.job.submission)
+            self._send({
+                **(calls or {}),
+                "type": "setup",
+                "submission": self.proc.submission_path,
+                "entry": submission_entry,
+                "arity": arity,
+                "threads": threads,
+            })
+        except WorkerDied as died:
+            raise WorkerStartFailed(f"the worker could not start ({died.detail}): {self._last_line()}") from None
 
     def finish_start(self) -> replies.Hello:
         """Wait for the worker's ready (its environment: torch and Triton imported), then its hello (the

@@ -311,14 +311,21 @@ class Replayer:
                        "replay_golden_seconds": 0.0, "replay_wait_seconds": 0.0, "replay_judge_seconds": 0.0}
 
     def prestart(self) -> None:
-        """Start the worker now (it imports torch and Triton while the judge goes on); wait for it later."""
+        """Start the worker now (it imports torch and Triton while the judge goes on); wait for it later. One
+        that dies at once is started again by the first replay, which says what failed (IE)."""
+        try:
+            self._spawn()
+        except (WorkerStartFailed, WorkerDied):
+            self.stop()
+
+    def _spawn(self) -> None:
         if self.channel is None:
             self.channel = WorkerChannel(self.backend, self.job)
             self.channel.begin(submission_entry="", arity=0, threads=self.threads)
             self.ready = False
 
     def _ensure(self) -> None:
-        self.prestart()
+        self._spawn()
         if not self.ready:
             t0 = time.monotonic()
             hello = self.channel.finish_start()

@@ -99,6 +99,28 @@ def test_a_worker_that_dies_before_it_is_ready_is_the_judges_problem(tmp_path):
     ch.close()
 
 
+def test_a_worker_already_dead_when_the_judge_writes_to_it_is_the_judges_problem_too(tmp_path):
+    # The other side of the race above: the worker is gone before "prepare" and "setup" are written (a CI run
+    # under load saw it: WorkerDied "in the middle of a case", which a session would have made the
+    # submission's crash). No submission ran in it: its environment failed.
+    class DeadAtOnce(Backend):
+        name = "dead-at-once"
+
+        def spawn(self, job):
+            popen = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(1)"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            popen.wait()
+            return _ChildProc(popen, "x")
+
+    lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
+                 startup_seconds=5)
+    ch = WorkerChannel(DeadAtOnce(), Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu",
+                                         interpret=True, limits=lim))
+    with pytest.raises(WorkerStartFailed):
+        ch.start(submission_entry="add", arity=2, threads=1)
+    ch.close()
+
+
 class SlowEnvironment(Backend):
     """A worker whose own start (importing torch and Triton, in a real one) takes longer than the
     submission's startup limit, then imports a submission that takes ``load`` seconds."""
