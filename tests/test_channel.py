@@ -81,41 +81,25 @@ def test_every_broken_reply_is_a_death_with_a_reason(tmp_path, body, reason, tex
         ch.close()
 
 
-def test_a_worker_that_dies_before_it_is_ready_is_the_judges_problem(tmp_path):
+@pytest.mark.parametrize("already_dead", [False, True])
+def test_a_worker_that_dies_before_it_is_ready_is_the_judges_problem(tmp_path, already_dead):
+    # already_dead: gone before "prepare" and "setup" are written to it (a CI run under load saw that race:
+    # WorkerDied "in the middle of a case", which a session would have made the submission's crash). Either
+    # way no submission ran in it: its environment failed.
     class Dies(Backend):
         name = "dies"
 
         def spawn(self, job):
             popen = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(1)"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            if already_dead:
+                popen.wait()
             return _ChildProc(popen, "x")
 
     lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
                  startup_seconds=5)
     ch = WorkerChannel(Dies(), Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu", interpret=True,
                                    limits=lim))
-    with pytest.raises(WorkerStartFailed):
-        ch.start(submission_entry="add", arity=2, threads=1)
-    ch.close()
-
-
-def test_a_worker_already_dead_when_the_judge_writes_to_it_is_the_judges_problem_too(tmp_path):
-    # The other side of the race above: the worker is gone before "prepare" and "setup" are written (a CI run
-    # under load saw it: WorkerDied "in the middle of a case", which a session would have made the
-    # submission's crash). No submission ran in it: its environment failed.
-    class DeadAtOnce(Backend):
-        name = "dead-at-once"
-
-        def spawn(self, job):
-            popen = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(1)"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-            popen.wait()
-            return _ChildProc(popen, "x")
-
-    lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
-                 startup_seconds=5)
-    ch = WorkerChannel(DeadAtOnce(), Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu",
-                                         interpret=True, limits=lim))
     with pytest.raises(WorkerStartFailed):
         ch.start(submission_entry="add", arity=2, threads=1)
     ch.close()
