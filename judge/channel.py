@@ -22,7 +22,7 @@ from judge import replies
 from judge.shared import wire
 from judge.sandbox import Backend, Job
 from judge.sandbox import base as sandbox_base
-from judge.sandbox.base import signal_name, yields_cores
+from judge.sandbox.base import signal_name
 
 KEEP_OUTPUT = 16 << 10  # bytes of the submission's prints kept for the report
 # How long the worker may take to import torch and Triton, before any of the submission runs. This is
@@ -52,7 +52,7 @@ def prepare_message(job: Job, backend: str) -> dict:
     (but whether it starts at the lowest CPU priority, decided then: judge.sandbox.base.yields_cores)."""
     return {"type": "prepare", "version": wire.PROTOCOL_VERSION, "device": job.device,
             "interpret": job.interpret, "gpu_memory_mb": job.limits.gpu_memory_mb,
-            "yield_cores": yields_cores(job, backend), "yield_seconds": sandbox_base.YIELD_SECONDS}
+            "yield_cores": sandbox_base.yields_cores(job, backend), "yield_seconds": sandbox_base.YIELD_SECONDS}
 
 
 class WorkerChannel:

@@ -435,10 +435,11 @@ class PooledProc(Proc):
         self.content_cache = cache
         self.waited = float(reply.get("waited") or 0.0)
         self._closed = False
-        if self.worker_cache is not None and cache is not None and self.worker_cache == Path(cache):
-            self.worker_cache = None  # it mounts the content's cache itself (head_start): nothing to copy
         if self.worker_cache is not None and cache is not None:
-            copy_entries(cache, self.worker_cache)
+            if self.worker_cache == Path(cache):
+                self.worker_cache = None  # it mounts the content's cache itself (head_start): nothing to copy
+            else:
+                copy_entries(cache, self.worker_cache)
 
     def _ask(self, request: dict) -> dict:
         with self._lock:
