@@ -258,7 +258,11 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
 
         from judge.judging import judge_file
 
-        options = options_for(device, interpret, log=say, progress=shown)
+        # A lone submit on a GPU (its own head start: no pool of a batch's) has the machine to itself: its speed
+        # run's workers start with the session, not after the first group (JUDGE_SPEED_EARLY=0: after it).
+        speed_early = (early is not None and device == "cuda" and not interpret
+                       and os.environ.get("JUDGE_SPEED_EARLY", "1") != "0")
+        options = options_for(device, interpret, log=say, progress=shown, speed_early=speed_early)
         before = _since_process_start()
         report = judge_file(p, file, options)
         if before is not None and report is not None:

@@ -28,6 +28,9 @@ class Options:
     log: object = None  # callable(str) for progress lines on stderr (the GPU lock's wait), or None
     workers: int | None = None  # workers a submission's cases are spread over (None: judge.options.auto_workers)
     progress: object = None  # judge.progress.Progress: live progress of the run (None: none, judge.progress.NO_PROGRESS)
+    # Spawn the speed run's workers (and warm up ahead) when the session starts, not once its first group has
+    # passed: for a lone `submit` on a GPU (judge.cli), where the machine has nothing else to do.
+    speed_early: bool = False
 
 
 def limits_for(problem, options: Options) -> Limits:

@@ -107,6 +107,10 @@ class Session:
         workers = len(self.workers.all)
         self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
         try:
+            if self.options.speed_early:
+                # A lone submit on a GPU: the speed run's workers start, and warm up, beside the first group too.
+                # A submission that then fails costs their start, on a machine that had nothing else to do.
+                self._prestart_speed(scratch)
             t_start = time.monotonic()
             failure = self.workers.start()
             # What this submission waited for its first worker (spawned, or handed over by judge.pool).
@@ -578,10 +582,12 @@ class Session:
         from judge.timing.speedrun import BenchFailed
 
         self.progress.stage("speed run: stopping the test workers")
+        t_stop = time.monotonic()
         self.workers.stop()  # the correctness workers' memory and contexts are not needed any more
         if self.replays is not None:
             self.replays.replayer.stop()
         t0 = time.monotonic()
+        self.timing["workers_stop_seconds"] = round(t0 - t_stop, 3)
         run, self._speed_run = self._speed_run or self._new_speed_run(scratch), None
         try:
             result = run.run()
@@ -591,6 +597,7 @@ class Session:
                      "verdict": exc.verdict, "details": exc.details}
             return speed, (Verdict(exc.verdict), f"speed run: {exc.message}")
         self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
+        self.timing["speed_close_seconds"] = round(run.close_seconds, 3)  # of it, the speed workers' exits
         score = SpeedScore.from_spec(self.problem.spec.get("score", {}), self.problem.speed_points)
         return {**base, **score.section(result)}, None
 
@@ -611,8 +618,9 @@ class Session:
     def _prestart_speed(self, scratch: Path) -> None:
         """Spawn the speed run's workers once the first test group has passed, so that their start (8.8-11.5 s
         each on the H200, in parallel: tests/gpu/RESULTS.md) overlaps the later groups instead of following
-        them. Not before: a submission that fails its first group, as most wrong ones do, costs no speed
-        workers. JUDGE_SPEED_PRESTART=0 turns it off (to measure what it saves)."""
+        them. Not before (unless options.speed_early: a lone submit on a GPU): a submission that fails its
+        first group, as most wrong ones do, costs no speed workers. JUDGE_SPEED_PRESTART=0 turns it off (to
+        measure what it saves)."""
         if self._speed_run is not None or os.environ.get("JUDGE_SPEED_PRESTART", "1") == "0":
             return
         if _no_speed_run(self.problem, self.options, Verdict.AC) is not None:

@@ -583,6 +583,74 @@ def test_a_timed_call_wrong_on_the_replays_inputs_is_a_wrong_answer(tmp_path, mo
     assert exc.value.details["found_by"] == "the replay check's fresh inputs"
 
 
+def _bench_ahead(problem_id, path, tmp_path, **config):
+    """_bench with the warm-up run ahead (prewarm), as a session starts it during its later test groups."""
+    from judge.sandbox import Limits
+    from judge.sandbox.process import ProcessBackend
+
+    p = find_problem(problem_id)
+    cfg = BenchConfig(shapes=[dict(x) for x in p.spec["bench"]["interpret_shapes"][:1]],
+                      stop=stats.StopRule(ci_target=0.01, min_rounds=2, max_rounds=2, budget_seconds=60), **config)
+    limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
+                    startup_seconds=120)
+    run = SpeedRun(p, path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(), limits=limits,
+                   scratch=tmp_path, config=cfg)
+    run.prewarm()
+    return run.run()
+
+
+def test_a_warm_up_call_is_checked_and_replayed_ahead_when_asked(tmp_path, monkeypatch):
+    # On a GPU (and here with JUDGE_CHECK_AHEAD=1) the prewarm checks one of its warm-up calls per shape and
+    # replays it, beside the tests: the replay worker compiles the bench shapes' kernels then, not after the
+    # rounds. The timed call is checked and replayed after the rounds as before.
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    p = find_problem("93")
+    phases = _bench_ahead("93", p.reference_path, tmp_path, torch_baseline=False)["phases"]
+    assert phases["ahead_replays"] == 1 and phases["replays"] == 2, phases  # the replays' figures are totals
+    assert 0 < phases["ahead_replay_seconds"] <= phases["replay_seconds"] and phases["ahead_check_seconds"] > 0
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")  # interpreter mode's default: nothing ahead to compile
+    phases = _bench_ahead("93", p.reference_path, tmp_path / "off", torch_baseline=False)["phases"]
+    assert phases["replays"] == 1 and "ahead_replays" not in phases, phases
+
+
+# Wrong in the warm-up's two timed samples alone (its second and third calls at a shape), right before and after.
+WRONG_AT_WARM_UP = textwrap.dedent('''
+    import torch
+    import triton
+    import triton.language as tl
+
+    CALLS = [0]
+
+    @triton.jit
+    def _add(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+    def add(x, y):
+        CALLS[0] += 1
+        n = x.numel()
+        out = torch.empty_like(x)
+        _add[(triton.cdiv(n, 1024),)](x, x if CALLS[0] in (2, 3) else y, out, n, BLOCK=1024)
+        return out
+''')
+
+
+def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rule(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "warm_wrong.py"
+    path.write_text(WRONG_AT_WARM_UP)
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    with pytest.raises(BenchFailed) as exc:
+        _bench_ahead("93", path, tmp_path, torch_baseline=False)
+    assert exc.value.verdict == "WA" and exc.value.message.startswith("warm-up call "), exc.value.message
+    # Not checked ahead, its warm-up outputs are never looked at: its timed calls are right.
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")
+    speed = _bench_ahead("93", path, tmp_path / "off", torch_baseline=False)
+    assert speed["measured"] and speed["shapes"][0]["checked_calls"]
+
+
 def test_submit_in_interpreter_mode_says_speed_is_not_scored(tmp_path):
     from judge.options import Options
     from judge.session import Session
@@ -1191,7 +1259,7 @@ def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_th
         timing.wait(timeout=60)
 
 
-def _spied_session(monkeypatch, path, events):
+def _spied_session(monkeypatch, path, events, **extra):
     """A session of 93 in interpreter mode that runs a speed run (as on a GPU), with its groups' ends and the
     speed run's spawn and discard recorded in ``events``."""
     import judge.session as session_mod
@@ -1223,7 +1291,7 @@ def _spied_session(monkeypatch, path, events):
     monkeypatch.setattr(SpeedRun, "discard", spied_discard)
     monkeypatch.setattr(session_mod.Session, "_run_group", spied_group)
     options = Options(device="cpu", interpret=True, sandbox="process", seed=3, max_examples=1, workers=1,
-                      bench={"min_rounds": 1, "max_rounds": 1, "torch_baseline": False})
+                      bench={"min_rounds": 1, "max_rounds": 1, "torch_baseline": False}, **extra)
     return Session(find_problem("93"), path, options).run()
 
 
@@ -1242,6 +1310,30 @@ def test_the_speed_runs_workers_are_spawned_once_the_first_group_passed(tmp_path
     # Their warm-up ran ahead too, beside the later groups: every shape, before the speed run proper.
     phases = report.speed["phases"]
     assert phases["prewarmed_shapes"] == len(run.config.shapes) and phases["prewarm_seconds"] > 0, phases
+
+
+def test_a_lone_submits_speed_workers_start_with_the_session_and_stop_when_it_fails(tmp_path, monkeypatch):
+    # options.speed_early (judge.cli sets it for a lone submit on a GPU): spawned before the first group, and
+    # stopped unused when a group fails, as after the first group.
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    events = []
+    report = _spied_session(monkeypatch, find_problem("93").reference_path, events, speed_early=True)
+    assert report.verdict.value == "AC" and report.speed["scored"], report.speed
+    kinds = [e[0] for e in events]
+    assert kinds[0] == "spawn" and kinds.count("spawn") == 1 and "discard" not in kinds, kinds
+    assert report.speed["phases"]["prewarmed_shapes"] == len(events[0][1].config.shapes)
+    path = tmp_path / "wrong.py"
+    source = find_problem("93").reference_path.read_text()
+    path.write_text(source.replace("_add_kernel[grid](x, y, out, n,", "_add_kernel[grid](x, y, out, n - 1,", 1))
+    events.clear()
+    report = _spied_session(monkeypatch, path, events, speed_early=True)
+    assert report.verdict.value == "WA" and not report.speed["scored"], report.message
+    kinds = [e[0] for e in events]
+    # (The spies wrap the first session's spies: each event is recorded twice.)
+    assert kinds[0] == "spawn" and kinds[-1] == "discard" and "group" in kinds, kinds
+    assert len({id(e[1]) for e in events if e[0] in ("spawn", "discard")}) == 1
+    run, procs = events[-1][1], events[-1][2]
+    assert not run.contenders and all(proc.popen.poll() is not None for proc in procs)
 
 
 def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, monkeypatch):
@@ -1333,7 +1425,7 @@ def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_pa
     run.ceilings = {"l2_bytes": 1 << 20}  # no GPU here to read it from
     seen = []
 
-    def warm_up(s, params, *, retune=False):
+    def warm_up(s, params, *, retune=False, keep=False):
         seen.append((s, retune, _held(lock.lock_path(0)), threading.current_thread().name))
         return {"submission": 1e-3, "reference": 1e-3}, 4 * params["n"]
 
@@ -1408,7 +1500,7 @@ def test_what_the_warm_up_ahead_raises_is_the_speed_runs_failure_and_a_discarded
                        scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
         run.ceilings = {"l2_bytes": 1 << 20}
 
-        def warm_up(s, params, *, retune=False):
+        def warm_up(s, params, *, retune=False, keep=False):
             raise BenchFailed("RJ", "no kernel of the file ran at the warm-up")
 
         monkeypatch.setattr(run, "spawn", lambda: None)

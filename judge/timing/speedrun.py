@@ -23,7 +23,9 @@ a second clock held against the events (checks.compare_clocks).
 One judge at a time per GPU (judge.timing.lock); the GPU's ceilings come
 from judge.timing.ceilings. What does not need the GPU to itself runs beside
 other judges' correctness cases, each request taking the GPU shared as a case
-does: the warm-up, during the session's later test groups (prewarm), and the
+does: the warm-up, during the session's later test groups (prewarm; on a GPU
+with a warm-up call of every shape checked and replayed, so that the replay
+worker's compiles are done by the time the timed calls are replayed), and the
 output checks with their replays, after the profiler clock, which runs right
 after the rounds (JUDGE_CHECKS_OUTSIDE_LOCK=0 keeps the checks under the lock,
 before the profiler). The result is the report's ``speed`` section.
@@ -162,7 +164,14 @@ class SpeedRun:
         self._warm: set[int] = set()  # the shapes it warmed up
         self._prewarm_failed: BaseException | None = None
         self._prewarm_seconds: float | None = None
+        # The warm-up's checks ahead of the lock (_check_ahead): the submission's held warm-up request per shape
+        # (its reply and seed), the judge's seconds on its output checks, and the replays' count and seconds.
+        self._warm_held: dict[int, tuple] = {}
+        self._ahead_check_seconds = 0.0
+        self._ahead_timing: dict = {}
         self._stopping = threading.Event()
+        self._waits: dict = {}  # run()'s waits before the timed work (on a GPU)
+        self.close_seconds = 0.0  # what _close waited for: the workers' exits
 
     # ------------------------------------------------------------------ workers
 
@@ -204,12 +213,20 @@ class SpeedRun:
                 if self._spawn_failed is not None:
                     return  # run() raises it
                 self._start()
-                for s, params in enumerate(self.config.shapes):
-                    if self._stopping.is_set():
-                        return
-                    with shared():
-                        self._warm_up(s, params)
-                    self._warm.add(s)
+                ahead = checks_ahead(self.cuda)
+                with _Replays(self, what="warm-up call", shared=shared) as replays:
+                    for s, params in enumerate(self.config.shapes):
+                        if self._stopping.is_set():
+                            return
+                        with shared():
+                            self._warm_up(s, params, keep=ahead)
+                        self._warm.add(s)
+                        if ahead:
+                            self._check_ahead(s, params, replays, shared)
+                    replays.settle()
+                if ahead:
+                    self._ahead_timing = {k: v for k, v in (self.replayer.timing if self.replayer else {}).items()
+                                          if k in ("replays", "replay_seconds")}
             except BaseException as exc:  # noqa: BLE001 - run() raises it, unless the run is discarded
                 self._prewarm_failed = exc
             finally:
@@ -217,6 +234,27 @@ class SpeedRun:
 
         self._prewarm = threading.Thread(target=warm_all, name="judge-speed-prewarm", daemon=True)
         self._prewarm.start()
+
+    def _check_ahead(self, s: int, params: dict, replays: "_Replays", shared) -> None:
+        """Check a call of the warm-up ahead of the lock (its outputs, then its replay, queued), as a timed call's
+        is checked after the rounds (:meth:`_check`, :meth:`_replay`: the same rules), with the GPU taken
+        shared.
+
+        Its purpose is the replay worker's compiles: the replays after timing run the bench shapes' kernels,
+        which the replay worker, compiling from the file's source into a cache of its own, had not compiled
+        (the tests' shapes are other specializations). Cold, they made most of the checks after the rounds:
+        16.4 s of 98's speed run, 7.7 s of 97's, 3.9 s of 94's on the H200 (tests/gpu/RESULTS.md, 2026-12-04
+        call 2). Here they run beside the session's later test groups, and the warm-up call is checked
+        besides. A finding is the speed run's, raised by run()."""
+        held = self._warm_held.pop(s, None)
+        if held is None:
+            return
+        specs = self.problem.golden.bench_args(dict(params))
+        t0 = time.monotonic()
+        picked = replays.guarded(lambda: self._check(s, specs, held, what="warm-up call", shared=shared))
+        self._ahead_check_seconds += time.monotonic() - t0
+        for call, answer in picked:
+            replays.queue(s, specs, call, answer)
 
     def _spawn(self) -> None:
         from judge.sandbox import Job
@@ -316,6 +354,7 @@ class SpeedRun:
         with self._moving:
             clients = [c.client for c in self.contenders] + [client for _, client, _, _ in self._spawned or []]
             self._spawned = []
+        t0 = time.monotonic()
         request_exits(clients)
         for client in clients:
             try:
@@ -326,6 +365,7 @@ class SpeedRun:
             self.replay_timing = dict(self.replayer.timing)
             self.replayer.close()
             self.replayer = None
+        self.close_seconds += time.monotonic() - t0
 
     def _request(self, c: Contender, message: dict, parse=replies.parse_bench_reply):
         """Send one request; (the parsed reply, judge's wall seconds). Deaths and errors become BenchFailed."""
@@ -356,20 +396,22 @@ class SpeedRun:
 
     # ------------------------------------------------------------------ one shape
 
-    def _warm_up(self, s: int, params: dict, *, retune: bool = False) -> tuple[dict, int]:
+    def _warm_up(self, s: int, params: dict, *, retune: bool = False, keep: bool = False) -> tuple[dict, int]:
         """Every worker's warm-up on shape s: one untimed call under the full watch (it compiles, autotunes, and
         its evidence goes through the rulebook) and two timed samples. (Each contender's pace, the submission's
         output bytes.) ``retune``: each worker first forgets the configs its autotuners chose (they were timed
         beside other work, by the warm-up ahead of the lock: judge.untrusted.guard.forget_tuning), so that the
-        call tunes them again on the GPU held alone; the compiled kernels stay."""
+        call tunes them again on the GPU held alone; the compiled kernels stay. ``keep``: the submission's
+        worker holds its samples' outputs and records, to be checked (_check_ahead)."""
         specs = self.problem.golden.bench_args(dict(params))
         flush = 2 * int(self._l2())
         estimates, out_bytes = {}, 0
         for c in list(self.contenders):
             if self._stopping.is_set():
                 break
+            held = keep and c.name == "submission"
             msg = {"type": "bench", "id": f"{s}-warmup", "shape": s, "args": specs, "samples": 2, "per_sample": 1,
-                   "seed": secrets.randbits(62), "sets": 1, "flush_bytes": flush, "keep": False, "watch": True,
+                   "seed": secrets.randbits(62), "sets": 1, "flush_bytes": flush, "keep": held, "watch": True,
                    "retune": retune, "prepare": c.name == "pytorch",
                    "trace": self.replayer is not None and c.name != "pytorch"}
             try:
@@ -380,6 +422,8 @@ class SpeedRun:
             if c.name == "submission":
                 self._rule_checks(reply, params, warmup=True)
                 out_bytes = reply.out_bytes
+                if held:
+                    self._warm_held[s] = (reply, msg["seed"])
             net = _net_times(reply)
             if net:
                 estimates[c.name] = stats.median(net)
@@ -559,13 +603,19 @@ class SpeedRun:
             self.progress.stage("speed run: waiting for the GPU (another judge is timing on it)")
             self.log(message)
 
+        t0 = time.monotonic()
         try:
             self._join_prewarm()
         except BaseException:
             self._close()  # the warm-up ahead failed: its workers end here, as a failed warm-up's did in the lock
             raise
         outside = checks_outside_lock()
+        t1 = time.monotonic()
         with lock.gpu_lock(self.gpu, on_wait=waiting):
+            # What the run waited for before its timed work: the warm-up ahead (its compiles, its checks), then
+            # the GPU to itself (other judges' speed runs, and the cases in flight).
+            self._waits = {"prewarm_wait_seconds": round(t1 - t0, 3),
+                           "lock_wait_seconds": round(time.monotonic() - t1, 3)}
             try:
                 state = self._timed(profile_now=outside)
                 if not outside:
@@ -642,11 +692,15 @@ class SpeedRun:
             _, gm = stats.speedups(rounds, self.score.clamp)
             stopped = self.config.stop.decide(len(rounds), gm.half_width, time.monotonic() - warm, last_round)
         timed = time.monotonic()
-        phases = {"start_seconds": round(started - t_start, 3), "warmup_seconds": round(warm - started, 3),
-                  "rounds_seconds": round(timed - warm, 3)}
+        phases = {**self._waits, "start_seconds": round(started - t_start, 3),
+                  "warmup_seconds": round(warm - started, 3), "rounds_seconds": round(timed - warm, 3)}
         if self._prewarm_seconds is not None:  # the warm-up beside the tests (warmup_seconds: the second one)
             phases["prewarm_seconds"] = self._prewarm_seconds
             phases["prewarmed_shapes"] = len(self._warm)
+        if self._ahead_timing:  # of it, the warm-up calls' checks and replays (the replays' figures: theirs)
+            phases["ahead_check_seconds"] = round(self._ahead_check_seconds, 3)
+            phases["ahead_replays"] = self._ahead_timing["replays"]
+            phases["ahead_replay_seconds"] = round(self._ahead_timing["replay_seconds"], 3)
         if profile_now:  # the profiler's requests never replace the timed calls' outputs the checks read
             self._profiles(plans)
             phases["profile_seconds"] = round(time.monotonic() - timed, 3)
@@ -671,7 +725,7 @@ class SpeedRun:
     # ------------------------------------------------------------------ after timing
 
     def _checks(self, plans) -> list[dict]:
-        """Every shape's check (:meth:`_check`), and the replay of each checked call (:meth:`_replay`).
+        """Every shape's check of a timed call (:meth:`_check`), and the replay of each checked call (:meth:`_replay`).
 
         A replay runs in the replay worker while the judge goes on checking the next shape's outputs (they
         share nothing: the replay has fresh inputs of its own), so its compiles and run overlap the output
@@ -679,77 +733,62 @@ class SpeedRun:
         the calls were checked, as if each replay had been waited for in turn: a replay's finding comes
         before a later shape's wrong output.
         """
-        from concurrent.futures import ThreadPoolExecutor
-
+        sub = next(c for c in self.contenders if c.name == "submission")
         n = len(plans)
-        pending = []  # (shape, plan, call, future of the replay's finding)
-        replays = ThreadPoolExecutor(1, thread_name_prefix="judge-bench-replay") if self.replayer else None
-        try:
-            checked = []
+        checked = []
+        with _Replays(self) as replays:
             for s, plan in enumerate(plans):
                 self._phase(f"checking outputs: shape {s + 1} of {n}")
-                try:
-                    picked = self._check(s, plan)
-                except Exception:  # noqa: BLE001 - an earlier call's replay finding comes first, as in turn
-                    self._settle(pending)
-                    raise
+                picked = replays.guarded(lambda: self._check(s, plan["specs"], sub.last[s]))
                 checked.append({"calls": [call for call, _ in picked]})
                 for call, answer in picked:
-                    if replays is not None:
-                        pending.append((s, plan, call, replays.submit(
-                            self.replayer.check_bench, self.config.shapes[s], plan["specs"], answer, self.device)))
-            self._settle(pending)
-            return checked
-        finally:
-            if replays is not None:
-                replays.shutdown(wait=True, cancel_futures=True)
+                    replays.queue(s, plan["specs"], call, answer)
+            replays.settle()
+        return checked
 
-    def _settle(self, pending: list) -> None:
-        """The replays' findings, in the order their calls were checked (the first one found is raised)."""
-        n = len(self.config.shapes)
-        while pending:
-            s, plan, call, future = pending.pop(0)
-            self._phase(f"replaying a timed call: shape {s + 1} of {n}")
-            self._replay(s, plan, call, future.result())
-
-    def _check(self, s: int, plan: dict) -> list[tuple[int, replies.BenchOutputs]]:
-        """Outputs of randomly chosen timed calls of the submission's last request, against the golden model:
-        the same rule as a judged case's outputs (judge.rules.outputs). The calls checked, with their outputs
-        (and records, for the replay)."""
+    def _check(self, s: int, specs: list, held: tuple, *, what: str = "timed call", shared=contextlib.nullcontext
+               ) -> list[tuple[int, replies.BenchOutputs]]:
+        """Outputs of randomly chosen calls of the submission's last request at shape s (``held``: its reply and
+        seed), against the golden model: the same rule as a judged case's outputs (judge.rules.outputs). The
+        calls checked, with their outputs (and records, for the replay). ``what`` names the calls in a
+        finding; ``shared`` is held around each request and golden answer (the GPU taken shared, ahead of the
+        lock)."""
         from judge import expected
         from judge.rules import outputs as output_rules
 
         sub = next(c for c in self.contenders if c.name == "submission")
-        reply, seed = sub.last[s]
+        reply, seed = held
         checkable = list(reply.checkable)
         if not checkable:
-            raise BenchFailed("RJ", "the worker held no outputs of its timed calls to check")
+            raise BenchFailed("RJ", f"the worker held no outputs of its {what}s to check")
         params = self.config.shapes[s]
         label = _shape_label(params)
         dev = "cuda" if self.device == "cuda" else "cpu"
         picked = []
         for _ in range(min(self.config.checks_per_shape, len(checkable))):
             call = checkable.pop(secrets.randbelow(len(checkable)))
-            answer, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s, "call": call},
-                                      parse=replies.parse_bench_outputs)
-            if not answer.present:
-                raise BenchFailed("RJ", f"the outputs of timed call {call} were not there to check")
-            with self._compute:
-                args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(seed, call), dev)
-                answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
-                wrong = output_rules.check(self.problem, answer.returned, answer.outputs, answers, dev)
-                del args, answers
+            with shared():
+                answer, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s,
+                                                "call": call}, parse=replies.parse_bench_outputs)
+                if not answer.present:
+                    raise BenchFailed("RJ", f"the outputs of {what} {call} were not there to check")
+                with self._compute:
+                    args = bench_inputs.make(specs, bench_inputs.call_seed(seed, call), dev)
+                    answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
+                    wrong = output_rules.check(self.problem, answer.returned, answer.outputs, answers, dev)
+                    del args, answers
             if wrong is not None:
-                raise BenchFailed("WA", f"timed call {call} at bench shape {label}: {wrong.message}",
+                raise BenchFailed("WA", f"{what} {call} at bench shape {label}: {wrong.message}",
                                   {"shape": params, "call": call})
             picked.append((call, answer))
         return picked
 
-    def _replay(self, s: int, plan: dict, call: int, found) -> None:
-        """What the replay of a checked timed call found (judge.replay.Replayer.check_bench: its launches,
-        replayed alone on fresh inputs, must compute the answer): a call honest when judged and otherwise
-        when timed is RJ. Wrong there, the same fresh inputs are given to the submission's worker: wrong in
-        its process too is WA, right there RJ stands."""
+    def _replay(self, s: int, specs: list, call: int, found, *, what: str = "timed call",
+                shared=contextlib.nullcontext) -> None:
+        """What the replay of a checked call found (judge.replay.Replayer.check_bench: its launches, replayed
+        alone on fresh inputs, must compute the answer): a call honest when judged and otherwise when timed
+        is RJ. Wrong there, the same fresh inputs are given to the submission's worker: wrong in its process
+        too is WA, right there RJ stands."""
         from judge.replay import Skipped
 
         params = self.config.shapes[s]
@@ -757,34 +796,35 @@ class SpeedRun:
         if isinstance(found, Skipped) and found.counts and not found.limits:
             # As a test group none of whose cases could be replayed: otherwise a submission could opt its
             # timed calls out of the check, say by flooding their record only at the (public) bench shapes.
-            raise BenchFailed("RJ", f"timed call {call} at bench shape {label} could not be replayed alone on "
+            raise BenchFailed("RJ", f"{what} {call} at bench shape {label} could not be replayed alone on "
                                     f"fresh inputs ({found.note}); it must be", {"shape": params, "replay": "none"})
         if isinstance(found, Skipped):
-            self._note(f"the timed call at {label} was not replayed: {found.note}")
+            self._note(f"the {what} at {label} was not replayed: {found.note}")
             return
         if found is None:
             return
         if found.case is not None:
             base = found.case["bench_seed"]
             sub = next(c for c in self.contenders if c.name == "submission")
-            msg = {"type": "bench", "id": f"{s}-fresh", "shape": s, "args": plan["specs"], "samples": 1,
+            msg = {"type": "bench", "id": f"{s}-fresh", "shape": s, "args": specs, "samples": 1,
                    "per_sample": 1, "seed": base, "sets": 1, "flush_bytes": 0, "keep": True, "graph": False}
-            self._request(sub, msg)
-            again, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-fresh", "shape": s, "call": 0},
-                                     parse=replies.parse_bench_outputs)
             from judge import expected
             from judge.rules import outputs as output_rules
 
             dev = "cuda" if self.device == "cuda" else "cpu"
-            with self._compute:
-                args = bench_inputs.make(plan["specs"], bench_inputs.call_seed(base, 0), dev)
-                answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
-                wrong = output_rules.check(self.problem, again.returned, again.outputs, answers, dev) \
-                    if again.present else None
+            with shared():
+                self._request(sub, msg)
+                again, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-fresh", "shape": s, "call": 0},
+                                         parse=replies.parse_bench_outputs)
+                with self._compute:
+                    args = bench_inputs.make(specs, bench_inputs.call_seed(base, 0), dev)
+                    answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
+                    wrong = output_rules.check(self.problem, again.returned, again.outputs, answers, dev) \
+                        if again.present else None
             if wrong is not None:
                 raise BenchFailed("WA", f"a call at bench shape {label} on new inputs: {wrong.message}",
                                   {"shape": params, "found_by": "the replay check's fresh inputs"})
-        raise BenchFailed(found.verdict.value, f"timed call {call} at bench shape {label}: {found.message}",
+        raise BenchFailed(found.verdict.value, f"{what} {call} at bench shape {label}: {found.message}",
                           {"shape": params, "call": call, **found.details})
 
     def _profiles(self, plans) -> None:
@@ -953,6 +993,62 @@ class SpeedRun:
             "reference": str(self.problem.reference_path.name),
             "reference_kernels": _own_kernels(ref),
         }
+
+
+class _Replays:
+    """The replays of checked calls (judge.replay.Replayer.check_bench), one at a time in a thread of their own
+    beside the judge's next checks, their findings taken in the order the calls were checked (settle), as if
+    each had been waited for in turn. ``what`` names the calls in a finding; ``shared`` is held around each
+    replay (the GPU taken shared, ahead of the lock). Without a replay worker, nothing is queued."""
+
+    def __init__(self, run: SpeedRun, *, what: str = "timed call", shared=contextlib.nullcontext):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.run, self.what, self.shared = run, what, shared
+        self.pending: list = []  # (shape, specs, call, future of the replay's finding)
+        self.pool = ThreadPoolExecutor(1, thread_name_prefix="judge-bench-replay") if run.replayer else None
+
+    def __enter__(self) -> "_Replays":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=True, cancel_futures=True)
+
+    def queue(self, s: int, specs: list, call: int, answer) -> None:
+        if self.pool is None:
+            return
+        run, shared = self.run, self.shared
+        replayer, params = run.replayer, run.config.shapes[s]
+
+        def replay():
+            with shared():
+                return replayer.check_bench(params, specs, answer, run.device)
+
+        self.pending.append((s, specs, call, self.pool.submit(replay)))
+
+    def guarded(self, check):
+        """``check()``; should it fail, an earlier call's replay finding is raised first."""
+        try:
+            return check()
+        except Exception:  # noqa: BLE001 - an earlier call's replay finding comes first, as in turn
+            self.settle()
+            raise
+
+    def settle(self) -> None:
+        n = len(self.run.config.shapes)
+        while self.pending:
+            s, specs, call, future = self.pending.pop(0)
+            self.run._phase(f"replaying a {self.what}: shape {s + 1} of {n}")
+            self.run._replay(s, specs, call, future.result(), what=self.what, shared=self.shared)
+
+
+def checks_ahead(cuda: bool) -> bool:
+    """Whether the speed run checks a warm-up call of every shape ahead of the lock (SpeedRun._check_ahead): on a
+    GPU, where it gets the replay worker's compiles done beside the tests; JUDGE_CHECK_AHEAD=0 or 1 decides
+    (1 in interpreter mode too, where it compiles nothing: for tests)."""
+    flag = os.environ.get("JUDGE_CHECK_AHEAD", "")
+    return flag == "1" if flag in ("0", "1") else cuda
 
 
 def checks_outside_lock() -> bool:

@@ -18,7 +18,8 @@
 #                      language costs a check here
 #   noscan.txt         tests/gpu/probes/judge_without_scan.py over NOSCAN (default: the probe that swaps Triton's
 #                      language as its kernel compiles, and every exploit5_* file of the corpus), static scan off
-#   corpus.txt         judge selftest of KINDS (default "rejected accepted") of every problem, 5 jobs, pooled
+#   corpus.txt         judge selftest of KINDS (default "rejected accepted") of CORPUS_IDS (default: every problem),
+#                      5 jobs, pooled
 # PARTS picks and orders them (default "throughput latency").
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -41,9 +42,9 @@ for p in ${PARTS:-throughput latency}; do
     constants) part constants 60 python3 tests/bench/constants_check.py ;;
     noscan) part noscan "${NOSCAN_LIMIT:-240}" python3 tests/gpu/probes/judge_without_scan.py \
               ${NOSCAN:-tests/gpu/probes/093_language_swapped_at_compile.py problems/09[34]-*/submissions/rejected/exploit5_*.py} ;;
-    corpus) part corpus "${CORPUS_LIMIT:-400}" bash -c 'for kind in $1; do python3 -m judge selftest 93 94 95 96 97 98 99 \
+    corpus) part corpus "${CORPUS_LIMIT:-400}" bash -c 'for kind in $1; do python3 -m judge selftest $2 \
               --only "/$kind/" --device cuda --jobs 5 --pool auto --seed 1 --sandbox process; echo "selftest $kind: exit $?"; done' \
-              _ "${KINDS:-rejected accepted}" ;;
+              _ "${KINDS:-rejected accepted}" "${CORPUS_IDS:-93 94 95 96 97 98 99}" ;;
   esac
 done
 echo "done at $(( $(date +%s) - start )) s"

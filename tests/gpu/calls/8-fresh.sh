@@ -8,7 +8,9 @@
 #               whose kernels compile as an edited file's do), speed on, bwrap; then the same reference file
 #               judged again (IDS_SAME, default "94 94 98": 94's kernels are in its cache from the warm-up).
 #   throughput  grade_throughput.py --fresh --warm: a softmax roster of N (24), bwrap, pool auto, JOBS
-#               submissions at once per GPU in turn (default "8,12"), under LIMIT seconds (530).
+#               submissions at once per GPU in turn (default "8,12"), under LIMIT seconds (530). WARM= (empty)
+#               leaves out --warm (the roster's warm-up: the reference's trusted kernels and the GPU's ceilings,
+#               already warm on a machine that judged 94 in an earlier call).
 # Reports under results/reports; all packed into $OUT/results.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -27,7 +29,7 @@ for p in ${PARTS:-latency throughput}; do
       tail -9 "$out/latency_fresh.txt" | cut -c1-250; tail -5 "$out/latency_same.txt" ;;
     throughput)
       timeout "${LIMIT:-530}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local \
-        --pool auto --sandbox bwrap -n "${N:-24}" --warm --fresh --jobs "${JOBS:-8,12}" > "$out/throughput_fresh.txt" 2>&1
+        --pool auto --sandbox bwrap -n "${N:-24}" ${WARM---warm} --fresh --jobs "${JOBS:-8,12}" > "$out/throughput_fresh.txt" 2>&1
       echo "rc $?"; tail -15 "$out/throughput_fresh.txt" | cut -c1-400 ;;
   esac
 done

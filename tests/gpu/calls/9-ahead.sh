@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Device call 1 of 2026-12-04 (fourth session; logs in tests/gpu/logs/2026-12-04d/call1): issue 13's `submit`
+# latency with the speed run's warm-up checked ahead (JUDGE_CHECK_AHEAD: a warm-up call of each bench shape
+# checked and replayed beside the tests, so that the replay worker has compiled the bench shapes' kernels before
+# the checks after the rounds) and a lone submit's speed workers started with its session (JUDGE_SPEED_EARLY).
+# Each part under its own limit, the whole under DEADLINE (540 s); PARTS picks and orders them:
+#   latency   judge_latency.py IDS (default "94 98 97 95 93 96") --warm --fresh, speed on, bwrap, the defaults:
+#             issue 13's Done-when figures, from files no kernel cache has seen
+#   ahead     judge_latency.py 94 --fresh --ab JUDGE_CHECK_AHEAD --rounds 2 (each round =0 and =1, order swapped)
+#   early     judge_latency.py 94 --fresh --ab JUDGE_SPEED_EARLY --rounds 2
+#   ahead97   judge_latency.py 97 --fresh --ab JUDGE_CHECK_AHEAD --rounds 1
+# Reports under results/reports (BENCH_REPORTS); all packed into $OUT/results.tar.gz.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+out="${OUT:-gpu-out}/results"; mkdir -p "$out"
+export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports" PART_TAIL=14
+source tests/gpu/calls/lib.sh
+{ date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
+  bwrap --version; git log -1 --format=%h 2>/dev/null; } > "$out/env.txt" 2>&1
+lat() { python3 tests/bench/judge_latency.py "$@" --device cuda --sandbox bwrap; }
+for p in ${PARTS:-latency ahead early ahead97}; do
+  case $p in
+    latency) part latency 320 lat ${IDS:-94 98 97 95 93 96} --warm --fresh ;;
+    ahead) part ahead 130 lat 94 --fresh --ab JUDGE_CHECK_AHEAD --rounds 2 ;;
+    early) part early 130 lat 94 --fresh --ab JUDGE_SPEED_EARLY --rounds 2 ;;
+    ahead97) part ahead97 140 lat 97 --fresh --ab JUDGE_CHECK_AHEAD --rounds 1 ;;
+  esac
+done
+echo "done at $(( $(date +%s) - start )) s"
+tar -czf "${OUT:-gpu-out}/results.tar.gz" -C "${OUT:-gpu-out}" results && rm -rf "$out"
