@@ -285,8 +285,8 @@ class Replayer:
         self.problem = problem
         # Held around the judge's own work for a replay (fresh inputs, golden answers), never around the wait
         # for the replay worker: the speed run shares it with its output checks, which run beside its replays
-        # in another thread, so that the judge's GPU work stays one computation at a time (torch's TF32
-        # switch, which bench inputs of attention turn on, is the process's).
+        # in another thread, so that the speed run's own GPU work (inputs, golden answers) stays one
+        # computation at a time.
         self._compute = compute_lock if compute_lock is not None else contextlib.nullcontext()
         self.backend = backend
         self.threads = threads
@@ -303,6 +303,8 @@ class Replayer:
         self.job = replace(job, module="judge.untrusted.replay", scratch=self.scratch, cache=cache)
         self.channel: WorkerChannel | None = None
         self.ready = False
+        self.closed = False  # for good (close): no worker is started again, say by a replay that was waiting
+        self._life = threading.Lock()  # a start against close
         self.replay_id = 0
         # Where the replays' time goes, the judge's side of it: making the fresh inputs (bench replays), the
         # golden answers, waiting for the replay worker beyond them (its compiles, its run, the outputs'
@@ -319,10 +321,13 @@ class Replayer:
             self.stop()
 
     def _spawn(self) -> None:
-        if self.channel is None:
-            self.channel = WorkerChannel(self.backend, self.job)
-            self.channel.begin(submission_entry="", arity=0, threads=self.threads)
-            self.ready = False
+        with self._life:
+            if self.closed:
+                raise WorkerStartFailed("the replay worker was closed: its judging run is over")
+            if self.channel is None:
+                self.channel = WorkerChannel(self.backend, self.job)
+                self.channel.begin(submission_entry="", arity=0, threads=self.threads)
+                self.ready = False
 
     def _ensure(self) -> None:
         self._spawn()
@@ -362,6 +367,8 @@ class Replayer:
     def close(self) -> None:
         import shutil
 
+        with self._life:
+            self.closed = True
         self.stop()
         shutil.rmtree(self.scratch, ignore_errors=True)
 

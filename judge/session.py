@@ -634,7 +634,7 @@ class Session:
         if self.options.device == "cuda" and not self.options.interpret:
             from judge.timing import lock
 
-            shared = lambda: lock.gpu_shared(self.options.gpu or 0)  # noqa: E731
+            shared = lambda cancel=None: lock.gpu_shared(self.options.gpu or 0, cancel=cancel)  # noqa: E731
         self._speed_run.prewarm(shared=shared)
 
     # ------------------------------------------------------------------ report

@@ -145,3 +145,21 @@ def test_giving_the_priority_back_outlasts_the_kernels_rate_limit():
                           timeout=60, start_new_session=True, preexec_fn=drop)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["0"]
+
+
+def test_a_closed_replayer_starts_no_worker_again(monkeypatch):
+    # A replay that was waiting when its judging run ended (a speed run's check ahead, its run discarded) must
+    # not start a replay worker for a run that is over: nobody would close it.
+    from judge.channel import WorkerStartFailed
+    from judge.replay import Replayer
+    from judge.sandbox.process import ProcessBackend
+
+    monkeypatch.delenv("JUDGE_POOL_SOCKET", raising=False)
+    replayer = Replayer(find_problem("93"), _job(), ProcessBackend(), threads=1, golden_device="cpu")
+    replayer.prestart()
+    proc = replayer.channel.proc
+    replayer.close()
+    assert proc.popen.poll() is not None and replayer.channel is None
+    with pytest.raises(WorkerStartFailed, match="closed"):
+        replayer._ensure()  # (a replay turns it into IE, judge.replay.Replayer._replay)
+    assert replayer.channel is None

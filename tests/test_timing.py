@@ -651,6 +651,85 @@ def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rule(tmp_path
     assert speed["measured"] and speed["shapes"][0]["checked_calls"]
 
 
+# Computed outside its kernels in the warm-up's two timed samples alone (its second and third calls at a shape).
+WARM_UP_BYTES_CHEAT = TIMED_BYTES_CHEAT.replace("if CALLS[0] == 1:", "if CALLS[0] not in (2, 3):")
+assert WARM_UP_BYTES_CHEAT != TIMED_BYTES_CHEAT
+
+
+def test_a_warm_up_calls_replay_ahead_finds_what_a_timed_calls_replay_would(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    path = tmp_path / "warm_bytes.py"
+    path.write_text(WARM_UP_BYTES_CHEAT)
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    with pytest.raises(BenchFailed) as exc:
+        _bench_ahead("93", path, tmp_path, torch_baseline=False)
+    assert exc.value.verdict == "RJ" and exc.value.message.startswith("warm-up call "), exc.value.message
+    assert "the replay check" in exc.value.message and "data from outside your kernels" in exc.value.message
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")
+    assert _bench_ahead("93", path, tmp_path / "off", torch_baseline=False)["measured"]
+
+
+def test_a_discarded_runs_replay_waiting_for_the_gpu_starts_no_worker(tmp_path, monkeypatch):
+    # The warm-up's replay ahead waits for the GPU (another judge times on it) when a later group fails: the
+    # run is discarded, the wait ends, and no replay worker is started again for a run that is over.
+    import contextlib
+
+    import judge.replay
+    from judge.sandbox import Limits
+    from judge.sandbox.process import ProcessBackend
+    from judge.timing import lock
+
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    waiting = threading.Event()
+    spawned = []
+    spawn = judge.replay.Replayer._spawn
+
+    def spied_spawn(self):
+        spawned.append(threading.current_thread().name)
+        spawn(self)
+
+    monkeypatch.setattr(judge.replay.Replayer, "_spawn", spied_spawn)
+
+    @contextlib.contextmanager
+    def shared(cancel=None):
+        # The replay's thread waits behind another judge's speed run: the real lock, its files held here.
+        if threading.current_thread().name.startswith("judge-bench-replay"):
+            waiting.set()
+            with lock.gpu_shared(0, cancel=cancel, poll=0.01):
+                yield
+            return
+        yield
+
+    p = find_problem("93")
+    cfg = BenchConfig(shapes=[dict(x) for x in p.spec["bench"]["interpret_shapes"][:1]], torch_baseline=False)
+    limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
+                    startup_seconds=120)
+    run = SpeedRun(p, p.reference_path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(),
+                   limits=limits, scratch=tmp_path / "run", config=cfg)
+    with lock.gpu_lock(0):
+        lock._held[0] -= 1  # held as another judge's process holds it (this process's cases would not wait)
+        try:
+            run.prewarm(shared=shared)
+            assert waiting.wait(120), "the warm-up's replay never asked for the GPU"
+            time.sleep(0.2)
+            replayer = run.replayer
+            before = len(spawned)
+            t0 = time.monotonic()
+            run.discard()
+            stopped = time.monotonic() - t0
+        finally:
+            lock._held[0] += 1
+    run._prewarm.join(30)
+    assert not run._prewarm.is_alive() and stopped < 5, stopped
+    assert replayer.closed and replayer.channel is None and len(spawned) == before, spawned
+    threads = [t for t in threading.enumerate() if t.name.startswith("judge-bench-replay")]
+    for t in threads:
+        t.join(10)
+    assert not [t for t in threads if t.is_alive()]
+
+
 def test_submit_in_interpreter_mode_says_speed_is_not_scored(tmp_path):
     from judge.options import Options
     from judge.session import Session
@@ -1277,8 +1356,10 @@ def _spied_session(monkeypatch, path, events, **extra):
         spawn(self)
 
     def spied_discard(self):
-        # Spawned, and greeted by the warm-up thread (prewarm) or not yet.
+        # Spawned, and greeted by the warm-up thread (prewarm) or not yet; and the replay worker.
         procs = [client.proc for _, client, _, _ in self._spawned or []] + [c.client.proc for c in self.contenders]
+        if self.replayer is not None and self.replayer.channel is not None:
+            procs.append(self.replayer.channel.proc)
         events.append(("discard", self, procs))
         discard(self)
 
@@ -1333,7 +1414,7 @@ def test_a_lone_submits_speed_workers_start_with_the_session_and_stop_when_it_fa
     assert kinds[0] == "spawn" and kinds[-1] == "discard" and "group" in kinds, kinds
     assert len({id(e[1]) for e in events if e[0] in ("spawn", "discard")}) == 1
     run, procs = events[-1][1], events[-1][2]
-    assert not run.contenders and all(proc.popen.poll() is not None for proc in procs)
+    assert len(procs) == 3 and not run.contenders and all(proc.popen.poll() is not None for proc in procs)
 
 
 def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, monkeypatch):
@@ -1351,7 +1432,7 @@ def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, mo
     assert kinds.count("spawn") == 1 and kinds[-1] == "discard" and kinds.index("spawn") == 1, kinds
     run, procs = events[-1][1], events[-1][2]
     assert run._spawned == [] and run.replayer is None and not run.contenders
-    assert len(procs) == 2 and all(proc.popen.poll() is not None for proc in procs)  # submission, reference
+    assert len(procs) == 3 and all(proc.popen.poll() is not None for proc in procs)  # submission, reference, replay
 
 
 @pytest.mark.parametrize("outside", ["0", "1"])
@@ -1432,7 +1513,7 @@ def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_pa
     monkeypatch.setattr(run, "spawn", lambda: None)
     monkeypatch.setattr(run, "_start", lambda: None)
     monkeypatch.setattr(run, "_warm_up", warm_up)
-    run.prewarm(shared=lambda: lock.gpu_shared(0))
+    run.prewarm(shared=lambda cancel=None: lock.gpu_shared(0, cancel=cancel))
     run._join_prewarm()
     assert seen == [(0, False, "shared", "judge-speed-prewarm"), (1, False, "shared", "judge-speed-prewarm")]
     assert run._prewarm_seconds is not None and sorted(run._warm) == [0, 1]

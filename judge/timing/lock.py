@@ -41,8 +41,13 @@ def intent_path(gpu: int) -> Path:
     return lock_path(gpu).with_suffix(".intent")
 
 
-def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting) -> None:
-    """flock ``fd`` (``how``), polling; ``waiting()`` once if it must wait; TimeoutError past ``timeout``."""
+class Cancelled(Exception):
+    """A wait for the GPU given up: its ``cancel`` event was set (the work that waited is not wanted any more)."""
+
+
+def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting, cancel=None) -> None:
+    """flock ``fd`` (``how``), polling; ``waiting()`` once if it must wait; TimeoutError past ``timeout``;
+    Cancelled once ``cancel`` (a threading.Event) is set."""
     start = time.monotonic()
     told = False
     while True:
@@ -55,6 +60,8 @@ def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting) -> 
                 told = True
             if timeout is not None and time.monotonic() - start > timeout:
                 raise TimeoutError from None
+            if cancel is not None and cancel.is_set():
+                raise Cancelled from None
             time.sleep(poll)
 
 
@@ -115,9 +122,10 @@ def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: floa
 
 
 @contextlib.contextmanager
-def gpu_shared(gpu: int, *, on_wait=None, poll: float = 0.05):
+def gpu_shared(gpu: int, *, on_wait=None, poll: float = 0.05, cancel=None):
     """Correctness work on GPU ``gpu`` for the block: beside any other, never while a speed run holds it or
-    waits for it. ``on_wait(message)`` once if it must wait. No wait in a process that holds it exclusively."""
+    waits for it. ``on_wait(message)`` once if it must wait. No wait in a process that holds it exclusively.
+    ``cancel``: a threading.Event whose setting ends the wait with Cancelled (a discarded speed run's warm-up)."""
     with _held_lock:
         mine = _held.get(int(gpu), 0) > 0
     if mine:
@@ -133,8 +141,8 @@ def gpu_shared(gpu: int, *, on_wait=None, poll: float = 0.05):
     try:
         intent = _open(intent_path(gpu), write=False)
         try:
-            _take(intent, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=say)
-            _take(fd, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=None)
+            _take(intent, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=say, cancel=cancel)
+            _take(fd, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=None, cancel=cancel)
         finally:
             os.close(intent)  # held only to get in: a speed run that now asks for the intent gets it
         yield

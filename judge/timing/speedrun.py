@@ -169,6 +169,7 @@ class SpeedRun:
         self._warm_held: dict[int, tuple] = {}
         self._ahead_check_seconds = 0.0
         self._ahead_timing: dict = {}
+        self._ahead_replays: _Replays | None = None
         self._stopping = threading.Event()
         self._waits: dict = {}  # run()'s waits before the timed work (on a GPU)
         self.close_seconds = 0.0  # what _close waited for: the workers' exits
@@ -196,7 +197,8 @@ class SpeedRun:
         correctness case does, not timed work. Done here it overlaps the tests (on a GPU after a warm kernel
         cache, 1.6 s of softmax's speed run alone, 4-5 s of it beside other judges' cases; tests/gpu/RESULTS.md,
         2026-12-03) and no longer holds the GPU to itself: each warm-up request takes the GPU shared, as a
-        case does (``shared``: a context manager factory, judge.timing.lock.gpu_shared's). run() waits for it
+        case does (``shared``: a context manager factory taking ``cancel``, an event that ends its wait, as
+        judge.timing.lock.gpu_shared does: discard() sets it). run() waits for it
         before it takes the lock, then warms each shape up again (:meth:`_plan`), now without compiles: the
         watched call's evidence through the rulebook, the autotuners' choices made afresh and the paces measured
         on the GPU held alone, so the plan is made from the same figures as before. What it raises is raised by
@@ -205,7 +207,8 @@ class SpeedRun:
         if self._prewarm is not None or os.environ.get("JUDGE_SPEED_PREWARM", "1") == "0":
             return
         self.spawn()
-        shared = shared or contextlib.nullcontext
+        given = shared
+        shared = (lambda: given(cancel=self._stopping)) if given is not None else contextlib.nullcontext
 
         def warm_all() -> None:
             t0 = time.monotonic()
@@ -215,11 +218,17 @@ class SpeedRun:
                 self._start()
                 ahead = checks_ahead(self.cuda)
                 with _Replays(self, what="warm-up call", shared=shared) as replays:
+                    self._ahead_replays = replays  # (discard() cancels what it has not begun)
                     for s, params in enumerate(self.config.shapes):
                         if self._stopping.is_set():
                             return
-                        with shared():
-                            self._warm_up(s, params, keep=ahead)
+
+                        def warm(s=s, params=params) -> None:
+                            with shared():
+                                self._warm_up(s, params, keep=ahead)
+
+                        # (A warm-up's failure comes after an earlier shape's replay finding, as in turn.)
+                        replays.guarded(warm)
                         self._warm.add(s)
                         if ahead:
                             self._check_ahead(s, params, replays, shared)
@@ -227,6 +236,7 @@ class SpeedRun:
                 if ahead:
                     self._ahead_timing = {k: v for k, v in (self.replayer.timing if self.replayer else {}).items()
                                           if k in ("replays", "replay_seconds")}
+                    self._ahead_timing["checked"] = True
             except BaseException as exc:  # noqa: BLE001 - run() raises it, unless the run is discarded
                 self._prewarm_failed = exc
             finally:
@@ -339,7 +349,9 @@ class SpeedRun:
 
     def discard(self) -> None:
         """Stop whatever this run started (a session whose tests failed calls this: no speed run)."""
-        self._stopping.set()  # the warm-up thread sends no further request ...
+        self._stopping.set()  # the warm-up thread sends no further request, nor waits for the GPU ...
+        if self._ahead_replays is not None:
+            self._ahead_replays.cancel()  # ... its replays not begun are dropped ...
         self._close()  # ... and the one in flight ends with its worker
         if self._prewarm is not None:
             # Its request in flight ended with its worker; it may still wait for the GPU's lock behind another
@@ -699,8 +711,9 @@ class SpeedRun:
             phases["prewarmed_shapes"] = len(self._warm)
         if self._ahead_timing:  # of it, the warm-up calls' checks and replays (the replays' figures: theirs)
             phases["ahead_check_seconds"] = round(self._ahead_check_seconds, 3)
-            phases["ahead_replays"] = self._ahead_timing["replays"]
-            phases["ahead_replay_seconds"] = round(self._ahead_timing["replay_seconds"], 3)
+            if "replays" in self._ahead_timing:
+                phases["ahead_replays"] = self._ahead_timing["replays"]
+                phases["ahead_replay_seconds"] = round(self._ahead_timing["replay_seconds"], 3)
         if profile_now:  # the profiler's requests never replace the timed calls' outputs the checks read
             self._profiles(plans)
             phases["profile_seconds"] = round(time.monotonic() - timed, 3)
@@ -1023,9 +1036,16 @@ class _Replays:
 
         def replay():
             with shared():
+                if run._stopping.is_set():
+                    return None  # discarded while it waited: its worker is closed, nothing to replay for
                 return replayer.check_bench(params, specs, answer, run.device)
 
         self.pending.append((s, specs, call, self.pool.submit(replay)))
+
+    def cancel(self) -> None:
+        """Drop the replays not begun (a discarded run); the one running ends with the replay worker."""
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
     def guarded(self, check):
         """``check()``; should it fail, an earlier call's replay finding is raised first."""
