@@ -358,7 +358,7 @@ CHEAT = textwrap.dedent('''
 ''')
 
 
-def _bench(problem_id, path, tmp_path, shapes=1, **config):
+def _speed_run(problem_id, path, tmp_path, shapes=1, **config) -> SpeedRun:
     from judge.sandbox import Limits
     from judge.sandbox.process import ProcessBackend
 
@@ -369,7 +369,16 @@ def _bench(problem_id, path, tmp_path, shapes=1, **config):
     limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
                     startup_seconds=120)
     return SpeedRun(p, path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(), limits=limits,
-                 scratch=tmp_path, config=cfg).run()
+                    scratch=tmp_path, config=cfg)
+
+
+def _bench(problem_id, path, tmp_path, shapes=1, prewarm=False, **config):
+    """A speed run of ``path`` in interpreter mode; ``prewarm``: its warm-up run ahead first, as a session
+    starts it during its later test groups."""
+    run = _speed_run(problem_id, path, tmp_path, shapes, **config)
+    if prewarm:
+        run.prewarm()
+    return run.run()
 
 
 def test_bench_round_trip_in_interpreter_mode(tmp_path, monkeypatch):
@@ -583,22 +592,6 @@ def test_a_timed_call_wrong_on_the_replays_inputs_is_a_wrong_answer(tmp_path, mo
     assert exc.value.details["found_by"] == "the replay check's fresh inputs"
 
 
-def _bench_ahead(problem_id, path, tmp_path, **config):
-    """_bench with the warm-up run ahead (prewarm), as a session starts it during its later test groups."""
-    from judge.sandbox import Limits
-    from judge.sandbox.process import ProcessBackend
-
-    p = find_problem(problem_id)
-    cfg = BenchConfig(shapes=[dict(x) for x in p.spec["bench"]["interpret_shapes"][:1]],
-                      stop=stats.StopRule(ci_target=0.01, min_rounds=2, max_rounds=2, budget_seconds=60), **config)
-    limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
-                    startup_seconds=120)
-    run = SpeedRun(p, path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(), limits=limits,
-                   scratch=tmp_path, config=cfg)
-    run.prewarm()
-    return run.run()
-
-
 def test_a_warm_up_call_is_checked_and_replayed_ahead_when_asked(tmp_path, monkeypatch):
     # On a GPU (and here with JUDGE_CHECK_AHEAD=1) the prewarm checks one of its warm-up calls per shape and
     # replays it, beside the tests: the replay worker compiles the bench shapes' kernels then, not after the
@@ -606,35 +599,19 @@ def test_a_warm_up_call_is_checked_and_replayed_ahead_when_asked(tmp_path, monke
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
     p = find_problem("93")
-    phases = _bench_ahead("93", p.reference_path, tmp_path, torch_baseline=False)["phases"]
+    phases = _bench("93", p.reference_path, tmp_path, prewarm=True, torch_baseline=False)["phases"]
     assert phases["ahead_replays"] == 1 and phases["replays"] == 2, phases  # the replays' figures are totals
     assert 0 < phases["ahead_replay_seconds"] <= phases["replay_seconds"] and phases["ahead_check_seconds"] > 0
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")  # interpreter mode's default: nothing ahead to compile
-    phases = _bench_ahead("93", p.reference_path, tmp_path / "off", torch_baseline=False)["phases"]
+    phases = _bench("93", p.reference_path, tmp_path / "off", prewarm=True, torch_baseline=False)["phases"]
     assert phases["replays"] == 1 and "ahead_replays" not in phases, phases
 
 
-# Wrong in the warm-up's two timed samples alone (its second and third calls at a shape), right before and after.
-WRONG_AT_WARM_UP = textwrap.dedent('''
-    import torch
-    import triton
-    import triton.language as tl
-
-    CALLS = [0]
-
-    @triton.jit
-    def _add(x, y, out, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
-
-    def add(x, y):
-        CALLS[0] += 1
-        n = x.numel()
-        out = torch.empty_like(x)
-        _add[(triton.cdiv(n, 1024),)](x, x if CALLS[0] in (2, 3) else y, out, n, BLOCK=1024)
-        return out
-''')
+# Half done in the warm-up's two timed samples alone (its second and third calls at a shape), right otherwise.
+WRONG_AT_WARM_UP = CHEAT.replace(
+    "n = x.numel() if CALLS[0] == 1 else x.numel() // 2  # right when watched, half done when timed",
+    "n = x.numel() // 2 if CALLS[0] in (2, 3) else x.numel()")
+assert WRONG_AT_WARM_UP != CHEAT
 
 
 def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rule(tmp_path, monkeypatch):
@@ -643,11 +620,11 @@ def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rule(tmp_path
     path.write_text(WRONG_AT_WARM_UP)
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
     with pytest.raises(BenchFailed) as exc:
-        _bench_ahead("93", path, tmp_path, torch_baseline=False)
+        _bench("93", path, tmp_path, prewarm=True, torch_baseline=False)
     assert exc.value.verdict == "WA" and exc.value.message.startswith("warm-up call "), exc.value.message
     # Not checked ahead, its warm-up outputs are never looked at: its timed calls are right.
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")
-    speed = _bench_ahead("93", path, tmp_path / "off", torch_baseline=False)
+    speed = _bench("93", path, tmp_path / "off", prewarm=True, torch_baseline=False)
     assert speed["measured"] and speed["shapes"][0]["checked_calls"]
 
 
@@ -662,11 +639,11 @@ def test_a_warm_up_calls_replay_ahead_finds_what_a_timed_calls_replay_would(tmp_
     path.write_text(WARM_UP_BYTES_CHEAT)
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
     with pytest.raises(BenchFailed) as exc:
-        _bench_ahead("93", path, tmp_path, torch_baseline=False)
+        _bench("93", path, tmp_path, prewarm=True, torch_baseline=False)
     assert exc.value.verdict == "RJ" and exc.value.message.startswith("warm-up call "), exc.value.message
     assert "the replay check" in exc.value.message and "data from outside your kernels" in exc.value.message
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")
-    assert _bench_ahead("93", path, tmp_path / "off", torch_baseline=False)["measured"]
+    assert _bench("93", path, tmp_path / "off", prewarm=True, torch_baseline=False)["measured"]
 
 
 def test_a_discarded_runs_replay_waiting_for_the_gpu_starts_no_worker(tmp_path, monkeypatch):
@@ -675,8 +652,6 @@ def test_a_discarded_runs_replay_waiting_for_the_gpu_starts_no_worker(tmp_path, 
     import contextlib
 
     import judge.replay
-    from judge.sandbox import Limits
-    from judge.sandbox.process import ProcessBackend
     from judge.timing import lock
 
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
@@ -702,12 +677,7 @@ def test_a_discarded_runs_replay_waiting_for_the_gpu_starts_no_worker(tmp_path, 
             return
         yield
 
-    p = find_problem("93")
-    cfg = BenchConfig(shapes=[dict(x) for x in p.spec["bench"]["interpret_shapes"][:1]], torch_baseline=False)
-    limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
-                    startup_seconds=120)
-    run = SpeedRun(p, p.reference_path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(),
-                   limits=limits, scratch=tmp_path / "run", config=cfg)
+    run = _speed_run("93", find_problem("93").reference_path, tmp_path / "run", torch_baseline=False)
     with lock.gpu_lock(0):
         lock._held[0] -= 1  # held as another judge's process holds it (this process's cases would not wait)
         try:

@@ -16,8 +16,7 @@ cd "$(dirname "$0")/../../.."
 out="${OUT:-gpu-out}/results"; mkdir -p "$out"
 export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports" PART_TAIL=14
 source tests/gpu/calls/lib.sh
-{ date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
-  bwrap --version; git log -1 --format=%h 2>/dev/null; } > "$out/env.txt" 2>&1
+write_env
 lat="python3 tests/bench/judge_latency.py --device cuda --sandbox bwrap"  # (timeout runs programs, not functions)
 for p in ${PARTS:-latency ahead early}; do
   case $p in

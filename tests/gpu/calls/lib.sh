@@ -4,6 +4,7 @@
 #   out       where the parts write (NAME.txt each); set before sourcing
 #   DEADLINE  seconds for the whole call (default: $default_deadline, else 540)
 #   parts     when set (" a b c "), part runs only the parts named in it
+# and write_env, which writes the machine and versions into $out/env.txt.
 if ! command -v bwrap >/dev/null && ls .deb/bubblewrap_*.deb >/dev/null 2>&1; then
   mkdir -p /tmp/bwrap-root && dpkg -x .deb/bubblewrap_*.deb /tmp/bwrap-root
   export PATH="/tmp/bwrap-root/usr/bin:$PATH"
@@ -21,4 +22,9 @@ part() {  # part NAME SECONDS CMD...
   timeout -k 10 "$limit" "$@" > "$out/$name.txt" 2>&1
   echo "   exit $? after $(( $(date +%s) - start )) s total"
   tail -n "${PART_TAIL:-30}" "$out/$name.txt"
+}
+write_env() {  # the call's machine and versions, into $out/env.txt
+  { date -u +"%Y-%m-%dT%H:%M:%SZ"; nproc; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader;
+    bwrap --version; python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)'; } \
+    > "$out/env.txt" 2>&1
 }
