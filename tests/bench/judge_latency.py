@@ -26,6 +26,10 @@ kernels compile, while what the judge keeps per machine (the reference's trusted
 ceilings) is warm after --warm. Without it the same reference file is judged each time, so from the second
 submit on its kernels come from its cache.
 
+Beside the report's own figures (its command_start_seconds, from the process start to the session, and
+elapsed_seconds, the session), each row says when the report was on stdout ("report at s", from the start) and
+how long the command took to exit after it ("exit after s": its workers' ends, the interpreter's teardown).
+
 --trees A B measures two checkouts side by side the same way: each problem is judged by A's `python -m judge`
 and by B's in turn (run in that folder), N rounds, the order swapped every round; the "ab" column names the
 tree. Both use the same kernel and ceiling caches, so --warm (with the first tree) still matters.
@@ -45,7 +49,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 COLUMNS = ("problem", "ab", "verdict", "wall s", "worker starts", "start s", "cases", "worker s", "golden s",
-           "compiles", "compile s", "tests s", "speed s", "speed start s")
+           "compiles", "compile s", "tests s", "speed s", "speed start s", "command start s", "elapsed s",
+           "report at s", "exit after s")
 
 
 def fresh_copy(path: Path) -> Path:
@@ -57,6 +62,38 @@ def fresh_copy(path: Path) -> Path:
     copy = folder / path.name
     copy.write_text(path.read_text() + f"\n# a fresh copy: {uuid.uuid4().hex}\n")
     return copy
+
+
+def _run_timed(cmd: list, cwd: Path, env: dict):
+    """Run ``cmd`` as subprocess.run(capture_output=True, text=True) does, and note when its stdout first held
+    a whole JSON document (the report printed): (the CompletedProcess, that monotonic time or None). What
+    lies between it and the exit is the command's end (its workers' ends, the interpreter's teardown)."""
+    import threading
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env)
+    out, err, seen = [], [], []
+
+    def read_out():
+        text = b""
+        while chunk := proc.stdout.read1(1 << 16):
+            text += chunk
+            out.append(chunk)
+            if not seen and text.rstrip().endswith(b"}"):
+                try:
+                    json.loads(text)
+                    seen.append(time.monotonic())
+                except ValueError:
+                    pass
+
+    readers = [threading.Thread(target=read_out), threading.Thread(target=lambda: err.append(proc.stderr.read()))]
+    for t in readers:
+        t.start()
+    proc.wait()
+    for t in readers:
+        t.join()
+    done = subprocess.CompletedProcess(cmd, proc.returncode, b"".join(out).decode(errors="replace"),
+                                       b"".join(err).decode(errors="replace"))
+    return done, (seen[0] if seen else None)
 
 
 def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: dict | None = None,
@@ -73,7 +110,7 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
     if not speed:
         cmd.append("--no-speed")
     t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, cwd=root, env={**os.environ, **(env or {})})
+    r, t_report = _run_timed(cmd, root, {**os.environ, **(env or {})})
     wall = time.monotonic() - t0
     if fresh:
         shutil.rmtree(judged.parent, ignore_errors=True)
@@ -104,6 +141,8 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
             "speed": (report.get("speed") or {}).get("reason"),
             "replay settle s": t.get("replay_settle_seconds"), "groups s": t.get("group_seconds"),
             "elapsed s": report.get("elapsed_seconds"), "command start s": t.get("command_start_seconds"),
+            "report at s": None if t_report is None else round(t_report - t0, 3),
+            "exit after s": None if t_report is None else round(wall - (t_report - t0), 3),
             "command torch s": t.get("command_torch_seconds"),
             "phases": {k: v for k, v in phases.items() if k.endswith("_seconds") and not k.startswith("replay_")}}
 
