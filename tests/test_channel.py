@@ -190,12 +190,12 @@ def test_the_memory_watch_reads_the_cheap_upper_bound_below_its_threshold():
 
     from judge.sandbox.base import process_tree_memory
 
-    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(30)"])
+    # It says when its 64 MiB are written (all resident): RSS over 64 MiB alone came sooner, its interpreter's
+    # pages and part of the buffer (CI once read PSS 63.75 MiB then, and RSS 74.7 MiB).
+    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); print('ready', flush=True); "
+                              "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
     try:
-        for _ in range(100):  # until its 64 MiB are resident
-            if (process_tree_memory(child.pid, exact_above=1 << 40) or 0) > 64 << 20:
-                break
-            __import__("time").sleep(0.05)
+        assert child.stdout.readline().strip() == "ready"
         # Each PSS read before the RSS it is held against: a process still growing (its interpreter's last
         # pages, under load) only widens the gap that way (CI once read RSS 71.1 MB, then PSS 72.7 MB).
         pss = process_tree_memory(child.pid)
