@@ -4,7 +4,8 @@
 # checked and replayed beside the tests, so that the replay worker has compiled the bench shapes' kernels before
 # the checks after the rounds) and a lone submit's speed workers started with its session (JUDGE_SPEED_EARLY).
 # Each part under its own limit, the whole under DEADLINE (540 s); PARTS picks and orders them (default
-# "latency ahead early", about 540 s):
+# "profiler latency ahead early", about 540 s):
+#   profiler  tests/gpu/probes/profiler_start.py: the profiler's start and stop, first and later (about 15 s)
 #   latency   judge_latency.py IDS (default "94 98 97 95 93 96") --warm --fresh, speed on, bwrap, the defaults:
 #             issue 13's Done-when figures, from files no kernel cache has seen
 #   ahead     judge_latency.py 94 --fresh --ab JUDGE_CHECK_AHEAD --rounds 2 (each round =0 and =1, order swapped)
@@ -18,11 +19,12 @@ export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports" PART_TAIL=14
 source tests/gpu/calls/lib.sh
 write_env
 lat="python3 tests/bench/judge_latency.py --device cuda --sandbox bwrap"  # (timeout runs programs, not functions)
-for p in ${PARTS:-latency ahead early}; do
+for p in ${PARTS:-profiler latency ahead early}; do
   case $p in
+    profiler) part profiler 30 python3 tests/gpu/probes/profiler_start.py ;;
     latency) part latency 330 $lat ${IDS:-94 98 97 95 93 96} --warm --fresh ;;
-    ahead) part ahead 105 $lat 94 --fresh --ab JUDGE_CHECK_AHEAD --rounds 2 ;;
-    early) part early 105 $lat 94 --fresh --ab JUDGE_SPEED_EARLY --rounds 2 ;;
+    ahead) part ahead 100 $lat 94 --fresh --ab JUDGE_CHECK_AHEAD --rounds 2 ;;
+    early) part early 100 $lat 94 --fresh --ab JUDGE_SPEED_EARLY --rounds 2 ;;
     ahead97) part ahead97 140 $lat 97 --fresh --ab JUDGE_CHECK_AHEAD --rounds 1 ;;
   esac
 done
