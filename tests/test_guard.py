@@ -161,6 +161,39 @@ def test_integrity_compares_the_workers_own_objects():
     assert integrity.changed(before) == ["worker.fd", "worker.reply"]
 
 
+# Delete a function from its module, then put another there (here the same code again): the old one freed, the
+# new one may be allocated at its address and have its id(). Run in a process of its own (it rebinds the
+# judge's own functions). Prints the names replaced and the names integrity.changed reported.
+REPLACED_IN_PLACE = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import torch
+    from judge.untrusted import integrity, outputs
+    before = integrity.snapshot()
+    Function = type(lambda: 0)
+    replaced = []
+    for module in (integrity, outputs):
+        for name in [n for n, v in vars(module).items() if type(v) is Function and not n.startswith("__")]:
+            old = getattr(module, name)
+            code, scope = old.__code__, old.__globals__
+            del old
+            delattr(module, name)
+            setattr(module, name, Function(code, scope, name))
+            replaced.append(f"{module.__name__}.{name}")
+    print(json.dumps({"replaced": replaced, "reported": integrity.changed(before)}))
+""")
+
+
+def test_integrity_sees_a_function_replaced_at_its_own_address():
+    # The snapshot holds what it recorded, so no replacement can take a recorded object's id (without that,
+    # 14 of the 16 replaced here went unreported, three runs out of three).
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", REPLACED_IN_PLACE, str(root)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    assert len(got["replaced"]) >= 10 and set(got["replaced"]) <= set(got["reported"]), got
+
+
 LIGHT_DRIVER = textwrap.dedent("""
     import json, os, sys
     os.environ["TRITON_INTERPRET"] = "1"

@@ -144,8 +144,9 @@ def _ident(value) -> int:
     return id(value)
 
 
-def _functions(namespace) -> dict:
-    """id() of each function, class or method descriptor in a module's or class's own dict (see _ident)."""
+def _functions(namespace, keep: list) -> dict:
+    """id() of each function, class or method descriptor in a module's or class's own dict (see _ident); each
+    one is appended to ``keep``."""
     out = {}
     try:
         items = list(vars(namespace).items())
@@ -154,23 +155,32 @@ def _functions(namespace) -> dict:
     for key, value in items:
         if callable(value) or isinstance(value, (staticmethod, classmethod, property)):
             out[key] = _ident(value)
+            keep.append(value)
     return out
 
 
+_MODULE_PARTS: dict[str, int] = {}  # dotted name -> how many of its leading parts name its module (see _resolve)
+
+
 def _resolve(dotted: str):
+    """The object a dotted name leads to: the longest importable prefix, then attributes. Which prefix is the
+    module is found once per name (a failed import searches the path: most of a snapshot's time when it was
+    tried again at every call); the module itself is looked up each time, as import_module does."""
     parts = dotted.split(".")
-    for i in range(len(parts), 0, -1):
+    known = _MODULE_PARTS.get(dotted)
+    for i in ([known] if known else range(len(parts), 0, -1)):
         try:
             obj = importlib.import_module(".".join(parts[:i]))
         except ImportError:
             continue
+        _MODULE_PARTS[dotted] = i
         for attr in parts[i:]:
             obj = getattr(obj, attr)
         return obj
     raise LookupError(dotted)
 
 
-def _instance(label: str, obj) -> dict:
+def _instance(label: str, obj, keep: list) -> dict:
     """What must not change in one of the worker's objects (see the module's docstring)."""
     import types
 
@@ -182,6 +192,7 @@ def _instance(label: str, obj) -> dict:
     for key, value in items:
         if callable(value) or isinstance(value, types.ModuleType):
             out[f"{label}.{key}"] = ("object", id(value))
+            keep.append(value)
         elif isinstance(value, (int, str, bytes)):
             out[f"{label}.{key}"] = ("value", value)
     return out
@@ -193,6 +204,10 @@ def snapshot(objects: dict | None = None) -> dict:
     import torch
 
     state = {}
+    # Every object whose id() is recorded, held by the snapshot: an id is unique only among objects alive at
+    # once, so a function deleted from its module and replaced by another could otherwise take its address,
+    # and its id, and look unchanged (tests/test_guard.py: 14 of 16 functions replaced so went unreported).
+    keep: list = []
     for name, read in SETTINGS.items():
         try:
             state[name] = repr(read(torch))
@@ -200,24 +215,29 @@ def snapshot(objects: dict | None = None) -> dict:
             state[name] = "<absent>"
     for name in IDENTITIES:
         try:
-            state[name] = _ident(_resolve(name))
+            obj = _resolve(name)
+            state[name] = _ident(obj)
+            keep.append(obj)
         except Exception:  # noqa: BLE001
             state[name] = "<absent>"
     for space in WHOLE:
         try:
-            functions = _functions(_resolve(space))
+            functions = _functions(_resolve(space), keep)
         except Exception:  # noqa: BLE001 - e.g. no torch.cuda functions in a CPU build
             continue
         for key, ident in functions.items():
             state[f"{space}.{key}"] = ident
     objects = dict(objects or {})
     for label, obj in objects.items():
-        state.update(_instance(label, obj))
+        state.update(_instance(label, obj, keep))
     state[_OBJECTS] = objects
+    state[_KEPT] = keep
     return state
 
 
 _OBJECTS = "<objects>"  # the objects a snapshot covered, compared again by changed()
+_KEPT = "<kept>"  # the objects whose ids it recorded, alive as long as it is
+_META = (_OBJECTS, _KEPT)
 
 
 def changed(before: dict) -> list[str]:
@@ -225,8 +245,8 @@ def changed(before: dict) -> list[str]:
     modules fill in lazily), and callables that appeared on one of the worker's objects."""
     objects = before.get(_OBJECTS) or {}
     now = snapshot(objects)
-    found = {name for name in before if name != _OBJECTS and (name in now and now[name] != before[name]
-                                                              or name not in now and not _lazy(name))}
+    found = {name for name in before if name not in _META and (name in now and now[name] != before[name]
+                                                               or name not in now and not _lazy(name))}
     labels = tuple(f"{label}." for label in objects)
     found |= {name for name, value in now.items()
               if name.startswith(labels) and name not in before and value[0] == "object"}
