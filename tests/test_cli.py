@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -184,3 +185,20 @@ def test_a_judging_command_ends_without_the_teardown_and_leaves_nothing_behind(t
     report = json.loads(r.stdout)  # complete: flushed before the exit
     assert report["verdict"] == verdict
     assert sorted(p.name for p in tmp.iterdir()) == []
+
+
+def test_the_judge_runs_hypothesis_without_the_machines_plugins():
+    # Hypothesis loads the plugins installed beside it (entry points of the group "hypothesis") when it is
+    # imported; the judge turns them off (judge/__init__.py): its property tests must not depend on what else
+    # the machine has (here trio's, which Selenium brings, registers a random and costs 0.1-0.2 s).
+    import importlib.metadata
+
+    plugins = sorted({e.value.split(":")[0].split(".")[0] for e in importlib.metadata.entry_points(group="hypothesis")})
+    code = ("import json, os, sys; import judge.groups; "
+            f"print(json.dumps([os.environ.get('HYPOTHESIS_NO_PLUGINS'), sorted(set({plugins!r}) & set(sys.modules))]))")
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_NO_PLUGINS"}
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
+                       cwd=Path(__file__).resolve().parents[1])
+    assert r.returncode == 0, r.stderr[-2000:]
+    flag, loaded = json.loads(r.stdout)
+    assert flag and loaded == [], (flag, loaded, plugins)
