@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 SUBMISSION = textwrap.dedent("""
@@ -192,6 +194,68 @@ def test_integrity_sees_a_function_replaced_at_its_own_address():
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout)
     assert len(got["replaced"]) >= 10 and set(got["replaced"]) <= set(got["reported"]), got
+
+
+# changed() compares without a fresh snapshot (the same object: nothing computed); its oracle here is the
+# straightforward way, a fresh snapshot held against the old one name by name. Each mutation in a process of
+# its own (they rebind torch's and the judge's own objects).
+CHANGED_ORACLE = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, sys.argv[1])
+    import torch, triton, time
+    from judge.untrusted import integrity, outputs, guard
+
+    class Worker:
+        def __init__(self):
+            self.fd, self.nonce = 5, "n"
+        def reply(self, m):
+            return m
+
+    worker = Worker()
+    before = integrity.snapshot({"worker": worker})
+
+    def oracle():
+        now = integrity.snapshot(before["<objects>"])
+        meta = ("<objects>", "<kept>")
+        found = {n for n in before if n not in meta and (n in now and now[n] != before[n] or n not in now)}
+        labels = tuple(f"{label}." for label in before["<objects>"])
+        found |= {n for n, v in now.items() if n not in meta and n.startswith(labels) and n not in before
+                  and v[0] == "object"}
+        return sorted(found)
+
+    which = sys.argv[2]
+    if which == "function":
+        outputs.kind_of = lambda r: "tensor"
+    elif which == "deleted":
+        del outputs.describe_outputs
+    elif which == "method":
+        torch.Tensor.detach = lambda self: self
+    elif which == "identity":
+        time.perf_counter = lambda: 0.0
+    elif which == "setting":
+        torch.backends.cuda.matmul.allow_tf32 = not torch.backends.cuda.matmul.allow_tf32
+    elif which == "instance":
+        worker.reply = lambda m: {}
+        worker.fd = 7
+        worker.extra = print
+    elif which == "dynamo":
+        torch.manual_seed = torch._disable_dynamo(torch.manual_seed)  # what importing Dynamo does: no change
+    elif which == "wrapped-other":
+        torch.manual_seed = torch._disable_dynamo(lambda s: None)
+    print(json.dumps({"changed": integrity.changed(before), "oracle": oracle()}))
+""")
+
+
+@pytest.mark.parametrize("which", ["nothing", "function", "deleted", "method", "identity", "setting", "instance",
+                                   "dynamo", "wrapped-other"])
+def test_integrity_changed_says_what_a_fresh_snapshot_would(which):
+    root = Path(__file__).resolve().parents[1]
+    r = subprocess.run([sys.executable, "-c", CHANGED_ORACLE, str(root), which], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    assert got["changed"] == got["oracle"], got
+    assert bool(got["changed"]) == (which not in ("nothing", "dynamo")), got
 
 
 LIGHT_DRIVER = textwrap.dedent("""
