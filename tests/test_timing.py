@@ -614,36 +614,29 @@ WRONG_AT_WARM_UP = CHEAT.replace(
 assert WRONG_AT_WARM_UP != CHEAT
 
 
-def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rule(tmp_path, monkeypatch):
-    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "warm_wrong.py"
-    path.write_text(WRONG_AT_WARM_UP)
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
-    with pytest.raises(BenchFailed) as exc:
-        _bench("93", path, tmp_path, prewarm=True, torch_baseline=False)
-    assert exc.value.verdict == "WA" and exc.value.message.startswith("warm-up call "), exc.value.message
-    # Not checked ahead, its warm-up outputs are never looked at: its timed calls are right.
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")
-    speed = _bench("93", path, tmp_path / "off", prewarm=True, torch_baseline=False)
-    assert speed["measured"] and speed["shapes"][0]["checked_calls"]
-
-
 # Computed outside its kernels in the warm-up's two timed samples alone (its second and third calls at a shape).
 WARM_UP_BYTES_CHEAT = TIMED_BYTES_CHEAT.replace("if CALLS[0] == 1:", "if CALLS[0] not in (2, 3):")
 assert WARM_UP_BYTES_CHEAT != TIMED_BYTES_CHEAT
 
 
-def test_a_warm_up_calls_replay_ahead_finds_what_a_timed_calls_replay_would(tmp_path, monkeypatch):
+@pytest.mark.parametrize("source, verdict, says", [
+    (WRONG_AT_WARM_UP, "WA", ()),  # the output check
+    (WARM_UP_BYTES_CHEAT, "RJ", ("the replay check", "data from outside your kernels")),  # the replay
+], ids=["wrong", "outside-kernels"])
+def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rules(tmp_path, monkeypatch, source, verdict,
+                                                                          says):
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
-    path = tmp_path / "warm_bytes.py"
-    path.write_text(WARM_UP_BYTES_CHEAT)
+    path = tmp_path / "warm_cheat.py"
+    path.write_text(source)
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
     with pytest.raises(BenchFailed) as exc:
         _bench("93", path, tmp_path, prewarm=True, torch_baseline=False)
-    assert exc.value.verdict == "RJ" and exc.value.message.startswith("warm-up call "), exc.value.message
-    assert "the replay check" in exc.value.message and "data from outside your kernels" in exc.value.message
+    assert exc.value.verdict == verdict and exc.value.message.startswith("warm-up call "), exc.value.message
+    assert all(words in exc.value.message for words in says), exc.value.message
+    # Not checked ahead, its warm-up calls are never looked at: its timed calls are right.
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")
-    assert _bench("93", path, tmp_path / "off", prewarm=True, torch_baseline=False)["measured"]
+    speed = _bench("93", path, tmp_path / "off", prewarm=True, torch_baseline=False)
+    assert speed["measured"] and speed["shapes"][0]["checked_calls"]
 
 
 def test_a_discarded_runs_replay_waiting_for_the_gpu_starts_no_worker(tmp_path, monkeypatch):
