@@ -49,7 +49,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge.sandbox.base import Job, Limits, Proc
+from judge.sandbox.base import REPLAY_MODULE, Job, Limits, Proc
 from judge.untrusted.compile_lock import LOCK_DIR
 
 ENV = "JUDGE_POOL_SOCKET"  # the socket of the driver's pool, in the environment of its job processes
@@ -697,7 +697,7 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
     # and merged as a grading pool's are (to measure what sharing saves).
     server.warm(backend, job, n=count, own_cache=os.environ.get("JUDGE_HEAD_START_CACHE", "1") != "0")
     if options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0":
-        server.warm(backend, replace(job, module="judge.untrusted.replay"))
+        server.warm(backend, replace(job, module=REPLAY_MODULE))
     server.drain()
     os.environ[ENV] = server.path
     return server

@@ -57,6 +57,7 @@ from judge import expected, kit, replies
 from judge.cases import canonical, derive_seed
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.rules import outputs as output_rules
+from judge.sandbox.base import REPLAY_MODULE
 from judge.shared import kernel_source, tracing, wire
 from judge.verdicts import Outcome, Verdict
 
@@ -300,7 +301,7 @@ class Replayer:
         # Its own kernel cache: the submission's workers write theirs, and the replay must compile the
         # file's kernels from their source, never load a binary a submission's worker left there.
         cache = job.cache.with_name(job.cache.name + "-replay") if job.cache is not None else None
-        self.job = replace(job, module="judge.untrusted.replay", scratch=self.scratch, cache=cache)
+        self.job = replace(job, module=REPLAY_MODULE, scratch=self.scratch, cache=cache)
         self.channel: WorkerChannel | None = None
         self.ready = False
         self.closed = False  # for good (close): no worker is started again, say by a replay that was waiting

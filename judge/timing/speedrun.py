@@ -168,7 +168,7 @@ class SpeedRun:
         # (its reply and seed), the judge's seconds on its output checks, and the replays' count and seconds.
         self._warm_held: dict[int, tuple] = {}
         self._ahead_check_seconds = 0.0
-        self._ahead_timing: dict = {}
+        self._ahead_phases: dict = {}
         self._ahead_replays: _Replays | None = None
         self._stopping = threading.Event()
         self._waits: dict = {}  # run()'s waits before the timed work (on a GPU)
@@ -233,10 +233,11 @@ class SpeedRun:
                         if ahead:
                             self._check_ahead(s, params, replays, shared)
                     replays.settle()
-                if ahead:
-                    self._ahead_timing = {k: v for k, v in (self.replayer.timing if self.replayer else {}).items()
-                                          if k in ("replays", "replay_seconds")}
-                    self._ahead_timing["checked"] = True
+                if ahead:  # the figures of the checks ahead, for the phases (the replays': the worker's so far)
+                    self._ahead_phases = {"ahead_check_seconds": round(self._ahead_check_seconds, 3)}
+                    if self.replayer is not None:
+                        self._ahead_phases.update(ahead_replays=self.replayer.timing["replays"],
+                                                  ahead_replay_seconds=round(self.replayer.timing["replay_seconds"], 3))
             except BaseException as exc:  # noqa: BLE001 - run() raises it, unless the run is discarded
                 self._prewarm_failed = exc
             finally:
@@ -709,11 +710,7 @@ class SpeedRun:
         if self._prewarm_seconds is not None:  # the warm-up beside the tests (warmup_seconds: the second one)
             phases["prewarm_seconds"] = self._prewarm_seconds
             phases["prewarmed_shapes"] = len(self._warm)
-        if self._ahead_timing:  # of it, the warm-up calls' checks and replays (the replays' figures: theirs)
-            phases["ahead_check_seconds"] = round(self._ahead_check_seconds, 3)
-            if "replays" in self._ahead_timing:
-                phases["ahead_replays"] = self._ahead_timing["replays"]
-                phases["ahead_replay_seconds"] = round(self._ahead_timing["replay_seconds"], 3)
+        phases.update(self._ahead_phases)  # of the warm-up ahead, its calls' checks and replays
         if profile_now:  # the profiler's requests never replace the timed calls' outputs the checks read
             self._profiles(plans)
             phases["profile_seconds"] = round(time.monotonic() - timed, 3)
