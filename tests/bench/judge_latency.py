@@ -18,7 +18,8 @@ machine), which would fall on whichever variant goes first.
 
 --ab VAR measures a switch side by side: each problem is judged with VAR=0 and with VAR=1 in turn, N rounds,
 the order swapped every round (JUDGE_SPEED_PRESTART: the speed run's workers spawned during the tests or
-after them; JUDGE_REPLAY: the replay check off or on).
+after them; JUDGE_REPLAY: the replay check off or on). --ab VAR=A,B judges VAR=A and VAR=B instead
+(JUDGE_WORKERS=8,14: a count of workers against another).
 
 --fresh judges, each time, a copy of the reference with a comment of its own appended (a file of new bytes,
 so a kernel cache of its own, empty: judge.intake.kernel_cache), as a student's newly edited file is: its
@@ -170,7 +171,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-speed", action="store_true", help="submit --no-speed (GPU only matters)")
     ap.add_argument("--markdown", type=Path, default=None, help="append the dated table to this file")
-    ap.add_argument("--ab", default=None, help="an environment switch judged =0 and =1 in turn")
+    ap.add_argument("--ab", default=None,
+                    help="an environment switch judged =0 and =1 in turn (VAR=A,B: =A and =B)")
     ap.add_argument("--trees", nargs=2, type=Path, default=None, metavar="DIR",
                     help="two checkouts judged in turn (each one's python -m judge, run in its folder)")
     ap.add_argument("--rounds", type=int, default=1, help="rounds of the --ab or --trees pair")
@@ -180,6 +182,12 @@ def main() -> int:
     args = ap.parse_args()
     if args.ab and args.trees:
         ap.error("--ab and --trees: one at a time")
+    ab_values = ("0", "1")
+    if args.ab and "=" in args.ab:
+        args.ab, _, values = args.ab.partition("=")
+        ab_values = tuple(v.strip() for v in values.split(","))
+        if len(ab_values) != 2 or not all(ab_values) or not args.ab:
+            ap.error(f"--ab {args.ab}={values}: expected VAR=A,B (two values)")
     trees = [t.resolve() for t in args.trees] if args.trees else [ROOT]
     if args.trees:
         import os
@@ -193,7 +201,7 @@ def main() -> int:
         variants = [(None, ROOT)]
         for r in range(args.rounds if args.ab or args.trees else 1):
             if args.ab:
-                variants = [({args.ab: "0"}, ROOT), ({args.ab: "1"}, ROOT)][:: 1 if r % 2 == 0 else -1]
+                variants = [({args.ab: v}, ROOT) for v in ab_values][:: 1 if r % 2 == 0 else -1]
             elif args.trees:
                 variants = [(None, t) for t in trees][:: 1 if r % 2 == 0 else -1]
             for env, root in variants:
