@@ -11,6 +11,8 @@
 #   ahead     judge_latency.py 94 --fresh --ab JUDGE_CHECK_AHEAD --rounds 2 (each round =0 and =1, order swapped)
 #   early     judge_latency.py 94 --fresh --ab JUDGE_SPEED_EARLY --rounds 2
 #   ahead97   judge_latency.py 97 --fresh --ab JUDGE_CHECK_AHEAD --rounds 1 (not in the default PARTS: no time left)
+#   workers98 judge_latency.py 98 --fresh --ab JUDGE_WORKERS=8,14 --rounds 1: 98's tests are its compiles (238 s
+#             summed over 8 workers in 2026-12-04c call 2, one variant or two per case), 8 workers on 16 cores
 # Reports under results/reports (BENCH_REPORTS); all packed into $OUT/results.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -26,6 +28,7 @@ for p in ${PARTS:-profiler latency ahead early}; do
     ahead) part ahead 100 $lat 94 --fresh --ab JUDGE_CHECK_AHEAD --rounds 2 ;;
     early) part early 100 $lat 94 --fresh --ab JUDGE_SPEED_EARLY --rounds 2 ;;
     ahead97) part ahead97 140 $lat 97 --fresh --ab JUDGE_CHECK_AHEAD --rounds 1 ;;
+    workers98) part workers98 160 $lat 98 --fresh --ab JUDGE_WORKERS=8,14 --rounds 1 ;;
   esac
 done
 echo "done at $(( $(date +%s) - start )) s"
