@@ -58,7 +58,7 @@ from judge.cases import canonical, derive_seed
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.rules import outputs as output_rules
 from judge.sandbox.base import REPLAY_MODULE
-from judge.shared import kernel_source, tracing, wire
+from judge.shared import kernel_source, oom, tracing, wire
 from judge.verdicts import Outcome, Verdict
 
 PREFIX = "the replay check"  # every RJ of this layer starts with it
@@ -533,6 +533,9 @@ class Replayer:
         if not result.ok:
             where = label(trace, result.event) if 0 <= result.event < len(trace.events) else "the record"
             err = result.error
+            full = oom.device_full(err.message)
+            if full:  # the replay worker is the judge's: a GPU filled by other work is no finding against the file
+                return Outcome(Verdict.IE, f"the replay check could not run ({where}): {full}", {"replay": "capacity"})
             if result.kind == "record":
                 return Outcome(Verdict.RJ, f"the record of the call could not be replayed ({where}): {err.message}",
                                {"replay": "record"})

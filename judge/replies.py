@@ -29,7 +29,7 @@ MAX_COUNT = 1 << 40
 MAX_OUTPUTS = 17  # the worker describes at most 16 returned items, plus one "... more" entry
 MAX_FRAMES = 16
 MAX_SAMPLES = 100_000  # timed calls in one bench reply
-CATEGORIES = ("compile", "memory", "runtime", "rule", "contract")
+CATEGORIES = ("compile", "memory", "runtime", "rule", "contract", "capacity")
 
 
 class MalformedReply(Exception):
@@ -747,6 +747,23 @@ def parse_bench_reply(msg: dict, payloads: list) -> BenchResult | BenchError:
         holds=_floats(msg.get("holds"), "holds"), enqueue=_floats(msg.get("enqueue"), "enqueue"),
         attempts=_ints(msg.get("attempts"), "attempts"), profile=parse_profile(msg.get("profile")),
         extra=MappingProxyType(extra))
+
+
+@dataclass(frozen=True)
+class BenchTrimmed:
+    """The worker let go of what it held for timing but the outputs to be checked (judge.untrusted.bench.trim)."""
+
+    held: int  # the calls whose outputs it still holds
+
+
+def parse_bench_trimmed(msg: dict, payloads: list) -> BenchTrimmed | BenchError:
+    _kind(msg, "bench_trimmed")
+    _no_tensors(msg, payloads)
+    status = msg.get("status")
+    if status == "error":
+        return BenchError(parse_error(msg.get("error") or {}))
+    _need(status == "ok", "status must be 'ok' or 'error'")
+    return BenchTrimmed(held=_int(msg.get("held"), "held", 0, MAX_SAMPLES * MAX_ENTRIES))
 
 
 def parse_bench_outputs(msg: dict, payloads: list) -> BenchOutputs | BenchError:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from judge import replies
 from judge.options import Options
 from judge.problems import find_problem
 from judge.timing import checks, stats
@@ -1426,10 +1427,13 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
         return {"finished": state}
 
     monkeypatch.setattr(run, "_timed", timed)
+    monkeypatch.setattr(run, "_trim", lambda state: seen.setdefault("trim", held()))
     monkeypatch.setattr(run, "_finish", finish)
     monkeypatch.setattr(run, "_close", lambda: seen.setdefault("closed", held()))
     assert run.run() == {"finished": {"state": 1}}
     assert seen["timed"] == "exclusive" and seen["profile_now"] == (outside == "1")
+    # Checked outside, the run lets go of its rounds' memory before it gives the GPU back (_trim).
+    assert seen.get("trim") == ("exclusive" if outside == "1" else None)
     assert seen["finish"] == ("shared" if outside == "1" else "exclusive")
     assert seen["closed"] == seen["finish"] and held() == "free"  # the workers end under the same lock
 
@@ -1594,3 +1598,35 @@ def test_submit_pytorch_flag_reaches_the_speed_run(monkeypatch, tmp_path):
         result = CliRunner().invoke(cli.cli, ["submit", "94", str(tmp_path / "x.py"), *flags])
         assert result.exit_code == 0, result.output
     assert seen[0].get("torch_baseline") is None and seen[1]["torch_baseline"] is True
+
+
+def test_before_its_checks_a_speed_run_keeps_only_the_drawn_calls_outputs_and_ends_the_trusted_workers(
+        tmp_path, monkeypatch):
+    # _trim: a speed run's rounds leave gigabytes in its workers; checked beside other judges (on a GPU, outside
+    # the lock) it must hold only what the checks read. The calls to check are drawn once, the submission's
+    # worker lets go of every other call's outputs (a real worker, asked for one of them: missing), the
+    # trusted workers end, and the checks read exactly the drawn calls.
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    p = find_problem("93")
+    run = _speed_run("93", p.reference_path, tmp_path, checks_per_shape=1)
+    finish = run._finish
+    seen = {}
+
+    def probe(state):
+        sub = next(c for c in run.contenders if c.name == "submission")
+        (drawn,) = state["picked"][0]
+        others = [c for c in sub.last[0][0].checkable if c != drawn]
+        assert others, "the last request held more than one call"
+        for call, present in ((drawn, True), (others[0], False)):
+            answer, _ = run._request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": call},
+                                     parse=replies.parse_bench_outputs)
+            assert answer.present is present, call
+        seen["ended"] = sorted(c.name for c in run.contenders if c.client in run._ended)
+        seen["drawn"] = drawn
+        return finish(state)
+
+    monkeypatch.setattr(run, "_finish", probe)
+    speed = run.run()
+    assert seen["ended"] == ["pytorch", "reference"]
+    assert speed["shapes"][0]["checked_calls"] == [seen["drawn"]]
+    assert "trim_seconds" in speed["phases"]

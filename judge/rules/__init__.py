@@ -43,8 +43,10 @@ DEATHS = {
 # How an exception the worker reported maps to a verdict (judge.replies.ErrorInfo.category).
 # "contract": the call could not do what its group asks, through no exception of the submission's own code (a
 # graph break under torch.compile, an operator with no gradient: judge.untrusted.calls); its values are wrong.
+# "capacity": out of GPU memory within the worker's own cap, the device filled by other work (judge.shared.oom):
+# the judge's failure, judged again by the next run.
 ERRORS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE, "rule": Verdict.RJ,
-          "contract": Verdict.WA}
+          "contract": Verdict.WA, "capacity": Verdict.IE}
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,7 @@ class SpeedRun:
         self._stopping = threading.Event()
         self._waits: dict = {}  # run()'s waits before the timed work (on a GPU)
         self.close_seconds = 0.0  # what _close waited for: the workers' exits
+        self._ended: list = []  # the trusted workers' channels, closed before the checks (_trim)
 
     # ------------------------------------------------------------------ workers
 
@@ -365,7 +366,8 @@ class SpeedRun:
 
         # The contenders, and any worker spawned but never greeted (a session whose tests failed).
         with self._moving:
-            clients = [c.client for c in self.contenders] + [client for _, client, _, _ in self._spawned or []]
+            clients = [c.client for c in self.contenders if c.client not in self._ended]
+            clients += [client for _, client, _, _ in self._spawned or []]
             self._spawned = []
         t0 = time.monotonic()
         request_exits(clients)
@@ -608,7 +610,11 @@ class SpeedRun:
         if not self.cuda:
             try:
                 self._join_prewarm()
-                return self._finish(self._timed(profile_now=False))
+                # As on a GPU by default: the profiler clock (in the interpreter, only its rules) right after the
+                # rounds, then the trim and the checks.
+                state = self._timed(profile_now=True)
+                self._trim(state)
+                return self._finish(state)
             finally:
                 self._close()
 
@@ -633,6 +639,7 @@ class SpeedRun:
                 state = self._timed(profile_now=outside)
                 if not outside:
                     return self._finish(state)
+                self._trim(state)
             except BaseException:
                 if outside:
                     self._close()
@@ -717,11 +724,44 @@ class SpeedRun:
         return {"plans": plans, "rounds": rounds, "torch_times": torch_times, "stopped": stopped,
                 "phases": phases}
 
+    def _trim(self, state: dict) -> None:
+        """What the checks after the lock need, and nothing more, before the GPU is given back.
+
+        The rounds leave every worker holding gigabytes: input sets, a flush buffer, and in the submission's
+        worker the outputs of every call of its last request per shape (up to KEEP_BYTES each). Checked outside
+        the lock, beside other judges' cases and the next judge's rounds, that much per speed run filled the
+        H200 at 12 softmax submissions at once (tests/gpu/RESULTS.md, 2026-12-05 call 2: five accepted files
+        IE, MLE or RJ from CUDA out-of-memory errors). So the calls to check are drawn here, the trusted workers
+        end (the profiler clock, their last use, is over), and the submission's worker keeps the drawn calls'
+        outputs and records alone. Drawn after its last timed request, as before: nothing it timed could know."""
+        from judge.channel import request_exits
+
+        t0 = time.monotonic()
+        sub = next(c for c in self.contenders if c.name == "submission")
+        picked = {}
+        for s in range(len(state["plans"])):
+            held = sub.last.get(s)
+            checkable = list(held[0].checkable) if held else []
+            picked[s] = [checkable.pop(secrets.randbelow(len(checkable)))
+                         for _ in range(min(self.config.checks_per_shape, len(checkable)))]
+        state["picked"] = picked
+        others = [c.client for c in self.contenders if c is not sub]
+        request_exits(others)
+        for client in others:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+            self._ended.append(client)
+        self._request(sub, {"type": "bench_trim", "id": "trim", "keep": {str(s): v for s, v in picked.items()}},
+                      parse=replies.parse_bench_trimmed)
+        state["phases"]["trim_seconds"] = round(time.monotonic() - t0, 3)
+
     def _finish(self, state: dict) -> dict:
         """The output checks and their replays, then (unless _timed ran it) the profiler clock; the result."""
         plans = state["plans"]
         t0 = time.monotonic()
-        checked = self._checks(plans)
+        checked = self._checks(plans, state.get("picked"))
         phases = {**state["phases"], "check_seconds": round(time.monotonic() - t0, 3)}
         if self.replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
             phases.update({k: (round(v, 3) if isinstance(v, float) else v)
@@ -734,7 +774,7 @@ class SpeedRun:
 
     # ------------------------------------------------------------------ after timing
 
-    def _checks(self, plans) -> list[dict]:
+    def _checks(self, plans, picked: dict | None = None) -> list[dict]:
         """Every shape's check of a timed call (:meth:`_check`), and the replay of each checked call (:meth:`_replay`).
 
         A replay runs in the replay worker while the judge goes on checking the next shape's outputs (they
@@ -749,20 +789,21 @@ class SpeedRun:
         with _Replays(self) as replays:
             for s, plan in enumerate(plans):
                 self._phase(f"checking outputs: shape {s + 1} of {n}")
-                picked = replays.guarded(lambda: self._check(s, plan["specs"], sub.last[s]))
-                checked.append({"calls": [call for call, _ in picked]})
-                for call, answer in picked:
+                calls = None if picked is None else picked.get(s, [])
+                done = replays.guarded(lambda: self._check(s, plan["specs"], sub.last[s], calls=calls))
+                checked.append({"calls": [call for call, _ in done]})
+                for call, answer in done:
                     replays.queue(s, plan["specs"], call, answer)
             replays.settle()
         return checked
 
-    def _check(self, s: int, specs: list, held: tuple, *, what: str = "timed call", shared=contextlib.nullcontext
-               ) -> list[tuple[int, replies.BenchOutputs]]:
+    def _check(self, s: int, specs: list, held: tuple, *, what: str = "timed call", shared=contextlib.nullcontext,
+               calls: list | None = None) -> list[tuple[int, replies.BenchOutputs]]:
         """Outputs of randomly chosen calls of the submission's last request at shape s (``held``: its reply and
         seed), against the golden model: the same rule as a judged case's outputs (judge.rules.outputs). The
         calls checked, with their outputs (and records, for the replay). ``what`` names the calls in a
         finding; ``shared`` is held around each request and golden answer (the GPU taken shared, ahead of the
-        lock)."""
+        lock); ``calls``: the calls to check, drawn already (_trim), else drawn here."""
         from judge import expected
         from judge.rules import outputs as output_rules
 
@@ -771,12 +812,14 @@ class SpeedRun:
         checkable = list(reply.checkable)
         if not checkable:
             raise BenchFailed("RJ", f"the worker held no outputs of its {what}s to check")
+        if calls is None:
+            calls = [checkable.pop(secrets.randbelow(len(checkable)))
+                     for _ in range(min(self.config.checks_per_shape, len(checkable)))]
         params = self.config.shapes[s]
         label = _shape_label(params)
         dev = "cuda" if self.device == "cuda" else "cpu"
         picked = []
-        for _ in range(min(self.config.checks_per_shape, len(checkable))):
-            call = checkable.pop(secrets.randbelow(len(checkable)))
+        for call in calls:
             with shared():
                 answer, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s,
                                                 "call": call}, parse=replies.parse_bench_outputs)

@@ -19,6 +19,7 @@ import sys
 import traceback
 
 from judge.shared import wire
+from judge.shared.oom import device_full
 from judge.untrusted.outputs import describe_outputs, kind_of
 
 
@@ -79,6 +80,9 @@ def classify(exc: BaseException, path: str) -> dict:
         CompilationError = ()  # noqa: N806
     if isinstance(root, MemoryError) or "out of memory" in message.lower() or "can't allocate memory" in message:
         category = "memory"
+        full = device_full(message)
+        if full:  # not this worker's use: the judge's failure (judge.shared.oom)
+            category, message = "capacity", f"{full}: {message}"
     elif CompilationError and isinstance(root, CompilationError):
         category = "compile"
         line = _compile_error_line(root)
@@ -450,6 +454,8 @@ def _bench(worker, msg) -> bool:
     try:
         if msg["type"] == "bench":
             Worker.reply(worker, worker.bench.run(msg))
+        elif msg["type"] == "bench_trim":
+            Worker.reply(worker, worker.bench.trim(msg))
         else:
             reply, tensors = worker.bench.check(msg)
             Worker.reply(worker, reply, tensors)
@@ -457,7 +463,8 @@ def _bench(worker, msg) -> bool:
     except BaseException as exc:  # noqa: BLE001 - the submission raised while timed
         traceback.print_exc()
         err = classify(exc, worker.path)
-        Worker.reply(worker, {"type": "bench_result" if msg["type"] == "bench" else "bench_outputs",
+        kind = {"bench": "bench_result", "bench_trim": "bench_trimmed"}.get(msg["type"], "bench_outputs")
+        Worker.reply(worker, {"type": kind,
                               "id": msg.get("id"), "status": "error", "error": err})
         return not err.get("fatal")
 
@@ -594,7 +601,7 @@ def main() -> int:
             return 2
         if msg.get("type") == "exit":
             _exit_now()
-        if msg.get("type") in ("bench", "bench_check"):
+        if msg.get("type") in ("bench", "bench_check", "bench_trim"):
             if not _bench(worker, msg):
                 return 0
             continue
