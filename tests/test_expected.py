@@ -86,6 +86,47 @@ def test_a_jobs_own_gpu_out_of_memory_is_mle(error):
     assert rules.error_verdict(err["category"]).value == "MLE"
 
 
+# PyTorch's messages as the H200 gave them (tests/gpu/logs/2026-12-05/call2: 12 softmax submissions at once).
+FULL_TIMED = ("CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
+              "504.50 MiB is free. Including non-PyTorch memory, this process has 15.30 GiB memory in use. 32.00 GiB "
+              "allowed; Of the allocated memory 14.25 GiB is allocated by PyTorch")
+FULL_REPLAY = ("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
+               "228.00 MiB is free. Including non-PyTorch memory, this process has 646.00 MiB memory in use. Of the "
+               "allocated memory 128.00 MiB is allocated by PyTorch")
+OVER_CAP = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
+            "100.00 GiB is free. Including non-PyTorch memory, this process has 15.50 GiB memory in use. 16.00 GiB "
+            "allowed; Of the allocated memory 15.00 GiB is allocated by PyTorch")
+OVER_HALF = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
+             "1.00 GiB is free. Including non-PyTorch memory, this process has 120.00 GiB memory in use. Of the "
+             "allocated memory 119.00 GiB is allocated by PyTorch")
+
+
+@pytest.mark.parametrize("message, category, verdict", [
+    (FULL_TIMED, "capacity", "IE"),  # within its 32 GiB: the device was full
+    (OVER_CAP, "memory", "MLE"),  # 15.5 + 2 GiB over its 16 GiB
+    (OVER_HALF, "memory", "MLE"),  # no cap said: it held most of the device itself
+], ids=["device-full", "over-its-cap", "most-of-the-device"])
+def test_an_out_of_memory_within_the_workers_own_cap_is_the_judges_failure_not_the_files(message, category, verdict):
+    """Several submissions share a GPU in `judge grade`: an allocation can fail because others filled the device
+    while the worker was inside its cap. That is IE (judged again by the next run), never MLE against the file."""
+    from judge import rules
+    from judge.untrusted.runner import classify
+
+    err = classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py")
+    assert err["category"] == category
+    assert rules.error_verdict(err["category"]).value == verdict
+    if category == "capacity":
+        assert err["message"].startswith("the GPU was full with other work: this process held 15.30 GiB")
+
+
+def test_a_replay_that_cannot_allocate_on_a_full_gpu_is_ie_not_rj():
+    """The replay worker is the judge's own: its out-of-memory error on a device others filled is no finding."""
+    from judge.shared.oom import device_full
+
+    assert "held 0.63 GiB" in device_full(FULL_REPLAY)  # no cap said: within half the device
+    assert device_full(OVER_HALF) is None and device_full("CUDA error: out of memory") is None
+
+
 def test_make_inputs_heavy_work_goes_to_the_cpu_after_an_out_of_memory():
     # kit.heavy (98's float64 forward inside make_inputs): on the judge's device, brought back to the CPU;
     # after the GPU's out-of-memory error, on the CPU; any other error is raised. "meta" stands in for the GPU.

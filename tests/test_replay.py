@@ -435,6 +435,21 @@ def test_a_replay_whose_kernel_failed_is_rejected_with_the_error():
     assert out.verdict.value == "RJ" and "could not be replayed (empty before any launch)" in out.message
 
 
+def test_a_replay_that_could_not_allocate_on_a_gpu_others_filled_is_ie_not_rj():
+    # The H200's message (tests/gpu/logs/2026-12-05/call2, student008): the replay worker held 646 MiB of 139.8 GiB.
+    full = ("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
+            "228.00 MiB is free. Including non-PyTorch memory, this process has 646.00 MiB memory in use.")
+    for kind in ("record", "run"):
+        out = _judge(replies.ReplayResult(1, False, event=-1, kind=kind,
+                                          error=replies.ErrorInfo("runtime", "OutOfMemoryError", full)))
+        assert out.verdict.value == "IE" and "the GPU was full with other work" in out.message, kind
+    # A replay that asks for most of the device itself stays a finding against the file.
+    own = full.replace("646.00 MiB memory in use", "120.00 GiB memory in use")
+    out = _judge(replies.ReplayResult(1, False, event=-1, kind="record",
+                                      error=replies.ErrorInfo("runtime", "OutOfMemoryError", own)))
+    assert out.verdict.value == "RJ"
+
+
 # --------------------------------------------------------------------------- replays settled after later groups
 
 @pytest.mark.parametrize("problem, name", [("093", "exploit2_bytes_repr_bits.py"), ("093", "redteam_replay_flood.py")])
