@@ -1,6 +1,7 @@
 """The judge's end of a worker, against scripted fake workers: every way a reply can go wrong is a death
 with a reason (judge.rules maps it to a verdict), never an exception of the judge's."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -206,5 +207,42 @@ def test_the_memory_watch_reads_the_cheap_upper_bound_below_its_threshold():
         own = process_tree_memory(os.getpid())
         assert process_tree_memory(os.getpid(), exact_above=1 << 40) >= own
     finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_memory_watch_sees_a_grandchild_forked_after_its_last_scan():
+    """The host's process table is read once for every watcher of a judge (judge.sandbox.base.TABLE_SECONDS): a
+    process a worker forks after one scan, holding memory, is in the worker's tree by the next one."""
+    import time
+
+    from judge.sandbox import base
+
+    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                              "input()\n"
+                              "subprocess.Popen([sys.executable, '-c', 'b = bytearray(96 << 20); print(1, flush=True); "
+                              "import time; time.sleep(30)'])\n"
+                              "time.sleep(30)"], stdin=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.5)
+        before = base._descendants(child.pid)
+        assert before == {child.pid}
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        deadline = time.monotonic() + 20
+        while len(base._descendants(child.pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        tree = base._descendants(child.pid)
+        assert len(tree) == 2, tree
+        grandchild = (tree - {child.pid}).pop()
+        while base._rss(grandchild) < 96 << 20 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert base.process_tree_memory(child.pid, exact_above=1 << 40) > 96 << 20
+    finally:
+        for pid in base._descendants(child.pid) - {child.pid}:
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
         child.kill()
         child.wait()
