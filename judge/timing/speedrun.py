@@ -173,7 +173,7 @@ class SpeedRun:
         self._stopping = threading.Event()
         self._waits: dict = {}  # run()'s waits before the timed work (on a GPU)
         self.close_seconds = 0.0  # what _close waited for: the workers' exits
-        self._ended: list = []  # the trusted workers' channels, closed before the checks (_trim)
+        self._ended: list = []  # the trusted workers' channels, asked to exit before the checks (_trim)
 
     # ------------------------------------------------------------------ workers
 
@@ -366,8 +366,7 @@ class SpeedRun:
 
         # The contenders, and any worker spawned but never greeted (a session whose tests failed).
         with self._moving:
-            clients = [c.client for c in self.contenders if c.client not in self._ended]
-            clients += [client for _, client, _, _ in self._spawned or []]
+            clients = [c.client for c in self.contenders] + [client for _, client, _, _ in self._spawned or []]
             self._spawned = []
         t0 = time.monotonic()
         request_exits(clients)
@@ -745,14 +744,11 @@ class SpeedRun:
             picked[s] = [checkable.pop(secrets.randbelow(len(checkable)))
                          for _ in range(min(self.config.checks_per_shape, len(checkable)))]
         state["picked"] = picked
+        # Asked to exit, not waited for: their exits (their CUDA contexts going down) run while the GPU is
+        # another judge's already; _close waits for them.
         others = [c.client for c in self.contenders if c is not sub]
         request_exits(others)
-        for client in others:
-            try:
-                client.close()
-            except Exception:  # noqa: BLE001 - closing is best effort
-                pass
-            self._ended.append(client)
+        self._ended.extend(others)
         self._request(sub, {"type": "bench_trim", "id": "trim", "keep": {str(s): v for s, v in picked.items()}},
                       parse=replies.parse_bench_trimmed)
         state["phases"]["trim_seconds"] = round(time.monotonic() - t0, 3)
