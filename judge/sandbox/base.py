@@ -194,7 +194,7 @@ def worker_env(job: Job, *, code_root: str, scratch: str, cache: str | None = No
     return env
 
 
-# The host's process table (pid -> parent), read once for every watcher of this process. A judge watches each
+# The host's process table (parent -> children), read once for every watcher of this process. A judge watches each
 # of its workers' trees ten times a second (judge.channel's memory watch, the pool's memory op), and each scan
 # reads every /proc/PID/stat on the host: on the H200 py-spy found 55% of a softmax `submit`'s judge-process
 # samples in that scan, 8 workers and a replay worker each scanning on its own (tests/gpu/RESULTS.md, 2026-12-05

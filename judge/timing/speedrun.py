@@ -731,18 +731,15 @@ class SpeedRun:
         the lock, beside other judges' cases and the next judge's rounds, that much per speed run filled the
         H200 at 12 softmax submissions at once (tests/gpu/RESULTS.md, 2026-12-05 call 2: five accepted files
         IE, MLE or RJ from CUDA out-of-memory errors). So the calls to check are drawn here, the trusted workers
-        end (the profiler clock, their last use, is over), and the submission's worker keeps the drawn calls'
-        outputs and records alone. Drawn after its last timed request, as before: nothing it timed could know."""
+        are asked to exit (the profiler clock, their last use, is over), and the submission's worker keeps the
+        drawn calls' outputs and records alone. Drawn after its last timed request, as before: nothing it timed
+        could know."""
         from judge.channel import request_exits
 
         t0 = time.monotonic()
         sub = next(c for c in self.contenders if c.name == "submission")
-        picked = {}
-        for s in range(len(state["plans"])):
-            held = sub.last.get(s)
-            checkable = list(held[0].checkable) if held else []
-            picked[s] = [checkable.pop(secrets.randbelow(len(checkable)))
-                         for _ in range(min(self.config.checks_per_shape, len(checkable)))]
+        picked = {s: self._draw(sub.last[s][0].checkable if s in sub.last else ())
+                  for s in range(len(state["plans"]))}
         state["picked"] = picked
         # Asked to exit, not waited for: their exits (their CUDA contexts going down) run while the GPU is
         # another judge's already; _close waits for them.
@@ -752,6 +749,11 @@ class SpeedRun:
         self._request(sub, {"type": "bench_trim", "id": "trim", "keep": {str(s): v for s, v in picked.items()}},
                       parse=replies.parse_bench_trimmed)
         state["phases"]["trim_seconds"] = round(time.monotonic() - t0, 3)
+
+    def _draw(self, checkable) -> list[int]:
+        """The calls to check among those held (``checks_per_shape`` of them, drawn with the OS's randomness)."""
+        left = list(checkable)
+        return [left.pop(secrets.randbelow(len(left))) for _ in range(min(self.config.checks_per_shape, len(left)))]
 
     def _finish(self, state: dict) -> dict:
         """The output checks and their replays, then (unless _timed ran it) the profiler clock; the result."""
@@ -809,8 +811,7 @@ class SpeedRun:
         if not checkable:
             raise BenchFailed("RJ", f"the worker held no outputs of its {what}s to check")
         if calls is None:
-            calls = [checkable.pop(secrets.randbelow(len(checkable)))
-                     for _ in range(min(self.config.checks_per_shape, len(checkable)))]
+            calls = self._draw(checkable)
         params = self.config.shapes[s]
         label = _shape_label(params)
         dev = "cuda" if self.device == "cuda" else "cpu"
