@@ -51,3 +51,18 @@ def test_no_cache_directory_no_lock(tmp_path, monkeypatch):
     monkeypatch.setenv("JUDGE_COMPILE_LOCK", "0")
     with compile_lock.held(type("K", (), {"cache_key": "h"})(), ("k",), {}):
         assert not (tmp_path / "judge-compile-locks").exists()
+
+
+def test_a_gpu_worker_computes_tritons_build_key_before_any_submission_and_the_interpreter_does_not(monkeypatch):
+    # judge.untrusted.runner.warm_compiler, called by every worker's and replay worker's prepare: the key Triton's
+    # first compile computes (its sources and libtriton hashed, 0.7 s here), taken while a pooled worker waits.
+    from triton.runtime import cache
+
+    from judge.untrusted import runner
+
+    calls = []
+    monkeypatch.setattr(cache, "triton_key", lambda: calls.append(1) or "key")
+    runner.warm_compiler(True)
+    assert calls == []
+    runner.warm_compiler(False)
+    assert calls == [1]

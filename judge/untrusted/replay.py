@@ -465,6 +465,9 @@ def main() -> int:
     determinism.switch(torch, True)
     import triton
 
+    from judge.untrusted.runner import warm_compiler
+
+    warm_compiler(interpret)
     if back is not None:
         back()  # imported: the normal priority again, before any replay is asked of this worker
 
