@@ -3,7 +3,11 @@
 A roster of N "students" is made from a problem's corpus (accepted and wrong
 answers in turn, the mix a deadline brings), graded into a fresh store per
 configuration, and timed end to end (the whole command: start-up, Ray's
-start-up, judging, exports). Each configuration judges the same roster.
+start-up, judging, exports). Each configuration judges the same roster, and
+must give each file the verdict its corpus folder declares: a row whose verdicts
+differ says so ("NOT as declared") and the command exits 1, since a judge that
+is fast by failing measures nothing (2026-12-05 on the H200: 12 softmax jobs at
+once filled the GPU, "601 an hour" with five accepted files IE, MLE or RJ).
 
     python tests/bench/grade_throughput.py                          # CPU, interpreter: problem 93, 1 and 2 workers, local and Ray
     python tests/bench/grade_throughput.py --problem 94 -n 12
@@ -50,12 +54,14 @@ sys.path.insert(0, str(ROOT))
 from judge.problems import find_problem  # noqa: E402
 
 
-def make_roster(problem, n: int, where: Path, distinct: bool = False, tag: str = "") -> list[str]:
+def make_roster(problem, n: int, where: Path, distinct: bool = False, tag: str = "") -> dict[str, int]:
     """N students: accepted and wrong files in turn, each list cycled. ``distinct``: every file once instead.
-    ``tag``: written into every file's comment (a roster no kernel cache has seen: --fresh)."""
+    ``tag``: written into every file's comment (a roster no kernel cache has seen: --fresh). Returns the verdicts
+    the roster must get (each file's declared one), counted: a throughput whose verdicts differ does not count."""
     corpus = problem.corpus()
     accepted = [p for v, p in corpus if v == "AC"] or [problem.reference_path]
     wrong = [p for v, p in corpus if v == "WA"]
+    declared = {p: v for v, p in corpus}
     picks = []
     for i in range(n):
         pool = wrong if (i % 2 and wrong) else accepted
@@ -67,7 +73,11 @@ def make_roster(problem, n: int, where: Path, distinct: bool = False, tag: str =
         d.mkdir(parents=True)
         # A comment makes every file distinct, as real submissions are.
         (d / f"{problem.id}.py").write_text(path.read_text() + f"\n# student {i}{tag}\n")
-    return [p.parent.name + "/" + p.name for p in picks]
+    expected: dict[str, int] = {}
+    for path in picks:
+        v = declared.get(path, "AC")
+        expected[v] = expected.get(v, 0) + 1
+    return expected
 
 
 class HostLoad:
@@ -235,7 +245,7 @@ def _time_split(db: Path) -> dict:
     return out
 
 
-def main() -> None:
+def main() -> list[dict]:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problem", action="append", help="id or slug (repeat); default 93 on the CPU, 94 on a GPU")
     ap.add_argument("-n", type=int, default=8, help="submissions per roster")
@@ -281,7 +291,7 @@ def main() -> None:
             raise SystemExit(f"unknown problem {key}")
         tmp = Path(tempfile.mkdtemp(prefix="grade-bench-"))
         try:
-            make_roster(problem, args.n, tmp / "roster")
+            expected = make_roster(problem, args.n, tmp / "roster")
             if args.warm:
                 # Every distinct file of the roster once, not counted: the kernel caches are content-keyed, so
                 # without this the first configuration pays the first compile of each file and the next ones
@@ -310,6 +320,8 @@ def main() -> None:
                                                seed=args.seed, pool=pool, tree=tree.resolve(), jobs=jobs)
                                 r["problem"] = f"{problem.id} {problem.slug}"
                                 r["round"] = round_ + 1
+                                r["expected"] = expected
+                                r["as_declared"] = r["verdicts"] == expected
                                 if args.trees is not None:
                                     r["tree"] = str(tree)
                                 rows.append(r)
@@ -324,22 +336,29 @@ def main() -> None:
               "submissions/hour | host CPU busy (saturated) | verdicts |")
         print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-            verdicts = ", ".join(f"{v} {k}" for v, k in sorted(r["verdicts"].items()))
-            print(f"| {r['problem']} | {r.get('tree', '.')} | {r['executor']} | {r['workers']} | "
+                print(f"| {r['problem']} | {r.get('tree', '.')} | {r['executor']} | {r['workers']} | "
                   f"{r['jobs'] or 'default'} | {r['round']} | {r['judged']} | {r['wall_s']} s | {r['per_hour']} | "
-                  f"{_busy(r)} | {verdicts} |")
-        return
+                  f"{_busy(r)} | {_verdicts(r)} |")
+        return rows
     print(f"| problem | {unit}s | pool | jobs per GPU | round | submissions | wall | submissions/hour | "
           "start-up wait mean | median | from the pool (taken / started own / warmed unused) | "
           "host CPU busy (saturated) | verdicts |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        verdicts = ", ".join(f"{v} {k}" for v, k in sorted(r["verdicts"].items()))
         ps = r.get("pool_stats")
         taken = f"{ps['taken']} / {ps['missed']} / {ps['wasted']}" if ps else "-"
         print(f"| {r['problem']} | {r['workers']} | {r['pool']} | {r['jobs'] or 'default'} | {r['round']} | "
               f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {r['start_wait_mean']} s | "
-              f"{r['start_wait_median']} s | {taken} | {_busy(r)} | {verdicts} |")
+              f"{r['start_wait_median']} s | {taken} | {_busy(r)} | {_verdicts(r)} |")
+    return rows
+
+
+def _verdicts(r: dict) -> str:
+    """The verdicts a roster got, and the declared ones where they differ (that row's figures do not count)."""
+    got = ", ".join(f"{v} {k}" for v, k in sorted(r["verdicts"].items()))
+    if r.get("as_declared", True):
+        return got
+    return got + " (NOT as declared: " + ", ".join(f"{v} {k}" for v, k in sorted(r["expected"].items())) + ")"
 
 
 def _busy(r: dict) -> str:
@@ -350,4 +369,7 @@ def _busy(r: dict) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    wrong = [r for r in main() if not r.get("as_declared", True)]
+    if wrong:  # a judge must not be fast by failing: such a roster's rate is no measurement
+        print(f"{len(wrong)} roster(s) did not get the declared verdicts", file=sys.stderr)
+        sys.exit(1)
