@@ -13,6 +13,7 @@ import torch
 
 from judge import rules
 from judge.replies import CaseError, CaseResult, ErrorInfo
+from judge.shared import oom
 from judge.rules import outputs as output_rules
 from judge.verdicts import Outcome, Verdict
 
@@ -103,6 +104,8 @@ def error_text(err: ErrorInfo) -> str:
         return f"Triton could not compile the kernel{where}: {first}"
     if err.category == "contract":
         return f"{first}{where}"  # the judge's own words (judge.untrusted.calls), not an exception's
+    if err.category == "capacity" and rules.gpu_full():  # IE (judge.rules.error_verdict): say why
+        first = f"{oom.device_full(err.message)}: {first}"
     if err.type in NOT_A_KERNEL_ERROR:
         return first
     prefix = ("error while importing the submission: " if err.at_import else

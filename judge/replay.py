@@ -53,7 +53,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import expected, kit, replies
+from judge import expected, kit, replies, rules
 from judge.cases import canonical, derive_seed
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.rules import outputs as output_rules
@@ -533,7 +533,7 @@ class Replayer:
         if not result.ok:
             where = label(trace, result.event) if 0 <= result.event < len(trace.events) else "the record"
             err = result.error
-            full = oom.device_full(err.message)
+            full = oom.device_full(err.message) if rules.gpu_full() else None
             if full:  # the replay worker is the judge's: a GPU filled by other work is no finding against the file
                 return Outcome(Verdict.IE, f"the replay check could not run ({where}): {full}", {"replay": "capacity"})
             if result.kind == "record":

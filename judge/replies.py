@@ -751,9 +751,9 @@ def parse_bench_reply(msg: dict, payloads: list) -> BenchResult | BenchError:
 
 @dataclass(frozen=True)
 class BenchTrimmed:
-    """The worker let go of what it held for timing but the outputs to be checked (judge.untrusted.bench.trim)."""
+    """The worker let go of everything it held for timing (judge.untrusted.bench.trim)."""
 
-    held: int  # the calls whose outputs it still holds
+    held: int  # the calls whose outputs it still holds (none)
 
 
 def parse_bench_trimmed(msg: dict, payloads: list) -> BenchTrimmed | BenchError:

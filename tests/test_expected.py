@@ -106,17 +106,21 @@ OVER_HALF = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total 
     (OVER_CAP, "memory", "MLE"),  # 15.5 + 2 GiB over its 16 GiB
     (OVER_HALF, "memory", "MLE"),  # no cap said: it held most of the device itself
 ], ids=["device-full", "over-its-cap", "most-of-the-device"])
-def test_an_out_of_memory_within_the_workers_own_cap_is_the_judges_failure_not_the_files(message, category, verdict):
+def test_an_out_of_memory_within_the_workers_own_cap_is_the_judges_failure_not_the_files(message, category, verdict,
+                                                                                           monkeypatch):
     """Several submissions share a GPU in `judge grade`: an allocation can fail because others filled the device
-    while the worker was inside its cap. That is IE (judged again by the next run), never MLE against the file."""
+    while the worker was inside its cap. That is IE (judged again by the next run), never MLE against the file,
+    when the judge sees the device full itself; on the worker's word alone (forgeable) it stays MLE."""
     from judge import rules
     from judge.untrusted.runner import classify
 
     err = classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py")
     assert err["category"] == category
+    monkeypatch.setattr(rules, "gpu_full", lambda: True)
     assert rules.error_verdict(err["category"]).value == verdict
-    if category == "capacity":
-        assert err["message"].startswith("the GPU was full with other work: this process held 15.30 GiB")
+    monkeypatch.setattr(rules, "gpu_full", lambda: False)
+    assert rules.error_verdict(err["category"]).value == "MLE"
+    assert err["message"] == message  # the worker's words as PyTorch gave them; the judge explains an IE
 
 
 def test_a_replay_that_cannot_allocate_on_a_full_gpu_is_ie_not_rj():

@@ -435,8 +435,12 @@ def test_a_replay_whose_kernel_failed_is_rejected_with_the_error():
     assert out.verdict.value == "RJ" and "could not be replayed (empty before any launch)" in out.message
 
 
-def test_a_replay_that_could_not_allocate_on_a_gpu_others_filled_is_ie_not_rj():
+def test_a_replay_that_could_not_allocate_on_a_gpu_others_filled_is_ie_not_rj(monkeypatch):
     # The H200's message (tests/gpu/logs/2026-12-05/call2, student008): the replay worker held 646 MiB of 139.8 GiB.
+    # IE only where the judge sees the device full itself (judge.rules.gpu_full); the message alone is forgeable.
+    from judge import rules
+
+    monkeypatch.setattr(rules, "gpu_full", lambda: True)
     full = ("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
             "228.00 MiB is free. Including non-PyTorch memory, this process has 646.00 MiB memory in use.")
     for kind in ("record", "run"):
@@ -447,6 +451,10 @@ def test_a_replay_that_could_not_allocate_on_a_gpu_others_filled_is_ie_not_rj():
     own = full.replace("646.00 MiB memory in use", "120.00 GiB memory in use")
     out = _judge(replies.ReplayResult(1, False, event=-1, kind="record",
                                       error=replies.ErrorInfo("runtime", "OutOfMemoryError", own)))
+    assert out.verdict.value == "RJ"
+    monkeypatch.setattr(rules, "gpu_full", lambda: False)  # a device with room: the message is not believed
+    out = _judge(replies.ReplayResult(1, False, event=-1, kind="record",
+                                      error=replies.ErrorInfo("runtime", "OutOfMemoryError", full)))
     assert out.verdict.value == "RJ"
 
 

@@ -1600,12 +1600,12 @@ def test_submit_pytorch_flag_reaches_the_speed_run(monkeypatch, tmp_path):
     assert seen[0].get("torch_baseline") is None and seen[1]["torch_baseline"] is True
 
 
-def test_before_its_checks_a_speed_run_keeps_only_the_drawn_calls_outputs_and_ends_the_trusted_workers(
+def test_before_its_checks_a_speed_run_fetches_the_drawn_calls_then_its_workers_let_go_of_everything(
         tmp_path, monkeypatch):
     # _trim: a speed run's rounds leave gigabytes in its workers; checked beside other judges (on a GPU, outside
-    # the lock) it must hold only what the checks read. The calls to check are drawn once, the submission's
-    # worker lets go of every other call's outputs (a real worker, asked for one of them: missing), the
-    # trusted workers end, and the checks read exactly the drawn calls.
+    # the lock) it must hold only what the checks read. The calls to check are drawn once and their outputs
+    # fetched, then the submission's worker drops everything (a real worker, asked for the drawn call: missing)
+    # and the trusted workers are asked to exit; the checks read exactly the fetched calls.
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
     p = find_problem("93")
     run = _speed_run("93", p.reference_path, tmp_path, checks_per_shape=1)
@@ -1615,12 +1615,10 @@ def test_before_its_checks_a_speed_run_keeps_only_the_drawn_calls_outputs_and_en
     def probe(state):
         sub = next(c for c in run.contenders if c.name == "submission")
         (drawn,) = state["picked"][0]
-        others = [c for c in sub.last[0][0].checkable if c != drawn]
-        assert others, "the last request held more than one call"
-        for call, present in ((drawn, True), (others[0], False)):
-            answer, _ = run._request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": call},
-                                     parse=replies.parse_bench_outputs)
-            assert answer.present is present, call
+        assert state["fetched"][0][drawn].present
+        answer, _ = run._request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": drawn},
+                                 parse=replies.parse_bench_outputs)
+        assert not answer.present
         seen["ended"] = sorted(c.name for c in run.contenders if c.client in run._ended)
         seen["drawn"] = drawn
         return finish(state)
@@ -1630,3 +1628,12 @@ def test_before_its_checks_a_speed_run_keeps_only_the_drawn_calls_outputs_and_en
     assert seen["ended"] == ["pytorch", "reference"]
     assert speed["shapes"][0]["checked_calls"] == [seen["drawn"]]
     assert "trim_seconds" in speed["phases"]
+
+
+def test_a_file_that_repairs_its_kept_outputs_when_the_judge_drops_the_others_is_wa(tmp_path, monkeypatch):
+    # tests/data/repair_kept_on_trim.py: wrong in every timed call; a finalizer on each output repairs the
+    # survivors once the judge's trim drops outputs. The drawn calls' outputs are fetched before any drop.
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    with pytest.raises(BenchFailed) as failed:
+        _bench("93", Path(__file__).parent / "data" / "repair_kept_on_trim.py", tmp_path, torch_baseline=False)
+    assert failed.value.verdict == "WA" and "timed call" in failed.value.message

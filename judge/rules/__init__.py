@@ -44,9 +44,12 @@ DEATHS = {
 # "contract": the call could not do what its group asks, through no exception of the submission's own code (a
 # graph break under torch.compile, an operator with no gradient: judge.untrusted.calls); its values are wrong.
 # "capacity": out of GPU memory within the worker's own cap, the device filled by other work (judge.shared.oom):
-# the judge's failure, judged again by the next run.
+# the judge's failure, judged again by the next run, once the judge sees the device full itself (gpu_full);
+# else the worker's word alone, which a submission can forge (to probe the tests without spending an attempt, as
+# an IE is "not graded" on PrairieLearn: a red-team helper, 2026-12-05): MLE.
 ERRORS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE, "rule": Verdict.RJ,
           "contract": Verdict.WA, "capacity": Verdict.IE}
+FULL_BELOW = 2 << 30  # free bytes under which the judge's own view of the device says full
 
 
 @dataclass(frozen=True)
@@ -73,7 +76,23 @@ def death_verdict(reason: str) -> Verdict:
 
 
 def error_verdict(category: str) -> Verdict:
+    if category == "capacity" and not gpu_full():
+        return Verdict.MLE
     return ERRORS.get(category, Verdict.RTE)
+
+
+def gpu_full() -> bool:
+    """Whether the judge's own GPU (the one its golden models use, where a worker's "the device was full" is
+    checked) has less than FULL_BELOW free now. False without CUDA in this process."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available() or not torch.cuda.is_initialized():
+            return False
+        free, _ = torch.cuda.mem_get_info()
+        return free < FULL_BELOW
+    except Exception:  # noqa: BLE001 - no view of the device: the worker's word is not enough
+        return False
 
 
 _loaded: list | None = None

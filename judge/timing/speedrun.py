@@ -730,10 +730,13 @@ class SpeedRun:
         worker the outputs of every call of its last request per shape (up to KEEP_BYTES each). Checked outside
         the lock, beside other judges' cases and the next judge's rounds, that much per speed run filled the
         H200 at 12 softmax submissions at once (tests/gpu/RESULTS.md, 2026-12-05 call 2: five accepted files
-        IE, MLE or RJ from CUDA out-of-memory errors). So the calls to check are drawn here, the trusted workers
-        are asked to exit (the profiler clock, their last use, is over), and the submission's worker keeps the
-        drawn calls' outputs and records alone. Drawn after its last timed request, as before: nothing it timed
-        could know."""
+        IE, MLE or RJ from CUDA out-of-memory errors). So the calls to check are drawn here (after the last timed
+        request, as before: nothing it timed could know), their outputs and records are fetched now, the trusted
+        workers are asked to exit (the profiler clock, their last use, is over), and only then does the
+        submission's worker let go of everything it held, the drawn calls' outputs included. Fetched first: a
+        worker told to keep some calls and drop the rest learns which are checked while its own code can still
+        run (a finalizer on each output runs when it is dropped), and repaired the kept ones from copied inputs
+        before they were read (a red-team helper, 2026-12-05, in the interpreter: wrong timed calls passed)."""
         from judge.channel import request_exits
 
         t0 = time.monotonic()
@@ -741,14 +744,20 @@ class SpeedRun:
         picked = {s: self._draw(sub.last[s][0].checkable if s in sub.last else ())
                   for s in range(len(state["plans"]))}
         state["picked"] = picked
+        state["fetched"] = {s: {call: self._fetch(sub, s, call) for call in calls} for s, calls in picked.items()}
         # Asked to exit, not waited for: their exits (their CUDA contexts going down) run while the GPU is
         # another judge's already; _close waits for them.
         others = [c.client for c in self.contenders if c is not sub]
         request_exits(others)
         self._ended.extend(others)
-        self._request(sub, {"type": "bench_trim", "id": "trim", "keep": {str(s): v for s, v in picked.items()}},
-                      parse=replies.parse_bench_trimmed)
+        self._request(sub, {"type": "bench_trim", "id": "trim"}, parse=replies.parse_bench_trimmed)
         state["phases"]["trim_seconds"] = round(time.monotonic() - t0, 3)
+
+    def _fetch(self, sub: Contender, s: int, call: int) -> replies.BenchOutputs:
+        """The held outputs (and record) of call ``call`` of the submission's last request at shape s."""
+        answer, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s, "call": call},
+                                  parse=replies.parse_bench_outputs)
+        return answer
 
     def _draw(self, checkable) -> list[int]:
         """The calls to check among those held (``checks_per_shape`` of them, drawn with the OS's randomness)."""
@@ -759,7 +768,7 @@ class SpeedRun:
         """The output checks and their replays, then (unless _timed ran it) the profiler clock; the result."""
         plans = state["plans"]
         t0 = time.monotonic()
-        checked = self._checks(plans, state.get("picked"))
+        checked = self._checks(plans, state.get("picked"), state.get("fetched"))
         phases = {**state["phases"], "check_seconds": round(time.monotonic() - t0, 3)}
         if self.replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
             phases.update({k: (round(v, 3) if isinstance(v, float) else v)
@@ -772,7 +781,7 @@ class SpeedRun:
 
     # ------------------------------------------------------------------ after timing
 
-    def _checks(self, plans, picked: dict | None = None) -> list[dict]:
+    def _checks(self, plans, picked: dict | None = None, fetched: dict | None = None) -> list[dict]:
         """Every shape's check of a timed call (:meth:`_check`), and the replay of each checked call (:meth:`_replay`).
 
         A replay runs in the replay worker while the judge goes on checking the next shape's outputs (they
@@ -788,7 +797,8 @@ class SpeedRun:
             for s, plan in enumerate(plans):
                 self._phase(f"checking outputs: shape {s + 1} of {n}")
                 calls = None if picked is None else picked.get(s, [])
-                done = replays.guarded(lambda: self._check(s, plan["specs"], sub.last[s], calls=calls))
+                got = None if fetched is None else fetched.get(s, {})
+                done = replays.guarded(lambda: self._check(s, plan["specs"], sub.last[s], calls=calls, fetched=got))
                 checked.append({"calls": [call for call, _ in done]})
                 for call, answer in done:
                     replays.queue(s, plan["specs"], call, answer)
@@ -796,12 +806,13 @@ class SpeedRun:
         return checked
 
     def _check(self, s: int, specs: list, held: tuple, *, what: str = "timed call", shared=contextlib.nullcontext,
-               calls: list | None = None) -> list[tuple[int, replies.BenchOutputs]]:
+               calls: list | None = None, fetched: dict | None = None) -> list[tuple[int, replies.BenchOutputs]]:
         """Outputs of randomly chosen calls of the submission's last request at shape s (``held``: its reply and
         seed), against the golden model: the same rule as a judged case's outputs (judge.rules.outputs). The
         calls checked, with their outputs (and records, for the replay). ``what`` names the calls in a
         finding; ``shared`` is held around each request and golden answer (the GPU taken shared, ahead of the
-        lock); ``calls``: the calls to check, drawn already (_trim), else drawn here."""
+        lock); ``calls``: the calls to check, drawn already (_trim), else drawn here; ``fetched``: their outputs,
+        fetched already (_trim), else asked for here."""
         from judge import expected
         from judge.rules import outputs as output_rules
 
@@ -818,8 +829,7 @@ class SpeedRun:
         picked = []
         for call in calls:
             with shared():
-                answer, _ = self._request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s,
-                                                "call": call}, parse=replies.parse_bench_outputs)
+                answer = fetched[call] if fetched is not None and call in fetched else self._fetch(sub, s, call)
                 if not answer.present:
                     raise BenchFailed("RJ", f"the outputs of {what} {call} were not there to check")
                 with self._compute:

@@ -609,15 +609,12 @@ class BenchState:
         return reply, tensors
 
     def trim(self, msg: dict) -> dict:
-        """After the timed rounds, before the judge gives the GPU back: keep the outputs (and records) of the calls
-        it will check (``keep``: shape -> call indices) and let go of everything else this worker holds for
-        timing (the input sets, the flush buffer, the other calls' outputs), so that a speed run's checks, beside
-        other judges' work, hold megabytes rather than the gigabytes of its rounds."""
-        keep = {int(k): {int(c) for c in v} for k, v in dict(msg.get("keep") or {}).items()}
-        for shape in list(self.kept):
-            wanted = keep.get(shape, set())
-            self.kept[shape] = {c: r for c, r in self.kept[shape].items() if c in wanted}
-            self.records[shape] = {c: r for c, r in self.records.get(shape, {}).items() if c in wanted}
+        """After the timed rounds, before the judge gives the GPU back, once it has fetched the outputs it will
+        check: let go of everything this worker holds for timing (the input sets, the flush buffer, every call's
+        outputs and records), so that a speed run's checks, beside other judges' work, hold no GPU memory of its
+        rounds. (Nothing is kept selectively: which calls are checked must not show in which outputs are dropped.)"""
+        self.kept.clear()
+        self.records.clear()
         self.sets.clear()
         self.specs.clear()
         self.flush = None
@@ -626,8 +623,7 @@ class BenchState:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
-        held = sum(len(v) for v in self.kept.values())
-        return {"type": "bench_trimmed", "id": msg.get("id"), "status": "ok", "held": held}
+        return {"type": "bench_trimmed", "id": msg.get("id"), "status": "ok", "held": 0}
 
     def release(self) -> None:
         self.sets.clear()

@@ -80,9 +80,8 @@ def classify(exc: BaseException, path: str) -> dict:
         CompilationError = ()  # noqa: N806
     if isinstance(root, MemoryError) or "out of memory" in message.lower() or "can't allocate memory" in message:
         category = "memory"
-        full = device_full(message)
-        if full:  # not this worker's use: the judge's failure (judge.shared.oom)
-            category, message = "capacity", f"{full}: {message}"
+        if device_full(message):  # not this worker's use, by its own account (judge.shared.oom, judge.rules)
+            category = "capacity"
     elif CompilationError and isinstance(root, CompilationError):
         category = "compile"
         line = _compile_error_line(root)
