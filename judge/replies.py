@@ -753,8 +753,6 @@ def parse_bench_reply(msg: dict, payloads: list) -> BenchResult | BenchError:
 class BenchTrimmed:
     """The worker let go of everything it held for timing (judge.untrusted.bench.trim)."""
 
-    held: int  # the calls whose outputs it still holds (none)
-
 
 def parse_bench_trimmed(msg: dict, payloads: list) -> BenchTrimmed | BenchError:
     _kind(msg, "bench_trimmed")
@@ -763,7 +761,7 @@ def parse_bench_trimmed(msg: dict, payloads: list) -> BenchTrimmed | BenchError:
     if status == "error":
         return BenchError(parse_error(msg.get("error") or {}))
     _need(status == "ok", "status must be 'ok' or 'error'")
-    return BenchTrimmed(held=_int(msg.get("held"), "held", 0, MAX_SAMPLES * MAX_ENTRIES))
+    return BenchTrimmed()
 
 
 def parse_bench_outputs(msg: dict, payloads: list) -> BenchOutputs | BenchError:

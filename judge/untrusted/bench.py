@@ -623,7 +623,7 @@ class BenchState:
         if torch.cuda.is_available() and torch.cuda.is_initialized():
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
-        return {"type": "bench_trimmed", "id": msg.get("id"), "status": "ok", "held": 0}
+        return {"type": "bench_trimmed", "id": msg.get("id"), "status": "ok"}
 
     def release(self) -> None:
         self.sets.clear()
