@@ -213,14 +213,17 @@ class Workers:
 
     def ready(self) -> list[Exchange]:
         """The workers that are up: the first, and each other one once its start succeeded."""
-        out = [self.first]
-        for ex, future in zip(self.all[1:], self._starts):
-            try:
-                if future.result() is None:
-                    out.append(ex)
-            except Exception:  # noqa: BLE001 - a worker that could not start: the others carry on
-                pass
-        return out
+        return [ex for ex in self.all if self.up(ex)]
+
+    def up(self, ex: Exchange) -> bool:
+        """Whether worker ``ex`` is up, once its start is over (the first was started before any case; each
+        other one's lane waits here for its own start only, not for its siblings')."""
+        if ex is self.first:
+            return True
+        try:
+            return self._starts[self.all.index(ex) - 1].result() is None
+        except Exception:  # noqa: BLE001 - a worker that could not start: the others carry on
+            return False
 
     def stop(self) -> None:
         for future in self._starts:

@@ -32,6 +32,7 @@ from judge.exchange import Exchange, Workers, encode_inputs
 from judge.groups import CaseFailed, draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
+from judge.lanes import LaneOutcome, Lanes, Plan
 from judge.options import Options, limits_for, planned_cases, session_workers, torch_device
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
@@ -65,6 +66,9 @@ class Session:
         self.timing: dict = {}
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
         self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
+        self._lanes: Lanes | None = None  # the workers' threads, running the groups' cases ahead (judge.lanes)
+        self._plans: list[Plan] = []  # the groups' cases, drawn, as the lanes take them
+        self._worker_locks: dict[int, threading.RLock] = {}  # id(worker) -> held by the thread using it
         self._first: dict[str, str] = {}  # group -> its first case (canonical): refilled, and replayed first
         self.replays: ReplaySampler | None = None
         # JUDGE_REPLAY=0 turns the replay check off, to measure what it costs (tests/bench/RESULTS.md).
@@ -165,21 +169,28 @@ class Session:
                     continue
                 results.append(self._finish_group(run))
 
-        for g in self._selected_groups():
-            if stopped() is not None:
-                results.append(_not_run(g, stopped()))
-                continue
-            t_group = time.monotonic()
-            run = self._run_group(g)
-            if run.failure is None and self._defer_replays():
-                open_runs.append(run)
-            else:
-                settle_open()
-                results.append(_not_run(g, stopped()) if stopped() is not None else self._finish_group(run))
-            self.timing.setdefault("group_seconds", {})[g.name] = round(time.monotonic() - t_group, 3)
-            if all(x.passed for x in results):  # (the open ones passed their cases)
-                self._prestart_speed(scratch)
-        settle_open()
+        if self.options.case is None and len(self.workers.all) > 1:
+            self._lanes = Lanes(self.workers.all, self._lane_case, self.workers.up, self.progress.case_done)
+        try:
+            for g in self._selected_groups():
+                if stopped() is not None:
+                    results.append(_not_run(g, stopped()))
+                    continue
+                t_group = time.monotonic()
+                run = self._run_group(g)
+                if run.failure is None and self._defer_replays():
+                    open_runs.append(run)
+                else:
+                    settle_open()
+                    results.append(_not_run(g, stopped()) if stopped() is not None else self._finish_group(run))
+                self.timing.setdefault("group_seconds", {})[g.name] = round(time.monotonic() - t_group, 3)
+                if all(x.passed for x in results):  # (the open ones passed their cases)
+                    self._prestart_speed(scratch)
+            settle_open()
+        finally:
+            if self._lanes is not None:
+                self._lanes.close()
+                self.timing["cases_ahead"] = self._lanes.ran_ahead  # taken before their group's turn
         return results
 
     def _defer_replays(self) -> bool:
@@ -194,9 +205,10 @@ class Session:
 
     # ------------------------------------------------------------------ cases
 
-    def run_case(self, group: Group, params: dict, ex: Exchange | None = None) -> Outcome:
-        """The outcome of one case: from the cache when it already ran (Hypothesis asks again while shrinking,
-        and the cases run ahead by the other workers are there), else run on ``ex`` (the first worker)."""
+    def run_case(self, group: Group, params: dict) -> Outcome:
+        """The outcome of one case Hypothesis asks for, in the judge's thread: from the cache when it already
+        ran (the lanes ran the group's cases ahead, and Hypothesis asks again while shrinking), else run on
+        the first worker."""
         key = f"{group.name}|{canonical(params)}"
         with self._lock:
             if key in self._cache:
@@ -207,21 +219,48 @@ class Session:
                 # A worker died (or the run's time ran out) on an earlier case of
                 # this group; shrinking further would cost a full limit per try.
                 return Outcome(Verdict.AC, NOT_RUN)
-        if time.monotonic() - self.started - self.gpu_wait_seconds > self.limits.run_seconds:
-            outcome = Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
-        else:
-            outcome = self._execute(group, params, ex or self.workers.first)
+        outcome = self._run_new(group, params, self.workers.first)
         with self._lock:
-            self._cache[key] = outcome
             self._frozen = self._frozen or _freezes(outcome)
             shrinking = self._shrinking
             if shrinking:
                 self._tries += 1
         if not shrinking:
-            self.progress.case_done()  # counted once per case: Hypothesis finds the prefetched ones in the cache
+            self.progress.case_done()
         return outcome
 
+    def _lane_case(self, plan: Plan, i: int, ex: Exchange) -> LaneOutcome:
+        """Case ``i`` of a group's plan, run by a lane on its worker ``ex`` (judge.lanes), into the cache."""
+        params = plan.cases[i]
+        with self._lock:
+            cached = self._cache.get(f"{plan.group.name}|{canonical(params)}")
+        if cached is not None:  # (a case drawn twice)
+            return LaneOutcome(cached.passed, _freezes(cached), counted=False)
+        outcome = self._run_new(plan.group, params, ex)
+        return LaneOutcome(outcome.passed, _freezes(outcome), counted=True)
+
+    def _run_new(self, group: Group, params: dict, ex: Exchange) -> Outcome:
+        """Run a case on worker ``ex`` (the run's time limit permitting) and cache its outcome."""
+        if time.monotonic() - self.started - self.gpu_wait_seconds > self.limits.run_seconds:
+            outcome = Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
+        else:
+            outcome = self._execute(group, params, ex)
+        with self._lock:
+            self._cache[f"{group.name}|{canonical(params)}"] = outcome
+        return outcome
+
+    def _holding(self, ex: Exchange):
+        """Worker ``ex`` for one thread: a case and its refill, a replay's run again, a finding's case. The
+        judge's thread (shrinking, the replays settled at a group's end) uses the first worker while the
+        lanes may be running the next group's cases on it."""
+        with self._lock:
+            return self._worker_locks.setdefault(id(ex), threading.RLock())
+
     def _execute(self, group: Group, params: dict, ex: Exchange) -> Outcome:
+        with self._holding(ex):
+            return self._execute_held(group, params, ex)
+
+    def _execute_held(self, group: Group, params: dict, ex: Exchange) -> Outcome:
         if not ex.alive:
             failure = ex.start()
             if failure is not None:
@@ -269,9 +308,10 @@ class Session:
         for params in passed[1:]:
             if self.replays.never_replayed(group.name) is None:
                 return None
-            if not ex.alive and ex.start() is not None:
-                return None
-            outcome, _, _, last = self._call(ex, "case", params, group=group)
+            with self._holding(ex):
+                if not ex.alive and ex.start() is not None:
+                    return None
+                outcome, _, _, last = self._call(ex, "case", params, group=group)
             if not outcome.passed:
                 return params, outcome
             with self._gpu_shared():
@@ -314,8 +354,9 @@ class Session:
         if found.case is None:
             return found
         ex = self.workers.first
-        failure = ex.start() if not ex.alive else None
-        return failure or self._fresh_case_in_worker(ex, found, group)
+        with self._holding(ex):
+            failure = ex.start() if not ex.alive else None
+            return failure or self._fresh_case_in_worker(ex, found, group)
 
     def _fresh_case_in_worker(self, ex: Exchange, found: Outcome, group: Group) -> Outcome:
         """The replay's fresh inputs, on which the replayed launches missed the answer, judged as a case in the
@@ -377,32 +418,6 @@ class Session:
         if self.options.device == "cuda" and not self.options.interpret and self._lane_compiling.get(lane, True):
             return progress_words.COMPILING, ""
         return progress_words.TESTING, ""
-
-    def _prefetch(self, group: Group, cases: list[dict]) -> None:
-        """Run a group's cases ahead on every worker at once, into the cache, in their order; stop handing
-        out cases past the first that failed. Hypothesis then finds their outcomes, in the same order."""
-        lanes = self.workers.ready()
-        if len(lanes) < 2 or len(cases) < 2:
-            return
-        state = {"next": 0, "failed_at": len(cases)}
-
-        def lane(ex: Exchange) -> None:
-            while True:
-                with self._lock:
-                    i = state["next"]
-                    state["next"] += 1
-                    if i >= len(cases) or i > state["failed_at"] or self._frozen:
-                        return
-                outcome = self.run_case(group, cases[i], ex)
-                if not outcome.passed:
-                    with self._lock:
-                        state["failed_at"] = min(state["failed_at"], i)
-
-        threads = [threading.Thread(target=lane, args=(ex,), name=f"judge-lane{i}") for i, ex in enumerate(lanes)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
 
     def _never_replayed(self, group: Group) -> GroupResult | None:
         """RJ for a passing group none of whose cases could be replayed for a reason of the call's own."""
@@ -482,8 +497,7 @@ class Session:
         flight: _finish_group takes them."""
         opts = self.options
         interp = opts.interpret
-        domain = group.domain(interp)
-        salt = f"{opts.seed}:{self.problem.id}:{group.name}"
+        domain, examples, n, salt = self._drawing(group)
         self._frozen = False
         self._shrinking, self._tries = False, 0
         selected = [g.name for g in self._selected_groups()]
@@ -518,15 +532,21 @@ class Session:
             self.progress.group(group.name, *where, planned=1)
             self._first[group.name] = canonical(opts.case)
             failure = run_cases([opts.case], counted)
-        else:
-            n = planned_cases(group, self.options)
-            examples = expand_examples(group.examples, domain, interp, salt)
-            cases = draw_cases(domain, examples, n, salt, interpret=interp)
-            if cases:
-                self._first[group.name] = canonical(cases[0])
-            self.progress.group(group.name, *where, planned=len(cases))
-            self._prefetch(group, cases)
+        elif self._lanes is not None:
+            # The lanes run the group's cases (judge.lanes); its drawn cases, and the next group's, which
+            # the lanes take once this group's are all handed out, are drawn here meanwhile.
+            index = where[0] - 1
+            plan = self._plan(index)
+            self.progress.group(group.name, *where, planned=len(plan.cases))
+            self._lanes.begin(index)
+            if index + 1 < len(selected):
+                self._plan(index + 1)
+            self._lanes.wait(index)
             self._frozen = False  # the shrinking pass decides again, in the cases' order
+        else:
+            cases = self._draw(group)
+            self.progress.group(group.name, *where, planned=len(cases))
+        if opts.case is None:
             failure = run_group(domain, examples, n, salt, counted, interpret=interp,
                                 shrink_seconds=opts.shrink_seconds)
             if shrink_from:  # what finding a smaller failing case cost (the tries, and cases run ahead)
@@ -534,6 +554,32 @@ class Session:
                     self.timing.get("shrink_seconds", 0.0) + time.monotonic() - shrink_from[0], 3)
                 self.timing["shrink_tries"] = self.timing.get("shrink_tries", 0) + self._tries
         return _GroupRun(group, order, failed_at[0] if failed_at else None, passed, failure, ran["n"])
+
+    def _drawing(self, group: Group) -> tuple[dict, list[dict], int, str]:
+        """What a group's cases are drawn from: (domain, explicit examples, how many drawn, seed salt)."""
+        interp = self.options.interpret
+        domain = group.domain(interp)
+        salt = f"{self.options.seed}:{self.problem.id}:{group.name}"
+        examples = expand_examples(group.examples, domain, interp, salt)
+        return domain, examples, planned_cases(group, self.options), salt
+
+    def _draw(self, group: Group) -> list[dict]:
+        """The cases run_group will run while they pass, in its order; the first is refilled and replayed."""
+        domain, examples, n, salt = self._drawing(group)
+        cases = draw_cases(domain, examples, n, salt, interpret=self.options.interpret)
+        if cases:
+            self._first[group.name] = canonical(cases[0])
+        return cases
+
+    def _plan(self, index: int) -> Plan:
+        """The ``index``-th selected group's cases for the lanes, drawn (with the ones before it) if not yet."""
+        selected = self._selected_groups()
+        while len(self._plans) <= index:
+            group = selected[len(self._plans)]
+            plan = Plan(len(self._plans), group, self._draw(group))
+            self._plans.append(plan)
+            self._lanes.add(plan)
+        return self._plans[index]
 
     def _finish_group(self, run: "_GroupRun") -> GroupResult:
         """A group's result once its replays are in: the first replay finding before its first failing case
