@@ -251,14 +251,21 @@ def encode(trace: replies.Trace) -> tuple[dict, list]:
     return {"storages": storages, "events": events, "outputs": outputs}, []
 
 
-def fresh_inputs(problem, params: dict, original: list) -> tuple[dict, list] | None:
-    """The case's inputs again, with new values from a new secret seed: same layouts, same scalars.
+def fresh_inputs(problem, params: dict, original: list, run_seed: int | None = None) -> tuple[dict, list] | None:
+    """The case's inputs again, with new values from a new seed: same layouts, same scalars.
+
+    The new seed is derived from the run's seed and the case (``run_seed``; None: the OS's randomness): as
+    secret as the cases' own seeds, which the worker never sees either, and the same in every run with that
+    seed. A kernel wrong on some values only is found out by the replay's values now and then (the corpus's
+    96 wrong_answer/stats_in_input_dtype.py: a group earlier than the drawn cases' failure, one run in
+    several, 2026-12-05); with fresh values from the OS that made a fixed seed's group results differ
+    from run to run, whatever the number of workers.
 
     (the fresh case's parameters, its inputs); None if the problem's make_inputs
     gives another layout for another seed (then a record of the first layout
     means nothing for the second).
     """
-    seed = derive_seed("replay", secrets.token_hex(16), canonical(params))
+    seed = derive_seed("replay", secrets.token_hex(16) if run_seed is None else run_seed, canonical(params))
     fresh_params = dict(params, seed=seed)
     fresh = problem.golden.make_inputs(dict(fresh_params), kit.generator(seed))
     if len(fresh) != len(original):
@@ -282,8 +289,10 @@ def fresh_inputs(problem, params: dict, original: list) -> tuple[dict, list] | N
 class Replayer:
     """The replay worker of one judging run: started once (at the first replay, or early with prestart)."""
 
-    def __init__(self, problem, job, backend, *, threads: int | None, golden_device: str, compute_lock=None):
+    def __init__(self, problem, job, backend, *, threads: int | None, golden_device: str, compute_lock=None,
+                 seed: int | None = None):
         self.problem = problem
+        self.seed = seed  # the run's: the cases' fresh inputs derive from it (fresh_inputs)
         # Held around the judge's own work for a replay (fresh inputs, golden answers), never around the wait
         # for the replay worker: the speed run shares it with its output checks, which run beside its replays
         # in another thread, so that the speed run's own GPU work (inputs, golden answers) stays one
@@ -442,7 +451,7 @@ class Replayer:
             verdict, message = found
             return Skipped(message) if verdict == "note" else Outcome(Verdict.RJ, message, {"replay": "record"})
         with kit.computing_on(self.golden_device):
-            drawn = fresh_inputs(self.problem, params, inputs)
+            drawn = fresh_inputs(self.problem, params, inputs, self.seed)
         if drawn is None:
             return Skipped(f"{NOTE}: this problem's inputs change layout with their seed", counts=False)
         fresh_params, fresh = drawn

@@ -100,7 +100,7 @@ class Session:
                                count=session_workers(self.problem, self.options))
         if self.replay_on:
             replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
-                                golden_device=self.golden_device)
+                                golden_device=self.golden_device, seed=self.options.seed)
             # Started now, it imports torch and Triton while the submission's worker does: cheaper than
             # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
             replayer.prestart()

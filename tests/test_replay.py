@@ -485,3 +485,28 @@ def test_settling_replays_after_later_groups_gives_the_same_results(problem, nam
     at_the_end, one_by_one = results("1"), results("0")
     assert at_the_end == one_by_one
     assert at_the_end[0].value == "RJ"
+
+
+def test_the_fresh_inputs_are_the_same_for_the_same_run_seed_and_secret_without_one():
+    """A fixed seed judges the same way twice, replays included (a kernel wrong on some values only was found
+    by the replay's values in one run of several: 96 wrong_answer/stats_in_input_dtype.py, 2026-12-05); the
+    fresh values still differ from the case's, and from another run seed's."""
+    from judge.kit import generator
+    from judge.problems import find_problem
+    from judge.replay import fresh_inputs
+
+    problem = find_problem("96")
+    params = {"m": 3, "n": 50, "dtype": "float32", "layout": "contiguous", "values": "normal", "eps": 1e-6, "seed": 7}
+    assert set(params) == set(problem.groups[0].domain(True)) | {"seed"}  # (a case of 96's small-ragged)
+    original = problem.golden.make_inputs(dict(params), generator(params["seed"]))
+
+    def values(run_seed):
+        drawn = fresh_inputs(problem, params, original, run_seed)
+        assert drawn is not None
+        return drawn[0]["seed"], drawn[1][0].values
+
+    (s1, a), (s2, b), (s3, c) = values(11), values(11), values(12)
+    assert s1 == s2 and torch.equal(a, b)
+    assert s1 != s3 and not torch.equal(a, c)
+    assert not torch.equal(a, original[0].values)
+    assert values(None)[0] != values(None)[0]  # no run seed: the OS's randomness, each time
