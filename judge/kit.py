@@ -97,6 +97,21 @@ def heavy(fn, *tensors):
     return fn(*tensors)
 
 
+RELEASE_ABOVE = 1 << 30  # cached GPU bytes a process keeps past a computation (release_cached)
+
+
+def release_cached(above: int = RELEASE_ABOVE) -> None:
+    """Give the device back what this process's CUDA allocator keeps cached beyond ``above`` bytes.
+
+    PyTorch keeps freed blocks for the next allocation. A judge alone on its GPU loses nothing by that, but
+    in ``judge grade --jobs 12`` every job's process kept the peak of its largest computation (a bench
+    shape's float64 golden answer: one held 6.39 GiB) while the other jobs' cases and speed runs ran out
+    of memory (tests/gpu/RESULTS.md, 2026-12-05 second session, call 2). Called after the bench-sized work
+    (the speed run's output checks, the replays of timed calls); a case of the test groups is small."""
+    if torch.cuda.is_available() and torch.cuda.is_initialized() and torch.cuda.memory_reserved() > above:
+        torch.cuda.empty_cache()
+
+
 def generator(seed: int) -> torch.Generator:
     return torch.Generator(device="cpu").manual_seed(int(seed) & ((1 << 63) - 1))
 

@@ -490,3 +490,37 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
     executor = ex.LocalExecutor([None], timeout=10)
     executor.run([(i, {"i": i}) for i in range(3)], lambda k, r: got.__setitem__(k, r))
     assert [got[i]["verdict"] for i in range(3)] == ["AC"] * 3 and executor.spare_stats["started"] == 0
+
+
+# ---------------------------------------------------------------------------- a GPU full of other jobs' work
+
+OOM_IE = {"verdict": "IE", "message": "the judging job failed (exit 3): judge: internal error: OutOfMemoryError: "
+                                      "CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity "
+                                      "of 139.80 GiB of which 624.69 MiB is free.", "notes": []}
+
+
+@pytest.mark.parametrize("first,runs,verdict,note", [
+    (OOM_IE, 2, "AC", "judged 2 times: the GPU ran out of memory with other submissions' work (then it went through)"),
+    ({"verdict": "IE", "message": "the judging job failed (exit 3): judge: internal error: KeyError: 'x'"}, 1, "IE",
+     None),
+    ({"verdict": "MLE", "message": "CUDA out of memory within its own 32 GiB"}, 1, "MLE", None),
+])
+def test_a_job_that_failed_because_the_gpu_was_full_is_judged_again(first, runs, verdict, note):
+    """Only an IE of an out-of-memory (the job's GPU filled by others: 2026-12-05, 12 jobs on the H200) is
+    judged again, after another job on the GPU ended; a bug of ours, or the file's own MLE, stays as it is."""
+    from judge.grading.executors import judged_again_on_capacity
+
+    reports = [dict(first), {"verdict": "AC", "message": "all tests passed", "notes": []}]
+    waits = []
+    report = judged_again_on_capacity(lambda: reports.pop(0), waits.append, wait_seconds=7.0)
+    assert report["verdict"] == verdict and len(waits) == runs - 1 and all(w == 7.0 for w in waits)
+    assert (report.get("notes") or [None])[-1] == note if note else not report.get("notes")
+
+
+def test_a_job_the_gpu_never_has_room_for_stays_ie_after_its_retries():
+    from judge.grading.executors import CAPACITY_RETRIES, judged_again_on_capacity
+
+    runs = []
+    report = judged_again_on_capacity(lambda: runs.append(1) or dict(OOM_IE, notes=[]), lambda t: None)
+    assert report["verdict"] == "IE" and len(runs) == CAPACITY_RETRIES + 1
+    assert report["notes"][-1].endswith("(every time)")

@@ -23,6 +23,7 @@ import base64
 import os
 import queue
 import threading
+import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -57,6 +58,38 @@ def workers_per_job(slots: list) -> int | None:
     per_gpu = max(Counter(gpu_slots).values())
     cores = os.cpu_count() or 1
     return max(1, min(8, cores // max(1, 2 * len(gpu_slots))) if per_gpu > 1 else min(8, cores // 2))
+
+
+# How many times a job that failed because its GPU was full (a capacity IE) is judged again, and how long the
+# next try waits at most for another job on its GPU to end first (that job's memory is then free).
+CAPACITY_RETRIES = 2
+CAPACITY_WAIT_SECONDS = 120.0
+
+
+def capacity_failure(report: dict) -> bool:
+    """Whether a job's report is an IE because the GPU ran out of memory (CUDA's own message, in the judge's
+    process or, believed only while the judge saw the device full itself, a worker's: judge.shared.oom).
+    Several jobs share a GPU (--jobs): on the H200, 12 softmax jobs at once left five of 24 such IEs
+    (tests/gpu/RESULTS.md, 2026-12-05 second session, call 2). Not the file's doing, so it is judged again."""
+    return report.get("verdict") == "IE" and "out of memory" in str(report.get("message", "")).lower()
+
+
+def judged_again_on_capacity(run, ended, *, retries: int = CAPACITY_RETRIES,
+                             wait_seconds: float = CAPACITY_WAIT_SECONDS) -> dict:
+    """``run()``'s report, run again (at most ``retries`` times) while it is a capacity failure; each new try
+    waits first for ``ended(timeout)`` (another job on the GPU ended, or the timeout passed). The report
+    says so in a note, as an online judge's rejudge of an internal error does."""
+    report = run()
+    tries = 0
+    while capacity_failure(report) and tries < retries:
+        tries += 1
+        ended(wait_seconds)
+        report = run()
+    if tries:
+        note = (f"judged {tries + 1} times: the GPU ran out of memory with other submissions' work "
+                f"({'then it went through' if not capacity_failure(report) else 'every time'})")
+        report.setdefault("notes", []).append(note)
+    return report
 
 
 class ExecutorError(Exception):
@@ -109,15 +142,34 @@ class LocalExecutor:
         total = len(jobs) if hasattr(jobs, "__len__") else None
         begun = {"n": 0}
         begun_lock = threading.Lock()
+        ended = threading.Condition()  # notified whenever a job ends (capacity retries wait for one)
+        ends = Counter()  # GPU -> jobs ended on it
+
+        def another_ended(gpu, timeout: float) -> None:
+            with ended:
+                seen = ends[gpu]
+                ended.wait_for(lambda: ends[gpu] > seen, timeout=timeout)
 
         def one(spec):
             gpu = free.get()  # a slot is held by exactly one job at a time (a GPU has --jobs slots)
+            runs = []
+
+            def run():
+                runs.append(gpu)
+                return attempt(spec, gpu, again=len(runs) > 1)
+
+            try:
+                return judged_again_on_capacity(run, lambda timeout: another_ended(gpu, timeout))
+            finally:
+                free.put(gpu)
+
+        def attempt(spec, gpu, again: bool):
             try:
                 proc = None
                 if spares is not None:
                     proc = spares.take(gpu)
                     with begun_lock:
-                        begun["n"] += 1
+                        begun["n"] += 0 if again else 1  # (a job judged again is not one more of the total)
                         left = None if total is None else total - begun["n"]
                     # The next jobs' processes on this GPU, while this one runs: one per slot, and none started
                     # while as many wait on the other GPUs as jobs are left (which GPU the next job gets is not
@@ -129,7 +181,9 @@ class LocalExecutor:
                         pass  # no process to spare now (fork failed): the next job starts its own
                 return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc)
             finally:
-                free.put(gpu)
+                with ended:
+                    ends[gpu] += 1
+                    ended.notify_all()
 
         try:
             self._dispatch(jobs, on_result, server, one, total)
@@ -201,7 +255,9 @@ def _ray_task(spec: dict, timeout: float, use_gpu: bool) -> dict:
 
         ids = ray.get_gpu_ids()
         gpu = int(ids[0]) if ids else None
-    return run_subprocess(spec, timeout=timeout, gpu=gpu)
+    # Tasks sharing a GPU end unseen from here: a capacity failure's next try waits a while instead.
+    return judged_again_on_capacity(lambda: run_subprocess(spec, timeout=timeout, gpu=gpu),
+                                    lambda limit: time.sleep(min(limit, 30.0)))
 
 
 class RayExecutor:

@@ -813,7 +813,7 @@ class SpeedRun:
         finding; ``shared`` is held around each request and golden answer (the GPU taken shared, ahead of the
         lock); ``calls``: the calls to check, drawn already (_trim), else drawn here; ``fetched``: their outputs,
         fetched already (_trim), else asked for here."""
-        from judge import expected
+        from judge import expected, kit
         from judge.rules import outputs as output_rules
 
         sub = next(c for c in self.contenders if c.name == "submission")
@@ -837,6 +837,7 @@ class SpeedRun:
                     answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
                     wrong = output_rules.check(self.problem, answer.returned, answer.outputs, answers, dev)
                     del args, answers
+                    kit.release_cached()
             if wrong is not None:
                 raise BenchFailed("WA", f"{what} {call} at bench shape {label}: {wrong.message}",
                                   {"shape": params, "call": call})
@@ -868,7 +869,7 @@ class SpeedRun:
             sub = next(c for c in self.contenders if c.name == "submission")
             msg = {"type": "bench", "id": f"{s}-fresh", "shape": s, "args": specs, "samples": 1,
                    "per_sample": 1, "seed": base, "sets": 1, "flush_bytes": 0, "keep": True, "graph": False}
-            from judge import expected
+            from judge import expected, kit
             from judge.rules import outputs as output_rules
 
             dev = "cuda" if self.device == "cuda" else "cpu"
@@ -881,6 +882,8 @@ class SpeedRun:
                     answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
                     wrong = output_rules.check(self.problem, again.returned, again.outputs, answers, dev) \
                         if again.present else None
+                    del args, answers
+                    kit.release_cached()
             if wrong is not None:
                 raise BenchFailed("WA", f"a call at bench shape {label} on new inputs: {wrong.message}",
                                   {"shape": params, "found_by": "the replay check's fresh inputs"})

@@ -515,6 +515,11 @@ def main() -> int:
             traceback.print_exc()
             result, tensors = Replay._failed(-1, "record", type(exc).__name__, str(exc))
         reply({"type": "replay_result", "id": msg.get("id"), **result}, tensors)
+        del tensors
+        if device.startswith("cuda") and torch.cuda.is_initialized() and torch.cuda.memory_reserved() > 1 << 30:
+            # A replayed bench shape's memory, cached: other judges' work on a shared GPU needs it (as
+            # judge.kit.release_cached in the judge).
+            torch.cuda.empty_cache()
         if device.startswith("cuda") and result.get("status") == "error" and "CUDA error" in str(result):
             return 0  # the context is gone: the judge starts a fresh replay worker
 
