@@ -144,11 +144,12 @@ class LocalExecutor:
         begun_lock = threading.Lock()
         ended = threading.Condition()  # notified whenever a job ends (capacity retries wait for one)
         ends = Counter()  # GPU -> jobs ended on it
+        running = Counter()  # GPU -> jobs running on it now
 
         def another_ended(gpu, timeout: float) -> None:
             with ended:
                 seen = ends[gpu]
-                ended.wait_for(lambda: ends[gpu] > seen, timeout=timeout)
+                ended.wait_for(lambda: ends[gpu] > seen or not running[gpu], timeout=timeout)
 
         def one(spec):
             gpu = free.get()  # a slot is held by exactly one job at a time (a GPU has --jobs slots)
@@ -164,6 +165,8 @@ class LocalExecutor:
                 free.put(gpu)
 
         def attempt(spec, gpu, again: bool):
+            with ended:
+                running[gpu] += 1
             try:
                 proc = None
                 if spares is not None:
@@ -182,6 +185,7 @@ class LocalExecutor:
                 return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc)
             finally:
                 with ended:
+                    running[gpu] -= 1
                     ends[gpu] += 1
                     ended.notify_all()
 
