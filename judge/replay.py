@@ -595,6 +595,62 @@ class Replayer:
         return Outcome(Verdict.RJ, text, details)
 
 
+class Replayers:
+    """Several replay workers for one run, used as one Replayer by the test groups: each replay takes a free
+    one. A lone ``submit`` on a GPU has two (replay_workers): 98's reference sent 31 replays through one
+    worker, busy 31 s of its 36 s of tests, and the groups then waited 7-9 s at their end for the last ones
+    (tests/gpu/RESULTS.md, 2026-12-05 second session, call 1)."""
+
+    def __init__(self, members: list[Replayer]):
+        import queue
+
+        self.members = members
+        self._free: queue.Queue = queue.Queue()
+        for m in members:
+            self._free.put(m)
+
+    def prestart(self) -> None:
+        for m in self.members:
+            m.prestart()
+
+    def release(self) -> None:
+        for m in self.members:
+            m.release()
+
+    def stop(self) -> None:
+        for m in self.members:
+            m.stop()
+
+    def close(self) -> None:
+        for m in self.members:
+            m.close()
+
+    @property
+    def timing(self) -> dict:
+        out: dict = {}
+        for m in self.members:
+            for key, value in m.timing.items():
+                out[key] = out.get(key, 0) + value
+        return out
+
+    def check(self, params: dict, inputs: list, reply, device: str):
+        member = self._free.get()
+        try:
+            return member.check(params, inputs, reply, device)
+        finally:
+            self._free.put(member)
+
+
+def replay_workers(device: str, interpret: bool, lone: bool) -> int:
+    """Replay workers for one run: two for a lone submit on a GPU (its host's cores are its own), else one
+    (``judge grade`` runs several jobs per GPU, each with its own). JUDGE_REPLAY_WORKERS overrides it."""
+    import os
+
+    if os.environ.get("JUDGE_REPLAY_WORKERS"):
+        return max(1, int(os.environ["JUDGE_REPLAY_WORKERS"]))
+    return 2 if device == "cuda" and not interpret and lone else 1
+
+
 class ReplaySampler:
     """Which passing cases the replay check replays, and what it found, for one run (judge.session).
 
@@ -605,11 +661,12 @@ class ReplaySampler:
     the groups' state under a lock.
     """
 
-    def __init__(self, replayer: Replayer, device: str):
+    def __init__(self, replayer: "Replayer | Replayers", device: str):
         self.replayer = replayer
         self.device = device
         self._lock = threading.Lock()
-        self._replay_lock = threading.Lock()
+        # One replay at a time per replay worker (Replayers hands each replay a free one of its own).
+        self._replay_lock = contextlib.nullcontext() if isinstance(replayer, Replayers) else threading.Lock()
         self._replayed: set[str] = set()  # groups one of whose passing cases' launches was replayed alone
         self._unreplayed: dict[str, str] = {}  # group -> why a passing case of it could not be replayed
         self.notes: list[str] = []

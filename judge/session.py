@@ -36,7 +36,7 @@ from judge.lanes import LaneOutcome, Lanes, Plan
 from judge.options import Options, limits_for, planned_cases, session_workers, torch_device
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
-from judge.replay import Replayer, ReplaySampler
+from judge.replay import Replayer, Replayers, ReplaySampler, replay_workers
 from judge.sandbox import Job
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
@@ -99,15 +99,17 @@ class Session:
         self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads,
                                count=session_workers(self.problem, self.options))
         if self.replay_on:
-            replayer = Replayer(self.problem, job, self.backend, threads=self.options.threads,
-                                golden_device=self.golden_device, seed=self.options.seed)
+            count = replay_workers(self.options.device, self.options.interpret, lone=self.options.speed_early)
+            members = [Replayer(self.problem, job, self.backend, threads=self.options.threads,
+                                golden_device=self.golden_device, seed=self.options.seed) for _ in range(count)]
+            replayer = members[0] if count == 1 else Replayers(members)
             # Started now, it imports torch and Triton while the submission's worker does: cheaper than
             # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
             replayer.prestart()
             self.replays = ReplaySampler(replayer, "cuda" if self.options.device == "cuda" else "cpu")
             from concurrent.futures import ThreadPoolExecutor
 
-            self._replay_thread = ThreadPoolExecutor(1, thread_name_prefix="judge-replay")
+            self._replay_thread = ThreadPoolExecutor(count, thread_name_prefix="judge-replay")
         workers = len(self.workers.all)
         self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
         try:

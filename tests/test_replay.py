@@ -510,3 +510,35 @@ def test_the_fresh_inputs_are_the_same_for_the_same_run_seed_and_secret_without_
     assert s1 != s3 and not torch.equal(a, c)
     assert not torch.equal(a, original[0].values)
     assert values(None)[0] != values(None)[0]  # no run seed: the OS's randomness, each time
+
+
+def test_two_replay_workers_replay_two_cases_at_once_and_their_time_is_summed(monkeypatch):
+    """A lone submit on a GPU replays on two workers (98's groups waited 7-9 s at their end for one); each
+    replay takes a free one, and the report's replay figures are the two workers' together."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from judge.replay import Replayers, replay_workers
+
+    both_in = threading.Barrier(2, timeout=10)
+
+    class Member:
+        def __init__(self):
+            self.timing = {"replays": 0, "replay_seconds": 0.0}
+
+        def check(self, params, inputs, reply, device):
+            both_in.wait()  # passes only when the other member is replaying at the same time
+            self.timing["replays"] += 1
+            self.timing["replay_seconds"] += 1.5
+            return None
+
+    replayers = Replayers([Member(), Member()])
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(lambda i: replayers.check({}, [], None, "cuda"), range(2))) == [None, None]
+    assert replayers.timing == {"replays": 2, "replay_seconds": 3.0}
+
+    monkeypatch.delenv("JUDGE_REPLAY_WORKERS", raising=False)
+    assert replay_workers("cuda", False, lone=True) == 2
+    assert replay_workers("cuda", False, lone=False) == 1 and replay_workers("cpu", True, lone=True) == 1
+    monkeypatch.setenv("JUDGE_REPLAY_WORKERS", "3")
+    assert replay_workers("cuda", False, lone=False) == 3

@@ -8,6 +8,8 @@
 #   lanes98     judge_latency.py 98 --fresh --ab JUDGE_RUN_AHEAD --rounds ROUNDS (1): the lanes within the group
 #               being judged (=0) against running ahead into the next (=1), one order then the other
 #   lanes94     the same on 94
+#   replay98    judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds ROUNDS: one replay worker against
+#               two (a lone submit's default on a GPU), one order then the other
 #   throughput  grade_throughput.py --fresh --warm (WARM= leaves it out): a softmax roster of N (24), bwrap, pool auto, JOBS (12,8)
 #               submissions at once, in turn; its verdicts must be the roster's declared ones (exit 1 if not)
 #   wrong       judge selftest of the wrong_answer files of CORPUS_IDS (95 96 97 98 99), 5 jobs, seed 1, process
@@ -25,6 +27,7 @@ for p in ${PARTS:-latency lanes98}; do
     latency) part latency 330 $lat ${IDS:-94 98 97 95 93 96} --warm --fresh ;;
     lanes98) part lanes98 240 $lat 98 --fresh --ab JUDGE_RUN_AHEAD --rounds "${ROUNDS:-1}" ;;
     lanes94) part lanes94 120 $lat 94 --fresh --ab JUDGE_RUN_AHEAD --rounds "${ROUNDS:-1}" ;;
+    replay98) part replay98 240 $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds "${ROUNDS:-1}" ;;
     throughput) part throughput "${LIMIT:-520}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
                   --executors local --pool auto --sandbox bwrap -n "${N:-24}" ${WARM---warm} --fresh --jobs "${JOBS:-12,8}" ;;
     wrong) part wrong "${CORPUS_LIMIT:-520}" python3 -m judge selftest ${CORPUS_IDS:-95 96 97 98 99} \
