@@ -1637,3 +1637,32 @@ def test_a_file_that_repairs_its_kept_outputs_when_the_judge_drops_the_others_is
     with pytest.raises(BenchFailed) as failed:
         _bench("93", Path(__file__).parent / "data" / "repair_kept_on_trim.py", tmp_path, torch_baseline=False)
     assert failed.value.verdict == "WA" and "timed call" in failed.value.message
+
+
+def test_after_the_warm_up_ahead_every_speed_worker_lets_go_of_its_bench_memory(tmp_path, monkeypatch):
+    # A warmed-up speed run may wait minutes for the lock behind other judges' (12 softmax jobs on the H200
+    # ran out of GPU memory, 2026-12-05): its workers drop their input sets and warm-up outputs once the warm-up
+    # ahead and its checks are done (a real worker, asked for a kept warm-up call afterwards: missing), and the
+    # run under the lock warms up and times as before.
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")  # the warm-up keeps its calls' outputs for the check ahead
+    p = find_problem("93")
+    run = _speed_run("93", p.reference_path, tmp_path, torch_baseline=False)
+    asked = []
+    request = run._request
+
+    def spy(c, msg, **kw):
+        asked.append((c.name, msg["type"]))
+        return request(c, msg, **kw)
+
+    monkeypatch.setattr(run, "_request", spy)
+    run.prewarm()
+    run._prewarm.join(120)
+    assert run._prewarm_failed is None
+    assert sorted(n for n, t in asked if t == "bench_trim") == ["reference", "submission"]
+    sub = next(c for c in run.contenders if c.name == "submission")
+    answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": 0},
+                        parse=replies.parse_bench_outputs)
+    assert not answer.present
+    speed = run.run()
+    assert speed["rounds"] >= 1 and speed["shapes"][0]["checked_calls"]

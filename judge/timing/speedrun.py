@@ -239,6 +239,7 @@ class SpeedRun:
                     if self.replayer is not None:
                         self._ahead_phases.update(ahead_replays=self.replayer.timing["replays"],
                                                   ahead_replay_seconds=round(self.replayer.timing["replay_seconds"], 3))
+                self._drop_warm_up(shared)
             except BaseException as exc:  # noqa: BLE001 - run() raises it, unless the run is discarded
                 self._prewarm_failed = exc
             finally:
@@ -246,6 +247,21 @@ class SpeedRun:
 
         self._prewarm = threading.Thread(target=warm_all, name="judge-speed-prewarm", daemon=True)
         self._prewarm.start()
+
+    def _drop_warm_up(self, shared) -> None:
+        """After the warm-up ahead (and its checks), every worker lets go of what it holds for timing: the
+        shapes' input sets, the flush buffer, the warm-up calls' outputs (bench_trim; the run's own warm-up
+        under the lock allocates them again). Its compiled kernels stay. A warmed-up run may wait minutes for
+        the lock behind other judges' speed runs: with 12 softmax jobs on the H200, the waiting ones' workers
+        held a bench set each while the GPU ran out of memory (tests/gpu/RESULTS.md, 2026-12-05 second
+        session, call 2). JUDGE_PREWARM_TRIM=0 keeps them."""
+        if os.environ.get("JUDGE_PREWARM_TRIM", "1") == "0":
+            return
+        for c in self.contenders:
+            if self._stopping.is_set():
+                return
+            with shared():
+                self._request(c, {"type": "bench_trim", "id": "warm-trim"}, parse=replies.parse_bench_trimmed)
 
     def _check_ahead(self, s: int, params: dict, replays: "_Replays", shared) -> None:
         """Check a call of the warm-up ahead of the lock (its outputs, then its replay, queued), as a timed call's
