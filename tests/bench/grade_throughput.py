@@ -314,7 +314,7 @@ def main() -> list[dict]:
                                 roster = tmp / "roster"
                                 if args.fresh:
                                     roster = tmp / f"roster-{out.name}"
-                                    make_roster(problem, args.n, roster, tag=f" ({out.name})")
+                                    make_roster(problem, args.n, roster, tag=f" ({tmp.name}/{out.name})")  # unique per run of this script too
                                 r = run_config(problem, roster, out, device=args.device,
                                                executor=executor, workers=workers, sandbox=args.sandbox,
                                                seed=args.seed, pool=pool, tree=tree.resolve(), jobs=jobs)
