@@ -21,6 +21,7 @@ from pathlib import Path
 
 import click
 
+from judge import timeline
 from judge.grading.cli import register as register_grading
 from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
                               err, leave, problem_or_exit, sandbox_help, sandbox_or_exit, usage)
@@ -107,19 +108,6 @@ def _judge_options(fn):
 _progress_option = click.option(
     "--progress/--no-progress", "progress", default=None,
     help="Live progress on stderr (default: on when stderr is a terminal and without --json).")
-
-
-def _since_process_start() -> float | None:
-    """Seconds since this process started (its start time in /proc, the python start included); None off
-    Linux."""
-    try:
-        with open("/proc/self/stat", "rb") as f:
-            start_ticks = int(f.read().rsplit(b")", 1)[1].split()[19])
-        with open("/proc/uptime") as f:
-            uptime = float(f.read().split()[0])
-        return max(0.0, uptime - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _resolve_device(device, interpret, fail=usage):
@@ -237,6 +225,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
                        speed=speed, bench=bench or {}, **extra)
 
     early = None
+    timeline.start()  # JUDGE_TIMELINE: where this command's time goes (judge.timeline)
     command: dict = {}  # the command's own seconds before the session (into the report's timing)
     try:
         if p.kind == "kernel":
@@ -247,7 +236,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
 
             early = worker_pool.head_start(p, file, options_for(device, interpret))
             t_torch = time.monotonic()
-            with shown.blocking("loading torch"):
+            with shown.blocking("loading torch"), timeline.span("import torch (the judge)"):
                 resolved = _resolve_device(asked_device, asked_interpret, fail)
             command["command_torch_seconds"] = round(time.monotonic() - t_torch, 3)
             if resolved[:2] != (device, interpret):
@@ -263,7 +252,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         speed_early = (early is not None and device == "cuda" and not interpret
                        and os.environ.get("JUDGE_SPEED_EARLY", "1") != "0")
         options = options_for(device, interpret, log=say, progress=shown, speed_early=speed_early)
-        before = _since_process_start()
+        before = timeline.process_age()
         report = judge_file(p, file, options)
         if before is not None and report is not None:
             # Where a command's time goes before its session: the python start and the imports (the part
@@ -296,6 +285,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             from judge import pool as worker_pool
 
             worker_pool.end_head_start(early)
+        timeline.write()
     _print_report(report, as_json)
     _plot(report.speed, plot_path)
     from judge.verdicts import Verdict

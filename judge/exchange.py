@@ -15,7 +15,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from judge import calls, kit, pool, replies
+from judge import calls, kit, pool, replies, timeline
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed, request_exits
 from judge.judgement import death_outcome, error_outcome
 from judge.sandbox import Job
@@ -81,6 +81,9 @@ class Exchange:
                                  interpret=self.job.interpret, loading=True)
         self.timing["worker_starts"] += 1
         self.timing["worker_start_seconds"] += time.monotonic() - t0
+        timeline.add("worker start", t0, time.monotonic(), pooled=self.channel.pooled,
+                     imports_seconds=hello.startup.get("imports_seconds"),
+                     waited_seconds=hello.startup.get("waited_seconds"), load_seconds=hello.startup.get("load_seconds"))
         # The worker's own account of its start (summed over starts): importing torch and Triton (a pooled
         # worker did that before it was handed over) and loading the submission.
         for part in ("imports_seconds", "load_seconds"):

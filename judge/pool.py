@@ -49,6 +49,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from judge import timeline
 from judge.sandbox.base import REPLAY_MODULE, Job, Limits, Proc
 from judge.untrusted.compile_lock import LOCK_DIR
 
@@ -249,7 +250,9 @@ class PoolServer:
             fixed = self._fixed.get(kt)
             cache = Path(fixed) if fixed else home / "cache" if key["cache"] else None
             job = _template(key, scratch, cache)
+            t_spawn = time.monotonic()
             proc = _backend_for(key).spawn(job)
+            timeline.add("spawn a pooled worker", t_spawn, time.monotonic(), module=str(key.get("module")))
             nonce = secrets.token_hex(16)
             entry = _Entry(proc, nonce, home, cache, time.monotonic())
             wire.send(proc.stdin, dict(prepare_message(job, key["backend"]), nonce=nonce))

@@ -53,7 +53,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import expected, kit, replies, rules
+from judge import expected, kit, replies, rules, timeline
 from judge.cases import canonical, derive_seed
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.rules import outputs as output_rules
@@ -345,6 +345,8 @@ class Replayer:
             t0 = time.monotonic()
             hello = self.channel.finish_start()
             self.timing["replay_start_wait_seconds"] = time.monotonic() - t0
+            timeline.add("wait for the replay worker's start", t0, time.monotonic(), pooled=self.channel.pooled,
+                         imports_seconds=hello.startup.get("imports_seconds"))
             if self.channel.pooled:
                 self.timing["replay_pooled"] = 1
             if not hello.ok:

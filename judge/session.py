@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import calls, expected, intake, kit, progress as progress_words
+from judge import calls, expected, intake, kit, progress as progress_words, timeline
 from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
@@ -121,6 +121,7 @@ class Session:
             failure = self.workers.start()
             # What this submission waited for its first worker (spawned, or handed over by judge.pool).
             self.timing["start_wait_seconds"] = round(time.monotonic() - t_start, 3)
+            timeline.add("wait for the first worker", t_start, time.monotonic())
             if failure is not None:
                 return self._report(failure.verdict, failure.message, [], failure.details)
             groups_started = time.monotonic()
@@ -186,6 +187,7 @@ class Session:
                     settle_open()
                     results.append(_not_run(g, stopped()) if stopped() is not None else self._finish_group(run))
                 self.timing.setdefault("group_seconds", {})[g.name] = round(time.monotonic() - t_group, 3)
+                timeline.add(f"group {g.name}", t_group, time.monotonic())
                 if all(x.passed for x in results):  # (the open ones passed their cases)
                     self._prestart_speed(scratch)
             settle_open()
@@ -291,7 +293,7 @@ class Session:
         (in the interpreter on 2 cores the replay worker's kernels run on the other core). What it finds is
         taken at the group's end, in the cases' order (_settle_replays)."""
         def replay():
-            with self._gpu_shared():
+            with self._gpu_shared(), timeline.span(f"replay ({group.name})"):
                 return self.replays.check(group.name, params, *last)
 
         future = self._replay_thread.submit(replay)
@@ -344,6 +346,7 @@ class Session:
             # What the test groups waited, after their cases, for their replays to come back.
             self.timing["replay_settle_seconds"] = round(
                 self.timing.get("replay_settle_seconds", 0.0) + time.monotonic() - t0, 3)
+            timeline.add(f"settle {group.name}'s replays", t0, time.monotonic(), replays=len(pending))
         for key, params, found in results:
             if found_first is not None or found is None or order.get(key, float("inf")) >= last:
                 continue
@@ -453,6 +456,15 @@ class Session:
                 self.progress.kernels(sum(x.timing["kernels_compiled"] for x in self.workers.all))
 
     def _call_on(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
+        with timeline.span(f"{kind} ({group.name})", lane=self._lane_of(ex)) as about:
+            before = {k: ex.timing[k] for k in ("kernels_compiled", "compile_seconds", "worker_seconds")}
+            try:
+                return self._call_timed(ex, kind, params, input_bytes, group)
+            finally:
+                about.update({k: round(ex.timing[k] - v, 4) for k, v in before.items()})
+
+    def _call_timed(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
+        t_inputs = time.monotonic()
         with kit.computing_on(self.golden_device):
             inputs = self.problem.golden.make_inputs(dict(params), generator(params["seed"]))
         sent, answers = inputs, None
@@ -468,18 +480,22 @@ class Session:
         try:
             case_id = ex.send(kind, wire_args if kind == "case" else None, payloads,
                               call=calls.case_spec(self.problem, group, self.options.interpret))
+            timeline.add("inputs, sent", t_inputs, t_sent := time.monotonic())
             if answers is None:
                 answers = expected.for_inputs(self.problem, inputs, params, self.golden_device)
             ex.timing["golden_seconds"] += time.monotonic() - t0
+            timeline.add("golden answer", t_sent, t_golden := time.monotonic())
             # Outputs, and the bytes of any memory from outside the call its record carries.
             reply = ex.receive(case_id, max_bytes=8 * input_bytes + (1 << 20) + tracing.snapshot_budget(input_bytes))
+            timeline.add("the worker's reply", t_golden, time.monotonic())
         except WorkerDied as died:
             ex.stop()
             return death_outcome(died.reason, died.detail, limit_seconds=self.limits.case_seconds,
                                  interpret=self.options.interpret), None, input_bytes, None
         device = "cuda" if self.options.device == "cuda" else "cpu"
-        outcome, got = judge_case(self.problem, reply, answers, device, self.submission.name,
-                                  specs=self.problem.outputs_for(group))
+        with timeline.span("check"):
+            outcome, got = judge_case(self.problem, reply, answers, device, self.submission.name,
+                                      specs=self.problem.outputs_for(group))
         last = (inputs, reply) if kind == "case" and outcome.passed else None
         if getattr(reply, "error", None) is not None and reply.error.fatal:
             ex.stop()  # a CUDA error poisons the context: start afresh
@@ -636,6 +652,7 @@ class Session:
             self.replays.replayer.stop()
         t0 = time.monotonic()
         self.timing["workers_stop_seconds"] = round(t0 - t_stop, 3)
+        timeline.add("stop the test workers", t_stop, t0)
         run, self._speed_run = self._speed_run or self._new_speed_run(scratch), None
         try:
             result = run.run()

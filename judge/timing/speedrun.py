@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge import calls as call_modes, intake, replies, rules
+from judge import calls as call_modes, intake, replies, rules, timeline
 from judge.options import torch_device, torch_index
 from judge.progress import NO_PROGRESS
 from judge.shared import bench_inputs
@@ -216,7 +216,8 @@ class SpeedRun:
             try:
                 if self._spawn_failed is not None:
                     return  # run() raises it
-                self._start()
+                with timeline.span("speed run: start the workers (ahead)"):
+                    self._start()
                 ahead = checks_ahead(self.cuda)
                 with _Replays(self, what="warm-up call", shared=shared) as replays:
                     self._ahead_replays = replays  # (discard() cancels what it has not begun)
@@ -225,21 +226,24 @@ class SpeedRun:
                             return
 
                         def warm(s=s, params=params) -> None:
-                            with shared():
+                            with shared(), timeline.span(f"speed run: warm-up ahead, shape {s + 1}"):
                                 self._warm_up(s, params, keep=ahead)
 
                         # (A warm-up's failure comes after an earlier shape's replay finding, as in turn.)
                         replays.guarded(warm)
                         self._warm.add(s)
                         if ahead:
-                            self._check_ahead(s, params, replays, shared)
-                    replays.settle()
+                            with timeline.span(f"speed run: check ahead, shape {s + 1}"):
+                                self._check_ahead(s, params, replays, shared)
+                    with timeline.span("speed run: settle the replays ahead"):
+                        replays.settle()
                 if ahead:  # the figures of the checks ahead, for the phases (the replays': the worker's so far)
                     self._ahead_phases = {"ahead_check_seconds": round(self._ahead_check_seconds, 3)}
                     if self.replayer is not None:
                         self._ahead_phases.update(ahead_replays=self.replayer.timing["replays"],
                                                   ahead_replay_seconds=round(self.replayer.timing["replay_seconds"], 3))
-                self._drop_warm_up(shared)
+                with timeline.span("speed run: trim after the warm-up ahead"):
+                    self._drop_warm_up(shared)
             except BaseException as exc:  # noqa: BLE001 - run() raises it, unless the run is discarded
                 self._prewarm_failed = exc
             finally:
@@ -650,6 +654,8 @@ class SpeedRun:
             # the GPU to itself (other judges' speed runs, and the cases in flight).
             self._waits = {"prewarm_wait_seconds": round(t1 - t0, 3),
                            "lock_wait_seconds": round(time.monotonic() - t1, 3)}
+            timeline.add("speed run: wait for the warm-up ahead", t0, t1)
+            timeline.add("speed run: wait for the GPU lock", t1, time.monotonic())
             try:
                 state = self._timed(profile_now=outside)
                 if not outside:
@@ -727,6 +733,9 @@ class SpeedRun:
             _, gm = stats.speedups(rounds, self.score.clamp)
             stopped = self.config.stop.decide(len(rounds), gm.half_width, time.monotonic() - warm, last_round)
         timed = time.monotonic()
+        timeline.add("speed run: start the workers", t_start, started)
+        timeline.add("speed run: warm-up", started, warm)
+        timeline.add("speed run: timed rounds", warm, timed, rounds=len(rounds))
         phases = {**self._waits, "start_seconds": round(started - t_start, 3),
                   "warmup_seconds": round(warm - started, 3), "rounds_seconds": round(timed - warm, 3)}
         if self._prewarm_seconds is not None:  # the warm-up beside the tests (warmup_seconds: the second one)
@@ -734,7 +743,8 @@ class SpeedRun:
             phases["prewarmed_shapes"] = len(self._warm)
         phases.update(self._ahead_phases)  # of the warm-up ahead, its calls' checks and replays
         if profile_now:  # the profiler's requests never replace the timed calls' outputs the checks read
-            self._profiles(plans)
+            with timeline.span("speed run: profiler clock"):
+                self._profiles(plans)
             phases["profile_seconds"] = round(time.monotonic() - timed, 3)
         return {"plans": plans, "rounds": rounds, "torch_times": torch_times, "stopped": stopped,
                 "phases": phases}
@@ -768,6 +778,7 @@ class SpeedRun:
         self._ended.extend(others)
         self._request(sub, {"type": "bench_trim", "id": "trim"}, parse=replies.parse_bench_trimmed)
         state["phases"]["trim_seconds"] = round(time.monotonic() - t0, 3)
+        timeline.add("speed run: trim", t0, time.monotonic())
 
     def _fetch(self, sub: Contender, s: int, call: int) -> replies.BenchOutputs:
         """The held outputs (and record) of call ``call`` of the submission's last request at shape s."""
@@ -786,12 +797,14 @@ class SpeedRun:
         t0 = time.monotonic()
         checked = self._checks(plans, state.get("picked"), state.get("fetched"))
         phases = {**state["phases"], "check_seconds": round(time.monotonic() - t0, 3)}
+        timeline.add("speed run: output checks", t0, time.monotonic())
         if self.replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
             phases.update({k: (round(v, 3) if isinstance(v, float) else v)
                            for k, v in self.replayer.timing.items() if k.startswith("replay")})
         if "profile_seconds" not in phases:
             t0 = time.monotonic()
-            self._profiles(plans)
+            with timeline.span("speed run: profiler clock"):
+                self._profiles(plans)
             phases["profile_seconds"] = round(time.monotonic() - t0, 3)
         return self._result(plans, state["rounds"], state["torch_times"], state["stopped"], checked, phases)
 

@@ -4,6 +4,8 @@
 # DEADLINE (560 s):
 #   warm      one `submit 94` of the reference (bwrap, speed on): the machine's caches, the GPU's ceilings and
 #             the reference's trusted kernels are made before anything below is measured
+#   trace     judge_latency.py TRACE_IDS (default "94 98") --fresh with JUDGE_TIMELINE: each submit's timeline
+#             (judge/timeline.py) under results/timelines, for tests/bench/timeline_summary.py
 #   tp        grade_throughput.py: a softmax roster of N (24), bwrap, pool auto, JOBS (12) at once, no --warm
 #             (the warm part did that); its verdicts must be the roster's declared ones (exit 1 if not)
 #   tp_keep   the same with JUDGE_PREWARM_TRIM=0 (the speed workers keep their warm-up's memory until the lock)
@@ -23,6 +25,8 @@ tp="python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executo
 for p in ${PARTS:-warm tp tp_keep}; do
   case $p in
     warm) part warm 90 python3 -m judge submit 94 reference/094-softmax.py --device cuda --sandbox bwrap --json ;;
+    trace) mkdir -p "$out/timelines"
+           part trace 150 env JUDGE_TIMELINE="$out/timelines" $lat ${TRACE_IDS:-94 98} --fresh ;;
     tp) part tp "${LIMIT:-230}" $tp -n "${N:-24}" --fresh --jobs "${JOBS:-12}" ;;
     tp_keep) part tp_keep "${LIMIT:-230}" env JUDGE_PREWARM_TRIM=0 $tp -n "${N:-24}" --fresh --jobs "${JOBS:-12}" ;;
     latency) part latency 330 $lat ${IDS:-94 98 97 95 93 96} --fresh ;;
