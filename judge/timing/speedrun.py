@@ -827,7 +827,9 @@ class SpeedRun:
                 self._phase(f"checking outputs: shape {s + 1} of {n}")
                 calls = None if picked is None else picked.get(s, [])
                 got = None if fetched is None else fetched.get(s, {})
-                done = replays.guarded(lambda: self._check(s, plan["specs"], sub.last[s], calls=calls, fetched=got))
+                with timeline.span(f"speed run: check shape {s + 1}"):
+                    done = replays.guarded(lambda: self._check(s, plan["specs"], sub.last[s], calls=calls,
+                                                               fetched=got))
                 checked.append({"calls": [call for call, _ in done]})
                 for call, answer in done:
                     replays.queue(s, plan["specs"], call, answer)
@@ -1114,7 +1116,7 @@ class _Replays:
         replayer, params = run.replayer, run.config.shapes[s]
 
         def replay():
-            with shared():
+            with shared(), timeline.span(f"replay ({self.what}, shape {s + 1})"):
                 if run._stopping.is_set():
                     return None  # discarded while it waited: its worker is closed, nothing to replay for
                 return replayer.check_bench(params, specs, answer, run.device)
@@ -1139,7 +1141,9 @@ class _Replays:
         while self.pending:
             s, specs, call, future = self.pending.pop(0)
             self.run._phase(f"replaying a {self.what}: shape {s + 1} of {n}")
-            self.run._replay(s, specs, call, future.result(), what=self.what, shared=self.shared)
+            with timeline.span(f"speed run: wait for the replay of shape {s + 1}"):
+                found = future.result()
+            self.run._replay(s, specs, call, found, what=self.what, shared=self.shared)
 
 
 def checks_ahead(cuda: bool) -> bool:

@@ -9,7 +9,9 @@
 #   tp        grade_throughput.py: a softmax roster of N (24), bwrap, pool auto, JOBS (12) at once, no --warm
 #             (the warm part did that); its verdicts must be the roster's declared ones (exit 1 if not)
 #   tp_keep   the same with JUDGE_PREWARM_TRIM=0 (the speed workers keep their warm-up's memory until the lock)
-#   latency   judge_latency.py IDS (default "94 98 97 95 93 96") --fresh, speed on, bwrap, the defaults
+#   startup   tests/bench/worker_start_cost.py --many 12: a worker's start, step by step, alone and 12 at once
+#   latency   judge_latency.py IDS (default "94 98 97 95 93 96") --fresh, speed on, bwrap, the defaults, each
+#             submit's timeline under results/timelines (as trace)
 #   replay98  judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds ROUNDS (1)
 #   wrong     judge selftest --only /wrong_answer/ of CORPUS_IDS (95 96 97 98 99), 5 jobs, seed 1, process sandbox
 #             (WORKERS=1 sets JUDGE_WORKERS=1: one worker per job, for the same verdicts)
@@ -29,7 +31,9 @@ for p in ${PARTS:-warm tp tp_keep}; do
            part trace 150 env JUDGE_TIMELINE="$out/timelines" $lat ${TRACE_IDS:-94 98} --fresh ;;
     tp) part tp "${LIMIT:-230}" $tp -n "${N:-24}" --fresh --jobs "${JOBS:-12}" ;;
     tp_keep) part tp_keep "${LIMIT:-230}" env JUDGE_PREWARM_TRIM=0 $tp -n "${N:-24}" --fresh --jobs "${JOBS:-12}" ;;
-    latency) part latency 330 $lat ${IDS:-94 98 97 95 93 96} --fresh ;;
+    startup) part startup 60 python3 tests/bench/worker_start_cost.py --many 12 ;;
+    latency) mkdir -p "$out/timelines"
+             part latency 330 env JUDGE_TIMELINE="$out/timelines" $lat ${IDS:-94 98 97 95 93 96} --fresh ;;
     replay98) part replay98 240 $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds "${ROUNDS:-1}" ;;
     wrong) part "wrong${WORKERS:+-w$WORKERS}" "${CORPUS_LIMIT:-520}" env ${WORKERS:+JUDGE_WORKERS=$WORKERS} \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 97 98 99} \
