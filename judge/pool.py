@@ -56,6 +56,7 @@ from judge.untrusted.compile_lock import LOCK_DIR
 ENV = "JUDGE_POOL_SOCKET"  # the socket of the driver's pool, in the environment of its job processes
 MAX_MESSAGE = 1 << 16
 DEFAULT_SIZE = 4  # at most this many warm workers of each kind, unless --pool says otherwise
+SPAWN_WAIT_SECONDS = 5.0  # head_start's wait for its spawns before the judge imports torch (they take ~0.05 s each)
 
 
 # --------------------------------------------------------------------------- the key
@@ -138,6 +139,7 @@ class PoolServer:
         self._sock.bind(self.path)
         self._sock.listen(64)
         self._lock = threading.Lock()
+        self._spawns_done = threading.Condition(self._lock)  # notified as each ordered spawn ends
         self._idle: dict[str, list[_Entry]] = {}
         self._spawning: dict[str, int] = {}
         self._keys: dict[str, dict] = {}
@@ -241,7 +243,7 @@ class PoolServer:
         entry = None
         with self._lock:
             if self._closed:
-                self._spawning[kt] -= 1
+                self._spawn_ended(kt)
                 return
         try:
             home = Path(tempfile.mkdtemp(prefix="w-", dir=self.dir))
@@ -263,10 +265,10 @@ class PoolServer:
             if self.log:
                 self.log(f"worker pool: could not start a worker ({type(exc).__name__}: {exc})")
             with self._lock:
-                self._spawning[kt] -= 1
+                self._spawn_ended(kt)
             return
         with self._lock:
-            self._spawning[kt] -= 1
+            self._spawn_ended(kt)
             if self._closed:
                 closed = True
             else:
@@ -275,6 +277,28 @@ class PoolServer:
                 self.stats["spawned"] += 1
         if closed:
             entry.close()
+
+    def _spawn_ended(self, kt: str) -> None:
+        """(with the lock held) One ordered spawn of kind ``kt`` is over, made or failed."""
+        self._spawning[kt] -= 1
+        self._spawns_done.notify_all()
+
+    def wait_spawned(self, timeout: float) -> bool:
+        """Wait until every spawn ordered so far is over (at most ``timeout`` seconds); whether they are.
+
+        head_start waits here before the judge imports torch. The spawns run in the pool's spawn thread,
+        and while the main thread imports torch (Python holding the GIL nearly throughout) each spawn's
+        Python steps wait their turn for it: on the H200 the nine spawns of a lone submit took 0.3-1.3 s each,
+        one after the other, so the last test worker began importing about 3 s after the first and was
+        handed over at 8.4 s against 5.3 s (tests/gpu/RESULTS.md, 2026-12-05 third session, call 2)."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while any(self._spawning.values()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._spawns_done.wait(left)
+        return True
 
     def _take(self, kt: str, key: dict, owner: int, cache=None) -> _Entry | None:
         with self._lock:
@@ -702,6 +726,9 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
     if options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0":
         server.warm(backend, replace(job, module=REPLAY_MODULE))
     server.drain()
+    # JUDGE_HEAD_START_WAIT=0: the torch import at once, beside the spawns (to measure what waiting saves).
+    if os.environ.get("JUDGE_HEAD_START_WAIT", "1") != "0":
+        server.wait_spawned(timeout=SPAWN_WAIT_SECONDS)
     os.environ[ENV] = server.path
     return server
 

@@ -247,3 +247,33 @@ def test_submit_in_the_interpreter_hands_its_head_start_workers_to_the_session(t
     import shutil
 
     shutil.rmtree(own_tmp, ignore_errors=True)
+
+
+def test_wait_spawned_returns_once_every_ordered_spawn_is_over(server, tmp_path):
+    # head_start waits here before the judge imports torch (whose import would hold the GIL the spawns need).
+    backend = usable("process")
+    sub = tmp_path / "a.py"
+    sub.write_text("def add(x, y):\n    return x\n")
+    assert server.warm(backend, _job(sub, tmp_path), n=2)
+    assert server.wait_spawned(timeout=60)
+    assert server.idle() == 2  # at once: no poll
+
+
+def test_the_first_worker_is_the_one_the_pool_spawned_first(server, tmp_path):
+    # Every case waits for the first worker: it must take the worker warm longest, not the pool's youngest.
+    from judge.exchange import Workers
+
+    backend = usable("process")
+    sub = tmp_path / "a.py"
+    sub.write_text("def add(x, y):\n    return x + y\n")
+    job = _job(sub, tmp_path)
+    _warm(server, backend, job, n=2)
+    kt = pool._key_text(pool.key_of(backend, job))
+    oldest = server._idle[kt][0].proc.pid
+    workers = Workers(P93, job, backend, threads=1, count=2)
+    try:
+        assert workers.start() is None
+        assert workers.first.channel.pooled
+        assert workers.first.channel.proc.pid == oldest
+    finally:
+        workers.stop()
