@@ -12,6 +12,8 @@
 #   startup   tests/bench/worker_start_cost.py --many 12: a worker's start, step by step, alone and 12 at once
 #   latency   judge_latency.py IDS (default "94 98 97 95 93 96") --fresh, speed on, bwrap, the defaults, each
 #             submit's timeline under results/timelines (as trace)
+#   trees     judge_latency.py TRACE_IDS (default "94 98") --warm --fresh --trees out/base . (out/base: an older
+#             tree, carried), timelines as trace: the two trees side by side on one machine
 #   replay98  judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds ROUNDS (1)
 #   wrong     judge selftest --only /wrong_answer/ of CORPUS_IDS (95 96 97 98 99), 5 jobs, seed 1, process sandbox
 #             (WORKERS=1 sets JUDGE_WORKERS=1: one worker per job, for the same verdicts)
@@ -34,6 +36,9 @@ for p in ${PARTS:-warm tp tp_keep}; do
     startup) part startup 60 python3 tests/bench/worker_start_cost.py --many 12 ;;
     latency) mkdir -p "$out/timelines"
              part latency 330 env JUDGE_TIMELINE="$out/timelines" $lat ${IDS:-94 98 97 95 93 96} --fresh ;;
+    trees) mkdir -p "$out/timelines"
+           part trees 300 env JUDGE_TIMELINE="$out/timelines" $lat ${TRACE_IDS:-94 98} --warm --fresh \
+             --trees out/base . --rounds "${ROUNDS:-1}" ;;
     replay98) part replay98 240 $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds "${ROUNDS:-1}" ;;
     wrong) part "wrong${WORKERS:+-w$WORKERS}" "${CORPUS_LIMIT:-520}" env ${WORKERS:+JUDGE_WORKERS=$WORKERS} \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 97 98 99} \
