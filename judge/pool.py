@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from judge import timeline
-from judge.sandbox.base import REPLAY_MODULE, Job, Limits, Proc
+from judge.sandbox.base import REPLAY_MODULE, Job, Limits, Proc, make_cache
 from judge.untrusted.compile_lock import LOCK_DIR
 
 ENV = "JUDGE_POOL_SOCKET"  # the socket of the driver's pool, in the environment of its job processes
@@ -201,7 +201,7 @@ class PoolServer:
         with self._lock:
             if own_cache and job.cache is not None and kt not in self._keys:
                 try:
-                    job.cache.mkdir(parents=True, exist_ok=True)
+                    make_cache(job.cache, job.interpret)
                     self._fixed[kt] = str(job.cache)
                 except OSError:
                     pass  # no such cache to share: each gets one of its own, as in any pool

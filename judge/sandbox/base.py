@@ -148,8 +148,20 @@ class Backend:
 INSIDE_CACHE = "/judge/cache"  # where the sandboxes mount Job.cache
 
 
+def make_cache(path: Path, interpret: bool) -> None:
+    """Make a kernel cache directory; a new one (on a GPU) gets Triton's C modules from the judge's trusted
+    caches (judge.driver_modules), never their kernels."""
+    new = not path.exists()
+    path.mkdir(parents=True, exist_ok=True)
+    if new and not interpret:
+        from judge import driver_modules
+
+        driver_modules.seed(path)
+
+
 def prepare_cache(job: Job, uid: int | None = None) -> None:
-    """Make the kernel cache directory exist, writable by the worker's user and nobody else.
+    """Make the kernel cache directory exist, writable by the worker's user and nobody else; a new one gets
+    Triton's C modules from the judge's trusted caches (judge.driver_modules).
 
     ``uid``: the user the worker is on the host, when it is not the judge's own
     (docker's ``nobody``); bwrap's user namespace maps its ``nobody`` to the
@@ -157,7 +169,7 @@ def prepare_cache(job: Job, uid: int | None = None) -> None:
     """
     if job.cache is None:
         return
-    job.cache.mkdir(parents=True, exist_ok=True)
+    make_cache(job.cache, job.interpret)
     job.cache.chmod(0o700)
     if os.geteuid() == 0:  # (a directory docker handed to nobody comes back to root for bwrap, and back)
         owner = os.geteuid() if uid is None else uid

@@ -1,0 +1,61 @@
+"""Triton's C modules for a new submission's kernel cache, copied from the judge's own caches.
+
+Triton 3.6 builds two kinds of C module with the host's C compiler, on a kernel's first launch in a process,
+into the kernel cache it uses, and loads them from there ever after: ``cuda_utils`` (one source per Triton
+version) and a ``__triton_launcher`` per launcher source (made from the kernel's argument types and
+constants). A submission's cache is its content's own (judge.intake.kernel_cache), so every new file starts
+with neither, and each of its workers builds them at its first launch. On the H200 each lane's first
+compiling case took 0.6-0.97 s on softmax's reference, against 0.14-0.16 s per kernel after it, and 1.9-2.7
+s on 98's (three kernels) against 0.31 s per kernel (tests/gpu/RESULTS.md, 2026-12-05 third session: a lead,
+not yet measured with this module).
+
+The speed run's trusted workers (the problem's reference, the PyTorch baseline) run the judge's own files
+and keep their caches under the judge's cache root (``workers/<problem>-<name>/triton-cache``, written by
+nothing else). When a submission's cache is made, their entries of these modules, and nothing else of
+theirs, are copied into it (judge.pool.copy_entries: regular files only, bounded). Nothing ever goes the
+other way. A copied module that does not load is built again by Triton, as without it.
+``JUDGE_SEED_DRIVER_MODULES=0`` turns it off.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+MODULES = ("cuda_utils.", "__triton_launcher.")  # file names of the modules' entries (name + suffix)
+
+
+def _only_modules(entry: Path) -> bool:
+    """Whether the cache entry ``entry`` holds one or more of the modules' shared objects and nothing else."""
+    try:
+        names = os.listdir(entry)
+    except OSError:
+        return False
+    return bool(names) and all(n.startswith(MODULES) and n.endswith(".so") for n in names)
+
+
+def trusted_caches(root: Path) -> list[Path]:
+    """The kernel caches of the judge's trusted workers under the cache root ``root``."""
+    workers = root / "workers"
+    try:
+        return sorted(p / "triton-cache" for p in workers.iterdir() if (p / "triton-cache").is_dir())
+    except OSError:
+        return []
+
+
+def seed(cache: Path, root: Path | None = None) -> int:
+    """Copy the trusted caches' module entries into the submission cache ``cache``; how many were copied."""
+    if os.environ.get("JUDGE_SEED_DRIVER_MODULES", "1") == "0":
+        return 0
+    from judge.pool import copy_entries, entry_names
+
+    if root is None:
+        from judge.timing.ceilings import cache_dir
+
+        root = cache_dir()
+    copied = 0
+    for src in trusted_caches(root):
+        names = [n for n in entry_names(src) if _only_modules(src / n)]
+        if names:
+            copied += copy_entries(src, cache, names)
+    return copied
