@@ -14,6 +14,8 @@
 #             submit's timeline under results/timelines (as trace)
 #   trees     judge_latency.py TRACE_IDS (default "94 98") --warm --fresh --trees out/base . (out/base: an older
 #             tree, carried), timelines as trace: the two trees side by side on one machine
+#   seed      judge_latency.py TRACE_IDS (default "94 98") --fresh --ab JUDGE_SEED_DRIVER_MODULES --rounds ROUNDS
+#             (1), timelines as trace: new caches with Triton's C modules from the trusted caches, or without
 #   replay98  judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds ROUNDS (1)
 #   wrong     judge selftest --only /wrong_answer/ of CORPUS_IDS (95 96 97 98 99), 5 jobs, seed 1, process sandbox
 #             (WORKERS=1 sets JUDGE_WORKERS=1: one worker per job, for the same verdicts)
@@ -39,6 +41,9 @@ for p in ${PARTS:-warm tp tp_keep}; do
     trees) mkdir -p "$out/timelines"
            part trees 300 env JUDGE_TIMELINE="$out/timelines" $lat ${TRACE_IDS:-94 98} --warm --fresh \
              --trees out/base . --rounds "${ROUNDS:-1}" ;;
+    seed) mkdir -p "$out/timelines"
+          part seed 300 env JUDGE_TIMELINE="$out/timelines" $lat ${TRACE_IDS:-94 98} --fresh \
+            --ab JUDGE_SEED_DRIVER_MODULES --rounds "${ROUNDS:-1}" ;;
     replay98) part replay98 240 $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds "${ROUNDS:-1}" ;;
     wrong) part "wrong${WORKERS:+-w$WORKERS}" "${CORPUS_LIMIT:-520}" env ${WORKERS:+JUDGE_WORKERS=$WORKERS} \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 97 98 99} \
