@@ -10,11 +10,13 @@ s on 98's (three kernels) against 0.31 s per kernel (tests/gpu/RESULTS.md, 2026-
 not yet measured with this module).
 
 The speed run's trusted workers (the problem's reference, the PyTorch baseline) run the judge's own files
-and keep their caches under the judge's cache root (``workers/<problem>-<name>/triton-cache``, written by
-nothing else). When a submission's cache is made, their entries of these modules, and nothing else of
-theirs, are copied into it (judge.pool.copy_entries: regular files only, bounded). Nothing ever goes the
-other way. A copied module that does not load is built again by Triton, as without it.
-``JUDGE_SEED_DRIVER_MODULES=0`` turns it off.
+and keep their caches under the judge's cache root (``workers/<problem>-<name>/triton-cache``), which no
+sandbox mounts. When a submission's cache is made, their entries of these modules, and nothing else of
+theirs, are copied into it (judge.pool.copy_entries: regular files only, bounded, each entry built outside
+the destination and moved in). Nothing ever goes the other way. The ``process`` backend isolates nothing: a
+file judged with it can write the cache root as the judge can, these caches included, so a cache root
+shared with it serves no sandboxed judging. A copied module that does not load is built again by Triton, as
+without it. ``JUDGE_SEED_DRIVER_MODULES=0`` turns it off.
 """
 
 from __future__ import annotations

@@ -201,7 +201,7 @@ class PoolServer:
         with self._lock:
             if own_cache and job.cache is not None and kt not in self._keys:
                 try:
-                    make_cache(job.cache, job.interpret)
+                    make_cache(job.cache, job.interpret, seed=key["backend"] != "docker")
                     self._fixed[kt] = str(job.cache)
                 except OSError:
                     pass  # no such cache to share: each gets one of its own, as in any pool
@@ -550,12 +550,20 @@ def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
     ENTRY_MAX_BYTES in all, ENTRY_MAX_DEPTH deep. An entry with anything else in it (a link, a FIFO, a
     device), or that changes under the walk, is left out whole; the others are copied still. So nothing
     outside the worker's cache is ever read (a black-box attack of 2026-12-04 on the first version: a hard
-    link and a linked ``src`` brought a host file in, deep nesting raised)."""
+    link and a linked ``src`` brought a host file in, deep nesting raised).
+
+    ``dest`` may be mounted into a live worker too (a sibling's cache, a content cache): so each entry is
+    built in a staging directory beside ``dest`` (its parent, which no sandbox mounts) and moved in by one
+    rename, which replaces nothing (a name already there is skipped) and never follows a link the worker
+    put in its way. Built inside ``dest`` (the first version), the worker could swap the half-built entry
+    for a link to any host directory and have the rest written there, as the judge (a red-team helper,
+    2026-12-05, under bwrap: a trusted cache's module replaced by its own bytes)."""
     try:
         root = os.open(src, _DIR_FLAGS)
     except OSError:
         return 0
     copied = 0
+    staging = None
     try:
         for name in entry_names(src) if names is None else names:
             target = dest / name
@@ -565,22 +573,30 @@ def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
                 fd = os.open(name, _DIR_FLAGS, dir_fd=root)
             except (OSError, ValueError):
                 continue  # gone, or not a directory (a link included)
-            tmp = dest / f".{name}.{secrets.token_hex(4)}"
             done = False
+            tmp = None
             try:
+                if staging is None:
+                    staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=dest.parent))
+                tmp = staging / name
                 tmp.mkdir()
                 if _copy_tree(fd, tmp, {"items": 0, "bytes": 0}, 1):
-                    tmp.rename(target)
+                    # renameat2(RENAME_NOREPLACE) is not in Python: a directory renamed onto an existing
+                    # non-empty directory or onto a non-directory fails, and the lexists check above
+                    # leaves an empty one only to a race, where either copy is the same bytes.
+                    os.rename(tmp, target)
                     done = True
                     copied += 1
             except OSError:  # a sibling copied it first (the rename finds it there), or the disk is full
                 pass
             finally:
                 os.close(fd)
-                if not done:
+                if not done and tmp is not None:
                     shutil.rmtree(tmp, ignore_errors=True)
     finally:
         os.close(root)
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
     return copied
 
 

@@ -96,3 +96,23 @@ def test_the_head_starts_shared_cache_is_seeded_too(tmp_path, monkeypatch):
         assert sorted(os.listdir(cache)) == ["launcher", "utils"]
     finally:
         srv.close()
+
+
+def test_dockers_caches_are_not_seeded(tmp_path, monkeypatch):
+    # docker's worker is another user: Triton could not write beside the judge's copies (prepare_cache's uid).
+    from judge.sandbox import Job, Limits
+    from judge.sandbox.base import prepare_cache
+
+    root = tmp_path / "root"
+    _trusted(root)
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(root))
+    limits = Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
+                    startup_seconds=60)
+    job = Job(submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False, limits=limits,
+              cache=tmp_path / "kernels" / "docker")
+    prepare_cache(job, uid=os.geteuid())
+    assert os.listdir(job.cache) == []
+    bwrap_job = Job(submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False, limits=limits,
+                    cache=tmp_path / "kernels" / "bwrap")
+    prepare_cache(bwrap_job)
+    assert sorted(os.listdir(bwrap_job.cache)) == ["launcher", "utils"]

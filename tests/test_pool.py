@@ -277,3 +277,40 @@ def test_the_first_worker_is_the_one_the_pool_spawned_first(server, tmp_path):
         assert workers.first.channel.proc.pid == oldest
     finally:
         workers.stop()
+
+
+def test_a_copy_into_a_cache_a_worker_holds_cannot_be_turned_onto_the_host(tmp_path):
+    # A worker's cache is mounted into it while the judge copies entries in (share_compiles, the content cache,
+    # judge.driver_modules' seeding). The first version built each entry under a hidden name inside that cache:
+    # the worker could swap it for a link to any host directory and have the rest written there (a red-team
+    # helper, 2026-12-05). Here a thread plays the worker, swapping every new name it sees for such a link.
+    import threading
+
+    src, dest, outside = tmp_path / "src", tmp_path / "dest", tmp_path / "outside"
+    for d in (src / "E", dest, outside):
+        d.mkdir(parents=True)
+    with open(src / "E" / "a_big", "wb") as f:
+        f.write(b"\0" * (64 << 20))  # keeps the copy open long enough to be seen
+    (src / "E" / "z.so").write_bytes(b"planted")
+    stop = threading.Event()
+
+    def worker():
+        while not stop.is_set():
+            for name in os.listdir(dest):
+                if name.startswith("."):
+                    try:
+                        os.rename(dest / name, tmp_path / f"moved{name}")
+                        os.symlink(outside, dest / name)
+                    except OSError:
+                        pass
+
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        pool.copy_entries(src, dest, ["E"])
+    finally:
+        stop.set()
+        t.join()
+    assert os.listdir(outside) == []
+    assert (dest / "E" / "z.so").read_bytes() == b"planted"
+    assert not (dest / "E").is_symlink()

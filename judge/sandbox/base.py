@@ -148,12 +148,14 @@ class Backend:
 INSIDE_CACHE = "/judge/cache"  # where the sandboxes mount Job.cache
 
 
-def make_cache(path: Path, interpret: bool) -> None:
-    """Make a kernel cache directory; a new one (on a GPU) gets Triton's C modules from the judge's trusted
-    caches (judge.driver_modules), never their kernels."""
+def make_cache(path: Path, interpret: bool, seed: bool = True) -> None:
+    """Make a kernel cache directory; a new one (on a GPU, with ``seed``) gets Triton's C modules from the
+    judge's trusted caches (judge.driver_modules), never their kernels. Not for docker's (``seed`` False):
+    the copies would be the judge's, and Triton, rebuilding a module that does not load there, could not
+    write beside them as the container's user."""
     new = not path.exists()
     path.mkdir(parents=True, exist_ok=True)
-    if new and not interpret:
+    if new and seed and not interpret:
         from judge import driver_modules
 
         driver_modules.seed(path)
@@ -169,7 +171,7 @@ def prepare_cache(job: Job, uid: int | None = None) -> None:
     """
     if job.cache is None:
         return
-    make_cache(job.cache, job.interpret)
+    make_cache(job.cache, job.interpret, seed=uid is None)
     job.cache.chmod(0o700)
     if os.geteuid() == 0:  # (a directory docker handed to nobody comes back to root for bwrap, and back)
         owner = os.geteuid() if uid is None else uid
