@@ -524,6 +524,7 @@ class PooledProc(Proc):
 ENTRY_MAX_BYTES = 256 << 20  # a kernel variant's files (cubin, PTX, IR, metadata) are a few MiB at most
 ENTRY_MAX_ITEMS = 64  # its files and directories
 ENTRY_MAX_DEPTH = 4  # Triton's entries are flat: one directory of files
+SPARSE_SLACK = 64 << 10  # a file may have this many bytes fewer on disk than its size (a tail, a hole) and be copied
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # (a FIFO put in a file's place never blocks us)
 
@@ -624,11 +625,18 @@ def _copy_tree(src_fd: int, dest: Path, budget: dict, depth: int) -> bool:
 
 
 def _copy_file(src_fd: int, name: str, seen, dest: Path, budget: dict) -> bool:
-    """The bytes of the regular file ``name`` (the one lstat saw: ``seen``) into ``dest``, within the budget."""
+    """The bytes of the regular file ``name`` (the one lstat saw: ``seen``) into ``dest``, within the budget.
+
+    Not a sparse one (fewer blocks on disk than its size needs, past SPARSE_SLACK): Triton writes none, and a
+    worker's sparse files cost it no disk where their copies would cost the host theirs in full, in every
+    sibling's cache (a red-team helper, 2026-12-05: 8 entries of no disk became 2048 MiB). A file system that
+    compresses may make an honest file look sparse: it is then compiled again, not copied."""
     fd = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != (seen.st_dev, seen.st_ino) or st.st_nlink != 1:
+            return False
+        if st.st_blocks * 512 + SPARSE_SLACK < st.st_size:
             return False
         left = ENTRY_MAX_BYTES - budget["bytes"]
         with open(dest, "wb") as w:

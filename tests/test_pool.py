@@ -314,3 +314,17 @@ def test_a_copy_into_a_cache_a_worker_holds_cannot_be_turned_onto_the_host(tmp_p
     assert os.listdir(outside) == []
     assert (dest / "E" / "z.so").read_bytes() == b"planted"
     assert not (dest / "E").is_symlink()
+
+
+def test_a_sparse_file_is_not_copied_out_in_full(tmp_path):
+    # A worker's sparse file costs it no disk; copied into each sibling's cache it would cost the host its
+    # whole size each time. Triton writes no sparse files: such an entry is left out (compiled again).
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    for d in (src / "sparse", src / "plain", dest):
+        d.mkdir(parents=True)
+    with open(src / "sparse" / "k.cubin", "wb") as f:
+        f.truncate(64 << 20)
+    (src / "plain" / "k.cubin").write_bytes(os.urandom(200 << 10))
+    assert pool.copy_entries(src, dest) == 1
+    assert os.listdir(dest) == ["plain"]
+    assert (dest / "plain" / "k.cubin").read_bytes() == (src / "plain" / "k.cubin").read_bytes()
