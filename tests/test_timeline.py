@@ -61,3 +61,19 @@ def test_off_records_nothing(tmp_path, monkeypatch):
     (event,) = [e for e in json.loads(target.read_text())["traceEvents"] if e["ph"] == "X"]
     assert event["name"] == "x" and event["args"]["a"] == 1 and event["args"]["b"] == 2
     assert not timeline.on()
+
+
+def test_a_grading_job_writes_its_own_timeline(tmp_path):
+    # judge grade / serve run each submission in `python -m judge.grading.job`: with JUDGE_TIMELINE a folder,
+    # each job leaves a file of its own there.
+    vector_add = find_problem("93")
+    env = {**os.environ, "JUDGE_TIMELINE": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    spec = {"problem": "93", "path": str(vector_add.reference_path), "device": "cpu", "sandbox": "process",
+            "seed": 1, "max_examples": 2}
+    r = subprocess.run([sys.executable, "-m", "judge.grading.job"], input=json.dumps(spec), capture_output=True,
+                       text=True, env=env, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["verdict"] == "AC"
+    (f,) = tmp_path.glob("timeline-*.json")
+    names = {e["name"] for e in json.loads(f.read_text())["traceEvents"]}
+    assert {f"group {g.name}" for g in vector_add.groups} <= names

@@ -295,6 +295,9 @@ def main() -> None:
                       sandbox=str(spec.get("sandbox", "auto")), seed=int(spec.get("seed", 0)),
                       gpu=spec.get("gpu"), progress=Events(progress) if progress else None, max_examples=max_examples,
                       log=(lambda line: progress({"wait": str(line)})) if progress else None)
+    from judge import timeline
+
+    timeline.start()  # JUDGE_TIMELINE (a folder: a file per job): where this job's time went
     try:
         report = judge_file(problem, path, options)
         out = finite_json(report.to_json())
@@ -307,6 +310,7 @@ def main() -> None:
     except Exception as exc:  # noqa: BLE001 - one line; the driver records IE
         _fail(3, f"internal error: {type(exc).__name__}: {exc}")
     finally:
+        timeline.write()
         if tmp is not None:
             import shutil
 
