@@ -79,16 +79,6 @@ def add(name: str, t0: float, t1: float, *, cat: str = "judge", **args) -> None:
         _events.append(event)
 
 
-def mark(name: str, *, cat: str = "judge", **args) -> None:
-    """A moment, in the calling thread's row."""
-    if _path is None:
-        return
-    tid, tname = _thread()
-    with _lock:
-        _events.append({"name": name, "cat": cat, "ph": "i", "s": "t", "ts": _us(time.monotonic()),
-                        "pid": os.getpid(), "tid": tid, "args": {"thread": tname, **args}})
-
-
 @contextlib.contextmanager
 def span(name: str, *, cat: str = "judge", **args):
     """A span around the block; ``args`` may be filled in by the block (the dict it yields)."""

@@ -9,6 +9,13 @@ from judge.sandbox.base import make_cache
 SUFFIX = ".cpython-312-x86_64-linux-gnu.so"
 
 
+def _limits():
+    from judge.sandbox import Limits
+
+    return Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
+                  startup_seconds=60)
+
+
 def _trusted(root):
     cache = root / "workers" / "094-softmax-reference" / "triton-cache"
     entries = {
@@ -81,15 +88,14 @@ def test_without_trusted_caches_nothing_happens(tmp_path):
 def test_the_head_starts_shared_cache_is_seeded_too(tmp_path, monkeypatch):
     # judge.pool.head_start makes the file's cache before any worker is spawned (warm(own_cache=True)).
     from judge import pool
-    from judge.sandbox import Job, Limits, get_backend
+    from judge.sandbox import Job, get_backend
 
     root = tmp_path / "root"
     _trusted(root)
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(root))
     cache = tmp_path / "kernels" / "file"
     job = Job(submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False,
-              limits=Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20,
-                            processes=256, startup_seconds=60), cache=cache)
+              limits=_limits(), cache=cache)
     srv = pool.PoolServer(size=2)
     try:
         assert srv.warm(get_backend("process"), job, n=0, own_cache=True)
@@ -100,14 +106,13 @@ def test_the_head_starts_shared_cache_is_seeded_too(tmp_path, monkeypatch):
 
 def test_dockers_caches_are_not_seeded(tmp_path, monkeypatch):
     # docker's worker is another user: Triton could not write beside the judge's copies (prepare_cache's uid).
-    from judge.sandbox import Job, Limits
+    from judge.sandbox import Job
     from judge.sandbox.base import prepare_cache
 
     root = tmp_path / "root"
     _trusted(root)
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(root))
-    limits = Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
-                    startup_seconds=60)
+    limits = _limits()
     job = Job(submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False, limits=limits,
               cache=tmp_path / "kernels" / "docker")
     prepare_cache(job, uid=os.geteuid())

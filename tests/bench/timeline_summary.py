@@ -23,7 +23,7 @@ REPLY = "the worker's reply"
 
 def load(path: str) -> list[dict]:
     with open(path) as f:
-        return [e for e in json.load(f)["traceEvents"] if e.get("ph") in ("X", "i")]
+        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
 
 
 def summarise(events: list[dict]) -> str:
