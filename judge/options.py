@@ -51,14 +51,20 @@ def limits_for(problem, options: Options) -> Limits:
     )
 
 
-# What one worker may allocate through PyTorch on a GPU unless the problem says otherwise. auto_workers
-# starts at most one worker per 16 GB of the device, so one job's workers never hold more than the
-# device; a worker that goes over is MLE for its job. Without a cap, a device-memory bomb in one job
-# filled the H200 and the jobs beside it failed with CUDA out-of-memory errors (hostile suite, 4 jobs).
-GPU_MEMORY_MB = 16 << 10
+# What one worker may allocate through PyTorch on a GPU unless the problem says otherwise (its [limits]
+# gpu_memory_mb). auto_workers starts at most one worker per cap's worth of the device, so one job's workers
+# never hold more than the device; a worker that goes over is MLE for its job. Without a cap, a device-memory
+# bomb in one job filled the H200 and the jobs beside it failed with CUDA out-of-memory errors (hostile suite,
+# 4 jobs). 8 GB: the largest correctness case of any problem here holds well under 1 GB (93's 20 million
+# floats, 98's 2 x 8 x 4096 x 128 halves), and at 16 GB the H200's 141 GB allowed 8 workers where its 16
+# cores feed 12 (see auto_workers).
+GPU_MEMORY_MB = 8 << 10
+# The most workers one submission's cases are spread over on a GPU.
+MAX_GPU_WORKERS = 12
 
 
-def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None) -> int:
+def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None,
+                 gpu_memory_mb: int = GPU_MEMORY_MB) -> int:
     """How many workers to spread one submission's correctness cases over, from this host.
 
     Each worker is a process with its own copy of torch (about 0.5 GB of host
@@ -68,11 +74,13 @@ def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None) -> 
     but one, which the judge's own work needs (Hypothesis, the golden models,
     the replay worker's start), at most 4: on 2 cores one worker judged 93's
     reference in 7.4 s against 10.3 s with two, 98's in 16.0 s against 20.1 s
-    (tests/bench/RESULTS.md, 2026-12-01 evening). On a GPU the kernels run on the device and the workers mostly
-    wait, so up to 8, one for every two cores, and no more than one per 16 GB
-    of the device's memory (the largest cases hold several GB). ``JUDGE_WORKERS``
-    overrides it. ``gpu_gib``: the device's memory when already known (judge.pool.head_start reads it
-    without torch, from nvidia-smi).
+    (tests/bench/RESULTS.md, 2026-12-01 evening). On a GPU a worker's case is mostly its kernels' compiles,
+    which run on the host's cores (Triton's LLVM passes and ptxas: 98's reference spent 25-27 s of each
+    lane's 27-31 s compiling on the H200, tests/gpu/RESULTS.md, 2026-12-05 third session), so one per core
+    but four (the judge's own process, its golden answers and checks, and the ptxas children), at most
+    MAX_GPU_WORKERS, and no more than one per ``gpu_memory_mb`` (the problem's per-worker cap) of the
+    device's memory. ``JUDGE_WORKERS`` overrides it. ``gpu_gib``: the device's memory when already known
+    (judge.pool.head_start reads it without torch, from nvidia-smi).
     """
     import os
 
@@ -89,7 +97,7 @@ def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None) -> 
             gb = torch.cuda.get_device_properties(0).total_memory / 2**30
         except Exception:  # noqa: BLE001 - no GPU visible: one worker
             return 1
-    return max(1, min(8, cores // 2, int(gb // 16)))
+    return max(1, min(MAX_GPU_WORKERS, cores - 4, int(gb * 1024 // max(1, gpu_memory_mb))))
 
 
 def planned_cases(group, options: Options) -> int:
@@ -105,7 +113,8 @@ def session_workers(problem, options: Options, gpu_gib: float | None = None) -> 
     for one case is a start for nothing)."""
     if options.case is not None:
         return 1
-    count = options.workers or auto_workers(options.device, options.interpret, gpu_gib)
+    count = options.workers or auto_workers(options.device, options.interpret, gpu_gib,
+                                            limits_for(problem, options).gpu_memory_mb)
     groups = [g for g in problem.groups if options.group is None or g.name == options.group]
     return max(1, min(count, max([planned_cases(g, options) + len(g.examples) for g in groups] or [1])))
 

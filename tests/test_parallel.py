@@ -126,3 +126,38 @@ def test_a_group_whose_first_replay_was_skipped_replays_its_next_case(tmp_path, 
     assert report.verdict.value == "AC", report.message
     assert any("replay not possible" in n for n in report.notes), report.notes
     assert report.timing["replays"] >= 2
+
+
+@pytest.mark.parametrize("cores, gib, cap_mb, expected", [
+    (16, 139.8, 8192, 12),   # the H200's host: one per core but four, at most 12
+    (16, 79.6, 8192, 9),     # an H100 of 80 GB: the device's memory at 8 GB a worker
+    (16, 79.6, 16384, 4),    # a problem that lets each worker take 16 GB: fewer of them
+    (8, 139.8, 8192, 4),     # a small host: its cores
+    (64, 139.8, 8192, 12),   # a big host: the cap
+    (2, 23.0, 8192, 1),      # two cores: one
+])
+def test_the_number_of_gpu_workers_follows_the_cores_and_the_devices_memory_at_the_problems_cap(
+        cores, gib, cap_mb, expected, monkeypatch):
+    from judge import options
+
+    monkeypatch.delenv("JUDGE_WORKERS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    assert options.auto_workers("cuda", False, gib, cap_mb) == expected
+    monkeypatch.setenv("JUDGE_WORKERS", "3")
+    assert options.auto_workers("cuda", False, gib, cap_mb) == 3
+
+
+def test_a_submissions_workers_are_counted_at_its_problems_gpu_memory_cap(monkeypatch):
+    """session_workers passes the problem's own [limits] gpu_memory_mb: a problem with a bigger cap gets fewer
+    workers on the same device, so its workers together never hold more than the device."""
+    from dataclasses import replace
+
+    from judge import options
+
+    monkeypatch.delenv("JUDGE_WORKERS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    problem = find_problem("98")
+    opts = Options(device="cuda", interpret=False)
+    assert options.session_workers(problem, opts, 139.8) == 12
+    big = replace(problem, limits={**problem.limits, "gpu_memory_mb": 32768})
+    assert options.session_workers(big, opts, 139.8) == 4

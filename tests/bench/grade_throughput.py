@@ -163,13 +163,14 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
         _keep_reports(out / "results.sqlite", Path(os.environ["BENCH_REPORTS"]) / out.name)
     waits = _start_waits(out / "results.sqlite")
     split = _time_split(out / "results.sqlite")
+    slots = workers if device == "cpu" else (jobs or 0) * workers  # jobs at once: per GPU times the GPUs
     return {"executor": executor, "workers": workers, "jobs": jobs, "pool": pool, "judged": judged,
             "wall_s": round(wall, 1), "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
             "host": load.summary(),
             "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
             "start_wait_median": round(statistics.median(waits), 2) if waits else None,
             "pool_stats": summary["run"].get("pool"), "job_spares": summary["run"].get("job_spares"),
-            "time_split": split}
+            "time_split": split, "steady": steady_rate(_finish_times(out / "results.sqlite"), slots)}
 
 
 def _keep_reports(db: Path, where: Path) -> None:
@@ -210,6 +211,39 @@ def _start_waits(db: Path) -> list[float]:
         if wait is not None:
             out.append(float(wait))
     return out
+
+
+def _finish_times(db: Path) -> list[float]:
+    """When each job of the roster was recorded (its results row's graded_at, to the second), in seconds."""
+    import datetime as dt
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute("SELECT graded_at FROM results").fetchall()
+    finally:
+        con.close()
+    return sorted(dt.datetime.fromisoformat(t).timestamp() for (t,) in rows)
+
+
+def steady_rate(finishes: list[float], slots: int) -> dict | None:
+    """The rate while every slot was busy: a roster of N files on J slots starts J jobs at once, and each
+    completion starts the next file until the queue is empty, at the (N - J)-th completion. Between the
+    first completion and that one every slot holds a job, so the completions after the first moment one
+    ended, up to that one, over that interval, are the rate a longer roster would keep; the ramp-up (every job starting at once, none
+    done) and the tail (slots going idle one by one) are left out. ``per_hour`` over the whole roster counts
+    both. None where the roster is too short for the window (N - J < 3) or the slots are not known. The
+    times are to the second (graded_at), so a window under a minute is rough."""
+    import bisect
+
+    n = len(finishes)
+    if slots <= 0 or n - slots < 3:
+        return None
+    t0, t1 = finishes[0], finishes[n - slots - 1]
+    if t1 <= t0:
+        return None
+    done = (n - slots) - bisect.bisect_right(finishes, t0)  # those at t0 itself opened the window
+    return {"completions": done, "window_s": round(t1 - t0, 1), "per_hour": round(done / (t1 - t0) * 3600)}
 
 
 SPLIT_KEYS = ("tests_seconds", "speed_seconds", "gpu_wait_seconds", "compile_seconds", "start_wait_seconds",
@@ -333,22 +367,23 @@ def main() -> list[dict]:
           f"Python {platform.python_version()}\n")
     if pools == [None]:
         print(f"| problem | tree | executor | {unit}s | jobs per GPU | round | submissions | wall | "
-              "submissions/hour | host CPU busy (saturated) | verdicts |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
+              "submissions/hour | every slot busy: /hour (completions, window) | host CPU busy (saturated) | "
+              "verdicts |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-                print(f"| {r['problem']} | {r.get('tree', '.')} | {r['executor']} | {r['workers']} | "
+            print(f"| {r['problem']} | {r.get('tree', '.')} | {r['executor']} | {r['workers']} | "
                   f"{r['jobs'] or 'default'} | {r['round']} | {r['judged']} | {r['wall_s']} s | {r['per_hour']} | "
-                  f"{_busy(r)} | {_verdicts(r)} |")
+                  f"{_steady(r)} | {_busy(r)} | {_verdicts(r)} |")
         return rows
     print(f"| problem | {unit}s | pool | jobs per GPU | round | submissions | wall | submissions/hour | "
-          "start-up wait mean | median | from the pool (taken / started own / warmed unused) | "
-          "host CPU busy (saturated) | verdicts |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "every slot busy: /hour (completions, window) | start-up wait mean | median | "
+          "from the pool (taken / started own / warmed unused) | host CPU busy (saturated) | verdicts |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ps = r.get("pool_stats")
         taken = f"{ps['taken']} / {ps['missed']} / {ps['wasted']}" if ps else "-"
         print(f"| {r['problem']} | {r['workers']} | {r['pool']} | {r['jobs'] or 'default'} | {r['round']} | "
-              f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {r['start_wait_mean']} s | "
+              f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {_steady(r)} | {r['start_wait_mean']} s | "
               f"{r['start_wait_median']} s | {taken} | {_busy(r)} | {_verdicts(r)} |")
     return rows
 
@@ -359,6 +394,11 @@ def _verdicts(r: dict) -> str:
     if r.get("as_declared", True):
         return got
     return got + " (NOT as declared: " + ", ".join(f"{v} {k}" for v, k in sorted(r["expected"].items())) + ")"
+
+
+def _steady(r: dict) -> str:
+    st = r.get("steady")
+    return f"{st['per_hour']} ({st['completions']}, {st['window_s']} s)" if st else "-"
 
 
 def _busy(r: dict) -> str:

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Device calls of 2026-12-05, fourth session (logs in tests/gpu/logs/2026-12-05d/): issue 13, the test workers
+# one per core but four (12 on the H200's host, judge.options.auto_workers), the driver modules' seeding, the
+# throughput of a longer roster, and the same verdicts with parallel workers and with one.
+# PARTS picks and orders them; each part under its own limit, the whole under DEADLINE (560 s):
+#   warm      one `submit 94` of the reference (bwrap, speed on): the machine's caches, the GPU's ceilings and
+#             the reference's trusted kernels are made before anything below is measured
+#   workers   judge_latency.py 94 98 --fresh --ab JUDGE_WORKERS=8,12 (8: the old default, 12: the new one),
+#             ROUNDS (1) rounds, each submit's timeline under results/timelines
+#   latency   judge_latency.py IDS (default "97 95 93 96") --fresh, speed on, bwrap, the defaults, timelines
+#   seed      judge_latency.py 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES, ROUNDS rounds, timelines
+#   tp        grade_throughput.py: a softmax roster of N (40) per configuration, bwrap, pool auto, JOBS ("12")
+#             at once (a list compares them), no --warm (the warm part did that), each grading job's timeline
+#             under results/tp-timelines; its verdicts must be the roster's declared ones (exit 1 if not)
+#   wrong     judge selftest CORPUS_IDS (95 96 99) --only /wrong_answer/, CJOBS (4) files at once, seed 1,
+#             process sandbox, each file's workers JUDGE_WORKERS=WORKERS (4); run it again with WORKERS=1
+#             CJOBS=12 for the same files on one worker each: both must give the declared verdicts
+# Reports under results/reports (BENCH_REPORTS); all packed into $OUT/results.tar.gz.
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+out="${OUT:-gpu-out}/results"; mkdir -p "$out" "$out/timelines"
+export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports" PART_TAIL=14 default_deadline=560
+source tests/gpu/calls/lib.sh
+write_env
+lat="python3 tests/bench/judge_latency.py --device cuda --sandbox bwrap"
+tl="env JUDGE_TIMELINE=$out/timelines"
+for p in ${PARTS:-warm workers latency seed}; do
+  case $p in
+    warm) part warm 90 python3 -m judge submit 94 reference/094-softmax.py --device cuda --sandbox bwrap --json ;;
+    workers) part workers 240 $tl $lat 94 98 --fresh --ab JUDGE_WORKERS=8,12 --rounds "${ROUNDS:-1}" ;;
+    latency) part latency 200 $tl $lat ${IDS:-97 95 93 96} --fresh ;;
+    seed) part seed 200 $tl $lat 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES --rounds "${ROUNDS:-1}" ;;
+    tp) mkdir -p "$out/tp-timelines"
+        part tp "${LIMIT:-540}" env JUDGE_TIMELINE="$out/tp-timelines" python3 tests/bench/grade_throughput.py \
+          --device cuda --problem 94 --executors local --pool auto --sandbox bwrap -n "${N:-40}" --fresh \
+          --jobs "${JOBS:-12}" ;;
+    wrong) part "wrong-w${WORKERS:-4}" "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS="${WORKERS:-4}" \
+             python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
+             --jobs "${CJOBS:-4}" --pool auto --seed 1 --sandbox process ;;
+  esac
+done
+echo "done at $(( $(date +%s) - start )) s"
+tar -czf "${OUT:-gpu-out}/results.tar.gz" -C "${OUT:-gpu-out}" results && rm -rf "$out"
