@@ -5,7 +5,7 @@
 # PARTS picks and orders them; each part under its own limit, the whole under DEADLINE (560 s):
 #   warm      one `submit 94` of the reference (bwrap, speed on): the machine's caches, the GPU's ceilings and
 #             the reference's trusted kernels are made before anything below is measured
-#   workers   judge_latency.py 94 98 --fresh --ab JUDGE_WORKERS=8,12 (8: the old default, 12: the new one),
+#   workers   judge_latency.py WIDS (default "94 98") --fresh --ab JUDGE_WORKERS=8,12 (8: the old default, 12: the new one),
 #             ROUNDS (1) rounds, each submit's timeline under results/timelines
 #   latency   judge_latency.py IDS (default "97 95 93 96") --fresh, speed on, bwrap, the defaults, timelines
 #   seed      judge_latency.py 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES, ROUNDS rounds, timelines
@@ -13,8 +13,9 @@
 #             at once (a list compares them), no --warm (the warm part did that), each grading job's timeline
 #             under results/tp-timelines; its verdicts must be the roster's declared ones (exit 1 if not)
 #   wrong     judge selftest CORPUS_IDS (95 96 99) --only /wrong_answer/, CJOBS (4) files at once, seed 1,
-#             process sandbox, each file's workers JUDGE_WORKERS=WORKERS (4); run it again with WORKERS=1
-#             CJOBS=12 for the same files on one worker each: both must give the declared verdicts
+#             process sandbox, each file's workers JUDGE_WORKERS=WORKERS (4)
+#   wrong1    the same files on one worker each (JUDGE_WORKERS=1), 12 at once: both must give the declared
+#             verdicts
 # Reports under results/reports (BENCH_REPORTS); all packed into $OUT/results.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -27,7 +28,7 @@ tl="env JUDGE_TIMELINE=$out/timelines"
 for p in ${PARTS:-warm workers latency seed}; do
   case $p in
     warm) part warm 90 python3 -m judge submit 94 reference/094-softmax.py --device cuda --sandbox bwrap --json ;;
-    workers) part workers 240 $tl $lat 94 98 --fresh --ab JUDGE_WORKERS=8,12 --rounds "${ROUNDS:-1}" ;;
+    workers) part workers 240 $tl $lat ${WIDS:-94 98} --fresh --ab JUDGE_WORKERS=8,12 --rounds "${ROUNDS:-1}" ;;
     latency) part latency 200 $tl $lat ${IDS:-97 95 93 96} --fresh ;;
     seed) part seed 200 $tl $lat 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES --rounds "${ROUNDS:-1}" ;;
     tp) mkdir -p "$out/tp-timelines"
@@ -37,6 +38,9 @@ for p in ${PARTS:-warm workers latency seed}; do
     wrong) part "wrong-w${WORKERS:-4}" "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS="${WORKERS:-4}" \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
              --jobs "${CJOBS:-4}" --pool auto --seed 1 --sandbox process ;;
+    wrong1) part wrong-w1 "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS=1 \
+              python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
+              --jobs 12 --pool auto --seed 1 --sandbox process ;;
   esac
 done
 echo "done at $(( $(date +%s) - start )) s"
