@@ -79,6 +79,7 @@ class Session:
         self._tries = 0  # cases run while shrinking the group's failure
         self._lane_compiling: dict[int, bool] = {}  # lane -> its last reply compiled new kernels (GPU)
         self._speed_run = None  # judge.timing.speedrun.SpeedRun, its workers spawned while tests still run
+        self._speed_dropped: threading.Thread | None = None  # stopping the one spawned, after a group failed
         # Replays run in a thread of their own while the lanes go on with the next cases (_start_replay); a
         # group's are settled at its end (_settle_replays). group -> [(case key, params, future)].
         self._replay_thread = None
@@ -139,6 +140,8 @@ class Session:
         finally:
             if self._speed_run is not None:
                 self._speed_run.discard()  # its workers, when the tests failed after they were spawned
+            if self._speed_dropped is not None:
+                self._speed_dropped.join()  # (_drop_speed_run: one stopped when a group failed)
             self.progress.stage("stopping workers")
             if self._replay_thread is not None:
                 self._replay_thread.shutdown(wait=True, cancel_futures=True)
@@ -190,6 +193,8 @@ class Session:
                 timeline.add(f"group {g.name}", t_group, time.monotonic())
                 if all(x.passed for x in results):  # (the open ones passed their cases)
                     self._prestart_speed(scratch)
+                else:
+                    self._drop_speed_run()
             settle_open()
         finally:
             if self._lanes is not None:
@@ -679,6 +684,19 @@ class Session:
                         backend=self.backend, limits=self.limits, scratch=scratch / "speed",
                         config=config_for(self.problem, interpret=opts.interpret, overrides=overrides),
                         log=opts.log, progress=self.progress, replay=self.replay_on)
+
+    def _drop_speed_run(self) -> None:
+        """A group failed, so no speed run follows: the one spawned ahead (its workers, its warm-up and checks
+        ahead) is stopped now, in a thread of its own, not once the later groups are over. Kept to the end, it
+        took cores and the GPU beside the later groups, and beside other jobs' cases: in a roster of 18 wrong
+        and 18 accepted softmax files on the H200, 14 of the wrong ones started a speed run's workers, and
+        their starts, warm-ups and checks ahead took 11-40 s each, for nothing (tests/gpu/RESULTS.md,
+        2026-12-05 fourth session, call 3). The session's end waits for the thread (_speed_dropped)."""
+        run, self._speed_run = self._speed_run, None
+        if run is None:
+            return
+        self._speed_dropped = threading.Thread(target=run.discard, name="judge-speed-discard", daemon=True)
+        self._speed_dropped.start()
 
     def _prestart_speed(self, scratch: Path) -> None:
         """Spawn the speed run's workers once the first test group has passed, so that their start (8.8-11.5 s
