@@ -1,11 +1,12 @@
 """Whose out-of-memory error it was: the worker's own use, or a GPU that others had filled.
 
 A worker's GPU memory is capped (judge.options.GPU_MEMORY_MB; a timed worker 24 GB more,
-judge.timing.speedrun.TIMED_EXTRA_MB), and going over the cap is the submission's MLE. But several submissions share a GPU in ``judge grade`` and ``judge serve``,
-and a CUDA allocation can also fail because the *device* is full while the worker is well inside its cap: on
-the H200, 12 softmax submissions at once turned five accepted files into MLE, RJ (a replay that could not
-allocate) and IE (tests/gpu/RESULTS.md, 2026-12-05 call 2). That is the judge's failure, not the student's:
-IE, judged again by the next run, never a verdict against the file.
+judge.timing.speedrun.TIMED_EXTRA_MB), and going over the cap is the submission's MLE. But several submissions
+share a GPU in ``judge grade`` and ``judge serve``, and a CUDA allocation can also fail because the *device*
+is full while the worker is well inside its cap: on the H200, 12 softmax submissions at once turned five
+accepted files into MLE, RJ (a replay that could not allocate) and IE (tests/gpu/RESULTS.md, 2026-12-05 call
+2). That is the judge's failure, not the student's: IE, judged again by the next run, never a verdict against
+the file.
 
 PyTorch's message says what the process held when the allocation failed ("Tried to allocate 512.00 MiB ...
 this process has 15.30 GiB memory in use. 32.00 GiB allowed"); this module reads it. The worker says it

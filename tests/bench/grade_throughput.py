@@ -230,10 +230,10 @@ def steady_rate(finishes: list[float], slots: int) -> dict | None:
     """The rate while every slot was busy: a roster of N files on J slots starts J jobs at once, and each
     completion starts the next file until the queue is empty, at the (N - J)-th completion. Between the
     first completion and that one every slot holds a job, so the completions after the first moment one
-    ended, up to that one, over that interval, are the rate a longer roster would keep; the ramp-up (every job starting at once, none
-    done) and the tail (slots going idle one by one) are left out. ``per_hour`` over the whole roster counts
-    both. None where the roster is too short for the window (N - J < 3) or the slots are not known. The
-    times are to the second (graded_at), so a window under a minute is rough."""
+    ended, up to that one, over that interval, are the rate a longer roster would keep; the ramp-up (every
+    job starting at once, none done) and the tail (slots going idle one by one) are left out. ``per_hour``
+    over the whole roster counts both. None where the roster is too short for the window (N - J < 3) or the
+    slots are not known. The times are to the second (graded_at), so a window under a minute is rough."""
     import bisect
 
     n = len(finishes)
