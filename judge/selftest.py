@@ -10,6 +10,7 @@ interpreter mode / compiled on a GPU (some checks can only fire in one).
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -100,8 +101,22 @@ def judge_one(problem: Problem, expected: str, path: Path, base: Options) -> Che
                  time.monotonic() - t)
 
 
-def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options) -> Check:
-    """Judge through ``python -m judge submit --json`` in a child process (for --jobs)."""
+def child_workers(base: Options, jobs: int, gpu_gib: float | None = None) -> int | None:
+    """The workers each of ``jobs`` files judged at once spreads its cases over: the host's share
+    (judge.options.auto_workers, split between them), or None when JUDGE_WORKERS already says. Each child
+    would otherwise take a whole host's worth: 12 on the H200's 16 cores, 96 compiling at once for
+    ``selftest --jobs 8``, where a case's compiles then run past its time limit. ``gpu_gib``: the device's
+    memory when known (else auto_workers asks torch)."""
+    from judge.options import auto_workers
+
+    if os.environ.get("JUDGE_WORKERS"):
+        return None
+    return max(1, auto_workers(base.device, base.interpret, gpu_gib) // max(1, jobs))
+
+
+def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options, workers: int | None = None) -> Check:
+    """Judge through ``python -m judge submit --json`` in a child process (for --jobs); ``workers``: its
+    --workers (child_workers)."""
     expected = declared_verdict(path, expected, base.interpret)
     limits = _limits(expected, base.limits)
     argv = [sys.executable, "-m", "judge", "submit", str(problem.id), str(path), "--json",
@@ -114,6 +129,8 @@ def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options) ->
         argv += ["--time-limit", str(limits["case_seconds_interpret" if base.interpret else "case_seconds"])]
     if "startup_seconds" in limits:
         argv += ["--startup-limit", str(limits["startup_seconds"])]
+    if workers is not None:
+        argv += ["--workers", str(workers)]
     t = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
     try:
@@ -127,7 +144,11 @@ def run_corpus(items, base: Options, jobs: int, echo) -> int:
     """Judge (problem, expected, path) items, ``jobs`` at a time, echoing one line each; the number that mismatched."""
     from concurrent.futures import ThreadPoolExecutor
 
-    run = judge_one if jobs <= 1 else judge_via_cli
+    if jobs <= 1:
+        run = judge_one
+    else:
+        share = child_workers(base, jobs)
+        run = lambda *a: judge_via_cli(*a, workers=share)  # noqa: E731
     bad = 0
     with ThreadPoolExecutor(max_workers=max(jobs, 1)) as pool:
         futures = [pool.submit(run, p, expected, path, base) for p, expected, path in items]

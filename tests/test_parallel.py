@@ -161,3 +161,22 @@ def test_a_submissions_workers_are_counted_at_its_problems_gpu_memory_cap(monkey
     assert options.session_workers(problem, opts, 139.8) == 12
     big = replace(problem, limits={**problem.limits, "gpu_memory_mb": 32768})
     assert options.session_workers(big, opts, 139.8) == 4
+
+
+@pytest.mark.parametrize("cores, device, interpret, jobs, expected", [
+    (16, "cuda", False, 5, 2),   # the H200's host: its 12 test workers split between 5 files
+    (16, "cuda", False, 1, 12),
+    (16, "cuda", False, 24, 1),
+    (2, "cpu", True, 2, 1),      # this machine: one each, as before
+])
+def test_files_judged_at_once_share_the_hosts_workers(cores, device, interpret, jobs, expected, monkeypatch):
+    """`selftest --jobs N` judges N files in `submit` children; each took a whole host's workers (96 compiling
+    at once for --jobs 8 on the H200), now its share; JUDGE_WORKERS, when set, is left to say."""
+    from judge import selftest
+
+    monkeypatch.delenv("JUDGE_WORKERS", raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
+    base = Options(device=device, interpret=interpret)
+    assert selftest.child_workers(base, jobs, 139.8) == expected
+    monkeypatch.setenv("JUDGE_WORKERS", "3")
+    assert selftest.child_workers(base, jobs, 139.8) is None
