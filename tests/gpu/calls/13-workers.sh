@@ -8,7 +8,10 @@
 #   workers   judge_latency.py WIDS (default "94 98") --fresh --ab JUDGE_WORKERS=8,12 (8: the old default, 12: the new one),
 #             ROUNDS (1) rounds, each submit's timeline under results/timelines
 #   latency   judge_latency.py IDS (default "97 95 93 96") --fresh, speed on, bwrap, the defaults, timelines
+#             (at most LAT_LIMIT s, default 200)
 #   seed      judge_latency.py 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES, ROUNDS rounds, timelines
+#   replay    judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=2,3, ROUNDS rounds, timelines: with 12 test
+#             workers 98's last replays settled 5.5 s after its groups (2.3 s with 8)
 #   tp        grade_throughput.py: a softmax roster of N (40) per configuration, bwrap, pool auto, JOBS ("12")
 #             at once (a list compares them), no --warm (the warm part did that), each grading job's timeline
 #             under results/tp-timelines; its verdicts must be the roster's declared ones (exit 1 if not)
@@ -29,7 +32,8 @@ for p in ${PARTS:-warm workers latency seed}; do
   case $p in
     warm) part warm 90 python3 -m judge submit 94 reference/094-softmax.py --device cuda --sandbox bwrap --json ;;
     workers) part workers 240 $tl $lat ${WIDS:-94 98} --fresh --ab JUDGE_WORKERS=8,12 --rounds "${ROUNDS:-1}" ;;
-    latency) part latency 200 $tl $lat ${IDS:-97 95 93 96} --fresh ;;
+    latency) part latency "${LAT_LIMIT:-200}" $tl $lat ${IDS:-97 95 93 96} --fresh ;;
+    replay) part replay 240 $tl $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=2,3 --rounds "${ROUNDS:-1}" ;;
     seed) part seed 200 $tl $lat 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES --rounds "${ROUNDS:-1}" ;;
     tp) mkdir -p "$out/tp-timelines"
         part tp "${LIMIT:-540}" env JUDGE_TIMELINE="$out/tp-timelines" python3 tests/bench/grade_throughput.py \
