@@ -173,40 +173,32 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
             "time_split": split, "steady": steady_rate(_finish_times(out / "results.sqlite"), slots)}
 
 
-def _keep_reports(db: Path, where: Path) -> None:
+def _query(db: Path, sql: str) -> list[tuple]:
+    """The rows of ``sql`` in the roster's results database."""
     import sqlite3
 
-    where.mkdir(parents=True, exist_ok=True)
     con = sqlite3.connect(db)
     try:
-        for student, text in con.execute("SELECT student, report FROM results"):
-            (where / f"{student}.json").write_text(text)
+        return con.execute(sql).fetchall()
     finally:
         con.close()
+
+
+def _keep_reports(db: Path, where: Path) -> None:
+    where.mkdir(parents=True, exist_ok=True)
+    for student, text in _query(db, "SELECT student, report FROM results"):
+        (where / f"{student}.json").write_text(text)
 
 
 def _internal_errors(db: Path) -> list[tuple[str, str]]:
-    import sqlite3
-
-    con = sqlite3.connect(db)
-    try:
-        return [(s, json.loads(r).get("message", "")[:400])
-                for s, r in con.execute("SELECT student, report FROM results WHERE verdict = 'IE'")]
-    finally:
-        con.close()
+    return [(s, json.loads(r).get("message", "")[:400])
+            for s, r in _query(db, "SELECT student, report FROM results WHERE verdict = 'IE'")]
 
 
 def _start_waits(db: Path) -> list[float]:
     """Each judged submission's wait for its first worker (its report's timing.start_wait_seconds)."""
-    import sqlite3
-
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute("SELECT report FROM results").fetchall()
-    finally:
-        con.close()
     out = []
-    for (text,) in rows:
+    for (text,) in _query(db, "SELECT report FROM results"):
         wait = (json.loads(text).get("timing") or {}).get("start_wait_seconds")
         if wait is not None:
             out.append(float(wait))
@@ -216,14 +208,8 @@ def _start_waits(db: Path) -> list[float]:
 def _finish_times(db: Path) -> list[float]:
     """When each job of the roster was recorded (its results row's graded_at, to the second), in seconds."""
     import datetime as dt
-    import sqlite3
 
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute("SELECT graded_at FROM results").fetchall()
-    finally:
-        con.close()
-    return sorted(dt.datetime.fromisoformat(t).timestamp() for (t,) in rows)
+    return sorted(dt.datetime.fromisoformat(t).timestamp() for (t,) in _query(db, "SELECT graded_at FROM results"))
 
 
 def steady_rate(finishes: list[float], slots: int) -> dict | None:
@@ -255,15 +241,8 @@ def _time_split(db: Path) -> dict:
     its timing figures, and their sums (a speed run holds the GPU to itself: the sum of ``speed_seconds`` is
     the least wall time the roster's speed runs take one after another; ``gpu_wait_seconds`` is a job's
     correctness cases waiting while another job times)."""
-    import sqlite3
-
-    con = sqlite3.connect(db)
-    try:
-        rows = con.execute("SELECT verdict, report FROM results").fetchall()
-    finally:
-        con.close()
     by: dict[str, list[dict]] = {}
-    for verdict, text in rows:
+    for verdict, text in _query(db, "SELECT verdict, report FROM results"):
         report = json.loads(text)
         by.setdefault(verdict, []).append({"elapsed_seconds": report.get("elapsed_seconds"),
                                            **{k: (report.get("timing") or {}).get(k) for k in SPLIT_KEYS}})
