@@ -113,6 +113,7 @@ class Session:
             self._replay_thread = ThreadPoolExecutor(count, thread_name_prefix="judge-replay")
         workers = len(self.workers.all)
         self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
+        warm = self._warm_golden_device()
         try:
             if self.options.speed_early:
                 # A lone submit on a GPU: the speed run's workers start, and warm up, beside the first group too.
@@ -142,6 +143,8 @@ class Session:
                 self._speed_run.discard()  # its workers, when the tests failed after they were spawned
             if self._speed_dropped is not None:
                 self._speed_dropped.join()  # (_drop_speed_run: one stopped when a group failed)
+            if warm is not None:
+                warm.join()
             self.progress.stage("stopping workers")
             if self._replay_thread is not None:
                 self._replay_thread.shutdown(wait=True, cancel_futures=True)
@@ -684,6 +687,34 @@ class Session:
                         backend=self.backend, limits=self.limits, scratch=scratch / "speed",
                         config=config_for(self.problem, interpret=opts.interpret, overrides=overrides),
                         log=opts.log, progress=self.progress, replay=self.replay_on)
+
+    def _warm_golden_device(self) -> threading.Thread | None:
+        """Make this process's CUDA context, and cuBLAS's, in a thread while the workers are handed over.
+
+        The judge's own first GPU work (its first golden answer, or the first inputs made on the GPU) made
+        them lazily, and every lane's first case waited for it at once: each lane's first golden answer took
+        1.04 s (94, H200) and 1.51 s (94, H100), against under 0.01 s for the later ones; 98's first inputs
+        0.41-0.48 s (tests/gpu/RESULTS.md, 2026-12-05 fourth session). Under the GPU lock shared, as a case:
+        nothing runs on the GPU while another judge times. JUDGE_EARLY_CUDA=0 turns it off (to measure it)."""
+        if (self.options.device != "cuda" or self.options.interpret
+                or os.environ.get("JUDGE_EARLY_CUDA", "1") == "0"):
+            return None
+
+        def warm() -> None:
+            import torch
+
+            from judge.timing import lock
+
+            try:
+                with lock.gpu_shared(self.options.gpu or 0), timeline.span("the judge's CUDA context, warmed"):
+                    a = torch.ones((8, 8), dtype=torch.float64, device=self.golden_device)
+                    (a @ a).sum().item()
+            except Exception:  # noqa: BLE001 - a saving, never a condition: the first case makes it as before
+                pass
+
+        thread = threading.Thread(target=warm, name="judge-cuda-warm", daemon=True)
+        thread.start()
+        return thread
 
     def _drop_speed_run(self) -> None:
         """A group failed, so no speed run follows: the one spawned ahead (its workers, its warm-up and checks

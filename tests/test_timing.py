@@ -1687,3 +1687,25 @@ def test_a_spawned_speed_run_is_stopped_as_soon_as_a_group_fails_not_after_the_l
     assert kinds[kinds.index("views") + 1] == "discard" and kinds[kinds.index("views") + 2:] == names[3:], kinds
     run, procs = next(e for e in events if e[0] == "discard")[1:]
     assert not run.contenders and all(proc.popen.poll() is not None for proc in procs)
+
+
+def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(monkeypatch):
+    # On a GPU the session makes its CUDA context beside the workers' handover (Session._warm_golden_device):
+    # every lane's first golden answer waited for it (1.0-1.5 s). Here, without a GPU, the thread's CUDA call
+    # fails, and that failure stays in the thread: the first case would make the context as before.
+    from judge.options import Options
+    from judge.session import Session
+
+    import threading
+
+    uncaught = []
+    monkeypatch.setattr(threading, "excepthook", uncaught.append)  # a traceback on the user's terminal
+    session = Session(find_problem("94"), find_problem("94").reference_path, Options(device="cuda", interpret=False))
+    thread = session._warm_golden_device()
+    assert thread is not None and thread.name == "judge-cuda-warm"
+    thread.join(timeout=60)
+    assert not thread.is_alive() and uncaught == []
+    monkeypatch.setenv("JUDGE_EARLY_CUDA", "0")
+    assert session._warm_golden_device() is None
+    interp = Session(find_problem("94"), find_problem("94").reference_path, Options(device="cpu", interpret=True))
+    assert interp._warm_golden_device() is None

@@ -10,6 +10,8 @@
 #   latency   judge_latency.py IDS (default "97 95 93 96") --fresh, speed on, bwrap, the defaults, timelines
 #             (at most LAT_LIMIT s, default 200)
 #   seed      judge_latency.py 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES, ROUNDS rounds, timelines
+#   cuda      judge_latency.py 94 98 --fresh --ab JUDGE_EARLY_CUDA, ROUNDS rounds, timelines: the judge's CUDA
+#             context made beside the workers' handover (each lane's first golden answer: 1.0-1.5 s on 94)
 #   replay    judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=2,3, ROUNDS rounds, timelines: with 12 test
 #             workers 98's last replays settled 5.5 s after its groups (2.3 s with 8)
 #   tp        grade_throughput.py: a softmax roster of N (40) per configuration, bwrap, pool auto, JOBS ("12")
@@ -33,6 +35,7 @@ for p in ${PARTS:-warm workers latency seed}; do
     warm) part warm 90 python3 -m judge submit 94 reference/094-softmax.py --device cuda --sandbox bwrap --json ;;
     workers) part workers 240 $tl $lat ${WIDS:-94 98} --fresh --ab JUDGE_WORKERS=8,12 --rounds "${ROUNDS:-1}" ;;
     latency) part latency "${LAT_LIMIT:-200}" $tl $lat ${IDS:-97 95 93 96} --fresh ;;
+    cuda) part cuda 240 $tl $lat 94 98 --fresh --ab JUDGE_EARLY_CUDA --rounds "${ROUNDS:-1}" ;;
     replay) part replay 240 $tl $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=2,3 --rounds "${ROUNDS:-1}" ;;
     seed) part seed 200 $tl $lat 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES --rounds "${ROUNDS:-1}" ;;
     tp) mkdir -p "$out/tp-timelines"
