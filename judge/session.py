@@ -80,6 +80,7 @@ class Session:
         self._lane_compiling: dict[int, bool] = {}  # lane -> its last reply compiled new kernels (GPU)
         self._speed_run = None  # judge.timing.speedrun.SpeedRun, its workers spawned while tests still run
         self._speed_dropped: threading.Thread | None = None  # stopping the one spawned, after a group failed
+        self._warm_cancel = threading.Event()  # the session is over: its CUDA warm-up stops waiting for the GPU
         # Replays run in a thread of their own while the lanes go on with the next cases (_start_replay); a
         # group's are settled at its end (_settle_replays). group -> [(case key, params, future)].
         self._replay_thread = None
@@ -144,6 +145,7 @@ class Session:
             if self._speed_dropped is not None:
                 self._speed_dropped.join()  # (_drop_speed_run: one stopped when a group failed)
             if warm is not None:
+                self._warm_cancel.set()  # a warm-up still waiting for the GPU (another judge timing) is not wanted
                 warm.join()
             self.progress.stage("stopping workers")
             if self._replay_thread is not None:
@@ -706,11 +708,12 @@ class Session:
             from judge.timing import lock
 
             try:
-                with lock.gpu_shared(self.options.gpu or 0), timeline.span("the judge's CUDA context, warmed"):
+                with lock.gpu_shared(self.options.gpu or 0, cancel=self._warm_cancel), \
+                        timeline.span("the judge's CUDA context, warmed"):
                     a = torch.ones((8, 8), dtype=torch.float64, device=self.golden_device)
                     (a @ a).sum().item()
             except Exception:  # noqa: BLE001 - a saving, never a condition: the first case makes it as before
-                pass
+                pass  # (lock.Cancelled too: the session ended while another judge timed)
 
         thread = threading.Thread(target=warm, name="judge-cuda-warm", daemon=True)
         thread.start()

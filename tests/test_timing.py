@@ -1709,3 +1709,33 @@ def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(
     assert session._warm_golden_device() is None
     interp = Session(find_problem("94"), find_problem("94").reference_path, Options(device="cpu", interpret=True))
     assert interp._warm_golden_device() is None
+
+
+def test_the_cuda_warm_up_waiting_for_another_judges_speed_run_ends_with_the_session(tmp_path, monkeypatch):
+    # The warm-up takes the GPU shared, as a case: while another judge times it waits. A session that ends
+    # meanwhile (a file that failed to load) must not wait for that speed run: its end cancels the wait.
+    import os
+
+    from judge.session import Session
+
+    root = Path(__file__).resolve().parents[1]
+
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import time; from judge.timing import lock\n"
+         "with lock.gpu_lock(0):\n    print('held', flush=True); time.sleep(120)"],
+        stdout=subprocess.PIPE, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        session = Session(find_problem("94"), find_problem("94").reference_path,
+                          Options(device="cuda", interpret=False))
+        thread = session._warm_golden_device()
+        time.sleep(1.0)
+        assert thread.is_alive()  # waiting for the other judge's speed run
+        t0 = time.monotonic()
+        session._warm_cancel.set()
+        thread.join(timeout=30)
+        assert not thread.is_alive() and time.monotonic() - t0 < 5
+    finally:
+        holder.kill()
+        holder.wait()
