@@ -3,6 +3,7 @@ and the bench messages through real workers in interpreter mode (perf_counter ti
 the protocol, never a speed claim). No test asserts a wall time."""
 
 import math
+import os
 import random
 import secrets
 import subprocess
@@ -1444,7 +1445,6 @@ def _held(path) -> str:
     """How another judge finds GPU lock file ``path``: "exclusive", "shared" or "free" (probed from an open
     file description of its own, as another judge would take it)."""
     import fcntl
-    import os
 
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -1693,10 +1693,7 @@ def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(
     # On a GPU the session makes its CUDA context beside the workers' handover (Session._warm_golden_device):
     # every lane's first golden answer waited for it (1.0-1.5 s). Here, without a GPU, the thread's CUDA call
     # fails, and that failure stays in the thread: the first case would make the context as before.
-    from judge.options import Options
     from judge.session import Session
-
-    import threading
 
     uncaught = []
     monkeypatch.setattr(threading, "excepthook", uncaught.append)  # a traceback on the user's terminal
@@ -1714,17 +1711,14 @@ def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(
 def test_the_cuda_warm_up_waiting_for_another_judges_speed_run_ends_with_the_session(tmp_path, monkeypatch):
     # The warm-up takes the GPU shared, as a case: while another judge times it waits. A session that ends
     # meanwhile (a file that failed to load) must not wait for that speed run: its end cancels the wait.
-    import os
-
     from judge.session import Session
 
     root = Path(__file__).resolve().parents[1]
-
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
     holder = subprocess.Popen(
         [sys.executable, "-c", "import time; from judge.timing import lock\n"
          "with lock.gpu_lock(0):\n    print('held', flush=True); time.sleep(120)"],
-        stdout=subprocess.PIPE, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+        stdout=subprocess.PIPE, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})  # holds it 120 s
     try:
         assert holder.stdout.readline().strip() == "held"
         session = Session(find_problem("94"), find_problem("94").reference_path,
@@ -1732,10 +1726,9 @@ def test_the_cuda_warm_up_waiting_for_another_judges_speed_run_ends_with_the_ses
         thread = session._warm_golden_device()
         time.sleep(1.0)
         assert thread.is_alive()  # waiting for the other judge's speed run
-        t0 = time.monotonic()
         session._warm_cancel.set()
         thread.join(timeout=30)
-        assert not thread.is_alive() and time.monotonic() - t0 < 5
+        assert not thread.is_alive()  # ended by the cancel, long before the other judge lets go
     finally:
         holder.kill()
         holder.wait()
