@@ -321,6 +321,10 @@ class Replayer:
         # transfer), judging what came back.
         self.timing = {"replays": 0, "replay_seconds": 0.0, "replay_inputs_seconds": 0.0,
                        "replay_golden_seconds": 0.0, "replay_wait_seconds": 0.0, "replay_judge_seconds": 0.0}
+        if self.job.device == "cuda" and not self.job.interpret:
+            # The compile pass ahead of each replay (precompile): its seconds, the kernels it compiled, and
+            # the kernels the replays still compiled as they ran, with the GPU taken (0 when the pass did all).
+            self.timing.update(replay_compile_seconds=0.0, replay_precompiled=0, replay_compiled_in_run=0)
 
     def prestart(self) -> None:
         """Start the worker now (it imports torch and Triton while the judge goes on); wait for it later. One
@@ -386,16 +390,48 @@ class Replayer:
 
     # ------------------------------------------------------------------ one case
 
-    def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str) -> Outcome | Skipped | None:
-        """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the answer)."""
-        return self._counted(self._check, params, inputs, reply, device)
+    def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str,
+              shared=contextlib.nullcontext) -> Outcome | Skipped | None:
+        """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the
+        answer). ``shared()`` is held around the replay's GPU work, not its compile pass (:meth:`precompile`)."""
+        self.precompile(reply.trace)
+        with shared():
+            return self._counted(self._check, params, inputs, reply, device)
 
-    def check_bench(self, params: dict, specs: list, outputs: replies.BenchOutputs, device: str
-                    ) -> Outcome | Skipped | None:
+    def check_bench(self, params: dict, specs: list, outputs: replies.BenchOutputs, device: str,
+                    shared=contextlib.nullcontext) -> Outcome | Skipped | None:
         """Replay a timed call of the speed run (judge.timing.speedrun) on fresh bench inputs, as :meth:`check`
         does a case: RJ (or IE) Outcome, Skipped, or None. A wrong answer carries ``case`` = {"bench_seed": S}:
         the speed run asks the submission's worker for a call on the same inputs (a bench request with seed S)."""
-        return self._counted(self._check_bench, params, specs, outputs, device)
+        self.precompile(outputs.trace)
+        with shared():
+            return self._counted(self._check_bench, params, specs, outputs, device)
+
+    def precompile(self, trace: replies.Trace | None) -> None:
+        """On a GPU, before the replay takes the GPU: the replay worker compiles the record's kernels without
+        running them (judge.untrusted.replay.CompilePass), so that the replay, which holds the GPU shared,
+        spends that time on the GPU's work alone. A compile is CPU work; held shared, it kept another judge's
+        speed run waiting (a judge times only once the cases and replays in flight are done).
+
+        Nothing is decided here: whatever goes wrong (a record that does not add up, a worker that dies, a
+        launch it cannot compile ahead) is left to the replay, which starts a fresh worker if need be and
+        compiles what is missing. The pass has the replay's own time limit."""
+        if trace is None or "replay_compile_seconds" not in self.timing:
+            return
+        t0 = time.monotonic()
+        try:
+            record, _ = encode(trace)
+            self._ensure()
+            self.replay_id += 1
+            with timeline.span("replay: compile pass"):
+                self.channel.send_case({"type": "compile", "id": self.replay_id, "trace": record}, [])
+                done = self.channel.receive(replies.parse_compile_reply, timeout=2 * self.job.limits.case_seconds,
+                                            max_bytes=1 << 16, expect_id=self.replay_id)
+            self.timing["replay_precompiled"] += max(0, done.compiled)
+        except (WorkerStartFailed, WorkerDied):
+            self.stop()  # the replay starts a fresh one, and says what fails
+        finally:
+            self._spent("replay_compile_seconds", t0)
 
     def _counted(self, check, *args):
         t0 = time.monotonic()
@@ -507,6 +543,8 @@ class Replayer:
                                        f"{died.detail}", {"replay": "died"})
         if not result.ok:
             self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
+        if result.ok and result.compiled >= 0 and "replay_compiled_in_run" in self.timing:
+            self.timing["replay_compiled_in_run"] += result.compiled
         t0 = time.monotonic()
         try:
             return self._judge(trace, reply, result, answers, device)
@@ -635,10 +673,10 @@ class Replayers:
                 out[key] = out.get(key, 0) + value
         return out
 
-    def check(self, params: dict, inputs: list, reply, device: str):
+    def check(self, params: dict, inputs: list, reply, device: str, shared=contextlib.nullcontext):
         member = self._free.get()
         try:
-            return member.check(params, inputs, reply, device)
+            return member.check(params, inputs, reply, device, shared=shared)
         finally:
             self._free.put(member)
 
@@ -676,10 +714,11 @@ class ReplaySampler:
     def wants(self, group: str, params: dict, first: bool = False) -> bool:
         return first or derive_seed("replay?", canonical(params)) % 8 == 0
 
-    def check(self, group: str, params: dict, inputs: list, reply) -> Outcome | None:
-        """The case's recorded launches, replayed alone on fresh inputs: RJ if they miss the answer."""
+    def check(self, group: str, params: dict, inputs: list, reply, shared=contextlib.nullcontext) -> Outcome | None:
+        """The case's recorded launches, replayed alone on fresh inputs: RJ if they miss the answer. ``shared()``
+        is held around the replay's GPU work (judge.session: the GPU taken shared), not its compile pass."""
         with self._replay_lock:
-            found = self.replayer.check(params, inputs, reply, self.device)
+            found = self.replayer.check(params, inputs, reply, self.device, shared=shared)
         with self._lock:
             if isinstance(found, Skipped):
                 if not any(n.startswith(found.note) for n in self.notes):

@@ -279,6 +279,18 @@ class ReplayResult:
     event: int = -1  # on failure: the event that failed (-1: the request itself)
     kind: str = ""  # on failure: "record" (the record asks for the impossible) or "run" (a kernel or operator raised)
     error: ErrorInfo | None = None
+    compiled: int = -1  # kernels the replay compiled as it ran (-1: not counted; 0 after a compile pass that did)
+
+
+@dataclass(frozen=True)
+class CompileResult:
+    """The replay worker's compile pass over a record (judge.untrusted.replay.CompilePass): how many kernels it
+    compiled (-1: not counted), how many launches it could not compile ahead, and its seconds."""
+
+    id: int
+    compiled: int
+    failed: int
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -674,7 +686,19 @@ def parse_replay_reply(msg: dict, payloads: list, expect_id: int | None = None) 
     writers = msg.get("writers") or []
     _need(isinstance(writers, list) and len(writers) == len(outputs), "one writer per output")
     return ReplayResult(rid, True, outputs, tuple(None if w is None else _int(w, "writer", 0, tracing.MAX_EVENTS)
-                                                  for w in writers))
+                                                  for w in writers),
+                        compiled=_int(msg.get("compiled"), "compiled", -1, tracing.MAX_EVENTS, default=-1))
+
+
+def parse_compile_reply(msg: dict, payloads: list, expect_id: int | None = None) -> CompileResult:
+    _kind(msg, "compiled")
+    _no_tensors(msg, payloads)
+    rid = _int(msg.get("id"), "id")
+    _need(expect_id is None or rid == expect_id, f"a reply to compile pass {rid} came for {expect_id}")
+    _need(msg.get("status") == "ok", "status must be 'ok'")
+    return CompileResult(rid, _int(msg.get("compiled"), "compiled", -1, tracing.MAX_EVENTS, default=-1),
+                         _int(msg.get("failed"), "failed", 0, tracing.MAX_EVENTS, default=0),
+                         _float(msg.get("seconds"), "seconds", default=0.0))
 
 
 PROFILE_STATUS = ("ok", "no kernels", "unavailable", "cpu")

@@ -303,8 +303,8 @@ class Session:
         (in the interpreter on 2 cores the replay worker's kernels run on the other core). What it finds is
         taken at the group's end, in the cases' order (_settle_replays)."""
         def replay():
-            with self._gpu_shared(), timeline.span(f"replay ({group.name})"):
-                return self.replays.check(group.name, params, *last)
+            with timeline.span(f"replay ({group.name})"):
+                return self.replays.check(group.name, params, *last, shared=self._gpu_shared)
 
         future = self._replay_thread.submit(replay)
         with self._lock:
@@ -328,8 +328,7 @@ class Session:
                 outcome, _, _, last = self._call(ex, "case", params, group=group)
             if not outcome.passed:
                 return params, outcome
-            with self._gpu_shared():
-                found = self.replays.check(group.name, params, *last)
+            found = self.replays.check(group.name, params, *last, shared=self._gpu_shared)
             if found is not None:
                 return params, self._judged_finding(found, group)
         return None

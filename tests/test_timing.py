@@ -2,6 +2,7 @@
 and the bench messages through real workers in interpreter mode (perf_counter times there: a test of
 the protocol, never a speed claim). No test asserts a wall time."""
 
+import contextlib
 import math
 import os
 import random
@@ -1407,7 +1408,8 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
         tmp_path, monkeypatch, outside):
     # The lock's real files (judge.timing.lock), probed from another open file description the way another
     # judge would take it: the rounds (and, outside, the profiler clock) hold it exclusively; with
-    # JUDGE_CHECKS_OUTSIDE_LOCK=1 the checks and replays hold it shared, beside other judges' cases.
+    # JUDGE_CHECKS_OUTSIDE_LOCK=1 each check and replay holds it shared (the ``shared`` _finish is given),
+    # beside other judges' cases, and between them the run holds nothing another judge's speed run waits for.
     from judge.timing import lock
 
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
@@ -1425,8 +1427,10 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
         seen["timed"], seen["profile_now"] = held(), profile_now
         return {"state": 1}
 
-    def finish(state):
+    def finish(state, shared=contextlib.nullcontext):
         seen["finish"] = held()
+        with shared():
+            seen["each check"] = held()
         return {"finished": state}
 
     monkeypatch.setattr(run, "_timed", timed)
@@ -1437,7 +1441,8 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
     assert seen["timed"] == "exclusive" and seen["profile_now"] == (outside == "1")
     # Checked outside, the run lets go of its rounds' memory before it gives the GPU back (_trim).
     assert seen.get("trim") == ("exclusive" if outside == "1" else None)
-    assert seen["finish"] == ("shared" if outside == "1" else "exclusive")
+    assert seen["finish"] == ("free" if outside == "1" else "exclusive")
+    assert seen["each check"] == ("shared" if outside == "1" else "exclusive")
     assert seen["closed"] == seen["finish"] and held() == "free"  # the workers end under the same lock
 
 

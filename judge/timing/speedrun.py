@@ -677,12 +677,14 @@ class SpeedRun:
         # speed run take the GPU first, idle through it (their memory held, no work of theirs running).
         # JUDGE_CHECKS_OUTSIDE_LOCK=1: the timed rounds and the profiler clock are over, and what is left (the
         # output checks, the bench replays, the workers' exit) is correctness work: it runs beside other
-        # judges' cases, as theirs do, and the next judge's speed run need not wait for it.
-        with lock.gpu_shared(self.gpu, on_wait=waiting):
-            try:
-                return self._finish(state)
-            finally:
-                self._close()
+        # judges' cases, as theirs do, and the next judge's speed run need not wait for it. Each check and
+        # each replay takes the GPU shared for itself, as a case does, not the whole of them at once: held
+        # around all of them (2-8 s), the checks were what the next judge's speed run most often waited for
+        # (7 of 17 waits for the cases in flight, tests/gpu/RESULTS.md, 2026-12-05 fifth session).
+        try:
+            return self._finish(state, shared=lambda cancel=None: lock.gpu_shared(self.gpu, on_wait=waiting))
+        finally:
+            self._close()
 
     def _join_prewarm(self) -> None:
         """Wait for the warm-up thread (prewarm), and raise what it raised."""
@@ -775,13 +777,16 @@ class SpeedRun:
         picked = {s: self._draw(sub.last[s][0].checkable if s in sub.last else ())
                   for s in range(len(state["plans"]))}
         state["picked"] = picked
-        state["fetched"] = {s: {call: self._fetch(sub, s, call) for call in calls} for s, calls in picked.items()}
+        with timeline.span("speed run: trim, fetch the drawn calls' outputs"):
+            state["fetched"] = {s: {call: self._fetch(sub, s, call) for call in calls}
+                                for s, calls in picked.items()}
         # Asked to exit, not waited for: their exits (their CUDA contexts going down) run while the GPU is
         # another judge's already; _close waits for them.
         others = [c.client for c in self.contenders if c is not sub]
         request_exits(others)
         self._ended.extend(others)
-        self._request(sub, {"type": "bench_trim", "id": "trim"}, parse=replies.parse_bench_trimmed)
+        with timeline.span("speed run: trim, the submission's worker lets go"):
+            self._request(sub, {"type": "bench_trim", "id": "trim"}, parse=replies.parse_bench_trimmed)
         state["phases"]["trim_seconds"] = round(time.monotonic() - t0, 3)
         timeline.add("speed run: trim", t0, time.monotonic())
 
@@ -796,11 +801,12 @@ class SpeedRun:
         left = list(checkable)
         return [left.pop(secrets.randbelow(len(left))) for _ in range(min(self.config.checks_per_shape, len(left)))]
 
-    def _finish(self, state: dict) -> dict:
-        """The output checks and their replays, then (unless _timed ran it) the profiler clock; the result."""
+    def _finish(self, state: dict, shared=contextlib.nullcontext) -> dict:
+        """The output checks and their replays, then (unless _timed ran it) the profiler clock; the result.
+        ``shared``: held around each check and each replay (the GPU taken shared, after the lock)."""
         plans = state["plans"]
         t0 = time.monotonic()
-        checked = self._checks(plans, state.get("picked"), state.get("fetched"))
+        checked = self._checks(plans, state.get("picked"), state.get("fetched"), shared=shared)
         phases = {**state["phases"], "check_seconds": round(time.monotonic() - t0, 3)}
         timeline.add("speed run: output checks", t0, time.monotonic())
         if self.replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
@@ -815,7 +821,8 @@ class SpeedRun:
 
     # ------------------------------------------------------------------ after timing
 
-    def _checks(self, plans, picked: dict | None = None, fetched: dict | None = None) -> list[dict]:
+    def _checks(self, plans, picked: dict | None = None, fetched: dict | None = None,
+                shared=contextlib.nullcontext) -> list[dict]:
         """Every shape's check of a timed call (:meth:`_check`), and the replay of each checked call (:meth:`_replay`).
 
         A replay runs in the replay worker while the judge goes on checking the next shape's outputs (they
@@ -827,14 +834,14 @@ class SpeedRun:
         sub = next(c for c in self.contenders if c.name == "submission")
         n = len(plans)
         checked = []
-        with _Replays(self) as replays:
+        with _Replays(self, shared=shared) as replays:
             for s, plan in enumerate(plans):
                 self._phase(f"checking outputs: shape {s + 1} of {n}")
                 calls = None if picked is None else picked.get(s, [])
                 got = None if fetched is None else fetched.get(s, {})
                 with timeline.span(f"speed run: check shape {s + 1}"):
                     done = replays.guarded(lambda: self._check(s, plan["specs"], sub.last[s], calls=calls,
-                                                               fetched=got))
+                                                               fetched=got, shared=shared))
                 checked.append({"calls": [call for call, _ in done]})
                 for call, answer in done:
                     replays.queue(s, plan["specs"], call, answer)
@@ -1094,6 +1101,10 @@ class SpeedRun:
         }
 
 
+class _Discarded(Exception):
+    """A run discarded while one of its replays waited for the GPU: the replay is not carried out."""
+
+
 class _Replays:
     """The replays of checked calls (judge.replay.Replayer.check_bench), one at a time in a thread of their own
     beside the judge's next checks, their findings taken in the order the calls were checked (settle), as if
@@ -1121,10 +1132,20 @@ class _Replays:
         replayer, params = run.replayer, run.config.shapes[s]
 
         def replay():
-            with shared(), timeline.span(f"replay ({self.what}, shape {s + 1})"):
+            with timeline.span(f"replay ({self.what}, shape {s + 1})"):
                 if run._stopping.is_set():
-                    return None  # discarded while it waited: its worker is closed, nothing to replay for
-                return replayer.check_bench(params, specs, answer, run.device)
+                    return None  # discarded: its worker is closed, nothing to replay for
+
+                @contextlib.contextmanager
+                def gpu():  # the replay's GPU work (after its compile pass, judge.replay.Replayer.precompile)
+                    with shared():
+                        if run._stopping.is_set():
+                            raise _Discarded  # discarded while it waited
+                        yield
+                try:
+                    return replayer.check_bench(params, specs, answer, run.device, shared=gpu)
+                except _Discarded:
+                    return None
 
         self.pending.append((s, specs, call, self.pool.submit(replay)))
 
