@@ -390,6 +390,35 @@ def test_a_forged_reference_is_refused_by_the_replay_worker_too(recorded):
     assert not result.ok and result.kind == "record" and "beyond" in result.error.message
 
 
+def test_the_compile_pass_stands_in_for_tensors_with_their_dtype_and_alignment(recorded):
+    # What Triton specializes a pointer on is its dtype and its 16-byte alignment: the compile pass ahead of a
+    # replay (judge.untrusted.replay.CompilePass) gives each tensor reference a stand-in with both, the
+    # offset's bytes on an aligned base, as the replay's fresh allocations are. (Its compiles need a GPU: the
+    # device calls count what the replays still compiled after it, replay_compiled_in_run.)
+    from judge.untrusted.replay import CompilePass, ReplayError, load_kernels
+
+    path, out = recorded
+    record = encode(replies.parse_trace(out["entry"]["record"], []))[0]
+    cp = CompilePass({}, [], "cpu", str(path))
+    for entry in record["storages"]:
+        cp.sizes[entry["id"]] = entry["nbytes"]
+    launch = [e for e in record["events"] if e["k"] == "launch"][-1]
+    refs = [a["ref"] for a in launch["args"] if isinstance(a, dict) and "ref" in a]
+    stand_ins = [cp.value({"ref": r}) for r in refs]
+    assert refs
+    for ref, t in zip(refs, stand_ins):
+        assert t.dtype == getattr(torch, ref[4]) and t.data_ptr() == ref[1] * tracing.itemsize(ref[4])
+    # A view 3 elements into its storage: 12 bytes past an aligned base, so not specialized as 16-aligned.
+    assert cp.value({"ref": [refs[0][0], 3, [2], [1], "float32"]}).data_ptr() == 12
+    assert cp.value({"ref": [refs[0][0], 2, [2], [1], "float16"]}).dtype == torch.float16
+    with pytest.raises(ReplayError):
+        cp.value({"ref": [999, 0, [1], [1], "float32"]})  # memory the record never describes
+    # A launch it cannot compile here (no GPU driver on this machine) is left to the replay proper: no raise.
+    ns, kernels, _ = load_kernels(str(path), False)
+    found = CompilePass(ns, kernels, "cpu", str(path)).compile_all({"trace": record})
+    assert found["status"] == "ok" and found["compiled"] in (0, -1)
+
+
 # --------------------------------------------------------------------------- from a replay's result to a verdict
 
 

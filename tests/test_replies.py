@@ -47,8 +47,9 @@ OK_CASE_TRACE = dict(OK_CASE, trace=TRACE)
 SNAPSHOT = [b"\0\0\0\0"]
 OK_REPLAY = {"type": "replay_result", "id": 3, "status": "ok", "writers": [1],
              "outputs": [{"kind": "tensor", "dtype": "float32", "shape": [2], "device": "cpu"}]}
+OK_COMPILED = {"type": "compiled", "id": 3, "status": "ok", "compiled": 2, "failed": 0, "seconds": 1.25}
 PARSERS = [replies.parse_case_reply, replies.parse_hello, replies.parse_bench_reply, replies.parse_bench_outputs,
-           replies.parse_replay_reply]
+           replies.parse_replay_reply, replies.parse_compile_reply]
 
 
 def test_a_good_case_reply_becomes_a_record():
@@ -97,6 +98,18 @@ def test_a_case_reply_carries_the_record_of_its_call():
     assert t.outputs == (replies.TensorRef(1, 0, (2,), (1,), "float32"),)
     r2 = replies.parse_replay_reply(OK_REPLAY, PAYLOAD, expect_id=3)
     assert r2.ok and r2.writers == (1,) and r2.outputs[0].tensor.tolist() == [1.0, 2.0]
+    assert r2.compiled == -1  # not counted (the interpreter's replay worker compiles nothing)
+    assert replies.parse_replay_reply(dict(OK_REPLAY, compiled=0), PAYLOAD, expect_id=3).compiled == 0
+
+
+def test_the_replay_workers_compile_pass_reply_is_counts_and_seconds_only():
+    c = replies.parse_compile_reply(OK_COMPILED, [], expect_id=3)
+    assert (c.compiled, c.failed, c.seconds) == (2, 0, 1.25)
+    for bad, frames in ((dict(OK_COMPILED, id=4), []), (OK_COMPILED, PAYLOAD), (dict(OK_COMPILED, compiled=-2), []),
+                        (dict(OK_COMPILED, failed=True), []), (dict(OK_COMPILED, status="error"), []),
+                        (dict(OK_COMPILED, seconds=float("nan")), []), (dict(OK_COMPILED, type="replay_result"), [])):
+        with pytest.raises(replies.MalformedReply):
+            replies.parse_compile_reply(bad, frames, expect_id=3)
 
 
 def _with(path, value, base=TRACE):
@@ -173,12 +186,14 @@ KEYS = ["type", "id", "status", "returned", "outputs", "inputs_modified", "evide
         "device_name", "startup", "mode", "times", "host", "overhead", "checkable", "kernels", "out_bytes",
         "worker_wall", "note", "own_launches", "torch_ops", "tampered", "started", "frames", "category",
         "trace", "storages", "events", "origin", "nbytes", "snapshot", "arg", "event", "k", "kernel", "grid", "args",
-        "kwargs", "made", "op", "ref", "tuple", "constexpr", "writers", "kind", "truncated"]
+        "kwargs", "made", "op", "ref", "tuple", "constexpr", "writers", "kind", "truncated", "compiled", "failed",
+        "seconds"]
 
 
 def _parse_or_malformed(parser, message, payloads):
     try:
-        expect = {"expect_id": 3} if parser in (replies.parse_case_reply, replies.parse_replay_reply) else {}
+        expect = {"expect_id": 3} if parser in (replies.parse_case_reply, replies.parse_replay_reply,
+                                                 replies.parse_compile_reply) else {}
         result = parser(message, payloads, **expect)
     except replies.MalformedReply:
         return None
@@ -195,7 +210,7 @@ def test_fuzz_random_messages(message, payloads):
 
 
 @settings(max_examples=300, deadline=None)
-@given(base=st.sampled_from([OK_CASE, OK_HELLO, OK_BENCH, OK_CASE_TRACE, OK_REPLAY]),
+@given(base=st.sampled_from([OK_CASE, OK_HELLO, OK_BENCH, OK_CASE_TRACE, OK_REPLAY, OK_COMPILED]),
        path=st.lists(st.sampled_from(KEYS + [0, 1, 2]), min_size=1, max_size=6), value=JSON,
        frames=st.sampled_from([PAYLOAD, PAYLOAD + SNAPSHOT, PAYLOAD + SNAPSHOT * 2, []]))
 def test_fuzz_valid_replies_broken_in_one_place(base, path, value, frames):
