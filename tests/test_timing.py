@@ -250,6 +250,42 @@ def test_a_speed_run_waits_for_the_cases_in_flight_and_no_new_case_starts_meanwh
             timing.wait(timeout=60)
 
 
+def test_a_waiting_speed_run_goes_next_and_no_case_slips_in_between_two(tmp_path, monkeypatch, repo_root):
+    # Without the queue a case waiting for the first speed run to end would start the instant it ended (it
+    # polls four times as often), and the second speed run would then wait for it to drain.
+    from judge.timing.lock import gpu_shared
+
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    first, first_held, first_release = _holder(tmp_path, repo_root, "exclusive", "first")
+    second = None
+    try:
+        assert _wait_for(first_held), "the first speed run never took the GPU"
+        second, second_held, second_release = _holder(tmp_path, repo_root, "exclusive", "second")
+        time.sleep(1.0)  # the second one waits (in the queue)
+        started = []
+
+        def new_case():
+            with gpu_shared(3):
+                started.append(second_held.exists())
+
+        thread = threading.Thread(target=new_case, daemon=True)
+        thread.start()
+        time.sleep(0.5)
+        first_release.write_text("")
+        assert _wait_for(second_held), "the waiting speed run never got the GPU"
+        time.sleep(0.3)
+        assert not started, "a case started between two speed runs"
+        second_release.write_text("")
+        thread.join(timeout=30)
+        assert started == [True], "the case started before the waiting speed run, or never"
+    finally:
+        first_release.write_text("")
+        first.wait(timeout=60)
+        if second is not None:
+            (tmp_path / "second.release").write_text("")
+            second.wait(timeout=60)
+
+
 def test_the_speed_runs_own_process_is_not_held_up_by_its_own_lock(tmp_path, monkeypatch):
     from judge.timing.lock import gpu_shared
 

@@ -14,6 +14,12 @@ for as long as it takes the GPU file shared, so once a speed run is waiting no
 new case starts, and it waits for the ones in flight alone (each is bounded by
 its case limit), not for a stream of new ones.
 
+A third file queues speed runs behind one another: a speed run takes it shared while it waits for the
+GPU, and a case starts only when it can take it exclusively for an instant (no speed run waits). So when
+one speed run ends and another is waiting, the second one starts at once, instead of after a batch of
+cases that slipped in between the two and had to drain first: with 12 softmax jobs on the H200, a speed
+run waited 3.0 s (median) for the cases in flight (tests/gpu/RESULTS.md, 2026-12-05 fourth session, call 3).
+
 The kernel releases the locks when the process exits, however it exits, so a
 crashed judge never leaves a GPU locked. Within the process that holds a GPU
 exclusively, ``gpu_shared`` does not wait (its work is the speed run's own).
@@ -41,13 +47,18 @@ def intent_path(gpu: int) -> Path:
     return lock_path(gpu).with_suffix(".intent")
 
 
+def queue_path(gpu: int) -> Path:
+    return lock_path(gpu).with_suffix(".queue")
+
+
 class Cancelled(Exception):
     """A wait for the GPU given up: its ``cancel`` event was set (the work that waited is not wanted any more)."""
 
 
-def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting, cancel=None) -> None:
+def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting, cancel=None,
+          tries: int | None = None) -> None:
     """flock ``fd`` (``how``), polling; ``waiting()`` once if it must wait; TimeoutError past ``timeout``;
-    Cancelled once ``cancel`` (a threading.Event) is set."""
+    Cancelled once ``cancel`` (a threading.Event) is set; BlockingIOError after ``tries`` tries."""
     start = time.monotonic()
     told = False
     while True:
@@ -55,6 +66,10 @@ def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting, can
             fcntl.flock(fd, how | fcntl.LOCK_NB)
             return
         except BlockingIOError:
+            if tries is not None:
+                tries -= 1
+                if tries <= 0:
+                    raise
             if not told and waiting is not None:
                 waiting()
                 told = True
@@ -99,6 +114,9 @@ def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: floa
         fds.append(_open(intent_path(gpu), write=True))
         fds.append(_open(path, write=True))
         intent, fd = fds
+        # In the queue while it waits: no new case starts from here (see gpu_shared).
+        queue = _open(queue_path(gpu), write=False)
+        fcntl.flock(queue, fcntl.LOCK_SH)  # never waits: only a case's instant probe takes it exclusively
         start = time.monotonic()
         try:
             _take(intent, fcntl.LOCK_EX, timeout=timeout, poll=poll, waiting=waiting("another judge timing"))
@@ -107,6 +125,8 @@ def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: floa
             _take(fd, fcntl.LOCK_EX, timeout=left, poll=poll, waiting=waiting("the cases in flight"))
         except TimeoutError:
             raise TimeoutError(f"GPU {gpu} stayed locked for {timeout:g} s (lock {path})") from None
+        finally:
+            os.close(queue)  # out of the queue: it holds the GPU (or gave up)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         with _held_lock:
@@ -133,12 +153,25 @@ def gpu_shared(gpu: int, *, on_wait=None, poll: float = 0.05, cancel=None):
         return
     path = lock_path(gpu)
 
+    told = []
+
     def say():
-        if on_wait is not None:
+        if on_wait is not None and not told:
+            told.append(True)
             on_wait(f"waiting for a speed run on GPU {gpu} to end (lock {path})")
 
     fd = _open(path, write=False)
     try:
+        queue = _open(queue_path(gpu), write=False)
+        try:
+            # Only while no speed run waits in the queue: an instant's exclusive hold of it says so. (Another
+            # case's probe at the same instant refuses it too: told only when three quick tries fail.)
+            try:
+                _take(queue, fcntl.LOCK_EX, timeout=None, poll=0.001, waiting=None, cancel=cancel, tries=3)
+            except BlockingIOError:
+                _take(queue, fcntl.LOCK_EX, timeout=None, poll=poll, waiting=say, cancel=cancel)
+        finally:
+            os.close(queue)
         intent = _open(intent_path(gpu), write=False)
         try:
             _take(intent, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=say, cancel=cancel)
