@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from judge import timeline
@@ -55,12 +56,17 @@ def test_off_records_nothing(tmp_path, monkeypatch):
     assert timeline.write() is None
     target = tmp_path / "t.json"
     assert timeline.start(str(target))
+    t0 = time.monotonic()
     with timeline.span("x", a=1) as about:
         about["b"] = 2
     assert timeline.write() == target
-    (event,) = [e for e in json.loads(target.read_text())["traceEvents"] if e["ph"] == "X"]
+    data = json.loads(target.read_text())
+    (event,) = [e for e in data["traceEvents"] if e["ph"] == "X"]
     assert event["name"] == "x" and event["args"]["a"] == 1 and event["args"]["b"] == 2
     assert not timeline.on()
+    # Its zero on the host's monotonic clock, so that the timelines of a roster's jobs line up: the span began
+    # at t0 on that clock (to within the span's own start).
+    assert abs(data["otherData"]["monotonic_origin_s"] + event["ts"] / 1e6 - t0) < 0.05
 
 
 def test_a_grading_job_writes_its_own_timeline(tmp_path):

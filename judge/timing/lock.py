@@ -34,6 +34,8 @@ import threading
 import time
 from pathlib import Path
 
+from judge import timeline
+
 _held: dict[int, int] = {}  # GPU index -> how many gpu_lock blocks of this process hold it exclusively
 _held_lock = threading.Lock()
 
@@ -178,7 +180,12 @@ def gpu_shared(gpu: int, *, on_wait=None, poll: float = 0.05, cancel=None):
             _take(fd, fcntl.LOCK_SH, timeout=None, poll=poll, waiting=None, cancel=cancel)
         finally:
             os.close(intent)  # held only to get in: a speed run that now asks for the intent gets it
-        yield
+        t_got = time.monotonic()
+        try:
+            yield
+        finally:
+            # With JUDGE_TIMELINE: what a speed run's wait for the cases in flight waited for.
+            timeline.add("GPU held shared", t_got, time.monotonic(), cat="lock")
     finally:
         os.close(fd)
 

@@ -679,8 +679,9 @@ class SpeedRun:
         # output checks, the bench replays, the workers' exit) is correctness work: it runs beside other
         # judges' cases, as theirs do, and the next judge's speed run need not wait for it. Each check and
         # each replay takes the GPU shared for itself, as a case does, not the whole of them at once: held
-        # around all of them (2-8 s), the checks were what the next judge's speed run most often waited for
-        # (7 of 17 waits for the cases in flight, tests/gpu/RESULTS.md, 2026-12-05 fifth session).
+        # around all of them (the span "speed run: output checks", 5.5 s median, 1.9-9.0 s, in the
+        # timelines of 12 softmax jobs on the H200, tests/gpu/logs/2026-12-05d/call3), they were one more
+        # thing in flight for the next judge's speed run to wait for.
         try:
             return self._finish(state, shared=lambda cancel=None: lock.gpu_shared(self.gpu, on_wait=waiting))
         finally:

@@ -417,8 +417,8 @@ class CompilePass(Replay):
     """Compile the recorded launches' kernels without running them (Triton's ``JITFunction.warmup``), so that
     the replay proper, which the judge runs with the GPU taken shared, finds them compiled. Its compiles are
     CPU work: done here, before the judge asks for the GPU, they no longer keep a speed run waiting (a replay
-    held the GPU shared for its compiles: up to 7 s of a judge's wait for the cases in flight, with 12
-    softmax jobs on the H200, tests/gpu/RESULTS.md, 2026-12-05 fifth session).
+    held the GPU shared through its compiles; with 12 softmax jobs on the H200 the replays of the speed runs'
+    warm-up calls took 1.8 s each (median; up to 7.4 s), tests/gpu/logs/2026-12-05d/call3).
 
     Nothing is allocated: a tensor is a stand-in with its dtype and its offset, on a base aligned as a fresh
     allocation is. A launch it cannot stand in for (a tensor descriptor, say) is left to the replay proper,

@@ -13,8 +13,12 @@ Three tables, from every ``timeline-*.json`` in FOLDER:
   nothing;
 - every span name over all jobs, summed (the first 30), to see where the roster's time went.
 
-Timestamps in a file count from its own process's start (a grading job's process is started ahead of its job),
-so nothing here lines up one job against another.
+Timestamps in a file count from its own process's start (a grading job's process is started ahead of its job).
+Files written since 2026-12-05 (fifth session) also carry that start on the host's monotonic clock
+(``otherData.monotonic_origin_s``) and the judge's holds of the GPU shared (spans "GPU held shared"): where
+every file has both, a fourth table lines the jobs up and says, for each speed run's wait for the lock, what it
+waited for last: the hold of another job's that ended last before it got the GPU, named by the span around
+that hold (a case, a replay, a speed run's warm-up or check ahead, a speed run's check after its lock).
 """
 
 from __future__ import annotations
@@ -32,8 +36,47 @@ AHEAD = ("speed run: start the workers (ahead)", "speed run: warm-up ahead", "sp
 
 
 def load(path: str) -> list[dict]:
+    return load_with_origin(path)[0]
+
+
+def load_with_origin(path: str) -> tuple[list[dict], float | None]:
+    """A file's spans and its zero on the host's monotonic clock (None in files written before it was kept)."""
     with open(path) as f:
-        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+        data = json.load(f)
+    origin = (data.get("otherData") or {}).get("monotonic_origin_s")
+    return [e for e in data["traceEvents"] if e.get("ph") == "X"], origin
+
+
+HOLD = "GPU held shared"
+
+
+def what_the_waits_waited_for(jobs: list[tuple[str, list[dict], float]]) -> list[tuple[float, str, float]]:
+    """For each speed run's wait for the lock: (its seconds, the span around the hold that ended last before
+    it got the GPU, that hold's seconds). Times in seconds on the host's monotonic clock."""
+    holds = []  # (start, end, job, the innermost other span of the same thread around it)
+    for job, events, origin in jobs:
+        spans = [(origin + e["ts"] / 1e6, origin + (e["ts"] + e["dur"]) / 1e6, e["name"], e["tid"]) for e in events]
+        for a, b, name, tid in spans:
+            if name != HOLD:
+                continue
+            around = [(sb - sa, n) for sa, sb, n, t in spans
+                      if t == tid and n != HOLD and sa <= a + 1e-6 and sb >= b - 1e-6]
+            label = min(around)[1] if around else "(no span around it)"
+            holds.append((a, b, job, label.split(" (")[0] if label.startswith(("case (", "refill (")) else label))
+    found = []
+    for job, events, origin in jobs:
+        for e in events:
+            if e["name"] != LOCK_WAIT or e["dur"] < 1000:
+                continue
+            a = origin + e["ts"] / 1e6
+            b = a + e["dur"] / 1e6
+            before = [h for h in holds if h[2] != job and h[0] < b and a - 1e-3 < h[1] <= b + 0.05]
+            if before:
+                last = max(before, key=lambda h: h[1])
+                found.append((b - a, last[3], last[1] - last[0]))
+            else:
+                found.append((b - a, "(no hold of another job: another speed run)", 0.0))
+    return found
 
 
 def seconds(events: list[dict], name: str, prefix: bool = False) -> float:
@@ -45,8 +88,11 @@ def main(folder: str) -> None:
     if not files:
         raise SystemExit(f"no timeline-*.json in {folder}")
     timed, untimed, names = defaultdict(list), [], defaultdict(float)
+    lined_up = []
     for f in files:
-        events = load(f)
+        events, origin = load_with_origin(f)
+        if origin is not None:
+            lined_up.append((f, events, origin))
         for e in events:
             name = e["name"].split(" (")[0] if e["name"].startswith(("case (", "replay (")) else e["name"]
             names[name] += e["dur"] / 1e6
@@ -68,6 +114,15 @@ def main(folder: str) -> None:
           "starts, warm-ups, checks ahead s |\n|---|---|---|")
     for name, span, work in sorted(untimed):
         print(f"| {name} | {span:.1f} | {work:.1f} |")
+    if lined_up and len(lined_up) == len(files) and any(e["name"] == HOLD for _, ev, _ in lined_up for e in ev):
+        waits = what_the_waits_waited_for(lined_up)
+        by = defaultdict(list)
+        for wait, label, _ in waits:
+            by[label].append(wait)
+        print(f"\nwhat the speed runs' waits for the lock (over 1 ms) waited for last: {len(waits)}\n\n"
+              "| the hold that ended last, inside | waits | their median s | their sum s |\n|---|---|---|---|")
+        for label, vals in sorted(by.items(), key=lambda kv: -sum(kv[1])):
+            print(f"| {label} | {len(vals)} | {statistics.median(vals):.2f} | {sum(vals):.1f} |")
     print("\n| span | seconds over all jobs |\n|---|---|")
     for name, total in sorted(names.items(), key=lambda kv: -kv[1])[:30]:
         print(f"| {name} | {total:.1f} |")
