@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Device calls of 2026-12-05, fourth and fifth sessions (logs in tests/gpu/logs/2026-12-05d/ and
-# 2026-12-05e/): issue 13, the test workers one per core but four (12 on the H200's host, judge.options.auto_workers), the driver modules' seeding, the
-# throughput of a longer roster, and the same verdicts with parallel workers and with one.
+# 2026-12-05e/): issue 13, the test workers one per core but four (12 on the H200's host,
+# judge.options.auto_workers), the driver modules' seeding, the throughput of a longer roster, and the same
+# verdicts with parallel workers and with one.
 # PARTS picks and orders them; each part under its own limit, the whole under DEADLINE (560 s):
 #   warm      one `submit 94` of the reference (bwrap, speed on): the machine's caches, the GPU's ceilings and
 #             the reference's trusted kernels are made before anything below is measured
