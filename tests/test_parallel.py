@@ -7,6 +7,7 @@ hang (a worker death freezes the group), a cache by address (the refill), and
 a cheat only the replay catches.
 """
 
+import os
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,17 @@ def test_files_judged_at_once_share_the_hosts_workers(cores, device, interpret, 
     assert selftest.child_workers(base, jobs, 139.8) == expected
     monkeypatch.setenv("JUDGE_WORKERS", "3")
     assert selftest.child_workers(base, jobs, 139.8) is None
+
+
+def test_a_grading_commands_judge_workers_gives_every_job_that_many(monkeypatch):
+    # judge grade splits the host's cores between the jobs sharing a GPU; JUDGE_WORKERS set for the command
+    # overrides the split (tests/bench/grade_throughput.py --job-workers compares counts that way).
+    from judge.grading.executors import workers_per_job
+
+    monkeypatch.delenv("JUDGE_WORKERS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert workers_per_job([0] * 12) == 1  # 16 cores, 12 jobs on one GPU
+    assert workers_per_job([0] * 2) == 4
+    assert workers_per_job([None, None]) is None  # interpreter jobs: each decides
+    monkeypatch.setenv("JUDGE_WORKERS", "2")
+    assert workers_per_job([0] * 12) == 2

@@ -48,10 +48,13 @@ def jobs_per_gpu(gpus: int) -> int:
 
 def workers_per_job(slots: list) -> int | None:
     """Workers each job spreads its cases over when several jobs share a GPU: the host's cores split
-    between them (None: the job decides, judge.options.auto_workers)."""
+    between them (None: the job decides, judge.options.auto_workers). JUDGE_WORKERS, set for the grading
+    command, gives every job that many instead."""
     import os
     from collections import Counter
 
+    if os.environ.get("JUDGE_WORKERS"):
+        return max(1, int(os.environ["JUDGE_WORKERS"]))
     gpu_slots = [s for s in slots if s is not None]
     if not gpu_slots:
         return None

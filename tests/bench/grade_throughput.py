@@ -136,7 +136,8 @@ class HostLoad:
 
 
 def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, workers: int, sandbox: str,
-               seed: int, pool: str | None = None, tree: Path = ROOT, jobs: int | None = None) -> dict:
+               seed: int, pool: str | None = None, tree: Path = ROOT, jobs: int | None = None,
+               job_workers: int | None = None) -> dict:
     argv = [sys.executable, "-m", "judge", "grade", str(roster), "--problem", str(problem.id), "--out", str(out),
             "--executor", executor, "--sandbox", sandbox, "--seed", str(seed), "--no-progress", "--device", device]
     if pool is not None:
@@ -145,8 +146,11 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
     if jobs is not None and device != "cpu":
         argv += ["--jobs", str(jobs)]
     t = time.monotonic()
+    env = dict(os.environ)
+    if job_workers is not None:
+        env["JUDGE_WORKERS"] = str(job_workers)  # each job's test workers (judge.grading.executors.workers_per_job)
     with HostLoad(gpu=device == "cuda") as load:
-        proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True)
+        proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True, env=env)
     wall = time.monotonic() - t
     if proc.returncode == 3:  # some jobs ended in an internal error: say which, and go on (they count as judged)
         for student, message in _internal_errors(out / "results.sqlite"):
@@ -164,7 +168,8 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
     waits = _start_waits(out / "results.sqlite")
     split = _time_split(out / "results.sqlite")
     slots = workers if device == "cpu" else (jobs or 0) * workers  # jobs at once: per GPU times the GPUs
-    return {"executor": executor, "workers": workers, "jobs": jobs, "pool": pool, "judged": judged,
+    return {"executor": executor, "workers": workers, "jobs": jobs, "job_workers": job_workers, "pool": pool,
+            "judged": judged,
             "wall_s": round(wall, 1), "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
             "host": load.summary(),
             "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
@@ -269,6 +274,9 @@ def main() -> list[dict]:
                                                    "when there are two GPUs)")
     ap.add_argument("--jobs", default=None, help="on a GPU, submissions judged at once per GPU to compare, "
                                                  "e.g. 4,6 (default: the command's own, one configuration)")
+    ap.add_argument("--job-workers", default=None,
+                    help="test workers per job to compare, e.g. 1,2 (JUDGE_WORKERS for the grading command; "
+                         "default: its split of the host's cores, judge.grading.executors.workers_per_job)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pool", default=None, help="pool settings to compare, e.g. off,auto (default: the "
                                                  "command's own default, one configuration)")
@@ -297,6 +305,7 @@ def main() -> list[dict]:
     if args.jobs and args.device == "cpu":
         raise SystemExit("--jobs compares jobs per GPU; on the CPU --workers is the number of jobs at once")
     job_counts = [int(x) for x in args.jobs.split(",")] if args.jobs else [None]
+    job_workers = [int(x) for x in args.job_workers.split(",")] if args.job_workers else [None]
     rows = []
     for key in keys:
         problem = find_problem(key)
@@ -319,18 +328,20 @@ def main() -> list[dict]:
             for round_ in range(args.repeat):
                 for executor in executors:
                     for workers in counts:
-                        for pool, jobs in [(p, j) for p in pools for j in job_counts]:
+                        for pool, jobs, jw in [(p, j, w) for p in pools for j in job_counts for w in job_workers]:
                             trees = args.trees or [ROOT]
                             for tree in (trees if round_ % 2 == 0 else trees[::-1]):
                                 name = "" if args.trees is None else "-" + tree.resolve().name
-                                out = tmp / f"out-{executor}-{workers}-{pool}-{jobs}-{round_}{name}"
+                                out = tmp / (f"out-{executor}-{workers}-{pool}-{jobs}-{round_}{name}"
+                                             + (f"-w{jw}" if jw is not None else ""))
                                 roster = tmp / "roster"
                                 if args.fresh:
                                     roster = tmp / f"roster-{out.name}"
                                     make_roster(problem, args.n, roster, tag=f" ({tmp.name}/{out.name})")  # unique per run of this script too
                                 r = run_config(problem, roster, out, device=args.device,
                                                executor=executor, workers=workers, sandbox=args.sandbox,
-                                               seed=args.seed, pool=pool, tree=tree.resolve(), jobs=jobs)
+                                               seed=args.seed, pool=pool, tree=tree.resolve(), jobs=jobs,
+                                               job_workers=jw)
                                 r["problem"] = f"{problem.id} {problem.slug}"
                                 r["round"] = round_ + 1
                                 r["expected"] = expected
@@ -354,14 +365,15 @@ def main() -> list[dict]:
                   f"{r['jobs'] or 'default'} | {r['round']} | {r['judged']} | {r['wall_s']} s | {r['per_hour']} | "
                   f"{_steady(r)} | {_busy(r)} | {_verdicts(r)} |")
         return rows
-    print(f"| problem | {unit}s | pool | jobs per GPU | round | submissions | wall | submissions/hour | "
-          "every slot busy: /hour (completions, window) | start-up wait mean | median | "
+    print(f"| problem | {unit}s | pool | jobs per GPU | test workers per job | round | submissions | wall | "
+          "submissions/hour | every slot busy: /hour (completions, window) | start-up wait mean | median | "
           "from the pool (taken / started own / warmed unused) | host CPU busy (saturated) | verdicts |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ps = r.get("pool_stats")
         taken = f"{ps['taken']} / {ps['missed']} / {ps['wasted']}" if ps else "-"
-        print(f"| {r['problem']} | {r['workers']} | {r['pool']} | {r['jobs'] or 'default'} | {r['round']} | "
+        print(f"| {r['problem']} | {r['workers']} | {r['pool']} | {r['jobs'] or 'default'} | "
+              f"{r.get('job_workers') or 'default'} | {r['round']} | "
               f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {_steady(r)} | {r['start_wait_mean']} s | "
               f"{r['start_wait_median']} s | {taken} | {_busy(r)} | {_verdicts(r)} |")
     return rows

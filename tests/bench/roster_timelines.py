@@ -17,8 +17,9 @@ Timestamps in a file count from its own process's start (a grading job's process
 Files written since 2026-12-05 (fifth session) also carry that start on the host's monotonic clock
 (``otherData.monotonic_origin_s``) and the judge's holds of the GPU shared (spans "GPU held shared"): where
 every file has both, a fourth table lines the jobs up and says, for each speed run's wait for the lock, what it
-waited for last: the hold of another job's that ended last before it got the GPU, named by the span around
-that hold (a case, a replay, a speed run's warm-up or check ahead, a speed run's check after its lock).
+waited for last: the hold of another job's that ended last before it got the GPU, named by the span of its
+thread that overlaps it most (a case, a replay, a speed run's warm-up or check ahead, a speed run's check
+after its lock).
 """
 
 from __future__ import annotations
@@ -59,9 +60,11 @@ def what_the_waits_waited_for(jobs: list[tuple[str, list[dict], float]]) -> list
         for a, b, name, tid in spans:
             if name != HOLD:
                 continue
-            around = [(sb - sa, n) for sa, sb, n, t in spans
-                      if t == tid and n != HOLD and sa <= a + 1e-6 and sb >= b - 1e-6]
-            label = min(around)[1] if around else "(no span around it)"
+            # Named by the span of the same thread that overlaps it most, a group's aside (a case's span lies
+            # inside its hold, a replay's around it).
+            overlap = [(min(b, sb) - max(a, sa), n) for sa, sb, n, t in spans
+                       if t == tid and n != HOLD and not n.startswith("group ") and min(b, sb) > max(a, sa)]
+            label = max(overlap)[1] if overlap else "(no other span)"
             holds.append((a, b, job, label.split(" (")[0] if label.startswith(("case (", "refill (")) else label))
     found = []
     for job, events, origin in jobs:

@@ -18,6 +18,8 @@
 #   tp        grade_throughput.py: a softmax roster of N (40) per configuration, bwrap, pool auto, JOBS ("12")
 #             at once (a list compares them), no --warm (the warm part did that), each grading job's timeline
 #             under results/tp-timelines; its verdicts must be the roster's declared ones (exit 1 if not)
+#   tpw       grade_throughput.py as tp, no timelines, N (24) per configuration, JOBS jobs at once, each with
+#             JW ("1,2") test workers (--job-workers: JUDGE_WORKERS for the grading command), side by side
 #   wrong     judge selftest CORPUS_IDS (95 96 99) --only /wrong_answer/, CJOBS (4) files at once, seed 1,
 #             process sandbox, each file's workers JUDGE_WORKERS=WORKERS (4)
 #   wrong1    the same files on one worker each (JUDGE_WORKERS=1), 12 at once: both must give the declared
@@ -43,6 +45,9 @@ for p in ${PARTS:-warm workers latency seed}; do
         part tp "${LIMIT:-540}" env JUDGE_TIMELINE="$out/tp-timelines" python3 tests/bench/grade_throughput.py \
           --device cuda --problem 94 --executors local --pool auto --sandbox bwrap -n "${N:-40}" --fresh \
           --jobs "${JOBS:-12}" ;;
+    tpw) part tpw "${LIMIT:-540}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
+           --executors local --pool auto --sandbox bwrap -n "${N:-24}" --fresh --jobs "${JOBS:-12}" \
+           --job-workers "${JW:-1,2}" ;;
     wrong) part "wrong-w${WORKERS:-4}" "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS="${WORKERS:-4}" \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
              --jobs "${CJOBS:-4}" --pool auto --seed 1 --sandbox process ;;
