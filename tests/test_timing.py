@@ -286,6 +286,32 @@ def test_a_waiting_speed_run_goes_next_and_no_case_slips_in_between_two(tmp_path
             second.wait(timeout=60)
 
 
+def test_a_downgraded_speed_run_lets_cases_in_and_the_next_speed_run_waits_for_it(tmp_path, monkeypatch, repo_root):
+    # judge.timing.lock.downgrade: from exclusive to shared with nobody in between; then cases run beside it
+    # and a speed run that asks waits for it, as for any case in flight.
+    from judge.timing import lock
+
+    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
+    other = None
+    with lock.gpu_lock(3, timeout=5):
+        lock.downgrade(3)
+        assert _held(lock.lock_path(3)) == "shared"
+        case, case_held, case_release = _holder(tmp_path, repo_root, "shared", "case")
+        try:
+            assert _wait_for(case_held), "a case could not start beside the downgraded hold"
+        finally:
+            case_release.write_text("")
+            case.wait(timeout=60)
+        other, other_held, other_release = _holder(tmp_path, repo_root, "exclusive", "other")
+        time.sleep(1.0)
+        assert not other_held.exists(), "another speed run took the GPU while it was held shared"
+    try:
+        assert _wait_for(other_held), "the other speed run never got the GPU after the hold ended"
+    finally:
+        other_release.write_text("")
+        other.wait(timeout=60)
+
+
 def test_the_speed_runs_own_process_is_not_held_up_by_its_own_lock(tmp_path, monkeypatch):
     from judge.timing.lock import gpu_shared
 
@@ -1439,7 +1465,7 @@ def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, mo
     assert len(procs) == 3 and all(proc.popen.poll() is not None for proc in procs)  # submission, reference, replay
 
 
-@pytest.mark.parametrize("outside", ["0", "1"])
+@pytest.mark.parametrize("outside", ["0", "1", "once"])
 def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judges_for_its_checks_when_asked(
         tmp_path, monkeypatch, outside):
     # The lock's real files (judge.timing.lock), probed from another open file description the way another
@@ -1448,8 +1474,10 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
     # beside other judges' cases, and between them the run holds nothing another judge's speed run waits for.
     from judge.timing import lock
 
+    # "once" (JUDGE_CHECKS_HOLD=once): the checks run under one shared hold, the exclusive one downgraded.
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
-    monkeypatch.setenv("JUDGE_CHECKS_OUTSIDE_LOCK", outside)
+    monkeypatch.setenv("JUDGE_CHECKS_OUTSIDE_LOCK", "1" if outside == "once" else outside)
+    monkeypatch.setenv("JUDGE_CHECKS_HOLD", "once" if outside == "once" else "each")
     p = find_problem("93")
     run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
                    scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
@@ -1474,11 +1502,11 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
     monkeypatch.setattr(run, "_finish", finish)
     monkeypatch.setattr(run, "_close", lambda: seen.setdefault("closed", held()))
     assert run.run() == {"finished": {"state": 1}}
-    assert seen["timed"] == "exclusive" and seen["profile_now"] == (outside == "1")
+    assert seen["timed"] == "exclusive" and seen["profile_now"] == (outside != "0")
     # Checked outside, the run lets go of its rounds' memory before it gives the GPU back (_trim).
-    assert seen.get("trim") == ("exclusive" if outside == "1" else None)
-    assert seen["finish"] == ("free" if outside == "1" else "exclusive")
-    assert seen["each check"] == ("shared" if outside == "1" else "exclusive")
+    assert seen.get("trim") == ("exclusive" if outside != "0" else None)
+    assert seen["finish"] == {"0": "exclusive", "1": "free", "once": "shared"}[outside]
+    assert seen["each check"] == {"0": "exclusive", "1": "shared", "once": "shared"}[outside]
     assert seen["closed"] == seen["finish"] and held() == "free"  # the workers end under the same lock
 
 

@@ -23,8 +23,9 @@ took from the pool.
 On a GPU (--device cuda) the configurations are one GPU (local and Ray) and,
 when there are two or more GPUs, two; ``--jobs 4,6`` grades each of them with
 that many submissions at once per GPU in turn (default: the command's own,
-judge.grading.executors.jobs_per_gpu). Results print as a Markdown table for
-tests/bench/RESULTS.md.
+judge.grading.executors.jobs_per_gpu). ``--job-workers 1,2`` compares the test workers each job gets, and
+``--ab NAME=a,b`` a switch (the grading command with NAME=a, then NAME=b, the order swapped every round), side
+by side in one run. Results print as a Markdown table for tests/bench/RESULTS.md.
 
 Each configuration's JSON line also says what bound it: ``host`` is the host's
 CPU, sampled every second from /proc/stat while the roster ran (``busy_mean``:
@@ -137,7 +138,7 @@ class HostLoad:
 
 def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, workers: int, sandbox: str,
                seed: int, pool: str | None = None, tree: Path = ROOT, jobs: int | None = None,
-               job_workers: int | None = None) -> dict:
+               job_workers: int | None = None, ab: tuple[str, str] | None = None) -> dict:
     argv = [sys.executable, "-m", "judge", "grade", str(roster), "--problem", str(problem.id), "--out", str(out),
             "--executor", executor, "--sandbox", sandbox, "--seed", str(seed), "--no-progress", "--device", device]
     if pool is not None:
@@ -149,6 +150,8 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
     env = dict(os.environ)
     if job_workers is not None:
         env["JUDGE_WORKERS"] = str(job_workers)  # each job's test workers (judge.grading.executors.workers_per_job)
+    if ab is not None:
+        env[ab[0]] = ab[1]
     with HostLoad(gpu=device == "cuda") as load:
         proc = subprocess.run(argv, cwd=tree, capture_output=True, text=True, env=env)
     wall = time.monotonic() - t
@@ -169,7 +172,7 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
     split = _time_split(out / "results.sqlite")
     slots = workers if device == "cpu" else (jobs or 0) * workers  # jobs at once: per GPU times the GPUs
     return {"executor": executor, "workers": workers, "jobs": jobs, "job_workers": job_workers, "pool": pool,
-            "judged": judged,
+            "ab": f"{ab[0]}={ab[1]}" if ab else None, "judged": judged,
             "wall_s": round(wall, 1), "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
             "host": load.summary(),
             "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
@@ -277,6 +280,9 @@ def main() -> list[dict]:
     ap.add_argument("--job-workers", default=None,
                     help="test workers per job to compare, e.g. 1,2 (JUDGE_WORKERS for the grading command; "
                          "default: its split of the host's cores, judge.grading.executors.workers_per_job)")
+    ap.add_argument("--ab", default=None,
+                    help="NAME=a,b (NAME alone: 0,1): the grading command with that environment variable at each "
+                         "value in turn, the order swapped every round (a switch's A/B side by side)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--pool", default=None, help="pool settings to compare, e.g. off,auto (default: the "
                                                  "command's own default, one configuration)")
@@ -306,6 +312,10 @@ def main() -> list[dict]:
         raise SystemExit("--jobs compares jobs per GPU; on the CPU --workers is the number of jobs at once")
     job_counts = [int(x) for x in args.jobs.split(",")] if args.jobs else [None]
     job_workers = [int(x) for x in args.job_workers.split(",")] if args.job_workers else [None]
+    abs_ = [None]
+    if args.ab:
+        name, _, values = args.ab.partition("=")
+        abs_ = [(name, v) for v in (values.split(",") if values else ["0", "1"])]
     rows = []
     for key in keys:
         problem = find_problem(key)
@@ -330,10 +340,13 @@ def main() -> list[dict]:
                     for workers in counts:
                         for pool, jobs, jw in [(p, j, w) for p in pools for j in job_counts for w in job_workers]:
                             trees = args.trees or [ROOT]
-                            for tree in (trees if round_ % 2 == 0 else trees[::-1]):
+                            # Trees and --ab values alternate, their order swapped every round.
+                            pairs = [(t, a) for t in trees for a in abs_]
+                            for tree, ab in (pairs if round_ % 2 == 0 else pairs[::-1]):
                                 name = "" if args.trees is None else "-" + tree.resolve().name
                                 out = tmp / (f"out-{executor}-{workers}-{pool}-{jobs}-{round_}{name}"
-                                             + (f"-w{jw}" if jw is not None else ""))
+                                             + (f"-w{jw}" if jw is not None else "")
+                                             + (f"-{ab[0]}-{ab[1]}" if ab is not None else ""))
                                 roster = tmp / "roster"
                                 if args.fresh:
                                     roster = tmp / f"roster-{out.name}"
@@ -341,7 +354,7 @@ def main() -> list[dict]:
                                 r = run_config(problem, roster, out, device=args.device,
                                                executor=executor, workers=workers, sandbox=args.sandbox,
                                                seed=args.seed, pool=pool, tree=tree.resolve(), jobs=jobs,
-                                               job_workers=jw)
+                                               job_workers=jw, ab=ab)
                                 r["problem"] = f"{problem.id} {problem.slug}"
                                 r["round"] = round_ + 1
                                 r["expected"] = expected
@@ -361,7 +374,8 @@ def main() -> list[dict]:
               "verdicts |")
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['problem']} | {r.get('tree', '.')} | {r['executor']} | {r['workers']} | "
+            print(f"| {r['problem']}{' (' + r['ab'] + ')' if r.get('ab') else ''} | {r.get('tree', '.')} | "
+                  f"{r['executor']} | {r['workers']} | "
                   f"{r['jobs'] or 'default'} | {r['round']} | {r['judged']} | {r['wall_s']} s | {r['per_hour']} | "
                   f"{_steady(r)} | {_busy(r)} | {_verdicts(r)} |")
         return rows
@@ -372,8 +386,8 @@ def main() -> list[dict]:
     for r in rows:
         ps = r.get("pool_stats")
         taken = f"{ps['taken']} / {ps['missed']} / {ps['wasted']}" if ps else "-"
-        print(f"| {r['problem']} | {r['workers']} | {r['pool']} | {r['jobs'] or 'default'} | "
-              f"{r.get('job_workers') or 'default'} | {r['round']} | "
+        print(f"| {r['problem']}{' (' + r['ab'] + ')' if r.get('ab') else ''} | {r['workers']} | {r['pool']} | "
+              f"{r['jobs'] or 'default'} | {r.get('job_workers') or 'default'} | {r['round']} | "
               f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {_steady(r)} | {r['start_wait_mean']} s | "
               f"{r['start_wait_median']} s | {taken} | {_busy(r)} | {_verdicts(r)} |")
     return rows

@@ -20,6 +20,8 @@
 #             under results/tp-timelines; its verdicts must be the roster's declared ones (exit 1 if not)
 #   tpw       grade_throughput.py as tp, no timelines, N (24) per configuration, JOBS jobs at once, each with
 #             JW ("1,2") test workers (--job-workers: JUDGE_WORKERS for the grading command), side by side
+#   tpab      grade_throughput.py as tpw with each job's default workers and --ab "$AB" (e.g.
+#             JUDGE_CHECKS_HOLD=each,once), N (24) per value, side by side
 #   wrong     judge selftest CORPUS_IDS (95 96 99) --only /wrong_answer/, CJOBS (4) files at once, seed 1,
 #             process sandbox, each file's workers JUDGE_WORKERS=WORKERS (4)
 #   wrong1    the same files on one worker each (JUDGE_WORKERS=1), 12 at once: both must give the declared
@@ -48,6 +50,9 @@ for p in ${PARTS:-warm workers latency seed}; do
     tpw) part tpw "${LIMIT:-540}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
            --executors local --pool auto --sandbox bwrap -n "${N:-24}" --fresh --jobs "${JOBS:-12}" \
            --job-workers "${JW:-1,2}" ;;
+    tpab) part tpab "${LIMIT:-540}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
+            --executors local --pool auto --sandbox bwrap -n "${N:-24}" --fresh --jobs "${JOBS:-12}" \
+            --ab "${AB:-JUDGE_CHECKS_HOLD=each,once}" ;;
     wrong) part "wrong-w${WORKERS:-4}" "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS="${WORKERS:-4}" \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
              --jobs "${CJOBS:-4}" --pool auto --seed 1 --sandbox process ;;
