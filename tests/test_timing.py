@@ -204,6 +204,44 @@ def _wait_for(path, seconds=30.0):
     return path.exists()
 
 
+@contextlib.contextmanager
+def _holding(tmp_path, repo_root, mode, name):
+    """Another judge (a child process) holding GPU 3 ``mode`` ("exclusive" or "shared") once it says so:
+    (held, release) files; released and waited for at the end whatever happened."""
+    child, held, release = _holder(tmp_path, repo_root, mode, name)
+    try:
+        yield held, release
+    finally:
+        release.write_text("")
+        child.wait(timeout=60)
+
+
+def _case_in_a_thread(record):
+    """A new case of ours taking GPU 3 shared in a thread; ``record()``'s value is appended once it got in."""
+    from judge.timing.lock import gpu_shared
+
+    started = []
+
+    def new_case():
+        with gpu_shared(3):
+            started.append(record())
+
+    thread = threading.Thread(target=new_case, daemon=True)
+    thread.start()
+    return thread, started
+
+
+def _speed_run_then_case(let_go, timing_held, timing_release, thread, started) -> None:
+    """``let_go`` ends what the waiting speed run waits for: it must get the GPU, and the case in ``thread`` must
+    not start while it holds it; then the speed run ends, and the thread is waited for."""
+    let_go.write_text("")
+    assert _wait_for(timing_held), "the waiting speed run never got the GPU"
+    time.sleep(0.3)
+    assert not started, "a case started before the waiting speed run was over"
+    timing_release.write_text("")
+    thread.join(timeout=30)
+
+
 def test_a_speed_run_waits_for_the_cases_in_flight_and_no_new_case_starts_meanwhile(tmp_path, monkeypatch,
                                                                                      repo_root):
     # judge grade and judge serve judge several submissions on one GPU: their correctness cases share it, a
@@ -212,78 +250,36 @@ def test_a_speed_run_waits_for_the_cases_in_flight_and_no_new_case_starts_meanwh
     from judge.timing.lock import gpu_shared
 
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
-    case, case_held, case_release = _holder(tmp_path, repo_root, "shared", "case")
-    timing = None
-    try:
+    with _holding(tmp_path, repo_root, "shared", "case") as (case_held, case_release):
         assert _wait_for(case_held), "the case never took the GPU"
         with gpu_shared(3):  # cases run side by side
             pass
         with pytest.raises(TimeoutError):
             with gpu_lock(3, timeout=0.3):  # a case is in flight
                 pass
-        timing, timing_held, timing_release = _holder(tmp_path, repo_root, "exclusive", "timing")
-        time.sleep(1.0)
-        assert not timing_held.exists(), "the speed run started beside a case in flight"
-        # A speed run is waiting: a new case waits too, in a thread of ours, until the speed run is over.
-        started = []
-
-        def new_case():
-            with gpu_shared(3):
-                started.append(True)
-
-        thread = threading.Thread(target=new_case, daemon=True)
-        thread.start()
-        time.sleep(0.5)
-        assert not started, "a new case started while a speed run was waiting"
-        case_release.write_text("")
-        assert _wait_for(timing_held), "the speed run never got the GPU after the case ended"
-        time.sleep(0.3)
-        assert not started, "a case started while the speed run held the GPU"
-        timing_release.write_text("")
-        thread.join(timeout=30)
-        assert started, "the waiting case never started after the speed run"
-    finally:
-        case_release.write_text("")
-        case.wait(timeout=60)
-        if timing is not None:
-            (tmp_path / "timing.release").write_text("")
-            timing.wait(timeout=60)
+        with _holding(tmp_path, repo_root, "exclusive", "timing") as (timing_held, timing_release):
+            time.sleep(1.0)
+            assert not timing_held.exists(), "the speed run started beside a case in flight"
+            # A speed run is waiting: a new case waits too, in a thread of ours, until the speed run is over.
+            thread, started = _case_in_a_thread(lambda: True)
+            time.sleep(0.5)
+            assert not started, "a new case started while a speed run was waiting"
+            _speed_run_then_case(case_release, timing_held, timing_release, thread, started)
+            assert started, "the waiting case never started after the speed run"
 
 
 def test_a_waiting_speed_run_goes_next_and_no_case_slips_in_between_two(tmp_path, monkeypatch, repo_root):
     # Without the queue a case waiting for the first speed run to end would start the instant it ended (it
     # polls four times as often), and the second speed run would then wait for it to drain.
-    from judge.timing.lock import gpu_shared
-
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
-    first, first_held, first_release = _holder(tmp_path, repo_root, "exclusive", "first")
-    second = None
-    try:
+    with _holding(tmp_path, repo_root, "exclusive", "first") as (first_held, first_release):
         assert _wait_for(first_held), "the first speed run never took the GPU"
-        second, second_held, second_release = _holder(tmp_path, repo_root, "exclusive", "second")
-        time.sleep(1.0)  # the second one waits (in the queue)
-        started = []
-
-        def new_case():
-            with gpu_shared(3):
-                started.append(second_held.exists())
-
-        thread = threading.Thread(target=new_case, daemon=True)
-        thread.start()
-        time.sleep(0.5)
-        first_release.write_text("")
-        assert _wait_for(second_held), "the waiting speed run never got the GPU"
-        time.sleep(0.3)
-        assert not started, "a case started between two speed runs"
-        second_release.write_text("")
-        thread.join(timeout=30)
-        assert started == [True], "the case started before the waiting speed run, or never"
-    finally:
-        first_release.write_text("")
-        first.wait(timeout=60)
-        if second is not None:
-            (tmp_path / "second.release").write_text("")
-            second.wait(timeout=60)
+        with _holding(tmp_path, repo_root, "exclusive", "second") as (second_held, second_release):
+            time.sleep(1.0)  # the second one waits (in the queue)
+            thread, started = _case_in_a_thread(second_held.exists)
+            time.sleep(0.5)
+            _speed_run_then_case(first_release, second_held, second_release, thread, started)
+            assert started == [True], "the case started before the waiting speed run, or never"
 
 
 def test_a_downgraded_speed_run_lets_cases_in_and_the_next_speed_run_waits_for_it(tmp_path, monkeypatch, repo_root):
@@ -292,24 +288,16 @@ def test_a_downgraded_speed_run_lets_cases_in_and_the_next_speed_run_waits_for_i
     from judge.timing import lock
 
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
-    other = None
-    with lock.gpu_lock(3, timeout=5):
-        lock.downgrade(3)
-        assert _held(lock.lock_path(3)) == "shared"
-        case, case_held, case_release = _holder(tmp_path, repo_root, "shared", "case")
-        try:
-            assert _wait_for(case_held), "a case could not start beside the downgraded hold"
-        finally:
-            case_release.write_text("")
-            case.wait(timeout=60)
-        other, other_held, other_release = _holder(tmp_path, repo_root, "exclusive", "other")
-        time.sleep(1.0)
-        assert not other_held.exists(), "another speed run took the GPU while it was held shared"
-    try:
+    with contextlib.ExitStack() as stack:
+        with lock.gpu_lock(3, timeout=5):
+            lock.downgrade(3)
+            assert _held(lock.lock_path(3)) == "shared"
+            with _holding(tmp_path, repo_root, "shared", "case") as (case_held, _):
+                assert _wait_for(case_held), "a case could not start beside the downgraded hold"
+            other_held, _ = stack.enter_context(_holding(tmp_path, repo_root, "exclusive", "other"))
+            time.sleep(1.0)
+            assert not other_held.exists(), "another speed run took the GPU while it was held shared"
         assert _wait_for(other_held), "the other speed run never got the GPU after the hold ended"
-    finally:
-        other_release.write_text("")
-        other.wait(timeout=60)
 
 
 def test_the_speed_runs_own_process_is_not_held_up_by_its_own_lock(tmp_path, monkeypatch):
