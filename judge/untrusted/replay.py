@@ -420,8 +420,9 @@ class CompilePass(Replay):
     held the GPU shared through its compiles; with 12 softmax jobs on the H200 the replays of the speed runs'
     warm-up calls took 1.8 s each (median; up to 7.4 s), tests/gpu/logs/2026-12-05d/call3).
 
-    Nothing is allocated: a tensor is a stand-in with its dtype and its offset, on a base aligned as a fresh
-    allocation is. A launch it cannot stand in for (a tensor descriptor, say) is left to the replay proper,
+    Each compiled kernel also gets its launcher and its module loaded (a copy of its code to the device; no
+    kernel runs), the rest of what a first launch sets up. Nothing is allocated: a tensor is a stand-in with
+    its dtype and its offset, on a base aligned as a fresh allocation is. A launch it cannot stand in for (a tensor descriptor, say) is left to the replay proper,
     which compiles what is missing; nothing here decides anything."""
 
     def view(self, ref):
@@ -455,7 +456,12 @@ class CompilePass(Replay):
                 kwargs = {k: self.value(v) for k, v in event.get("kwargs", {}).items()}
                 if any(_is_dtype(a) for a in list(args) + list(kwargs.values())):
                     continue  # warmup() would take a torch dtype for a tensor of it: not the launch's kernel
-                kernel.warmup(*args, grid=tuple(grid), **kwargs)
+                compiled = kernel.warmup(*args, grid=tuple(grid), **kwargs)
+                # Its launcher (a C stub Triton builds, or loads from its cache, at a kernel's first launch) and
+                # its module loaded on the device: the rest of a first launch's set-up, also done here.
+                init = getattr(compiled, "_init_handles", None)
+                if callable(init):
+                    init()
             except Exception:  # noqa: BLE001 - the replay proper compiles it, and says what fails
                 failed += 1
         after = cached_kernels(self.ns, self.kernels)
