@@ -52,9 +52,9 @@ HOLD = "GPU held shared"
 
 
 def what_the_waits_waited_for(jobs: list[tuple[str, list[dict], float]]) -> list[tuple[float, str, float]]:
-    """For each speed run's wait for the lock: (its seconds, the span around the hold that ended last before
-    it got the GPU, that hold's seconds). Times in seconds on the host's monotonic clock."""
-    holds = []  # (start, end, job, the innermost other span of the same thread around it)
+    """For each speed run's wait for the lock: (its seconds, the name of the hold of another job's that ended
+    last before it got the GPU, that hold's seconds). Times in seconds on the host's monotonic clock."""
+    holds = []  # (start, end, job, its name: the span of the same thread that overlaps it most)
     for job, events, origin in jobs:
         spans = [(origin + e["ts"] / 1e6, origin + (e["ts"] + e["dur"]) / 1e6, e["name"], e["tid"]) for e in events]
         for a, b, name, tid in spans:
@@ -123,7 +123,7 @@ def main(folder: str) -> None:
         for wait, label, _ in waits:
             by[label].append(wait)
         print(f"\nwhat the speed runs' waits for the lock (over 1 ms) waited for last: {len(waits)}\n\n"
-              "| the hold that ended last, inside | waits | their median s | their sum s |\n|---|---|---|---|")
+              "| the hold that ended last, named by its span | waits | their median s | their sum s |\n|---|---|---|---|")
         for label, vals in sorted(by.items(), key=lambda kv: -sum(kv[1])):
             print(f"| {label} | {len(vals)} | {statistics.median(vals):.2f} | {sum(vals):.1f} |")
     print("\n| span | seconds over all jobs |\n|---|---|")
