@@ -302,3 +302,59 @@ def test_the_watch_and_the_deterministic_mode_load_neither_dynamo_nor_inductor(t
                              "fresh_is_nan": True, "dynamo": False, "inductor": False}, got
     assert got["off"] == [False, False]
     assert got["after"] == {"ops": {"add": 1}, "inductor_deterministic": True, "deterministic": True}, got
+
+
+def test_a_compile_only_call_times_no_autotuner_config():
+    # judge.untrusted.guard.compiling_only (a speed run's first pass, JUDGE_WARMUP_COMPILE_FIRST=1): an
+    # autotuner's timing of a config launches it once (which, there, compiles it) and times nothing, every
+    # config tying; one that would write its timings to disk is refused, so that no meta-input timing is kept.
+    from judge.untrusted import guard
+
+    class Tuner:  # the shape of Triton's Autotuner._bench: it times a config through self.do_bench
+        cache_results = False
+
+        def __init__(self):
+            self._do_bench = self.timed = None
+            self.launches = 0
+
+        @property
+        def do_bench(self):
+            return self._do_bench or (lambda call, quantiles: (call(), [5.0, 4.0, 6.0])[1])
+
+        def _bench(self, *args, config, **meta):
+            def kernel_call():
+                self.launches += 1
+            return self.do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8))
+
+    guard._wrap_bench(Tuner)
+    t = Tuner()
+    assert t._bench(config="a") == [5.0, 4.0, 6.0] and t.launches == 1  # outside the pass: timed as before
+    with guard.compiling_only():
+        assert t._bench(config="a") == [1.0, 1.0, 1.0] and t.launches == 2
+    assert t._do_bench is None and t._bench(config="b") == [5.0, 4.0, 6.0]  # its own benchmarker back
+    t.cache_results = True
+    with guard.compiling_only(), pytest.raises(guard.CompileOnlySkipped):
+        t._bench(config="a")
+    assert not guard._state.compile_only
+
+
+def test_the_no_kernel_rule_leaves_a_compile_only_pass_to_the_warm_up():
+    # A call on meta inputs may raise before its first launch (say, reading a value): that is not "no kernel
+    # of yours was launched", which the warm-up right after it is ruled on. Threads and tampering still count.
+    from judge import replies, rules
+
+    empty = replies.parse_evidence({})
+    assert rules.violation(empty, (), rules.Context(file="f.py", phase="compile-only")) is None
+    found = rules.violation(empty, (), rules.Context(file="f.py", phase="warmup"))
+    assert found is not None and "no Triton kernel" in found.message
+    tampered = replies.parse_evidence({"tampered": ["torch.Tensor.add"]})
+    assert rules.violation(tampered, (), rules.Context(file="f.py", phase="compile-only")) is not None
+
+
+def test_the_compile_first_pass_is_off_by_default_and_never_in_the_interpreter(monkeypatch):
+    from judge.timing.speedrun import compile_first
+
+    monkeypatch.delenv("JUDGE_WARMUP_COMPILE_FIRST", raising=False)
+    assert not compile_first(True)
+    monkeypatch.setenv("JUDGE_WARMUP_COMPILE_FIRST", "1")
+    assert compile_first(True) and not compile_first(False)

@@ -57,7 +57,8 @@ class Context:
     """Where the evidence comes from: the submission's file name, and the phase."""
 
     file: str
-    phase: str = "case"  # "case" (a judged call), "warmup" (the watched call before timing) or "timed"
+    phase: str = "case"  # "case" (a judged call), "warmup" (the watched call before timing), "timed", or
+    # "compile-only" (the speed run's first pass on meta inputs, judge.timing.speedrun.compile_first)
     where: str = ""  # e.g. "at bench shape n=4096, dtype=float32", prefixed to messages of the speed run
     output_names: tuple = ()  # the problem's output names, in order
 

@@ -230,6 +230,8 @@ class SpeedRun:
                             return
 
                         def warm(s=s, params=params) -> None:
+                            if compile_first(self.cuda):
+                                self._compile_first(s, params)
                             with shared(), timeline.span(f"speed run: warm-up ahead, shape {s + 1}"):
                                 self._warm_up(s, params, keep=ahead)
 
@@ -434,6 +436,29 @@ class SpeedRun:
         return reply, wall
 
     # ------------------------------------------------------------------ one shape
+
+    def _compile_first(self, s: int, params: dict) -> None:
+        """JUDGE_WARMUP_COMPILE_FIRST=1: before the warm-up ahead takes the GPU shared for shape s, the
+        submission's worker calls the entry point once with its launches compiling and running nothing, on
+        inputs of PyTorch's meta device (judge.untrusted.bench.Bench.compile_only). That warm-up's first call
+        held the GPU 5.8 s (median) in an H100 roster of 36 softmax files, and was what 8 of the 20 waits of
+        the other jobs' speed runs waited for last (tests/gpu/RESULTS.md, 2026-12-05 fifth session). Its
+        evidence is ruled (what the file changed, threads it started, torch doing the work); a call that
+        raised on meta inputs is only noted in the timeline."""
+        sub = next((c for c in self.contenders if c.name == "submission"), None)
+        if sub is None or self._stopping.is_set():
+            return
+        specs = self.problem.golden.bench_args(dict(params))
+        msg = {"type": "bench", "id": f"{s}-compile", "shape": s, "args": specs, "compile_only": True,
+               "seed": 0}
+        with timeline.span(f"speed run: compile first, shape {s + 1}") as about:
+            reply, _ = self._request(sub, msg)
+            about["failed"] = reply.extra.get("compile_only_failed")
+        context = rules.Context(file=self.submission.name, phase="compile-only",
+                                where=f"at bench shape {_shape_label(params)}")
+        found = rules.violation(reply.evidence, (), context)
+        if found is not None:
+            raise BenchFailed(found.verdict.value, found.message, found.details)
 
     def _warm_up(self, s: int, params: dict, *, retune: bool = False, keep: bool = False) -> tuple[dict, int]:
         """Every worker's warm-up on shape s: one untimed call under the full watch (it compiles, autotunes, and
@@ -1185,6 +1210,13 @@ def checks_ahead(cuda: bool) -> bool:
     (1 in interpreter mode too, where it compiles nothing: for tests)."""
     flag = os.environ.get("JUDGE_CHECK_AHEAD", "")
     return flag == "1" if flag in ("0", "1") else cuda
+
+
+def compile_first(cuda: bool) -> bool:
+    """Whether the warm-up ahead first has the submission's kernels compiled without running them
+    (SpeedRun._compile_first): on a GPU with JUDGE_WARMUP_COMPILE_FIRST=1. Off by default until measured
+    side by side (tests/gpu/RESULTS.md, "Next device session")."""
+    return cuda and os.environ.get("JUDGE_WARMUP_COMPILE_FIRST", "0") == "1"
 
 
 def checks_hold() -> str:

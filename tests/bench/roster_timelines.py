@@ -19,7 +19,8 @@ Files written since 2026-12-05 (fifth session) also carry that start on the host
 every file has both, a fourth table lines the jobs up and says, for each speed run's wait for the lock, what it
 waited for last: the hold of another job's that ended last before it got the GPU, named by the span of its
 thread that overlaps it most (a case, a replay, a speed run's warm-up or check ahead, a speed run's check
-after its lock).
+after its lock), or another job's speed run itself (from its wait's end to its last phase that holds the GPU
+alone).
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def load_with_origin(path: str) -> tuple[list[dict], float | None]:
 
 
 HOLD = "GPU held shared"
+SPEED_RUN = "another job's speed run, holding the GPU alone"
 
 
 def what_the_waits_waited_for(jobs: list[tuple[str, list[dict], float]]) -> list[tuple[float, str, float]]:
@@ -66,6 +68,12 @@ def what_the_waits_waited_for(jobs: list[tuple[str, list[dict], float]]) -> list
                        if t == tid and n != HOLD and not n.startswith("group ") and min(b, sb) > max(a, sa)]
             label = max(overlap)[1] if overlap else "(no other span)"
             holds.append((a, b, job, label.split(" (")[0] if label.startswith(("case (", "refill (")) else label))
+        # A speed run's own hold of the GPU to itself: from its wait's end to its last exclusive phase's end. A
+        # wait that ends right after another job's is a wait behind that speed run, not behind a case.
+        waited = [b for a, b, name, _ in spans if name == LOCK_WAIT]
+        alone = [b for a, b, name, _ in spans if name in EXCLUSIVE]
+        if waited and alone:
+            holds.append((min(waited), max(alone), job, SPEED_RUN))
     found = []
     for job, events, origin in jobs:
         for e in events:
