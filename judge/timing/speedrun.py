@@ -440,7 +440,7 @@ class SpeedRun:
     def _compile_first(self, s: int, params: dict) -> None:
         """JUDGE_WARMUP_COMPILE_FIRST=1: before the warm-up ahead takes the GPU shared for shape s, the
         submission's worker calls the entry point once with its launches compiling and running nothing, on
-        inputs of PyTorch's meta device (judge.untrusted.bench.Bench.compile_only). That warm-up's first call
+        inputs of PyTorch's meta device (judge.untrusted.bench.BenchState.compile_only). That warm-up's first call
         held the GPU 5.8 s (median) in an H100 roster of 36 softmax files, and was what 8 of the 20 waits of
         the other jobs' speed runs waited for last (tests/gpu/RESULTS.md, 2026-12-05 fifth session). Its
         evidence is ruled (what the file changed, threads it started, torch doing the work); a call that

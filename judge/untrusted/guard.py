@@ -394,7 +394,7 @@ def compiling_only():
     """For the block, a launch of the file's kernels compiles them (Triton's ``warmup=True``), builds their
     launchers and loads their modules, and runs nothing; an autotuner's timing of a config is one such launch,
     every config equal. A speed run's warm-up ahead calls the entry point so once, on inputs of PyTorch's
-    ``meta`` device, before it takes the GPU (judge.untrusted.bench.Bench.compile_only): the compiles that
+    ``meta`` device, before it takes the GPU (judge.untrusted.bench.BenchState.compile_only): the compiles that
     held the GPU shared in that warm-up's first call are then done."""
     _state.compile_only = True
     try:
