@@ -321,7 +321,8 @@ class Replayer:
         # transfer), judging what came back.
         self.timing = {"replays": 0, "replay_seconds": 0.0, "replay_inputs_seconds": 0.0,
                        "replay_golden_seconds": 0.0, "replay_wait_seconds": 0.0, "replay_judge_seconds": 0.0}
-        if self.job.device == "cuda" and not self.job.interpret:
+        self.compiles_ahead = self.job.device == "cuda" and not self.job.interpret  # (the interpreter compiles nothing)
+        if self.compiles_ahead:
             # The compile pass ahead of each replay (precompile): its seconds, the kernels it compiled, and
             # the kernels the replays still compiled as they ran, with the GPU taken (0 when the pass did all).
             self.timing.update(replay_compile_seconds=0.0, replay_precompiled=0, replay_compiled_in_run=0)
@@ -416,7 +417,7 @@ class Replayer:
         Nothing is decided here: whatever goes wrong (a record that does not add up, a worker that dies, a
         launch it cannot compile ahead) is left to the replay, which starts a fresh worker if need be and
         compiles what is missing. The pass has the replay's own time limit."""
-        if trace is None or "replay_compile_seconds" not in self.timing:
+        if trace is None or not self.compiles_ahead:
             return
         t0 = time.monotonic()
         try:
@@ -543,7 +544,7 @@ class Replayer:
                                        f"{died.detail}", {"replay": "died"})
         if not result.ok:
             self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
-        if result.ok and result.compiled >= 0 and "replay_compiled_in_run" in self.timing:
+        if result.ok and result.compiled >= 0 and self.compiles_ahead:
             self.timing["replay_compiled_in_run"] += result.compiled
         t0 = time.monotonic()
         try:
