@@ -126,9 +126,13 @@ def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tenso
     output's position) let judge.hints recompute known mistakes; without them
     only the hints read from the pattern of wrong elements can answer.
     """
-    got64 = got.to(torch.float64).to(gold.device)
+    # Moved first, widened there: an output arrives on the CPU (from the wire) in its own dtype, and widened
+    # on the CPU a large fp16 one became 4x the bytes to move after 0.3-0.6 s of one core's work (16384 x
+    # 4096, softmax's first bench shape: the cores a GPU host's other jobs need); on the GPU both are free.
+    # The values are the same either way (widening to float64 is exact).
+    got64 = got.to(gold.device).to(torch.float64)
     gold = gold.to(torch.float64)
-    naive64 = naive.to(torch.float64).to(gold.device)
+    naive64 = naive.to(gold.device).to(torch.float64)
     total = gold.numel()
 
     # What the right answer is in the output dtype: a sum that overflows fp16

@@ -59,6 +59,7 @@ class Exchange:
         self.timing = {"worker_starts": 0, "worker_start_seconds": 0.0, "cases": 0, "worker_seconds": 0.0,
                        "golden_seconds": 0.0, "kernels_compiled": 0, "compile_seconds": 0.0}
         self._compiles_seen = (0, 0.0)
+        self.last_phases: dict = {}  # the last reply's split of the worker's seconds (replies.Evidence.phases)
 
     @property
     def alive(self) -> bool:
@@ -137,6 +138,7 @@ class Exchange:
         self.timing["cases"] += 1
         self.timing["worker_seconds"] += time.monotonic() - t0
         self._count_compiles(reply.evidence)
+        self.last_phases = dict(reply.evidence.phases)  # the worker's own split of it, for the timeline
         return reply
 
     def _count_compiles(self, evidence: replies.Evidence) -> None:
@@ -252,8 +254,16 @@ class Workers:
             except Exception:  # noqa: BLE001 - a start that failed: stopped below like the others
                 pass
         request_exits(ex.channel for ex in self.all if ex.channel is not None)
+        # Each close waits for its worker's exit (a CUDA context taken down), hands its kernel cache's new
+        # entries to the content's and has the pool remove its directories: one after the other, 1.13 s for
+        # 12 workers before softmax's speed run could begin (its reference on the H200, tests/gpu/RESULTS.md,
+        # 2026-12-05 sixth session). They share nothing, so they close side by side.
+        live = [ex for ex in self.all if ex.channel is not None]
+        if len(live) > 1:
+            with ThreadPoolExecutor(len(live), thread_name_prefix="judge-worker-stop") as closing:
+                list(closing.map(lambda ex: ex.stop(), live))
         for ex in self.all:
-            ex.stop()
+            ex.stop()  # (closed already: nothing left to do)
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None

@@ -654,6 +654,10 @@ class Replayers:
         for m in self.members:
             m.prestart()
 
+    def wait_ready(self) -> None:
+        for m in self.members:
+            m.wait_ready()
+
     def release(self) -> None:
         for m in self.members:
             m.release()
@@ -678,6 +682,14 @@ class Replayers:
         member = self._free.get()
         try:
             return member.check(params, inputs, reply, device, shared=shared)
+        finally:
+            self._free.put(member)
+
+    def check_bench(self, params: dict, specs: list, outputs, device: str, shared=contextlib.nullcontext):
+        """A speed run's replay of a checked call (Replayer.check_bench) on a free member."""
+        member = self._free.get()
+        try:
+            return member.check_bench(params, specs, outputs, device, shared=shared)
         finally:
             self._free.put(member)
 

@@ -87,6 +87,12 @@ class Evidence:
     compile_seconds: float | None = None
     own_ops: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))  # the submission's operators
     graph_ops: tuple[str, ...] | None = None  # a compiled call: what Dynamo's graph calls (None: not compiled)
+    # The worker's own split of a case's seconds (judge.untrusted.runner.Worker.call): PHASES, for the
+    # timeline only; nothing is decided on them.
+    phases: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+
+
+PHASES = ("inputs", "call", "after")
 
 
 @dataclass(frozen=True)
@@ -443,7 +449,18 @@ def parse_evidence(x) -> Evidence:
         threads_left=_names(ev.get("threads_left"), "threads_left"),
         calls_without_own_launch=_int(ev.get("calls_without_own_launch"), "calls_without_own_launch", default=0),
         compiled=compiled, compile_seconds=seconds, own_ops=_counts(ev.get("own_ops"), "own_ops"),
-        graph_ops=None if ev.get("graph_ops") is None else _names(ev.get("graph_ops"), "graph_ops"))
+        graph_ops=None if ev.get("graph_ops") is None else _names(ev.get("graph_ops"), "graph_ops"),
+        phases=_phases(ev.get("phases")))
+
+
+def _phases(x) -> Mapping[str, float]:
+    if x is None:
+        return MappingProxyType({})
+    _obj(x, "evidence.phases")
+    _need(set(x) <= set(PHASES), f"evidence.phases may name only {', '.join(PHASES)}")
+    out = {k: _float(v, f"evidence.phases[{k!r}]") for k, v in x.items()}
+    _need(all(v >= 0 for v in out.values()), "evidence.phases must not be negative")
+    return MappingProxyType(out)
 
 
 def parse_outputs(items, payloads: list) -> tuple[Returned, ...]:

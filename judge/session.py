@@ -467,10 +467,12 @@ class Session:
     def _call_on(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
         with timeline.span(f"{kind} ({group.name})", lane=self._lane_of(ex)) as about:
             before = {k: ex.timing[k] for k in ("kernels_compiled", "compile_seconds", "worker_seconds")}
+            ex.last_phases = {}
             try:
                 return self._call_timed(ex, kind, params, input_bytes, group)
             finally:
                 about.update({k: round(ex.timing[k] - v, 4) for k, v in before.items()})
+                about.update({f"worker_{k}_seconds": round(v, 4) for k, v in ex.last_phases.items()})
 
     def _call_timed(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
         t_inputs = time.monotonic()
@@ -656,6 +658,8 @@ class Session:
 
         self.progress.stage("speed run: stopping the test workers")
         t_stop = time.monotonic()
+        if self.replays is not None:
+            self.replays.replayer.release()  # asked to exit now, beside the workers' exits; reaped below
         self.workers.stop()  # the correctness workers' memory and contexts are not needed any more
         if self.replays is not None:
             self.replays.replayer.stop()
@@ -687,7 +691,8 @@ class Session:
         return SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret, gpu=opts.gpu,
                         backend=self.backend, limits=self.limits, scratch=scratch / "speed",
                         config=config_for(self.problem, interpret=opts.interpret, overrides=overrides),
-                        log=opts.log, progress=self.progress, replay=self.replay_on)
+                        log=opts.log, progress=self.progress, replay=self.replay_on,
+                        replay_workers=replay_workers(opts.device, opts.interpret, lone=opts.speed_early))
 
     def _warm_golden_device(self) -> threading.Thread | None:
         """Make this process's CUDA context, and cuBLAS's, in a thread while the workers are handed over.

@@ -328,3 +328,36 @@ def test_a_sparse_file_is_not_copied_out_in_full(tmp_path):
     assert pool.copy_entries(src, dest) == 1
     assert os.listdir(dest) == ["plain"]
     assert (dest / "plain" / "k.cubin").read_bytes() == (src / "plain" / "k.cubin").read_bytes()
+
+
+def test_a_sessions_workers_close_side_by_side():
+    # Before the speed run the test workers are stopped; each close waits for its worker's exit (a CUDA
+    # context taken down) and has the pool remove its directories. One after the other that was 1.13 s for
+    # 12 workers before softmax's speed run (its reference on the H200, tests/gpu/RESULTS.md, 2026-12-05
+    # sixth session). The barrier passes only when every close is under way at once.
+    import threading
+
+    from judge.exchange import Workers
+
+    n = 4
+    together = threading.Barrier(n, timeout=10)
+    asked, closed = [], []
+
+    class Channel:
+        def request_exit(self):
+            asked.append(self)
+
+    class Ex:
+        def __init__(self):
+            self.channel = Channel()
+
+        def stop(self):
+            if self.channel is not None:
+                together.wait()
+                closed.append(self)
+                self.channel = None
+
+    workers = Workers.__new__(Workers)
+    workers.all, workers._starts, workers._pool = [Ex() for _ in range(n)], [], None
+    workers.stop()
+    assert len(asked) == n and len(closed) == n and all(ex.channel is None for ex in workers.all)

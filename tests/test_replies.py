@@ -22,7 +22,8 @@ OK_CASE = {
                  "kernel_wrote": True, "aliases_input": False}],
     "inputs_modified": [],
     "evidence": {"own_launches": {"add_kernel": 1}, "other_launches": {}, "torch_ops": {}, "threads_before": 1,
-                 "threads_left": [], "tampered": [], "started": {}, "compile": {"compiled": 1, "compile_seconds": 0.1}},
+                 "threads_left": [], "tampered": [], "started": {}, "compile": {"compiled": 1, "compile_seconds": 0.1},
+                 "phases": {"inputs": 0.01, "call": 0.2, "after": 0.03}},
 }
 PAYLOAD = [torch.tensor([1.0, 2.0]).numpy().tobytes()]
 OK_HELLO = {"type": "hello", "status": "ok", "versions": {"python": "3.11", "torch": "2.13", "triton": "3.9"},
@@ -57,6 +58,7 @@ def test_a_good_case_reply_becomes_a_record():
     assert isinstance(r, replies.CaseResult)
     assert r.outputs[0].kernel_wrote and r.outputs[0].tensor.tolist() == [1.0, 2.0]
     assert dict(r.evidence.own_launches) == {"add_kernel": 1} and r.evidence.compiled == 1
+    assert dict(r.evidence.phases) == {"inputs": 0.01, "call": 0.2, "after": 0.03}
     assert r.tensors()[0].dtype == torch.float32
 
 
@@ -75,6 +77,9 @@ def test_good_hello_and_bench_replies():
     (dict(OK_CASE, evidence={"own_launches": ["k"]}), "object"),
     (dict(OK_CASE, evidence={"tampered": "everything"}), "list"),
     (dict(OK_CASE, evidence={"own_launches": {f"k{i}": 1 for i in range(300)}}), "entries"),
+    (dict(OK_CASE, evidence={"phases": {"call": -1.0}}), "negative"),
+    (dict(OK_CASE, evidence={"phases": {"sleep": 1.0}}), "may name only"),
+    (dict(OK_CASE, evidence={"phases": {"call": float("nan")}}), "finite"),
     (dict(OK_CASE, status="maybe"), "status"),
     (dict(OK_CASE, type="hello"), "expected a result"),
     (dict(OK_CASE, status="error", error={"category": "anything"}), "category"),

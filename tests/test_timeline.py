@@ -37,6 +37,9 @@ def test_a_submit_writes_its_timeline_into_a_folder(tmp_path):
     assert [e["name"] for e in sorted(inside, key=lambda e: e["ts"])] == [
         "inputs, sent", "golden answer", "the worker's reply", "check"]
     assert {"kernels_compiled", "compile_seconds", "worker_seconds"} <= set(case["args"])
+    # The worker's own split of its seconds (judge.replies.Evidence.phases), within the judge's wait for it.
+    own = [case["args"][f"worker_{k}_seconds"] for k in ("inputs", "call", "after")]
+    assert all(v >= 0 for v in own) and 0 < sum(own) <= case["args"]["worker_seconds"]
     # The process's clock: the torch import comes after the python start, before the groups.
     first_group = min(e["ts"] for e in events if e["name"].startswith("group "))
     torch_import = next(e for e in events if e["name"] == "import torch (the judge)")
@@ -46,6 +49,7 @@ def test_a_submit_writes_its_timeline_into_a_folder(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert s.returncode == 0, s.stderr
     assert "judge-lane0:" in s.stdout and "judge-lane1:" in s.stdout and "group small-ragged" in s.stdout
+    assert "; worker " in s.stdout
 
 
 def test_off_records_nothing(tmp_path, monkeypatch):

@@ -411,7 +411,7 @@ CHEAT = textwrap.dedent('''
 ''')
 
 
-def _speed_run(problem_id, path, tmp_path, shapes=1, **config) -> SpeedRun:
+def _speed_run(problem_id, path, tmp_path, shapes=1, replay_workers=1, **config) -> SpeedRun:
     from judge.sandbox import Limits
     from judge.sandbox.process import ProcessBackend
 
@@ -422,7 +422,7 @@ def _speed_run(problem_id, path, tmp_path, shapes=1, **config) -> SpeedRun:
     limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
                     startup_seconds=120)
     return SpeedRun(p, path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(), limits=limits,
-                    scratch=tmp_path, config=cfg)
+                    scratch=tmp_path, config=cfg, replay_workers=replay_workers)
 
 
 def _bench(problem_id, path, tmp_path, shapes=1, prewarm=False, **config):
@@ -534,20 +534,54 @@ TWO_SHAPE_CHEAT = TIMED_BYTES_CHEAT.replace("    if CALLS[0] == 1:\n", """    if
 assert TWO_SHAPE_CHEAT != TIMED_BYTES_CHEAT
 
 
-def test_a_replays_finding_comes_before_a_later_shapes_wrong_output(tmp_path, monkeypatch):
+@pytest.mark.parametrize("replay_workers", [1, 2])
+def test_a_replays_finding_comes_before_a_later_shapes_wrong_output(tmp_path, monkeypatch, replay_workers):
     # The replays run beside the later shapes' checks (SpeedRun._checks); what they find is taken in the
-    # calls' order, as if each had been waited for in turn.
+    # calls' order, as if each had been waited for in turn: with two replay workers too, where the second
+    # shape's replay may end first.
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "cheat.py"
     path.write_text(TWO_SHAPE_CHEAT)
     with pytest.raises(BenchFailed) as exc:
-        _bench("93", path, tmp_path, shapes=2, torch_baseline=False)
+        _bench("93", path, tmp_path, shapes=2, torch_baseline=False, replay_workers=replay_workers)
     assert exc.value.verdict == "RJ" and "n=3000" in exc.value.message, exc.value.message
     # Without the replay, the second shape's wrong outputs are what is found.
     monkeypatch.setenv("JUDGE_REPLAY", "0")
     with pytest.raises(BenchFailed) as exc:
         _bench("93", path, tmp_path / "off", shapes=2, torch_baseline=False)
     assert exc.value.verdict == "WA" and "n=777" in exc.value.message, exc.value.message
+
+
+def test_a_lone_submits_speed_run_replays_its_timed_calls_on_two_workers_at_once(tmp_path, monkeypatch):
+    # With one replay worker the timed calls' replays ran one after another while the report waited (softmax's
+    # reference on the H200: 2.0 s of its 22.4 s; flash-backward's: 3.9-4.0 s). A lone submit on a GPU gives
+    # the speed run two (judge.replay.replay_workers), each replay taking a free one.
+    import threading
+
+    from judge.replay import Replayer
+
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    used, inside, most = set(), [0], [0]
+    count = threading.Lock()
+    real = Replayer.check_bench
+
+    def check_bench(self, *args, **kwargs):
+        with count:
+            used.add(id(self))
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        try:
+            time.sleep(0.5)  # long enough for the next shape's replay to be queued meanwhile
+            return real(self, *args, **kwargs)
+        finally:
+            with count:
+                inside[0] -= 1
+
+    monkeypatch.setattr(Replayer, "check_bench", check_bench)
+    speed = _bench("93", find_problem("93").reference_path, tmp_path, shapes=2, torch_baseline=False,
+                   replay_workers=2)
+    assert all(row["checked_calls"] for row in speed["shapes"]) and speed["phases"]["replays"] == 2
+    assert len(used) == 2 and most[0] == 2, (used, most)
 
 
 # Honest, but its timed calls allocate 300 blocks of memory: more than a record describes

@@ -131,7 +131,8 @@ class SpeedRun:
     """One speed run; ``run()`` returns the report's speed section (a dict) or raises BenchFailed."""
 
     def __init__(self, problem, submission: Path, *, device: str, interpret: bool, gpu: int | None,
-                 backend, limits, scratch: Path, config: BenchConfig, log=None, progress=None, replay: bool = True):
+                 backend, limits, scratch: Path, config: BenchConfig, log=None, progress=None, replay: bool = True,
+                 replay_workers: int = 1):
         self.problem = problem
         self.submission = Path(submission)
         self.device = device
@@ -155,6 +156,11 @@ class SpeedRun:
         # The replay check of the timed calls whose outputs are checked (judge.replay): a second sandboxed
         # process that never imports the submission. JUDGE_REPLAY=0 turns it off, as in the test groups.
         self.replay = replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
+        # How many: each replays one checked call at a time (judge.replay.replay_workers: two for a lone
+        # submit on a GPU). With one, the timed calls' replays after the rounds ran one after another while
+        # the report waited: softmax's reference on the H200 spent 2.0 s there (0.75, 0.29, 0.73 and 0.06 s),
+        # flash-backward's 3.9-4.0 s (tests/gpu/RESULTS.md, 2026-12-05 sixth session, call 1).
+        self.replay_workers = max(1, int(replay_workers))
         self.replayer = None
         self.replay_timing: dict = {}
         # The judge's own work for the output checks and for the replays beside them (judge.replay.Replayer):
@@ -327,11 +333,13 @@ class SpeedRun:
                       limits=limits, gpu=self.gpu if self.device == "cuda" else None, cache=cache)
             started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
             if name == "submission" and self.replay:
-                from judge.replay import Replayer
+                from judge.replay import Replayer, Replayers
 
                 golden = torch_device(self.gpu) if self.device == "cuda" else "cpu"
-                self.replayer = Replayer(self.problem, dataclasses.replace(job, limits=self.limits), self.backend,
-                                         threads=1, golden_device=golden, compute_lock=self._compute)
+                members = [Replayer(self.problem, dataclasses.replace(job, limits=self.limits), self.backend,
+                                    threads=1, golden_device=golden, compute_lock=self._compute)
+                           for _ in range(self.replay_workers)]
+                self.replayer = members[0] if len(members) == 1 else Replayers(members)
                 # Started with the contenders (its start overlaps theirs) and waited for with them (below), so
                 # that its start, and on a GPU its CUDA context, is over before the first timed sample; it
                 # waits idle until the checks after timing.
@@ -1148,7 +1156,9 @@ class _Replays:
 
         self.run, self.what, self.shared = run, what, shared
         self.pending: list = []  # (shape, specs, call, future of the replay's finding)
-        self.pool = ThreadPoolExecutor(1, thread_name_prefix="judge-bench-replay") if run.replayer else None
+        # One thread per replay worker: each replay takes a free one (judge.replay.Replayers).
+        lanes = len(getattr(run.replayer, "members", [run.replayer]))
+        self.pool = ThreadPoolExecutor(lanes, thread_name_prefix="judge-bench-replay") if run.replayer else None
 
     def __enter__(self) -> "_Replays":
         return self

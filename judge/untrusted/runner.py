@@ -16,6 +16,7 @@ import inspect
 import linecache
 import os
 import sys
+import time
 import traceback
 
 from judge.shared import wire
@@ -260,14 +261,16 @@ class Worker:
         """A new case: build its inputs, call the entry point, reply."""
         from judge.untrusted import calls
 
+        t0 = time.monotonic()
         self.last = Worker.build_args(self, msg, payloads)
         self.mode = calls.make(self, msg.get("call"))
-        return Worker.call(self, msg["id"], *self.last)
+        return Worker.call(self, msg["id"], *self.last, since=t0)
 
     def refill(self, msg, payloads):
         """The same input memory, new values: a result cached by address must show."""
         if self.last is None:
             raise ValueError("refill before any case")
+        t0 = time.monotonic()
         args, storages = self.last
         fresh = iter(zip(msg["tensors"], payloads))
         for i, entry in enumerate(storages):
@@ -280,9 +283,14 @@ class Worker:
                 raise ValueError("refill does not match the last case's storages")
             storage.copy_(new.to(storage.device))
             storages[i] = (storage, hashlib.sha256(raw).hexdigest())
-        return Worker.call(self, msg["id"], args, storages)
+        return Worker.call(self, msg["id"], args, storages, since=t0)
 
-    def call(self, case_id, args, storages):
+    def call(self, case_id, args, storages, since=None):
+        """Call the entry point on the case's arguments and reply. ``since``: when the request's handling began
+        (its inputs made from the bytes that came): the reply's ``phases`` split the worker's time into the
+        inputs, the call (to the device's synchronize), and the work after it (the record, the outputs'
+        description, the inputs' digests, the evidence); the judge's timeline shows them beside its own
+        wait. Diagnostics only: nothing is decided on them."""
         import threading
 
         from judge.untrusted import calls, constants, guard, integrity, own_ops
@@ -296,6 +304,8 @@ class Worker:
         # The callable's arguments; what the case sent after them is the judge's (a grad group's cotangents).
         args, extra = args[: self.arity], args[self.arity:]
         inputs = [(i, entry[0]) for i, entry in enumerate(storages[: self.arity]) if entry is not None]
+        t_call = time.monotonic()
+        t_after = None
         try:
             mode.prepare(args)  # the judge's work around the call (torch.compile), outside the watch
             threads_before = {t.ident for t in threading.enumerate()}
@@ -304,6 +314,7 @@ class Worker:
             if cuda:
                 # Device-wide: work queued on any stream is finished (and counted).
                 torch.cuda.synchronize()
+            t_after = time.monotonic()
             # The launch sequence for the judge's replay check (outside memory's bytes follow the outputs').
             trace, snapshots = watch.trace.finish(result)
             # The outputs as the call left them, read before the judge's work after it: a grad group's backward
@@ -350,6 +361,9 @@ class Worker:
                     e is not None and _overlaps((lo, hi), e[0]) for e in storages
                 )
         mode.amend(evidence, outputs)  # what a compiled graph says of launches and operators the watch missed
+        done = time.monotonic()
+        evidence["phases"] = {"inputs": round(t_call - (since if since is not None else t_call), 6),
+                              "call": round(t_after - t_call, 6), "after": round(done - t_after, 6)}
         Worker.reply(  # the class's method: one set on the instance is reported (integrity), never used
             self,
             {"type": "result", "id": case_id, "status": "ok", "returned": kind_of(result),

@@ -54,7 +54,8 @@ def summarise(events: list[dict]) -> str:
 
     lanes = sorted(t for t in by_thread if t.startswith("judge-lane"))
     if lanes:
-        lines.append("lanes: cases, first-last s, busy s (inputs+send / golden / reply [compile] / check), idle s")
+        lines.append("lanes: cases, first-last s, busy s (inputs+send / golden / reply [compile; worker inputs/call/after]"
+                     " / check), idle s")
     for t in lanes:
         evs = sorted(by_thread[t], key=lambda e: e["ts"])
         cases = [e for e in evs if e["name"].startswith(("case (", "refill ("))]
@@ -66,9 +67,13 @@ def summarise(events: list[dict]) -> str:
         first, last = cases[0]["ts"] / 1e6, max(e["ts"] + e["dur"] for e in cases) / 1e6
         busy = sum(e["dur"] for e in cases) / 1e6
         compile_s = sum(float(e["args"].get("compile_seconds") or 0) for e in cases)
+        # The worker's own split of its seconds (inputs made / the call / the work after it), where its
+        # replies carry one: the rest of the reply's wait is the bytes' way both ways and the judge's turn.
+        own = [sum(float(e["args"].get(f"worker_{k}_seconds") or 0) for e in cases) for k in ("inputs", "call", "after")]
+        worker = f"; worker {own[0]:.2f}/{own[1]:.2f}/{own[2]:.2f}" if any(own) else ""
         lines.append(f"  {t}: {len(cases)}, {first:6.2f}-{last:6.2f} s, busy {busy:6.2f} "
                      f"({part['inputs, sent']:.2f} / {part['golden answer']:.2f} / {part[REPLY]:.2f}"
-                     f" [{compile_s:.2f}] / {part['check']:.2f}), idle {last - first - busy:6.2f}")
+                     f" [{compile_s:.2f}{worker}] / {part['check']:.2f}), idle {last - first - busy:6.2f}")
     return "\n".join(lines)
 
 

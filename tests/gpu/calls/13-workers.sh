@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-05, fourth and fifth sessions (logs in tests/gpu/logs/2026-12-05d/ and
-# 2026-12-05e/): issue 13, the test workers one per core but four (12 on the H200's host,
+# Device calls of 2026-12-05, fourth to sixth sessions (logs in tests/gpu/logs/2026-12-05d/, 2026-12-05e/
+# and 2026-12-05f/): issue 13, the test workers one per core but four (12 on the H200's host,
 # judge.options.auto_workers), the driver modules' seeding, the throughput of a longer roster, and the same
 # verdicts with parallel workers and with one.
 # PARTS picks and orders them; each part under its own limit, the whole under DEADLINE (560 s):
@@ -21,7 +21,9 @@
 #   tpw       grade_throughput.py as tp, no timelines, N (24) per configuration, JOBS jobs at once, each with
 #             JW ("1,2") test workers (--job-workers: JUDGE_WORKERS for the grading command), side by side
 #   tpab      grade_throughput.py as tpw with each job's default workers and --ab "$AB" (e.g.
-#             JUDGE_CHECKS_HOLD=each,once), N (24) per value, side by side
+#             JUDGE_CHECKS_HOLD=each,once), N (24) per value, side by side, REPEAT (1) rounds interleaved,
+#             each grading job's timeline under results/tp-timelines (one pair of 24 is not enough: the same
+#             setting gave 575 and 439 an hour in two calls on one H200, 2026-12-05 sixth session)
 #   wrong     judge selftest CORPUS_IDS (95 96 99) --only /wrong_answer/, CJOBS (4) files at once, seed 1,
 #             process sandbox, each file's workers JUDGE_WORKERS=WORKERS (4)
 #   wrong1    the same files on one worker each (JUDGE_WORKERS=1), 12 at once: both must give the declared
@@ -50,9 +52,10 @@ for p in ${PARTS:-warm workers latency seed}; do
     tpw) part tpw "${LIMIT:-540}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
            --executors local --pool auto --sandbox bwrap -n "${N:-24}" --fresh --jobs "${JOBS:-12}" \
            --job-workers "${JW:-1,2}" ;;
-    tpab) part tpab "${LIMIT:-540}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
-            --executors local --pool auto --sandbox bwrap -n "${N:-24}" --fresh --jobs "${JOBS:-12}" \
-            --ab "${AB:-JUDGE_CHECKS_HOLD=each,once}" ;;
+    tpab) mkdir -p "$out/tp-timelines"
+          part tpab "${LIMIT:-540}" env JUDGE_TIMELINE="$out/tp-timelines" python3 tests/bench/grade_throughput.py \
+            --device cuda --problem 94 --executors local --pool auto --sandbox bwrap -n "${N:-24}" --fresh \
+            --jobs "${JOBS:-12}" --ab "${AB:-JUDGE_CHECKS_HOLD=each,once}" --repeat "${REPEAT:-1}" ;;
     wrong) part "wrong-w${WORKERS:-4}" "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS="${WORKERS:-4}" \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
              --jobs "${CJOBS:-4}" --pool auto --seed 1 --sandbox process ;;
