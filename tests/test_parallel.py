@@ -193,5 +193,7 @@ def test_a_grading_commands_judge_workers_gives_every_job_that_many(monkeypatch)
     assert workers_per_job([0] * 12) == 1  # 16 cores, 12 jobs on one GPU
     assert workers_per_job([0] * 2) == 4
     assert workers_per_job([None, None]) is None  # interpreter jobs: each decides
+    assert workers_per_job([0]) is None  # one job at a time: it decides, as a lone submit does
+    assert workers_per_job([0, 1]) == 4  # two GPUs, a job on each: the cores split between them
     monkeypatch.setenv("JUDGE_WORKERS", "2")
     assert workers_per_job([0] * 12) == 2

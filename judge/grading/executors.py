@@ -51,16 +51,16 @@ def workers_per_job(slots: list) -> int | None:
     between them (None: the job decides, judge.options.auto_workers). JUDGE_WORKERS, set for the grading
     command, gives every job that many instead."""
     import os
-    from collections import Counter
 
     if os.environ.get("JUDGE_WORKERS"):
         return max(1, int(os.environ["JUDGE_WORKERS"]))
     gpu_slots = [s for s in slots if s is not None]
-    if not gpu_slots:
+    if len(gpu_slots) <= 1:
+        # One job at a time (or none on a GPU): the host is its own, as for a lone submit, which picks from
+        # the cores and the device's memory (12 on the H200's host). It was min(8, cores // 2) here.
         return None
-    per_gpu = max(Counter(gpu_slots).values())
     cores = os.cpu_count() or 1
-    return max(1, min(8, cores // max(1, 2 * len(gpu_slots))) if per_gpu > 1 else min(8, cores // 2))
+    return max(1, min(8, cores // (2 * len(gpu_slots))))
 
 
 # How many times a job that failed because its GPU was full (a capacity IE) is judged again, and how long the
