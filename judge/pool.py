@@ -524,6 +524,13 @@ class PooledProc(Proc):
 ENTRY_MAX_BYTES = 256 << 20  # a kernel variant's files (cubin, PTX, IR, metadata) are a few MiB at most
 ENTRY_MAX_ITEMS = 64  # its files and directories
 ENTRY_MAX_DEPTH = 4  # Triton's entries are flat: one directory of files
+# What one copy_entries call copies at most, in entries and in bytes: 98's reference compiles about 550
+# variants of a few hundred KiB each. A worker that filled its cache with thousands of entries of the
+# largest size an entry may have would otherwise have the judge copy every one of them into the content's
+# cache when it closed (PooledProc.close: noticed in the fifth session of 2026-12-05), and again into each
+# next worker's.
+COPY_MAX_ENTRIES = 4096
+COPY_MAX_BYTES = 8 << 30
 SPARSE_SLACK = 64 << 10  # a file may have this many bytes fewer on disk than its size (a tail, a hole) and be copied
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK  # (a FIFO put in a file's place never blocks us)
@@ -558,15 +565,21 @@ def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
     rename, which replaces nothing (a name already there is skipped) and never follows a link the worker
     put in its way. Built inside ``dest`` (the first version), the worker could swap the half-built entry
     for a link to any host directory and have the rest written there, as the judge (a red-team helper,
-    2026-12-05, under bwrap: a trusted cache's module replaced by its own bytes)."""
+    2026-12-05, under bwrap: a trusted cache's module replaced by its own bytes).
+
+    At most COPY_MAX_ENTRIES entries and COPY_MAX_BYTES bytes in one call: the rest is left where it is (a
+    kernel not copied is compiled again where it is needed)."""
     try:
         root = os.open(src, _DIR_FLAGS)
     except OSError:
         return 0
     copied = 0
+    total = 0  # bytes copied so far
     staging = None
     try:
         for name in entry_names(src) if names is None else names:
+            if copied >= COPY_MAX_ENTRIES or total >= COPY_MAX_BYTES:
+                break
             target = dest / name
             if "/" in name or "\0" in name or name in ("", ".", "..") or os.path.lexists(target):
                 continue
@@ -581,13 +594,15 @@ def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
                     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=dest.parent))
                 tmp = staging / name
                 tmp.mkdir()
-                if _copy_tree(fd, tmp, {"items": 0, "bytes": 0}, 1):
+                budget = {"items": 0, "bytes": 0}
+                if _copy_tree(fd, tmp, budget, 1):
                     # renameat2(RENAME_NOREPLACE) is not in Python: a directory renamed onto an existing
                     # non-empty directory or onto a non-directory fails, and the lexists check above
                     # leaves an empty one only to a race, where either copy is the same bytes.
                     os.rename(tmp, target)
                     done = True
                     copied += 1
+                    total += budget["bytes"]
             except OSError:  # a sibling copied it first (the rename finds it there), or the disk is full
                 pass
             finally:

@@ -221,6 +221,24 @@ def test_head_start_workers_mount_their_files_cache_and_serve_no_other_file(name
     assert sorted(p.name for p in cache.iterdir() if p.name.startswith("variant-")) == own
 
 
+def test_one_copy_takes_a_bounded_number_of_entries_and_bytes(tmp_path, monkeypatch):
+    # A worker that filled its cache with many entries has only so many copied, by the close of a pooled
+    # worker (into the content's cache) as by any other copy.
+    from judge import pool
+
+    src, dest = tmp_path / "src", tmp_path / "dest"
+    for i in range(6):
+        (src / f"e{i}").mkdir(parents=True)
+        (src / f"e{i}" / "kernel.cubin").write_bytes(b"x" * 100)
+    dest.mkdir()
+    monkeypatch.setattr(pool, "COPY_MAX_ENTRIES", 4)
+    assert pool.copy_entries(src, dest) == 4 and len(list(dest.iterdir())) == 4
+    monkeypatch.setattr(pool, "COPY_MAX_ENTRIES", 4096)
+    monkeypatch.setattr(pool, "COPY_MAX_BYTES", 150)  # the entry that passes the bytes is the last
+    (tmp_path / "dest2").mkdir()
+    assert pool.copy_entries(src, tmp_path / "dest2") == 2
+
+
 def test_copy_entries_takes_plain_files_of_a_bounded_size_only(tmp_path, monkeypatch):
     from judge import pool
 
