@@ -431,6 +431,7 @@ def _bench(problem_id, path, tmp_path, shapes=1, prewarm=False, **config):
     run = _speed_run(problem_id, path, tmp_path, shapes, **config)
     if prewarm:
         run.prewarm()
+        run._prewarm.join()  # as beside test groups that outlast it (run() waiting for it skips what is left)
     return run.run()
 
 
@@ -692,6 +693,38 @@ def test_a_warm_up_call_is_checked_and_replayed_ahead_when_asked(tmp_path, monke
     monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")  # interpreter mode's default: nothing ahead to compile
     phases = _bench("93", p.reference_path, tmp_path / "off", prewarm=True, torch_baseline=False)["phases"]
     assert phases["replays"] == 1 and "ahead_replays" not in phases, phases
+
+
+def test_the_checks_ahead_not_begun_when_the_run_needs_the_warm_up_are_skipped(tmp_path, monkeypatch):
+    # Once the tests are over and the run waits for the warm-up ahead, its checks and replays ahead are the
+    # run's wait (vector add's reference on the H200: 5.3 s): what is not begun is skipped; the timed calls
+    # are checked and replayed after the rounds as always.
+    monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    p = find_problem("93")
+    run = _speed_run("93", p.reference_path, tmp_path, shapes=2, torch_baseline=False)
+    real = SpeedRun._warm_up
+    gate = threading.Event()
+
+    def warm_up(self, s, params, **kwargs):
+        gate.wait(60)  # the first shape's warm-up ahead is still on when run() begins
+        return real(self, s, params, **kwargs)
+
+    monkeypatch.setattr(SpeedRun, "_warm_up", warm_up)
+    run.prewarm()
+    threading.Timer(0.5, gate.set).start()
+    speed = run.run()
+    phases = speed["phases"]
+    assert phases["ahead_checks_skipped"] == 2 and phases["ahead_check_seconds"] == 0, phases
+    assert phases["replays"] == 2 and all(row["checked_calls"] for row in speed["shapes"]), phases
+    # JUDGE_AHEAD_CUT=0: the run waits for all of it, as before.
+    monkeypatch.setenv("JUDGE_AHEAD_CUT", "0")
+    gate.clear()
+    run = _speed_run("93", p.reference_path, tmp_path / "kept", shapes=2, torch_baseline=False)
+    run.prewarm()
+    threading.Timer(0.5, gate.set).start()
+    phases = run.run()["phases"]
+    assert "ahead_checks_skipped" not in phases and phases["ahead_replays"] == 2 and phases["replays"] == 4, phases
 
 
 # Half done in the warm-up's two timed samples alone (its second and third calls at a shape), right otherwise.
