@@ -15,6 +15,15 @@ worker, so the lanes pause rather than compete with it. What they ran ahead for 
 run is dropped; the verdicts are the ones the groups would have had one after another, since every case's
 outcome depends on the case alone (that is what the corpus's `same verdicts with one worker` check holds
 the judge to). JUDGE_RUN_AHEAD=0 keeps the lanes within the group being judged, to measure what this saves.
+
+One case is taken out of its turn (:meth:`Lanes.early`): the last group's first case, by the first lane but
+the first worker's to ask, as soon as its plan is drawn. Every problem's last group is its largest inputs
+(`large`), and its first case is refilled (the same memory, new values: judge.session) on the same worker, so
+that case and its refill were the longest chain of the tests, run when every other lane had finished: on the
+H200, softmax's reference had 11 lanes idle from 10.7-11.9 s while the twelfth ran that case and its refill
+to 14.1 s (tests/gpu/RESULTS.md, 2026-12-05 sixth session). Taken first, it runs beside the first group's
+cases. It follows the rules of a case run ahead (dropped when its group is not judged; not taken once an
+earlier case has failed); never on the first worker, which shrinking needs. JUDGE_LAST_EARLY=0 turns it off.
 """
 
 from __future__ import annotations
@@ -50,6 +59,10 @@ def run_ahead() -> bool:
     return os.environ.get("JUDGE_RUN_AHEAD", "1") != "0"
 
 
+def last_early() -> bool:
+    return run_ahead() and os.environ.get("JUDGE_LAST_EARLY", "1") != "0"
+
+
 class Lanes:
     """The lane threads of one session's test groups.
 
@@ -68,6 +81,8 @@ class Lanes:
         self._closing = False
         self._error: BaseException | None = None
         self.ran_ahead = 0  # cases taken from a group after the one being judged
+        self._early: int | None = None  # a plan whose first case goes ahead of its turn (early)
+        self._first_worker = workers[0] if workers else None
         self._threads = [threading.Thread(target=self._lane, args=(ex,), name=f"judge-lane{i}", daemon=True)
                          for i, ex in enumerate(workers)]
         for t in self._threads:
@@ -93,6 +108,14 @@ class Lanes:
             self._cond.notify_all()
             return plan
 
+    def early(self, index: int) -> None:
+        """Plan ``index``'s first case goes, ahead of its turn, to the first lane but the first worker's that
+        asks for a case, while no case of the plans before it has failed (see the module's docstring)."""
+        with self._cond:
+            if self._ahead:
+                self._early = index
+                self._cond.notify_all()
+
     def wait(self, index: int) -> None:
         """Until plan ``index`` has nothing left to hand out and none of its cases is running."""
         with self._cond:
@@ -113,9 +136,14 @@ class Lanes:
 
     # ------------------------------------------------------------------ the lanes
 
-    def _take(self) -> tuple[Plan, int] | None:
+    def _take(self, first: bool = False) -> tuple[Plan, int] | None:
         """The earliest case not handed out: in the plan being judged, else (run ahead) in a later one whose
-        earlier plans have all their cases handed out with no failure among those that came back."""
+        earlier plans have all their cases handed out with no failure among those that came back. Before
+        them, for a lane but the first worker's, the early plan's first case (:meth:`early`)."""
+        if self._early is not None and not first:
+            got = self._take_early()
+            if got is not None:
+                return got
         for plan in self._plans[self._current:]:
             if not plan.handed_out():
                 i = plan.next
@@ -127,13 +155,29 @@ class Lanes:
                 return None
         return None
 
+    def _take_early(self) -> tuple[Plan, int] | None:
+        index = self._early
+        if index >= len(self._plans):
+            return None  # not drawn yet
+        plan = self._plans[index]
+        if (index <= self._current or plan.next != 0 or plan.handed_out()
+                or any(p.failed() for p in self._plans[:index])):
+            self._early = None  # its turn has come, or a failure may stop it: nothing to take ahead
+            return None
+        self._early = None
+        plan.next = 1
+        plan.running += 1
+        self.ran_ahead += 1
+        return plan, 0
+
     def _lane(self, ex) -> None:
         if not self._started(ex):
             return
+        first = ex is self._first_worker
         while True:
             with self._cond:
                 got = None
-                while not self._closing and (got := self._take()) is None:
+                while not self._closing and (got := self._take(first)) is None:
                     self._cond.wait()
                 if got is None:
                     return

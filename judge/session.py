@@ -32,7 +32,7 @@ from judge.exchange import Exchange, Workers, encode_inputs
 from judge.groups import CaseFailed, draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
-from judge.lanes import LaneOutcome, Lanes, Plan
+from judge.lanes import LaneOutcome, Lanes, Plan, last_early
 from judge.options import Options, limits_for, planned_cases, session_workers, torch_device
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
@@ -182,6 +182,12 @@ class Session:
 
         if self.options.case is None and len(self.workers.all) > 1:
             self._lanes = Lanes(self.workers.all, self._lane_case, self.workers.up, self.progress.case_done)
+            last = len(self._selected_groups()) - 1
+            if last > 0 and last_early():
+                # Every group's cases drawn now (the lanes start on the first group's as soon as it is drawn),
+                # so that the last group's first case can go first (judge.lanes: Lanes.early).
+                self._plan(last)
+                self._lanes.early(last)
         try:
             for g in self._selected_groups():
                 if stopped() is not None:

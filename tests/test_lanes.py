@@ -162,3 +162,54 @@ def test_the_judges_own_error_in_a_lane_is_raised_where_it_waits():
     with pytest.raises(RuntimeError, match="a bug of ours"):
         lanes.wait(0)
     lanes.close()
+
+
+def test_the_last_groups_first_case_goes_first_on_a_lane_but_the_first_workers():
+    # Every problem's last group is its largest inputs, and its first case is refilled on the same worker:
+    # the tests' longest chain, which ran when every other lane was done (softmax's reference on the H200:
+    # 11 lanes idle for 2-3 s while the twelfth ran it). Taken early, it runs beside the first group.
+    script = Script(held=[(0, 0), (2, 0)])
+    lanes = _lanes(script, n=2)
+    lanes.add(Plan(0, "g0", [{}, {}, {}]))
+    lanes.add(Plan(1, "g1", [{}]))
+    lanes.add(Plan(2, "g2", [{}, {}]))
+    lanes.early(2)
+    lanes.begin(0)
+    assert script.started[(0, 0)].wait(WAIT) and script.started[(2, 0)].wait(WAIT)
+    # Lane 0 (the first worker's) took group 0's first case; lane 1 the early one, not group 0's next.
+    assert sorted(script.ran) == [(0, 0), (2, 0)] and lanes.ran_ahead == 1
+    script.held[(2, 0)].set()
+    _until(lambda: (0, 2) in script.ran)
+    script.held[(0, 0)].set()
+    for i in range(3):
+        lanes.begin(i)
+        lanes.wait(i)
+    lanes.close()
+    assert sorted(script.ran) == [(0, 0), (0, 1), (0, 2), (1, 0), (2, 0), (2, 1)]  # each once
+    assert script.counted == 6
+
+
+def test_the_early_case_is_not_taken_after_a_failure_nor_on_the_first_worker_alone():
+    # A failure before it may stop the later groups: the early case is then not run.
+    script = Script(fails=[(0, 0)])
+    lanes = _lanes(script, n=1)  # one lane: the first worker's, which never takes it
+    lanes.add(Plan(0, "g0", [{}, {}]))
+    lanes.add(Plan(1, "g1", [{}]))
+    lanes.early(1)
+    lanes.begin(0)
+    lanes.wait(0)
+    time.sleep(0.2)
+    lanes.close()
+    assert script.ran == [(0, 0)] and lanes.ran_ahead == 0
+    script = Script(fails=[(0, 0)], held=[(0, 0)])
+    lanes = _lanes(script, n=2)
+    lanes.add(Plan(0, "g0", [{}]))
+    lanes.begin(0)
+    assert script.started[(0, 0)].wait(WAIT)
+    script.held[(0, 0)].set()
+    lanes.wait(0)  # failed: group 1's first case is not to be run ahead now
+    lanes.add(Plan(1, "g1", [{}]))
+    lanes.early(1)
+    time.sleep(0.2)
+    lanes.close()
+    assert script.ran == [(0, 0)] and lanes.ran_ahead == 0

@@ -18,6 +18,7 @@ import os
 import sys
 import time
 import traceback
+from time import monotonic as _now  # bound before the file loads: its patching of time changes nothing here
 
 from judge.shared import wire
 from judge.shared.oom import device_full
@@ -261,7 +262,7 @@ class Worker:
         """A new case: build its inputs, call the entry point, reply."""
         from judge.untrusted import calls
 
-        t0 = time.monotonic()
+        t0 = _now()
         self.last = Worker.build_args(self, msg, payloads)
         self.mode = calls.make(self, msg.get("call"))
         return Worker.call(self, msg["id"], *self.last, since=t0)
@@ -270,7 +271,7 @@ class Worker:
         """The same input memory, new values: a result cached by address must show."""
         if self.last is None:
             raise ValueError("refill before any case")
-        t0 = time.monotonic()
+        t0 = _now()
         args, storages = self.last
         fresh = iter(zip(msg["tensors"], payloads))
         for i, entry in enumerate(storages):
@@ -304,7 +305,7 @@ class Worker:
         # The callable's arguments; what the case sent after them is the judge's (a grad group's cotangents).
         args, extra = args[: self.arity], args[self.arity:]
         inputs = [(i, entry[0]) for i, entry in enumerate(storages[: self.arity]) if entry is not None]
-        t_call = time.monotonic()
+        t_call = _now()
         t_after = None
         try:
             mode.prepare(args)  # the judge's work around the call (torch.compile), outside the watch
@@ -314,7 +315,7 @@ class Worker:
             if cuda:
                 # Device-wide: work queued on any stream is finished (and counted).
                 torch.cuda.synchronize()
-            t_after = time.monotonic()
+            t_after = _now()
             # The launch sequence for the judge's replay check (outside memory's bytes follow the outputs').
             trace, snapshots = watch.trace.finish(result)
             # The outputs as the call left them, read before the judge's work after it: a grad group's backward
@@ -361,9 +362,9 @@ class Worker:
                     e is not None and _overlaps((lo, hi), e[0]) for e in storages
                 )
         mode.amend(evidence, outputs)  # what a compiled graph says of launches and operators the watch missed
-        done = time.monotonic()
-        evidence["phases"] = {"inputs": round(t_call - (since if since is not None else t_call), 6),
-                              "call": round(t_after - t_call, 6), "after": round(done - t_after, 6)}
+        done = _now()
+        evidence["phases"] = {"inputs": round(max(0.0, t_call - (since if since is not None else t_call)), 6),
+                              "call": round(max(0.0, t_after - t_call), 6), "after": round(max(0.0, done - t_after), 6)}
         Worker.reply(  # the class's method: one set on the instance is reported (integrity), never used
             self,
             {"type": "result", "id": case_id, "status": "ok", "returned": kind_of(result),
