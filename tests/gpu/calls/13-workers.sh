@@ -13,6 +13,8 @@
 #   seed      judge_latency.py 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES, ROUNDS rounds, timelines
 #   cuda      judge_latency.py 94 98 --fresh --ab JUDGE_EARLY_CUDA, ROUNDS rounds, timelines: the judge's CUDA
 #             context made beside the workers' handover (each lane's first golden answer: 1.0-1.5 s on 94)
+#   ab        judge_latency.py AIDS (default "94 98") --fresh --ab LAB (default JUDGE_LAST_EARLY: off, then on),
+#             ROUNDS rounds, timelines, at most AB_LIMIT s (240)
 #   replay    judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=2,3, ROUNDS rounds, timelines: with 12 test
 #             workers 98's last replays settled 5.5 s after its groups (2.3 s with 8)
 #   tp        grade_throughput.py: a softmax roster of N (40) per configuration, bwrap, pool auto, JOBS ("12")
@@ -43,6 +45,7 @@ for p in ${PARTS:-warm workers latency seed}; do
     workers) part workers 240 $tl $lat ${WIDS:-94 98} --fresh --ab JUDGE_WORKERS=8,12 --rounds "${ROUNDS:-1}" ;;
     latency) part latency "${LAT_LIMIT:-200}" $tl $lat ${IDS:-97 95 93 96} --fresh ;;
     cuda) part cuda 240 $tl $lat 94 98 --fresh --ab JUDGE_EARLY_CUDA --rounds "${ROUNDS:-1}" ;;
+    ab) part ab "${AB_LIMIT:-240}" $tl $lat ${AIDS:-94 98} --fresh --ab "${LAB:-JUDGE_LAST_EARLY}" --rounds "${ROUNDS:-1}" ;;
     replay) part replay 240 $tl $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=2,3 --rounds "${ROUNDS:-1}" ;;
     seed) part seed 200 $tl $lat 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES --rounds "${ROUNDS:-1}" ;;
     tp) mkdir -p "$out/tp-timelines"
