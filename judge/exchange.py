@@ -60,6 +60,7 @@ class Exchange:
                        "golden_seconds": 0.0, "kernels_compiled": 0, "compile_seconds": 0.0}
         self._compiles_seen = (0, 0.0)
         self.last_phases: dict = {}  # the last reply's split of the worker's seconds (replies.Evidence.phases)
+        self._stop_lock = threading.Lock()
 
     @property
     def alive(self) -> bool:
@@ -110,13 +111,22 @@ class Exchange:
         return None
 
     def stop(self) -> None:
-        """Close the worker, dead or alive: kill what is left, keep what it printed."""
-        if self.channel is not None:
-            self.channel.close()
-            text = self.channel.output_text()
+        """Close the worker, dead or alive: kill what is left, keep what it printed. Safe from another thread
+        than the one using it (the session stops a worker whose case will not be judged): that one's wait
+        for a reply then ends as the worker's death."""
+        with self._stop_lock:
+            channel, self.channel = self.channel, None
+        if channel is not None:
+            channel.close()
+            text = channel.output_text()
             if text:
                 self.printed.append(text)
-            self.channel = None
+
+    def _live(self) -> WorkerChannel:
+        channel = self.channel
+        if channel is None:
+            raise WorkerDied("crash", "the worker was stopped")
+        return channel
 
     def send(self, kind: str, wire_args: list | None, payloads: list, call: dict | None = None) -> int:
         """Send a case ("case": new inputs) or a refill (new values in the last case's memory); its id.
@@ -127,13 +137,13 @@ class Exchange:
             message["args"] = wire_args
         if call is not None and kind == "case":
             message["call"] = call
-        self.channel.send_case(message, payloads)
+        self._live().send_case(message, payloads)
         return self.case_id
 
     def receive(self, case_id: int, max_bytes: int) -> replies.CaseResult | replies.CaseError:
         """The parsed reply to ``case_id``; raises judge.channel.WorkerDied when there is none."""
         t0 = time.monotonic()
-        reply = self.channel.receive(replies.parse_case_reply, timeout=self.job.limits.case_seconds,
+        reply = self._live().receive(replies.parse_case_reply, timeout=self.job.limits.case_seconds,
                                      max_bytes=max_bytes, expect_id=case_id)
         self.timing["cases"] += 1
         self.timing["worker_seconds"] += time.monotonic() - t0

@@ -82,6 +82,7 @@ class Lanes:
         self._error: BaseException | None = None
         self.ran_ahead = 0  # cases taken from a group after the one being judged
         self._early: int | None = None  # a plan whose first case goes ahead of its turn (early)
+        self._running: dict[int, tuple[object, int]] = {}  # id(worker) -> (worker, the plan of its case now)
         self._first_worker = workers[0] if workers else None
         self._threads = [threading.Thread(target=self._lane, args=(ex,), name=f"judge-lane{i}", daemon=True)
                          for i, ex in enumerate(workers)]
@@ -124,6 +125,11 @@ class Lanes:
                 self._cond.wait()
             if self._error is not None:
                 raise self._error
+
+    def running_ahead(self) -> list:
+        """The workers running a case of a group after the one being judged now (run ahead, or early)."""
+        with self._cond:
+            return [ex for ex, index in self._running.values() if index > self._current]
 
     def close(self) -> None:
         """No more cases: each lane ends after the case it runs (one of a group that will not be judged, at
@@ -181,7 +187,8 @@ class Lanes:
                     self._cond.wait()
                 if got is None:
                     return
-            plan, i = got
+                plan, i = got
+                self._running[id(ex)] = (ex, plan.index)
             outcome = None
             try:
                 outcome = self._run(plan, i, ex)
@@ -190,6 +197,7 @@ class Lanes:
                     self._error = self._error or exc
             finally:
                 with self._cond:
+                    self._running.pop(id(ex), None)
                     plan.running -= 1
                     if outcome is not None:
                         if not outcome.passed and (plan.failed_at is None or i < plan.failed_at):

@@ -209,6 +209,12 @@ class Session:
             settle_open()
         finally:
             if self._lanes is not None:
+                if stopped() is not None:
+                    # A failure stopped the later groups: a case run ahead for one of them (the last group's
+                    # first case, taken early, say) is not waited for; its worker is stopped, and the lane's
+                    # wait ends as that worker's death, in a group no one judges.
+                    for ex in self._lanes.running_ahead():
+                        ex.stop()
                 self._lanes.close()
                 self.timing["cases_ahead"] = self._lanes.ran_ahead  # taken before their group's turn
         return results

@@ -30,8 +30,8 @@ FILES = [
 ]
 
 
-def _judge(pid, path, workers):
-    limits = {"case_seconds_interpret": 10, "startup_seconds": 30}
+def _judge(pid, path, workers, case_seconds=10):
+    limits = {"case_seconds_interpret": case_seconds, "startup_seconds": 30}
     report = Session(find_problem(pid), path, Options(sandbox="process", seed=4, workers=workers,
                                                        limits=limits)).run()
     return report, [(g.name, g.verdict.value, g.case, g.passed, g.skipped) for g in report.groups]
@@ -197,3 +197,34 @@ def test_a_grading_commands_judge_workers_gives_every_job_that_many(monkeypatch)
     assert workers_per_job([0, 1]) == 4  # two GPUs, a job on each: the cores split between them
     monkeypatch.setenv("JUDGE_WORKERS", "2")
     assert workers_per_job([0] * 12) == 2
+
+
+# On views (the third group) PyTorch's add and no kernel (RJ, which stops the later groups), and slow on long
+# vectors: the last group's first case, which a lane takes at the start (judge.lanes: Lanes.early), is still
+# running when the views' failure stops the later groups.
+RJ_VIEWS_SLOW_LONG = (ROOT / "reference" / "093-vector-add.py").read_text().replace(
+    "    n = x.numel()\n    out = torch.empty(n, dtype=x.dtype, device=x.device)\n",
+    "    n = x.numel()\n"
+    "    if x.storage_offset() or not x.is_contiguous():\n"
+    "        return x + y\n"
+    "    if n >= 50000:\n"
+    "        import time\n"
+    "        time.sleep(30)\n"
+    "    out = torch.empty(n, dtype=x.dtype, device=x.device)\n", 1)
+
+
+@pytest.mark.corpus
+def test_a_case_run_ahead_for_a_group_that_will_not_be_judged_is_not_waited_for(tmp_path):
+    import time
+
+    assert RJ_VIEWS_SLOW_LONG != (ROOT / "reference" / "093-vector-add.py").read_text()
+    path = tmp_path / "rj_views_slow_long.py"
+    path.write_text(RJ_VIEWS_SLOW_LONG)
+    t0 = time.monotonic()
+    two, groups_two = _judge("93", path, 2, case_seconds=60)  # (a limit past the sleep: it is not what ends it)
+    elapsed = time.monotonic() - t0
+    assert two.verdict.value == "RJ" and [g[1] for g in groups_two[:3]] == ["AC", "AC", "RJ"], groups_two
+    assert two.timing["cases_ahead"] >= 1  # the early case was taken
+    assert elapsed < 30, elapsed  # its 30-s sleep was not waited for: its worker was stopped
+    one, groups_one = _judge("93", path, 1)
+    assert one.verdict == two.verdict and groups_one == groups_two
