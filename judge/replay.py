@@ -678,20 +678,20 @@ class Replayers:
                 out[key] = out.get(key, 0) + value
         return out
 
-    def check(self, params: dict, inputs: list, reply, device: str, shared=contextlib.nullcontext):
+    def _on_free(self, replay):
+        """``replay(member)`` on a free member, waited for when none is."""
         member = self._free.get()
         try:
-            return member.check(params, inputs, reply, device, shared=shared)
+            return replay(member)
         finally:
             self._free.put(member)
 
+    def check(self, params: dict, inputs: list, reply, device: str, shared=contextlib.nullcontext):
+        return self._on_free(lambda m: m.check(params, inputs, reply, device, shared=shared))
+
     def check_bench(self, params: dict, specs: list, outputs, device: str, shared=contextlib.nullcontext):
         """A speed run's replay of a checked call (Replayer.check_bench) on a free member."""
-        member = self._free.get()
-        try:
-            return member.check_bench(params, specs, outputs, device, shared=shared)
-        finally:
-            self._free.put(member)
+        return self._on_free(lambda m: m.check_bench(params, specs, outputs, device, shared=shared))
 
 
 def replay_workers(device: str, interpret: bool, lone: bool) -> int:
