@@ -133,7 +133,8 @@ class Lanes:
 
     def close(self) -> None:
         """No more cases: each lane ends after the case it runs (one of a group that will not be judged, at
-        worst: cases ahead are taken only while every earlier case passed)."""
+        worst: cases ahead are taken only while every earlier case passed; the session stops the workers of
+        those first, :meth:`running_ahead`)."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()

@@ -182,13 +182,13 @@ class Session:
 
         if self.options.case is None and len(self.workers.all) > 1:
             self._lanes = Lanes(self.workers.all, self._lane_case, self.workers.up, self.progress.case_done)
+        try:
             last = len(self._selected_groups()) - 1
-            if last > 0 and last_early():
+            if self._lanes is not None and last > 0 and last_early():
                 # Every group's cases drawn now (the lanes start on the first group's as soon as it is drawn),
                 # so that the last group's first case can go first (judge.lanes: Lanes.early).
                 self._plan(last)
                 self._lanes.early(last)
-        try:
             for g in self._selected_groups():
                 if stopped() is not None:
                     results.append(_not_run(g, stopped()))
