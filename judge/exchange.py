@@ -272,8 +272,9 @@ class Workers:
         if len(live) > 1:
             with ThreadPoolExecutor(len(live), thread_name_prefix="judge-worker-stop") as closing:
                 list(closing.map(lambda ex: ex.stop(), live))
-        for ex in self.all:
-            ex.stop()  # (closed already: nothing left to do)
+        else:
+            for ex in live:
+                ex.stop()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
