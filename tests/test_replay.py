@@ -339,12 +339,14 @@ def test_the_replay_worker_recomputes_the_call_on_fresh_inputs(recorded):
     path, out = recorded
     parsed = replies.parse_trace(out["entry"]["record"], [])
     assert validate(parsed, set(kernel_source.kernel_names(path.read_text())), {0: 80}, "cpu", "sub.py") is None
-    fresh = torch.randn(20)
+    fresh = torch.randn(20, generator=torch.Generator().manual_seed(7))
     result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
     assert result.ok, result.error
     x = fresh[4:]
+    # The kernel's float32 chain adds and takes away 1.0, so a value can land on the other side of an fp16
+    # rounding boundary than x.half() would: allow one fp16 step, far below the gap to the recorded inputs.
     want = torch.cat([x.half().float(), torch.zeros(3)]) * 2
-    assert torch.allclose(result.outputs[0].tensor, want)
+    assert torch.allclose(result.outputs[0].tensor, want, rtol=2 ** -10, atol=2 ** -14)
     assert result.writers[0] == len(parsed.events) - 1  # the last launch wrote it
 
 
