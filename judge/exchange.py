@@ -103,6 +103,8 @@ class Exchange:
                 self.timing[f"worker_{part}"] = self.timing.get(f"worker_{part}", 0.0) + hello.startup[part]
         if self.channel.pooled:  # handed over warm by the driver's worker pool (judge.pool)
             self.timing["pooled_starts"] = self.timing.get("pooled_starts", 0) + 1
+            if getattr(self.channel.proc, "placed", ""):  # forked in a litter (judge.sandbox.litter)
+                self.timing["litter_starts"] = self.timing.get("litter_starts", 0) + 1
         self._compiles_seen = (0, 0.0)
         self.info = {"versions": dict(hello.versions), "device_name": hello.device_name}
         if not hello.ok:

@@ -110,6 +110,7 @@ class _Entry:
     home: Path  # the pool's directory for this worker: its scratch (process backend) and kernel cache
     cache: Path | None
     spawned: float
+    placed: bool = False  # its submission is in its sandbox already (a litter's: judge.sandbox.litter)
 
     def close(self) -> None:
         try:
@@ -147,6 +148,10 @@ class PoolServer:
         # kind -> the one content cache its workers mount (warm(own_cache=True)); handed out only to a job
         # whose cache it is.
         self._fixed: dict[str, str] = {}
+        # kind -> the one file its first workers are forked for, in one litter (warm(litter=True)); taken by
+        # the fill that orders that litter. _litter_of keeps it for the spawn.
+        self._litter_file: dict[str, Path] = {}
+        self._litter_of: dict[str, Path] = {}
         self._held: dict[tuple[str, int], int] = {}  # (kind, job pid) -> that job's workers of that kind now
         self._leased: set = set()
         self._draining = False
@@ -190,14 +195,19 @@ class PoolServer:
 
     # ------------------------------------------------------------------ filling
 
-    def warm(self, backend, job: Job, n: int = 1, own_cache: bool = False) -> bool:
+    def warm(self, backend, job: Job, n: int = 1, own_cache: bool = False, litter: bool = False) -> bool:
         """Keep at least ``n`` workers of ``job``'s kind warm from now on (before any job asked for one); False
         for a backend the pool cannot rebuild. ``own_cache``: they mount ``job.cache`` itself (one file's
-        content cache, shared by them all) and are handed only to a job of that cache."""
+        content cache, shared by them all) and are handed only to a job of that cache. ``litter`` (with
+        ``own_cache``: they serve ``job.submission`` alone): the ``n`` are forked in one sandbox from one
+        process that imported torch for them all (judge.sandbox.litter), each handed to a job of that file."""
         key = key_of(backend, job)
         if key is None:
             return False
         kt = _key_text(key)
+        if litter and own_cache and job.submission is not None and n >= 2:
+            with self._lock:
+                self._litter_file[kt] = self._litter_of[kt] = job.submission
         with self._lock:
             if own_cache and job.cache is not None and kt not in self._keys:
                 try:
@@ -225,6 +235,10 @@ class PoolServer:
         with self._lock:
             n = self._want(kt)
             self._spawning[kt] = self._spawning.get(kt, 0) + n
+            litter = n >= 2 and self._litter_file.pop(kt, None)  # (once: the replacements are spawned one by one)
+        if litter:
+            self._orders.put((kt, n))
+            return
         for _ in range(n):
             self._orders.put(kt)
 
@@ -233,7 +247,53 @@ class PoolServer:
             kt = self._orders.get()
             if kt is None:
                 return
-            self._spawn_one(kt)
+            if isinstance(kt, tuple):
+                self._spawn_litter(*kt)
+            else:
+                self._spawn_one(kt)
+
+    def _spawn_litter(self, kt: str, n: int) -> None:
+        """``n`` workers of kind ``kt`` forked in one sandbox (judge.sandbox.litter), for the one file the kind
+        was warmed for; one by one where a litter cannot be had."""
+        from judge.channel import prepare_message
+        from judge.sandbox import litter
+        from judge.shared import wire
+
+        key, fixed = self._keys[kt], self._fixed.get(kt)
+        cache = Path(fixed) if fixed else None
+        procs = None
+        # Their kernel cache is the file's content cache (head_start's), or there is none (the interpreter).
+        if (fixed or not key["cache"]) and not self._closed:
+            home = Path(tempfile.mkdtemp(prefix="litter-", dir=self.dir))
+            (home / "scratch").mkdir()
+            job = replace(_template(key, home / "scratch", cache), submission=self._litter_of[kt])
+            t_spawn = time.monotonic()
+            procs = litter.spawn_litter(_backend_for(key), job, n, log=self.log)
+            timeline.add("spawn a litter", t_spawn, time.monotonic(), module=str(key.get("module")), workers=n)
+        if procs is None:
+            for _ in range(n):
+                self._spawn_one(kt)
+            return
+        entries = []
+        for proc in procs:
+            nonce = secrets.token_hex(16)
+            entry = _Entry(proc, nonce, Path(tempfile.mkdtemp(prefix="w-", dir=self.dir)), cache,
+                           time.monotonic(), placed=True)
+            try:
+                wire.send(proc.stdin, dict(prepare_message(job, key["backend"]), nonce=nonce))
+            except OSError:
+                pass  # died at once: dropped when taken (_take), and the job spawns its own
+            entries.append(entry)
+        with self._lock:
+            self._spawning[kt] -= n
+            self._spawns_done.notify_all()
+            closed = self._closed
+            if not closed:
+                self._idle.setdefault(kt, []).extend(entries)
+                self.stats["spawned"] += n
+        if closed:
+            for e in entries:
+                e.close()
 
     def _spawn_one(self, kt: str) -> None:
         from judge.channel import prepare_message
@@ -374,6 +434,7 @@ class PoolServer:
             reply = {"ok": True, "nonce": entry.nonce, "pid": p.pid,
                      "submission_dir": str(p.submission_dir) if p.submission_dir is not None else None,
                      "inside_dir": p.inside_dir, "cache": str(entry.cache) if entry.cache is not None else None,
+                     "placed": p.submission_path if entry.placed else None,
                      "waited": round(time.monotonic() - entry.spawned, 3)}
             socket.send_fds(conn, [json.dumps(reply).encode()], [p.stdin, p.stdout, p.stderr])
             while True:
@@ -458,6 +519,7 @@ class PooledProc(Proc):
         self.submission_path = ""
         self.submission_dir = Path(reply["submission_dir"]) if reply.get("submission_dir") else None
         self.inside_dir = reply.get("inside_dir") or ""
+        self.placed = str(reply.get("placed") or "")  # a litter's worker: its file is in its sandbox already
         self.worker_cache = Path(reply["cache"]) if reply.get("cache") else None
         self.content_cache = cache
         self.waited = float(reply.get("waited") or 0.0)
@@ -477,6 +539,12 @@ class PooledProc(Proc):
                 return _recv(self._conn) or {}
             except (OSError, ValueError):
                 return {}
+
+    def place(self, submission: Path) -> str:
+        if self.placed:  # a litter's: take() checked that its file is ``submission``
+            self.submission_path = self.placed
+            return self.placed
+        return super().place(submission)
 
     def kill(self) -> None:
         self._ask({"op": "kill"})
@@ -696,7 +764,15 @@ def take(backend, job: Job) -> Lease | None:
     except (OSError, ValueError):
         conn.close()
         return None
-    return Lease(nonce=str(reply["nonce"]), proc=PooledProc(conn, fds, reply, job.cache), conn=conn)
+    proc = PooledProc(conn, fds, reply, job.cache)
+    if proc.placed:
+        from judge.sandbox.litter import same_file
+
+        if not same_file(Path(job.submission), proc.submission_dir, proc.placed):
+            # A litter's worker, forked for another file (head_start's pool serves one): not this job's.
+            proc.close()
+            return None
+    return Lease(nonce=str(reply["nonce"]), proc=proc, conn=conn)
 
 
 def parse_size(text: str) -> int:
@@ -761,7 +837,9 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
     # cases; 98's reference, 2026-12-04: 488 compiles and loads for about 222 variants). The replay worker
     # keeps a cache of its own (judge.replay). JUDGE_HEAD_START_CACHE=0: a cache of their own each, filled
     # and merged as a grading pool's are (to measure what sharing saves).
-    server.warm(backend, job, n=count, own_cache=os.environ.get("JUDGE_HEAD_START_CACHE", "1") != "0")
+    # JUDGE_LITTER=0: each imports torch itself (judge.sandbox.litter says what a litter is).
+    server.warm(backend, job, n=count, own_cache=os.environ.get("JUDGE_HEAD_START_CACHE", "1") != "0",
+                litter=True)
     if options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0":
         server.warm(backend, replace(job, module=REPLAY_MODULE))
     server.drain()

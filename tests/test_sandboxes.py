@@ -110,7 +110,16 @@ def test_hostile_submission_is_contained_in_a_pooled_worker(backend_name, path, 
     _contained(backend_name, path, monkeypatch, pooled=True)
 
 
-def _contained(backend_name, path, monkeypatch, pooled: bool):
+# A lone `submit` forks its workers in a litter (judge.sandbox.litter): two workers of the submission in one
+# sandbox, forked from a process that imported torch for both. The same containment; docker has no litters.
+@pytest.mark.corpus
+@pytest.mark.parametrize("path", [p if p.stem in POOL_SLICE else pytest.param(p, marks=pytest.mark.full)
+                                  for p in HOSTILE], ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
+def test_hostile_submission_is_contained_in_a_litter(path, monkeypatch):
+    _contained("bwrap", path, monkeypatch, pooled=True, litter=True)
+
+
+def _contained(backend_name, path, monkeypatch, pooled: bool, litter: bool = False):
     backend = usable(backend_name)
     # Without cgroups nothing caps the number of processes, and memory is
     # watched rather than capped: only these two would harm the host then.
@@ -126,27 +135,27 @@ def _contained(backend_name, path, monkeypatch, pooled: bool):
         recorded = recording.procs
 
         class Recorded(base):
-            def spawn(self, job):
-                proc = base.spawn(self, job)
+            def spawn(self, job, **kw):
+                proc = base.spawn(self, job, **kw)
                 recorded.append(proc)
                 return proc
 
         backend = Recorded()
         monkeypatch.setattr(intake, "backend_for", lambda name, device: (backend, None))
         monkeypatch.setattr(pool, "_backend_for", lambda key: backend)
-        server = pool.PoolServer(size=1)
+        server = pool.PoolServer(size=2 if litter else 1)
         monkeypatch.setenv(pool.ENV, server.path)
     else:
         monkeypatch.setattr(intake, "backend_for", lambda name, device: (recording, None))
     try:
-        _judge_contained(backend_name, backend, path, recording, server if pooled else None)
+        _judge_contained(backend_name, backend, path, recording, server if pooled else None, litter)
     finally:
         if pooled:
             server.close()
     _assert_nothing_left(backend_name, recording.procs)
 
 
-def _judge_contained(backend_name, backend, path, recording, server):
+def _judge_contained(backend_name, backend, path, recording, server, litter=False):
     expected = VERDICT_DIRS[path.parent.name]
     device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")  # tests/gpu/run.sh sets cuda
     # The static scan would reject most of these before they run; the point
@@ -164,7 +173,7 @@ def _judge_contained(backend_name, backend, path, recording, server):
     seconds = 3 * CASE_SECONDS if expected == "MLE" else 30 * CASE_SECONDS if path.stem == "read_reference" \
         else CASE_SECONDS
     options = Options(sandbox=backend_name, seed=1, device=device, interpret=device == "cpu", static_scan=False,
-                      speed=False, workers=1,
+                      speed=False, workers=2 if litter else 1,
                       limits={"case_seconds_interpret": seconds, "case_seconds": seconds, "startup_seconds": 60})
     problem = find_problem("93")
     if server is not None:  # a worker of each kind the session asks for, warm before it starts
@@ -178,16 +187,18 @@ def _judge_contained(backend_name, backend, path, recording, server):
         job = Job(submission=path, scratch=ROOT, device=device, interpret=device == "cpu",
                   limits=limits_for(problem, options), gpu=options.gpu,
                   cache=intake.kernel_cache(path, device, device == "cpu"))
-        server.warm(backend, job)
+        server.warm(backend, job, n=2 if litter else 1, own_cache=litter, litter=litter)
         server.warm(backend, replace(job, module="judge.untrusted.replay"))
         deadline = time.monotonic() + 60
-        while server.idle() < 2 and time.monotonic() < deadline:
+        while server.idle() < (3 if litter else 2) and time.monotonic() < deadline:
             time.sleep(0.1)
     started = time.monotonic()
     report = Session(problem, path, options).run()
     elapsed = time.monotonic() - started
     if server is not None:
         assert report.timing.get("pooled_starts", 0) >= 1, "the session did not take a pooled worker"
+    if litter:
+        assert report.timing.get("litter_starts", 0) >= 1, "the session did not take a litter's worker"
 
     assert report.verdict.value == expected, f"{report.verdict.value}: {report.message}"
     text = report.message + " ".join(g.message for g in report.groups)

@@ -142,6 +142,10 @@ class Backend:
         return None
 
     def spawn(self, job: Job) -> Proc:
+        """Start the worker of ``job``. The process and bwrap backends also take ``extra_fds`` (descriptors
+        the worker inherits, at the same numbers), ``extra_env`` (added to its environment) and ``share`` (how
+        many workers will live in this one sandbox: its memory, processes and scratch are that many workers'),
+        which judge.sandbox.litter uses."""
         raise NotImplementedError
 
 

@@ -71,10 +71,11 @@ class ProcessBackend(Backend):
     def caveat(self) -> str | None:
         return "sandbox 'process': the submission ran as you, with nothing isolated (use it for your own code)"
 
-    def spawn(self, job: Job) -> Proc:
+    def spawn(self, job: Job, *, extra_fds=(), extra_env=None, share: int = 1) -> Proc:
         prepare_cache(job)
         env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch),
                          cache=str(job.cache) if job.cache is not None else None)
+        env.update(extra_env or {})
         popen = subprocess.Popen(
             [sys.executable, "-P", "-m", job.module],
             stdin=subprocess.PIPE,
@@ -84,6 +85,7 @@ class ProcessBackend(Backend):
             env=env,
             start_new_session=True,
             preexec_fn=_set_limits(job),
+            pass_fds=tuple(extra_fds),
         )
         # A pooled worker (no submission yet) is told its file's host path in "setup" (Proc.place).
         return _ChildProc(popen, str(job.submission.resolve()) if job.submission is not None else "")

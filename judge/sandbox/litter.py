@@ -1,0 +1,377 @@
+"""The judge's side of a litter (judge.untrusted.litter): several workers of one submission forked, in one
+sandbox, from one process that imported torch and Triton for them all.
+
+:func:`spawn_litter` makes each child's three pipes, starts the litter's parent through the backend (bwrap or
+process) with those pipes passed in, and gives back one :class:`LitterProc` per child, which the judge uses as
+it uses any worker: "prepare" to its stdin, replies from its stdout (judge.channel), its prints drained from its
+stderr. What differs is underneath:
+
+* **One sandbox.** The children share its file system, its PID namespace and its cgroup (sized for all of
+  them: each child's memory and processes, times the number of children). They run one submission, the file
+  placed in the sandbox before the parent starts (so :meth:`LitterProc.place` only checks that the judge asks
+  for that file). Nothing of another submission, and no replay worker (judge.replay), ever shares it.
+* **Killing one child** kills its session (each child leads one) by its PID on the host, which the judge finds
+  itself among the sandbox's processes (the parent reports the child's PID as the sandbox numbers it): a
+  child is killed without touching its siblings. The last child closed takes the sandbox down, and with it
+  whatever any child left running.
+* **How a child ended** comes from the parent, which reaps it. The parent shares the sandbox with the
+  children, so a child could forge that line: it would forge its own end, as an ordinary worker can choose
+  its own exit status. A report that does not parse, or the parent's end, ends every child still running.
+
+None is returned where a litter cannot be had (a backend that cannot pass pipes in, the parent failing before
+it forks); the caller spawns its workers one by one, as without a litter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from judge.sandbox.base import Job, Proc, process_tree_memory
+
+MODULE = "judge.untrusted.litter"
+BACKENDS = ("process", "bwrap")  # those that can pass pipes into the sandbox (docker cannot)
+READY_SECONDS = 300.0  # importing torch and Triton (judge.channel.ENVIRONMENT_SECONDS, for one process)
+MAX_LINE = 4096
+FIND_SECONDS = 2.0  # how long a kill looks for a child it cannot find among the sandbox's processes
+
+
+def enabled() -> bool:
+    """JUDGE_LITTER=0 turns litters off (each worker imports torch itself), to measure what they save."""
+    return os.environ.get("JUDGE_LITTER", "1") != "0"
+
+
+class Litter:
+    """The sandbox and its parent process; its children are :attr:`procs`."""
+
+    def __init__(self, backend, job: Job, n: int, log=None):
+        self.n = n
+        self.log = log
+        self._lock = threading.Lock()
+        self._ended = threading.Event()  # the parent's reports are over (it exited, or spoke out of turn)
+        self._forked = threading.Event()  # every child forked, or the litter failed first
+        self._status: dict[int, int] = {}  # child -> how it ended
+        self._nspid: dict[int, int] = {}  # child -> its PID inside the sandbox
+        self._hostpid: dict[int, int] = {}  # child -> its PID on the host, once found
+        self._pidfd: dict[int, int] = {}  # child -> a pidfd of that process (judge.sandbox.litter.host_pid)
+        self._open = set(range(n))  # children not closed yet
+        self._events = [threading.Event() for _ in range(n)]
+        self.failure = ""
+        self.ready_at: float | None = None
+        ours, theirs, self._fds = [], [], []
+        for _ in range(n):
+            r_in, w_in = os.pipe()  # the child reads requests
+            r_out, w_out = os.pipe()  # the child writes replies
+            r_err, w_err = os.pipe()  # the child's prints
+            ours.append((w_in, r_out, r_err))
+            theirs.append((r_in, w_out, w_err))
+        spec = ";".join(",".join(str(fd) for fd in s) for s in theirs)
+        passed = [fd for s in theirs for fd in s]
+        from judge.untrusted.litter import FDS_ENV, INTERPRET_ENV
+
+        try:
+            self.proc = backend.spawn(replace(job, module=MODULE), extra_fds=passed, share=n,
+                                      extra_env={FDS_ENV: spec, INTERPRET_ENV: "1" if job.interpret else "0"})
+        except BaseException:
+            for fd in passed + [fd for s in ours for fd in s]:
+                os.close(fd)
+            raise
+        for fd in passed:
+            os.close(fd)
+        self.procs = [LitterProc(self, i, *ours[i]) for i in range(n)]
+        self._stderr = bytearray()
+        threading.Thread(target=self._read_reports, name="judge-litter", daemon=True).start()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    # ------------------------------------------------------------------ the parent's reports
+
+    def _read_reports(self) -> None:
+        buf = b""
+        try:
+            while True:
+                chunk = os.read(self.proc.stdout, 1 << 12)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    if not self._report(line):
+                        return
+                if len(buf) > MAX_LINE:
+                    self._fail("a report line past its bound")
+                    return
+        except OSError:
+            pass
+        finally:
+            self._end()
+
+    def _report(self, line: bytes) -> bool:
+        """One line from the parent; False when it is not one it may send (the litter is then ended)."""
+        try:
+            msg = json.loads(line)
+            if not isinstance(msg, dict) or len(msg) > 2:
+                raise ValueError
+            if msg.get("ready") is True:
+                self.ready_at = time.monotonic()
+            elif "failed" in msg:
+                self._fail(f"its parent failed: {str(msg['failed'])[:300]}")
+                return False
+            elif "forked" in msg:
+                i, pid = _index(msg["forked"], self.n), msg.get("pid")
+                if type(pid) is not int or pid <= 0 or i in self._nspid:
+                    raise ValueError
+                self._nspid[i] = pid
+                if len(self._nspid) == self.n:
+                    self._forked.set()
+            elif "exited" in msg:
+                i, status = _index(msg["exited"], self.n), msg.get("status")
+                if type(status) is not int or not -64 <= status <= 255:
+                    raise ValueError
+                # The first word on a child's end stands (a second comes where a child forged the first: the
+                # parent's own, once it reaps that child, which the judge kills whatever it was told).
+                self._status.setdefault(i, status)
+                self._events[i].set()
+            else:
+                raise ValueError
+            return True
+        except (ValueError, TypeError, KeyError):
+            self._fail("a report that does not parse")
+            return False
+
+    def _fail(self, why: str) -> None:
+        if not self.failure:
+            self.failure = why
+            if self.log:
+                self.log(f"litter: {why} {self.last_words()}".strip())
+        self._end()
+
+    def _end(self) -> None:
+        """No more reports: every child is killed, and the sandbox with them; one not reported ended ends so."""
+        first = not self._ended.is_set()
+        self._ended.set()
+        self._forked.set()
+        if first:
+            # Every child still running, by its pidfd (a report of its end came from inside the sandbox), then
+            # the sandbox: under bwrap that alone kills them all; the process backend has no sandbox to kill.
+            for i in range(self.n):
+                if self.host_pid(i) is not None:
+                    try:
+                        signal.pidfd_send_signal(self._pidfd[i], signal.SIGKILL)
+                    except OSError:
+                        pass
+            self.proc.kill()
+        for i, event in enumerate(self._events):
+            self._status.setdefault(i, -signal.SIGKILL)
+            event.set()
+
+    def _drain_stderr(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.proc.stderr, 1 << 16)
+            except OSError:
+                return
+            if not chunk:
+                return
+            self._stderr = (self._stderr + chunk)[-4096:]
+
+    def wait_forked(self, timeout: float = READY_SECONDS) -> bool:
+        """Whether every child was forked (False: the litter failed first, or took past ``timeout``)."""
+        self._forked.wait(timeout)
+        return len(self._nspid) == self.n and not self.failure
+
+    def last_words(self) -> str:
+        lines = [ln for ln in self._stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
+        return lines[-1][:300] if lines else ""
+
+    # ------------------------------------------------------------------ the children, from the host
+
+    def host_pid(self, i: int) -> int | None:
+        """Child ``i``'s PID on the host while it lives: the process among the sandbox's whose innermost PID
+        (NSpid's last) is the one its parent reported, held by a pidfd from then on, so that a number the
+        host gives to another process once the child is reaped is never taken for it. None before it is
+        forked, once it is gone, or where it cannot be found."""
+        fd = self._pidfd.get(i)
+        if fd is not None:
+            return self._hostpid[i] if _running(fd) else None
+        nspid = self._nspid.get(i)
+        if nspid is None:
+            return None
+        from judge.sandbox.base import _descendants
+
+        for pid in sorted(_descendants(self.proc.pid) - {self.proc.pid}):
+            try:
+                ids = _nspid(pid)
+                if not (ids and int(ids[-1]) == nspid and self._is_child(pid)):
+                    continue
+                fd = os.pidfd_open(pid)
+                if _nspid(pid) != ids:  # (the number was given to another process between the two reads)
+                    os.close(fd)
+                    continue
+            except (OSError, ValueError):
+                continue
+            with self._lock:
+                if i in self._pidfd:
+                    os.close(fd)
+                else:
+                    self._pidfd[i], self._hostpid[i] = fd, pid
+            return self.host_pid(i)
+        return None
+
+    def _is_child(self, pid: int) -> bool:
+        """Whether ``pid`` was forked by the litter's parent: its parent runs this module, in the same PID
+        namespace (a process in a namespace a child made below it has a longer NSpid, and its own numbers)."""
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+            with open(f"/proc/{parent}/cmdline", "rb") as f:
+                if MODULE.encode() not in f.read():
+                    return False
+            return len(_nspid(pid)) == len(_nspid(parent)) > 0
+        except (OSError, ValueError, IndexError):
+            return False
+
+    def kill_child(self, i: int) -> None:
+        """Kill child ``i`` and its session (by its PID, even when its end was reported: the report comes from
+        inside the sandbox). One that cannot be found while it may be alive ends the whole litter."""
+        deadline = time.monotonic() + FIND_SECONDS
+        while True:
+            pid = self.host_pid(i)
+            if pid is not None:
+                try:
+                    os.killpg(pid, signal.SIGKILL)  # (its session: the child leads it, so it is its PID)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                try:
+                    signal.pidfd_send_signal(self._pidfd[i], signal.SIGKILL)
+                except (ProcessLookupError, OSError):
+                    pass
+                return
+            if i in self._pidfd or self._events[i].is_set() or self._ended.is_set():
+                return  # gone (a pidfd saw it end, or its parent reaped it), or the sandbox is going
+            if i not in self._nspid and not self._forked.is_set():
+                self._fail(f"child {i} was to be killed before it was forked")
+                return
+            if time.monotonic() > deadline:
+                self._fail(f"child {i} could not be found to be killed")
+                return
+            time.sleep(0.02)  # (forked since the process table was read, or reaped and its report on the way)
+
+    def release(self, i: int) -> None:
+        """Child ``i`` is closed; the last one closed takes the sandbox down."""
+        with self._lock:
+            self._open.discard(i)
+            last = not self._open
+        if last:
+            self.close()
+
+    def close(self) -> None:
+        self.proc.kill()
+        self.proc.wait(5)
+        close = getattr(self.proc, "close", None)
+        if close is not None:
+            close()
+        with self._lock:
+            fds, self._pidfd = list(self._pidfd.values()), {}
+        for fd in fds:
+            os.close(fd)
+
+
+def _running(pidfd: int) -> bool:
+    """Whether the process of ``pidfd`` has not ended (a pidfd reads as ready once it has)."""
+    import select
+
+    p = select.poll()
+    p.register(pidfd, select.POLLIN)
+    return not p.poll(0)
+
+
+def _nspid(pid: int) -> list[str]:
+    with open(f"/proc/{pid}/status") as f:
+        return next((ln for ln in f if ln.startswith("NSpid:")), "").split()[1:]
+
+
+def _index(value, n: int) -> int:
+    if type(value) is not int or not 0 <= value < n:
+        raise ValueError
+    return value
+
+
+class LitterProc(Proc):
+    """One child of a litter, as the judge uses a worker."""
+
+    def __init__(self, litter: Litter, i: int, stdin: int, stdout: int, stderr: int):
+        self.litter = litter
+        self.i = i
+        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+        self.pid = litter.proc.pid
+        self.submission_dir = getattr(litter.proc, "submission_dir", None)
+        self.inside_dir = getattr(litter.proc, "inside_dir", "")
+        self.submission_path = getattr(litter.proc, "submission_path", "")
+        self._closed = False
+
+    def place(self, submission: Path) -> str:
+        """The litter's one file, placed before its parent started: only checked here."""
+        placed = self.litter.proc.submission_path
+        if not placed or not same_file(Path(submission), self.submission_dir, placed):
+            raise RuntimeError("a litter's workers serve the one submission placed in its sandbox")
+        self.submission_path = placed
+        return placed
+
+    def kill(self) -> None:
+        self.litter.kill_child(self.i)
+
+    def wait(self, timeout=None):
+        if not self.litter._events[self.i].wait(timeout):
+            return None
+        return self.litter._status.get(self.i)
+
+    def memory_bytes(self, exact_above=None):
+        pid = self.litter.host_pid(self.i)
+        return None if pid is None else process_tree_memory(pid, exact_above)
+
+    def oom_killed(self) -> bool:
+        return self.litter._status.get(self.i) == -signal.SIGKILL and self.litter.proc.oom_killed()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.kill()
+        self.wait(5)
+        for fd in (self.stdin, self.stdout, self.stderr):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.litter.release(self.i)
+
+
+def same_file(submission: Path, folder: Path | None, placed: str) -> bool:
+    """Whether ``submission`` (a host path) is the file placed as ``placed``: its name and its bytes (the copy in
+    ``folder``, the host directory the sandbox shows, or ``placed`` itself where there is none)."""
+    copy = Path(placed) if folder is None else folder / Path(placed).name
+    try:
+        return Path(placed).name == submission.name and copy.read_bytes() == submission.read_bytes()
+    except OSError:
+        return False
+
+
+def spawn_litter(backend, job: Job, n: int, log=None) -> list[LitterProc] | None:
+    """``n`` workers of ``job`` (whose ``submission`` is known) forked in one sandbox; None where a litter
+    cannot be had here, and the caller spawns them one by one. Returns at once: the parent imports and forks
+    while the judge goes on; a litter that fails shows as workers that died before they were ready (the pool
+    drops those it holds, and the job then spawns its own)."""
+    if n < 2 or not enabled() or getattr(backend, "name", "") not in BACKENDS or job.submission is None:
+        return None
+    try:
+        litter = Litter(backend, job, n, log)
+    except Exception as exc:  # noqa: BLE001 - the workers are spawned one by one instead
+        if log:
+            log(f"litter: could not start ({type(exc).__name__}: {exc})")
+        return None
+    return litter.procs

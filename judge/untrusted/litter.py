@@ -1,0 +1,135 @@
+"""A litter: one process imports torch and Triton once, then forks a submission's workers from itself.
+
+A worker's start is mostly ``import torch`` (2.8 s alone on the H200's host, 5.7-6.2 s when a lone ``submit``'s
+twelve workers import it at once beside the judge: tests/gpu/RESULTS.md, 2026-12-05 sixth session). A forked
+child shares its parent's imported modules page for page and starts at once; only its CUDA context is its own
+(the parent never touches CUDA, which does not survive a fork). judge.sandbox.litter, on the judge's side,
+starts this module in one sandbox for the workers of one submission: they share that sandbox, which holds the
+one submission they all run, and nothing of anybody else's.
+
+The parent runs nothing of any submission: it imports, forks each child onto its pipes (the judge made them
+and passed them in; JUDGE_LITTER_FDS names them), reports each child's PID, reaps them and reports how each
+ended. Each child closes every descriptor but its own three pipes, leads a session of its own, and from there
+on is an ordinary worker (judge.untrusted.runner.main): it reads "prepare" (its imports are done, so that is
+its CUDA context and the guard's hooks), then "setup", and so on.
+
+What the parent says on its stdout is one JSON object per line: {"ready": true}, {"forked": i, "pid": n},
+{"exited": i, "status": s}, {"failed": "why"}. The judge reads it as it reads anything from a sandbox:
+bounded, checked, and never trusted with more than this litter's own workers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+FDS_ENV = "JUDGE_LITTER_FDS"  # "in,out,err;in,out,err;...": each child's three pipe ends
+INTERPRET_ENV = "JUDGE_LITTER_INTERPRET"  # "1": the children run Triton's interpreter (set before triton loads)
+
+
+def _say(message: dict) -> None:
+    os.write(1, (json.dumps(message) + "\n").encode())
+
+
+def _child(mine: tuple[int, int, int], everyone: list[int]) -> None:
+    """In the forked child: become an ordinary worker on its own three pipes."""
+    os.setsid()
+    for target, fd in enumerate(mine):
+        os.dup2(fd, target)
+    for fd in everyone:
+        if fd > 2:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+    code = 1
+    try:
+        from judge.untrusted.runner import main
+
+        code = main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:  # noqa: BLE001 - as an uncaught error would end a worker started on its own
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(code if isinstance(code, int) else 1)
+
+
+def main() -> int:
+    try:
+        sets = [tuple(int(x) for x in part.split(",")) for part in os.environ.get(FDS_ENV, "").split(";") if part]
+    except ValueError:
+        sets = []
+    if not sets or any(len(s) != 3 for s in sets):
+        _say({"failed": "no pipes named"})
+        return 2
+    if os.environ.get(INTERPRET_ENV) == "1":
+        os.environ["TRITON_INTERPRET"] = "1"
+    else:
+        os.environ.pop("TRITON_INTERPRET", None)
+    try:
+        import torch
+        import triton  # noqa: F401
+
+        # What every worker imports before it says "ready" and while it judges, so the children find it done.
+        from judge.untrusted import (bench, calls, constants, determinism, guard, integrity,  # noqa: F401
+                                     outputs, own_ops, runner, trace)
+
+        runner.warm_compiler(os.environ.get(INTERPRET_ENV) == "1")
+    except BaseException as exc:  # noqa: BLE001 - the judge starts its workers one by one instead
+        _say({"failed": f"import: {type(exc).__name__}: {exc}"[:300]})
+        return 2
+    # A fork copies the calling thread alone: a Python thread started by these imports would be missing, mid-way
+    # through whatever it held, in every child. None is; if one ever is, say so. (Loading torch's library starts
+    # one native thread, idle on a futex: torch is made to be forked after its import, as its DataLoader's
+    # workers are, and no child uses that thread.)
+    import threading
+
+    if torch.cuda.is_initialized():  # (a CUDA context does not survive a fork: each child makes its own)
+        _say({"failed": "CUDA was initialised before the fork"})
+        return 2
+    if threading.active_count() != 1:
+        _say({"failed": f"{threading.active_count()} Python threads before the fork"})
+        return 2
+    _say({"ready": True})
+    everyone = [fd for s in sets for fd in s]
+    children: dict[int, int] = {}
+    for i, mine in enumerate(sets):
+        pid = os.fork()
+        if pid == 0:
+            _child(mine, everyone)
+        children[pid] = i
+        _say({"forked": i, "pid": pid})
+    for fd in everyone:  # the parent keeps no child's pipe: a pipe's reader sees its end when the child's ends
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    while children:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:
+            continue
+        i = children.pop(pid, None)
+        if i is None:
+            continue  # (an orphan the sandbox's init would reap, never ours)
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        try:
+            _say({"exited": i, "status": code})
+        except OSError:
+            pass  # the judge is gone: its end of the sandbox kills what is left
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""Litters (judge.sandbox.litter): a submission's workers forked in one sandbox from one process that imported
+torch for them all.
+
+Behaviour only, against the real backends: each child is a worker on its own pipes; one is killed without its
+siblings; the last one closed takes the sandbox down with everything in it; what a child forges in its parent's
+name ends the litter instead of misleading the judge; ``submit`` forks its workers so and judges as it does
+without (JUDGE_LITTER=0).
+"""
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from judge.channel import prepare_message
+from judge.problems import find_problem
+from judge.sandbox import Job, Limits, get_backend
+from judge.sandbox.litter import spawn_litter
+from judge.shared import wire
+
+ROOT = Path(__file__).resolve().parent.parent
+LIMITS = Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
+                startup_seconds=60)
+PLAIN = "def add(x, y):\n    return x + y\n"
+# At import, in the sandbox: the parent's report stream is its stdout, reachable through /proc as the same user.
+FORGES = '''import os
+with open(f"/proc/{os.getppid()}/fd/1", "w") as parent:
+    parent.write('{"exited": 1, "status": 0}\\n{"this": "is not a report"}\\n')
+
+
+def add(x, y):
+    return x + y
+'''
+
+
+def usable(name):
+    backend = get_backend(name)
+    why = backend.unavailable("cpu")
+    if why:
+        pytest.skip(why)
+    return backend
+
+
+def _litter(name, tmp_path, source=PLAIN, n=3):
+    sub = tmp_path / "sub.py"
+    sub.write_text(source)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    job = Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=LIMITS)
+    procs = spawn_litter(usable(name), job, n)
+    assert procs is not None and len(procs) == n
+    readers = []
+    for p in procs:
+        p.nonce = secrets.token_hex(8)
+        wire.send(p.stdin, dict(prepare_message(job, name), nonce=p.nonce))
+        readers.append(wire.Reader(p.stdout))
+    for r, p in zip(readers, procs):
+        message, _ = r.recv(120)
+        assert message == {"type": "ready", "nonce": p.nonce, "tensors": []}
+    return sub, procs, readers
+
+
+def _hello(proc, reader, sub):
+    wire.send(proc.stdin, {"type": "setup", "nonce": proc.nonce, "submission": proc.place(sub), "entry": "add",
+                           "arity": 2, "threads": 1})
+    message, _ = reader.recv(60)
+    return message
+
+
+def _alive(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_each_child_is_a_worker_of_its_own_and_is_killed_alone(name, tmp_path):
+    sub, procs, readers = _litter(name, tmp_path)
+    litter = procs[0].litter
+    pids = [litter.host_pid(p.i) for p in procs]
+    assert None not in pids and len(set(pids)) == 3 and litter.proc.pid not in pids
+    procs[1].kill()
+    assert procs[1].wait(10) == -9
+    assert procs[0].wait(0) is None and procs[2].wait(0) is None
+    # The others still serve: each imports the submission and says hello on its own pipe.
+    for i in (0, 2):
+        hello = _hello(procs[i], readers[i], sub)
+        assert hello["type"] == "hello" and hello["status"] == "ok", hello
+        # Its imports were its parent's: what it did itself before "ready" is a fraction of a torch import.
+        assert hello["startup"]["imports_seconds"] < 0.5, hello["startup"]
+    for p in procs:
+        p.close()
+    assert litter.proc.wait(10) is not None, "the sandbox outlived its last child"
+    assert not any(_alive(pid) for pid in pids)
+    if name == "bwrap":
+        assert not litter.proc.stage.exists()
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_a_litter_serves_the_one_file_placed_in_it(name, tmp_path):
+    sub, procs, _ = _litter(name, tmp_path, n=2)
+    other = tmp_path / "other" / "sub.py"
+    other.parent.mkdir()
+    other.write_text(PLAIN + "# another file of the same name\n")
+    with pytest.raises(RuntimeError):
+        procs[0].place(other)
+    assert procs[1].place(sub)
+    for p in procs:
+        p.close()
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_a_report_forged_by_a_child_ends_the_litter(name, tmp_path):
+    sub, procs, readers = _litter(name, tmp_path, source=FORGES)
+    litter = procs[0].litter
+    pids = [litter.host_pid(p.i) for p in procs]
+    wire.send(procs[0].stdin, {"type": "setup", "nonce": procs[0].nonce, "submission": procs[0].place(sub),
+                               "entry": "add", "arity": 2, "threads": 1})
+    # The forged "exited" for child 1 parses; the next line does not, and every child is killed with the sandbox.
+    for p in procs:
+        assert p.wait(30) is not None
+    assert "does not parse" in litter.failure
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids), "a child outlived the litter's end"
+    for p in procs:
+        p.close()
+
+
+def test_a_child_reported_ended_by_a_forgery_is_still_killed(tmp_path):
+    # The forged line alone: child 1 is reported ended while it runs; closing it must still kill it.
+    sub, procs, readers = _litter("process", tmp_path, source=FORGES.replace('\\n{"this": "is not a report"}', ""))
+    litter = procs[0].litter
+    one = litter.host_pid(1)
+    wire.send(procs[0].stdin, {"type": "setup", "nonce": procs[0].nonce, "submission": procs[0].place(sub),
+                               "entry": "add", "arity": 2, "threads": 1})
+    assert procs[1].wait(30) == 0  # what the forgery says
+    assert _alive(one)
+    procs[1].close()
+    deadline = time.monotonic() + 10
+    while _alive(one) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(one), "a child reported ended by a forgery was left running"
+    assert not litter.failure and procs[0].wait(0) is None  # its siblings were not touched
+    for p in procs:
+        p.close()
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_submit_forks_its_workers_in_a_litter_and_judges_as_without(name, tmp_path):
+    usable(name)
+    reports = {}
+    for litter in ("1", "0"):
+        own_tmp = Path(tempfile.mkdtemp(prefix="lt-", dir="/tmp"))  # (the pool's socket path must be short)
+        env = {**{k: v for k, v in os.environ.items() if k != "JUDGE_POOL_SOCKET"}, "TMPDIR": str(own_tmp),
+               "JUDGE_LITTER": litter}
+        proc = subprocess.run([sys.executable, "-m", "judge", "submit", "94", str(find_problem("94").reference_path),
+                               "--device", "cpu", "--sandbox", name, "--seed", "3", "--json", "--workers", "3",
+                               "--max-examples", "3"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+        reports[litter] = json.loads(proc.stdout)
+        assert not list(own_tmp.glob("judge-pool-*")), "the command's pool outlived it"
+        subprocess.run(["rm", "-rf", str(own_tmp)])
+    on, off = reports["1"], reports["0"]
+    assert on["timing"].get("litter_starts") == 3 and on["timing"].get("pooled_starts") == 3, on["timing"]
+    assert "litter_starts" not in off["timing"] and off["timing"].get("pooled_starts") == 3, off["timing"]
+    assert on["verdict"] == off["verdict"] == "AC"
+    assert [(g["name"], g["verdict"], g["cases_run"], g["failure"]) for g in on["groups"]] == \
+           [(g["name"], g["verdict"], g["cases_run"], g["failure"]) for g in off["groups"]]
