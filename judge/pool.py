@@ -111,6 +111,7 @@ class _Entry:
     cache: Path | None
     spawned: float
     placed: bool = False  # its submission is in its sandbox already (a litter's: judge.sandbox.litter)
+    litter: object = None  # the judge.sandbox.litter.Litter it was forked in, if any
 
     def close(self) -> None:
         try:
@@ -130,7 +131,7 @@ class _Entry:
 class PoolServer:
     """The driver's pool: warm workers by kind, handed out over a Unix socket (``path``), one job each."""
 
-    def __init__(self, size: int = DEFAULT_SIZE, log=None):
+    def __init__(self, size: int = DEFAULT_SIZE, log=None, litters: bool = True):
         self.size = max(0, int(size))
         self.log = log
         self.dir = Path(tempfile.mkdtemp(prefix="judge-pool-"))
@@ -152,6 +153,9 @@ class PoolServer:
         # the fill that orders that litter. _litter_of keeps it for the spawn.
         self._litter_file: dict[str, Path] = {}
         self._litter_of: dict[str, Path] = {}
+        # (kind, job pid) -> the idle children of the roster litter that job took a worker of (_take).
+        self._claimed: dict[tuple[str, int], list[_Entry]] = {}
+        self.litters = litters
         self._held: dict[tuple[str, int], int] = {}  # (kind, job pid) -> that job's workers of that kind now
         self._leased: set = set()
         self._draining = False
@@ -180,8 +184,9 @@ class PoolServer:
         """Kill every worker of the pool, idle or handed out, and remove the socket."""
         with self._lock:
             self._closed = True
-            idle = [e for entries in self._idle.values() for e in entries]
+            idle = [e for entries in (*self._idle.values(), *self._claimed.values()) for e in entries]
             self._idle.clear()
+            self._claimed.clear()
             leased = list(self._leased)
         self.stats["wasted"] += len(idle)
         self._orders.put(None)
@@ -235,7 +240,8 @@ class PoolServer:
         with self._lock:
             n = self._want(kt)
             self._spawning[kt] = self._spawning.get(kt, 0) + n
-            litter = n >= 2 and self._litter_file.pop(kt, None)  # (once: the replacements are spawned one by one)
+            # head_start's litter, once (its replacements are spawned one by one), or a roster's (_litters).
+            litter = n >= 2 and (self._litter_file.pop(kt, None) or self._litters(kt))
         if litter:
             self._orders.put((kt, n))
             return
@@ -252,21 +258,34 @@ class PoolServer:
             else:
                 self._spawn_one(kt)
 
+    def _litters(self, kt: str) -> bool:
+        """(with the lock held) Whether a roster's workers of kind ``kt`` are spawned in litters: the submission's
+        own workers (never the replay worker, which checks them), on a backend that has litters, with the pool
+        serving jobs (not head_start's, which forks its one litter for its file)."""
+        from judge.sandbox import litter
+
+        key = self._keys.get(kt) or {}
+        return (self.litters and litter.enabled() and key.get("module") == "judge.untrusted"
+                and key.get("backend") in litter.BACKENDS and kt not in self._fixed)
+
     def _spawn_litter(self, kt: str, n: int) -> None:
-        """``n`` workers of kind ``kt`` forked in one sandbox (judge.sandbox.litter), for the one file the kind
-        was warmed for; one by one where a litter cannot be had."""
+        """``n`` workers of kind ``kt`` forked in one sandbox (judge.sandbox.litter); one by one where a litter
+        cannot be had. head_start's is for the one file the kind was warmed for; a roster's for whichever job
+        takes one of them first (_take), and for that job alone."""
         from judge.channel import prepare_message
         from judge.sandbox import litter
         from judge.shared import wire
 
         key, fixed = self._keys[kt], self._fixed.get(kt)
-        cache = Path(fixed) if fixed else None
+        submission = self._litter_of.get(kt) if fixed or not key["cache"] else None
         procs = None
-        # Their kernel cache is the file's content cache (head_start's), or there is none (the interpreter).
-        if (fixed or not key["cache"]) and not self._closed:
+        if not self._closed:
             home = Path(tempfile.mkdtemp(prefix="litter-", dir=self.dir))
             (home / "scratch").mkdir()
-            job = replace(_template(key, home / "scratch", cache), submission=self._litter_of[kt])
+            # Its kernel cache: the file's content cache (head_start's), or one the children share, filled from
+            # their job's content cache and merged back as any pooled worker's is (none in the interpreter).
+            cache = Path(fixed) if fixed else home / "cache" if key["cache"] else None
+            job = replace(_template(key, home / "scratch", cache), submission=submission)
             t_spawn = time.monotonic()
             procs = litter.spawn_litter(_backend_for(key), job, n, log=self.log)
             timeline.add("spawn a litter", t_spawn, time.monotonic(), module=str(key.get("module")), workers=n)
@@ -278,7 +297,7 @@ class PoolServer:
         for proc in procs:
             nonce = secrets.token_hex(16)
             entry = _Entry(proc, nonce, Path(tempfile.mkdtemp(prefix="w-", dir=self.dir)), cache,
-                           time.monotonic(), placed=True)
+                           time.monotonic(), placed=submission is not None, litter=proc.litter)
             try:
                 wire.send(proc.stdin, dict(prepare_message(job, key["backend"]), nonce=nonce))
             except OSError:
@@ -360,7 +379,11 @@ class PoolServer:
                 self._spawns_done.wait(left)
         return True
 
-    def _take(self, kt: str, key: dict, owner: int, cache=None) -> _Entry | None:
+    def _take(self, kt: str, key: dict, owner: int, cache=None, submission: str | None = None) -> _Entry | None:
+        """A warm worker of kind ``kt`` for job ``owner``: one of the litter that job holds (judge.sandbox.litter),
+        else any other. A roster's litter is the first taker's alone from then on: its other children are kept
+        for that job (and killed when it is done), and its file is placed in the sandbox now (``submission``,
+        its host path; a job that does not name one takes no litter's worker)."""
         with self._lock:
             if self._closed:
                 return None
@@ -372,14 +395,28 @@ class PoolServer:
                 return None
             # One job's worth of this kind: as many as one job has held at once.
             self._target[kt] = min(self.size, max(self._target.get(kt, 0), held))
-            entries = self._idle.get(kt, [])
             found, dead = None, []
-            while entries:
-                e = entries.pop(0)
-                if e.proc.wait(0) is None:  # still alive (a worker that died while it waited is dropped)
-                    found = e
+            mine = self._claimed.get((kt, owner), [])
+            for entries in (mine, self._idle.get(kt, [])):
+                kept = []
+                while entries and found is None:
+                    e = entries.pop(0)
+                    if e.proc.wait(0) is not None:  # a worker that died while it waited is dropped
+                        dead.append(e)
+                    elif e.litter is not None and not e.placed and not submission:
+                        kept.append(e)  # a roster's litter, for a job that names no file: not this one's
+                    elif entries is mine and getattr(e.litter, "source", None) != submission:
+                        kept.append(e)  # forked for another file this job judged (one process, two files)
+                    else:
+                        found = e
+                entries[:0] = kept
+                if found is not None:
                     break
-                dead.append(e)
+            claim = found is not None and found.litter is not None and not found.placed
+            if claim:  # its siblings are this job's from now on
+                siblings = [e for e in self._idle.get(kt, []) if e.litter is found.litter]
+                self._idle[kt] = [e for e in self._idle.get(kt, []) if e.litter is not found.litter]
+                self._claimed.setdefault((kt, owner), []).extend(siblings)
             if found is not None:
                 self._leased.add(found)
                 self.stats["taken"] += 1
@@ -387,20 +424,36 @@ class PoolServer:
                 self.stats["missed"] += 1
         for e in dead:  # here, not in a thread of its own: a driver that exits must not cut a cleanup short
             e.close()
+        if claim:
+            try:
+                found.litter.place(Path(submission))
+            except (OSError, RuntimeError) as exc:
+                if self.log:
+                    self.log(f"worker pool: could not place a file in a litter ({exc})")
+                self._release(kt, owner, found)
+                found = None
+            else:
+                with self._lock:
+                    for e in [found, *self._claimed.get((kt, owner), [])]:
+                        if e.litter is found.litter:
+                            e.placed = True
         self._fill(kt)
         return found
 
     def _release(self, kt: str, owner: int, entry: _Entry | None) -> None:
+        leftover = []
         with self._lock:
             n = self._held.get((kt, owner), 1) - 1
             if n > 0:
                 self._held[(kt, owner)] = n
             else:
                 self._held.pop((kt, owner), None)
+                leftover = self._claimed.pop((kt, owner), [])  # its litter's children it did not take
+                self.stats["wasted"] += len(leftover)
             if entry is not None:
                 self._leased.discard(entry)
-        if entry is not None:
-            entry.close()
+        for e in ([entry] if entry is not None else []) + leftover:
+            e.close()
 
     # ------------------------------------------------------------------ serving
 
@@ -422,7 +475,7 @@ class PoolServer:
                 return
             key, owner = request["key"], int(request.get("owner") or 0)
             kt = _key_text(key)
-            entry = self._take(kt, key, owner, request.get("cache"))
+            entry = self._take(kt, key, owner, request.get("cache"), request.get("submission"))
             if entry is None:
                 # The job starts its own; it keeps this connection open while that worker lives, so that the
                 # pool counts it among the job's workers of this kind (how many to keep warm).
@@ -751,7 +804,7 @@ def take(backend, job: Job) -> Lease | None:
     try:
         conn.settimeout(10)
         conn.connect(path)
-        conn.send(json.dumps({"op": "acquire", "key": key, "owner": os.getpid(),
+        conn.send(json.dumps({"op": "acquire", "key": key, "owner": os.getpid(), "submission": str(job.submission),
                               "cache": str(job.cache) if job.cache is not None else None}).encode())
         data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 3)
         reply = json.loads(data) if data else {}

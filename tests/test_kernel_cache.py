@@ -129,13 +129,13 @@ def add(x, y):
 '''
 
 
-def _warm_pool(backend, job, monkeypatch, n: int, **warm):
+def _warm_pool(backend, job, monkeypatch, n: int, litters: bool = True, **warm):
     """A pool of ``n`` warm workers of ``job``'s kind (its socket in this test's environment), once they are up."""
     import time
 
     from judge import pool
 
-    server = pool.PoolServer(size=n)
+    server = pool.PoolServer(size=n, litters=litters)
     monkeypatch.setenv(pool.ENV, server.path)
     server.warm(backend, job, n=n, **warm)
     deadline = time.monotonic() + 60
@@ -155,7 +155,8 @@ def test_a_submissions_workers_hand_each_other_what_they_compiled(name, tmp_path
     backend = _usable(name)
     job = _job(tmp_path, COMPILES_ON_IMPORT)
     cache = job.cache
-    server = _warm_pool(backend, job, monkeypatch, 2)
+    # Spawned one by one (a roster litter's children share one directory: test_litter).
+    server = _warm_pool(backend, job, monkeypatch, 2, litters=False)
     try:
         workers = Workers(find_problem("93"), job, backend, threads=1, count=2)
         try:

@@ -174,3 +174,66 @@ def test_submit_forks_its_workers_in_a_litter_and_judges_as_without(name, tmp_pa
     assert on["verdict"] == off["verdict"] == "AC"
     assert [(g["name"], g["verdict"], g["cases_run"], g["failure"]) for g in on["groups"]] == \
            [(g["name"], g["verdict"], g["cases_run"], g["failure"]) for g in off["groups"]]
+
+
+COMPILES = '''import os
+# As Triton leaves a compile: one directory per kernel variant, in the worker's cache.
+entry = os.path.join(os.environ["TRITON_CACHE_DIR"], "variant-" + os.urandom(4).hex())
+os.makedirs(entry)
+with open(os.path.join(entry, "kernel.cubin"), "w") as f:
+    f.write("compiled")
+
+
+def add(x, y):
+    return x + y
+'''
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_a_roster_litter_serves_the_job_that_took_it_first_and_no_other(name, tmp_path, monkeypatch):
+    """In a grading pool a litter is forked before any job is known; the first job to take one of its workers
+    has its file placed in it, and its siblings go to that job alone, for that file alone, and are killed when
+    the job is done. What they compile goes to the file's content cache, as any pooled worker's does."""
+    from judge import pool
+    from judge.channel import WorkerChannel
+
+    backend = usable(name)
+    files = {}
+    for who in ("alice", "bob"):
+        (tmp_path / who).mkdir()
+        files[who] = tmp_path / who / "sub.py"
+        files[who].write_text(COMPILES + f"# {who}\n")
+    cache = tmp_path / "cache" / "alice"
+    job = lambda who, **kw: Job(submission=files[who], scratch=tmp_path, device="cpu", interpret=True,  # noqa: E731
+                                limits=LIMITS, cache=cache if who == "alice" else tmp_path / "cache" / "bob", **kw)
+    server = pool.PoolServer(size=2)
+    monkeypatch.setenv(pool.ENV, server.path)
+    try:
+        assert server.warm(backend, job("alice"), n=2)
+        deadline = time.monotonic() + 60
+        while server.idle() < 2:
+            assert time.monotonic() < deadline, "the pool forked no litter"
+            time.sleep(0.1)
+        kt = pool._key_text(pool.key_of(backend, job("alice")))
+        litter = server._idle[kt][0].litter
+        assert litter is not None and all(e.litter is litter for e in server._idle[kt])
+        first = WorkerChannel(backend, job("alice"))
+        assert first.pooled and first.proc.placed
+        # Bob's file, from the same process: never a sibling of Alice's.
+        other = WorkerChannel(backend, job("bob"))
+        assert not (other.pooled and other.proc.placed and other.proc.pid == litter.proc.pid)
+        second = WorkerChannel(backend, job("alice"))
+        assert second.pooled and second.proc.pid == first.proc.pid == litter.proc.pid  # the same sandbox
+        channels = [first, second, other]
+        try:
+            for ch in channels:
+                hello = ch.start(submission_entry="add", arity=2, threads=1)
+                assert hello.ok, hello.error
+        finally:
+            for ch in channels:
+                ch.close()
+        assert litter.proc.wait(10) is not None, "the litter outlived its job's workers"
+    finally:
+        server.close()
+    compiled = sorted(p.name for p in cache.iterdir() if p.name.startswith("variant-"))
+    assert len(compiled) == 2, compiled  # both children's compiles, merged into Alice's content cache

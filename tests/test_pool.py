@@ -50,7 +50,9 @@ def usable(name):
 
 @pytest.fixture
 def server(monkeypatch):
-    srv = pool.PoolServer(size=2)
+    # Workers spawned one by one: these tests hand them to several files from one process, where a litter's
+    # workers would all go to the first (tests/test_litter.py tests the pool's litters).
+    srv = pool.PoolServer(size=2, litters=False)
     monkeypatch.setenv(pool.ENV, srv.path)
     yield srv
     srv.close()

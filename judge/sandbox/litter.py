@@ -62,6 +62,7 @@ class Litter:
         self._open = set(range(n))  # children not closed yet
         self._events = [threading.Event() for _ in range(n)]
         self.failure = ""
+        self.source = str(job.submission) if job.submission is not None else None  # the host file it serves
         self.ready_at: float | None = None
         ours, theirs, self._fds = [], [], []
         for _ in range(n):
@@ -261,6 +262,21 @@ class Litter:
                 return
             time.sleep(0.02)  # (forked since the process table was read, or reaped and its report on the way)
 
+    def place(self, submission: Path) -> str:
+        """Put the one file its children serve in the sandbox (a pooled litter, spawned before its job was known:
+        judge.pool places it when a job takes the first child). Once; the same file again is a no-op."""
+        with self._lock:
+            placed = self.proc.submission_path
+            if placed:
+                if not same_file(submission, getattr(self.proc, "submission_dir", None), placed):
+                    raise RuntimeError("a litter's workers serve the one submission placed in its sandbox")
+            else:
+                placed = self.proc.place(submission)
+                self.source = str(submission)
+            for p in self.procs:
+                p.submission_path = placed
+            return placed
+
     def release(self, i: int) -> None:
         """Child ``i`` is closed; the last one closed takes the sandbox down."""
         with self._lock:
@@ -315,7 +331,7 @@ class LitterProc(Proc):
         self._closed = False
 
     def place(self, submission: Path) -> str:
-        """The litter's one file, placed before its parent started: only checked here."""
+        """The litter's one file, placed before its parent started (or by judge.pool): only checked here."""
         placed = self.litter.proc.submission_path
         if not placed or not same_file(Path(submission), self.submission_dir, placed):
             raise RuntimeError("a litter's workers serve the one submission placed in its sandbox")
@@ -362,11 +378,12 @@ def same_file(submission: Path, folder: Path | None, placed: str) -> bool:
 
 
 def spawn_litter(backend, job: Job, n: int, log=None) -> list[LitterProc] | None:
-    """``n`` workers of ``job`` (whose ``submission`` is known) forked in one sandbox; None where a litter
+    """``n`` workers of ``job`` forked in one sandbox (its ``submission`` placed there, or, where it is None,
+    placed later by :meth:`Litter.place`, before any child is given its "setup"); None where a litter
     cannot be had here, and the caller spawns them one by one. Returns at once: the parent imports and forks
     while the judge goes on; a litter that fails shows as workers that died before they were ready (the pool
     drops those it holds, and the job then spawns its own)."""
-    if n < 2 or not enabled() or getattr(backend, "name", "") not in BACKENDS or job.submission is None:
+    if n < 2 or not enabled() or getattr(backend, "name", "") not in BACKENDS:
         return None
     try:
         litter = Litter(backend, job, n, log)
