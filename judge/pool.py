@@ -25,7 +25,9 @@ many submissions, each in a job process of its own (judge.grading.job), so the p
 How many: for each kind, as many as one job has held at once (its parallel workers, its replay worker),
 at most ``size`` (``--pool N``); a kind is learned from the first job that asks for it (that job starts
 its own). Each taken worker is replaced at once, until the driver says no more jobs are coming
-(:meth:`PoolServer.drain`).
+(:meth:`PoolServer.drain`). Where a job holds two or more of the submission's workers, they are forked as a
+litter (judge.sandbox.litter): one import of torch for a job's worth, in one sandbox that the first job to
+take one of them then has alone (:meth:`PoolServer._take`).
 
 A GPU worker's kernel cache (judge.intake.kernel_cache: a directory per submission content) cannot be
 known when the worker is spawned: a pooled worker gets a directory of its own, filled from the content's
@@ -160,7 +162,7 @@ class PoolServer:
         self._leased: set = set()
         self._draining = False
         self._closed = False
-        self.stats = {"taken": 0, "missed": 0, "spawned": 0, "wasted": 0, "spawn_failed": 0}
+        self.stats = {"taken": 0, "missed": 0, "spawned": 0, "wasted": 0, "spawn_failed": 0, "litters": 0}
         self._thread = threading.Thread(target=self._accept, name="judge-pool", daemon=True)
         self._thread.start()
         # Workers are spawned from one thread that lives as long as the pool: bwrap's --die-with-parent (the
@@ -239,6 +241,10 @@ class PoolServer:
     def _fill(self, kt: str) -> None:
         with self._lock:
             n = self._want(kt)
+            if n and self._target.get(kt, 0) >= 2 and self._litters(kt):
+                # A roster's litter is one job's (_take): a whole job's worth, even where fewer are missing
+                # (the warm ones are then up to twice the target, until a job takes a litter whole).
+                n = max(n, self._target[kt])
             self._spawning[kt] = self._spawning.get(kt, 0) + n
             # head_start's litter, once (its replacements are spawned one by one), or a roster's (_litters).
             litter = n >= 2 and (self._litter_file.pop(kt, None) or self._litters(kt))
@@ -310,6 +316,7 @@ class PoolServer:
             if not closed:
                 self._idle.setdefault(kt, []).extend(entries)
                 self.stats["spawned"] += n
+                self.stats["litters"] += 1
         if closed:
             for e in entries:
                 e.close()

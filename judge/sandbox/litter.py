@@ -36,7 +36,6 @@ from judge.sandbox.base import Job, Proc, process_tree_memory
 
 MODULE = "judge.untrusted.litter"
 BACKENDS = ("process", "bwrap")  # those that can pass pipes into the sandbox (docker cannot)
-READY_SECONDS = 300.0  # importing torch and Triton (judge.channel.ENVIRONMENT_SECONDS, for one process)
 MAX_LINE = 4096
 FIND_SECONDS = 2.0  # how long a kill looks for a child it cannot find among the sandbox's processes
 
@@ -63,8 +62,7 @@ class Litter:
         self._events = [threading.Event() for _ in range(n)]
         self.failure = ""
         self.source = str(job.submission) if job.submission is not None else None  # the host file it serves
-        self.ready_at: float | None = None
-        ours, theirs, self._fds = [], [], []
+        ours, theirs = [], []
         for _ in range(n):
             r_in, w_in = os.pipe()  # the child reads requests
             r_out, w_out = os.pipe()  # the child writes replies
@@ -118,7 +116,7 @@ class Litter:
             if not isinstance(msg, dict) or len(msg) > 2:
                 raise ValueError
             if msg.get("ready") is True:
-                self.ready_at = time.monotonic()
+                pass  # its imports are done: the forks follow
             elif "failed" in msg:
                 self._fail(f"its parent failed: {str(msg['failed'])[:300]}")
                 return False
@@ -179,11 +177,6 @@ class Litter:
             if not chunk:
                 return
             self._stderr = (self._stderr + chunk)[-4096:]
-
-    def wait_forked(self, timeout: float = READY_SECONDS) -> bool:
-        """Whether every child was forked (False: the litter failed first, or took past ``timeout``)."""
-        self._forked.wait(timeout)
-        return len(self._nspid) == self.n and not self.failure
 
     def last_words(self) -> str:
         lines = [ln for ln in self._stderr.decode("utf-8", "replace").splitlines() if ln.strip()]
