@@ -283,7 +283,7 @@ class PoolServer:
         from judge.shared import wire
 
         key, fixed = self._keys[kt], self._fixed.get(kt)
-        submission = self._litter_of.get(kt) if fixed or not key["cache"] else None
+        submission = self._litter_of.get(kt)  # head_start's file; a roster's litter is placed when taken
         procs = None
         if not self._closed:
             home = Path(tempfile.mkdtemp(prefix="litter-", dir=self.dir))
@@ -296,9 +296,14 @@ class PoolServer:
             procs = litter.spawn_litter(_backend_for(key), job, n, log=self.log)
             timeline.add("spawn a litter", t_spawn, time.monotonic(), module=str(key.get("module")), workers=n)
         if procs is None:
+            if not self._closed:
+                shutil.rmtree(home, ignore_errors=True)
             for _ in range(n):
                 self._spawn_one(kt)
             return
+        # Its scratch (the process backend's) and shared cache go when its last worker is closed: a service's
+        # pool lives for days.
+        procs[0].litter.on_close.append(lambda: shutil.rmtree(home, ignore_errors=True))
         entries = []
         for proc in procs:
             nonce = secrets.token_hex(16)

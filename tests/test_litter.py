@@ -237,3 +237,33 @@ def test_a_roster_litter_serves_the_job_that_took_it_first_and_no_other(name, tm
         server.close()
     compiled = sorted(p.name for p in cache.iterdir() if p.name.startswith("variant-"))
     assert len(compiled) == 2, compiled  # both children's compiles, merged into Alice's content cache
+
+
+def test_a_pooled_litters_directories_go_with_its_last_worker(tmp_path, monkeypatch):
+    # A service's pool lives for days: what a litter's children wrote in its scratch must not stay until then.
+    from judge import pool
+    from judge.channel import WorkerChannel
+
+    backend = usable("process")
+    sub = tmp_path / "sub.py"
+    sub.write_text("import os\nopen(os.path.join(os.environ['HOME'], 'left-behind'), 'w').write('x')\n" + PLAIN)
+    job = Job(submission=sub, scratch=tmp_path, device="cpu", interpret=True, limits=LIMITS)
+    server = pool.PoolServer(size=2)
+    monkeypatch.setenv(pool.ENV, server.path)
+    try:
+        assert server.warm(backend, job, n=2)
+        deadline = time.monotonic() + 60
+        while server.idle() < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        homes = list(Path(server.dir).glob("litter-*"))
+        assert len(homes) == 1
+        channels = [WorkerChannel(backend, job) for _ in range(2)]
+        for ch in channels:
+            assert ch.pooled and ch.start(submission_entry="add", arity=2, threads=1).ok
+        assert (homes[0] / "scratch" / "left-behind").exists()
+        for ch in channels:
+            ch.close()
+        assert not homes[0].exists(), "a closed litter's directory stayed in the pool's"
+    finally:
+        server.close()

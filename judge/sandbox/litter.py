@@ -62,6 +62,7 @@ class Litter:
         self._events = [threading.Event() for _ in range(n)]
         self.failure = ""
         self.source = str(job.submission) if job.submission is not None else None  # the host file it serves
+        self.on_close: list = []  # called once the sandbox is down (judge.pool removes the litter's directories)
         ours, theirs = [], []
         for _ in range(n):
             r_in, w_in = os.pipe()  # the child reads requests
@@ -286,8 +287,11 @@ class Litter:
             close()
         with self._lock:
             fds, self._pidfd = list(self._pidfd.values()), {}
+            then, self.on_close = self.on_close, []
         for fd in fds:
             os.close(fd)
+        for call in then:
+            call()
 
 
 def _running(pidfd: int) -> bool:
