@@ -49,8 +49,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-COLUMNS = ("problem", "ab", "verdict", "wall s", "worker starts", "start s", "cases", "worker s", "golden s",
-           "compiles", "compile s", "tests s", "speed s", "speed start s", "command start s", "elapsed s",
+COLUMNS = ("problem", "ab", "verdict", "wall s", "worker starts", "litter starts", "start s", "cases", "worker s",
+           "golden s", "compiles", "compile s", "tests s", "speed s", "speed start s", "command start s", "elapsed s",
            "report at s", "exit after s")
 
 
@@ -135,8 +135,9 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
         ab = f"tree {root.name if root != ROOT else '.'}"
     return {"problem": f"{p.id} {p.slug}" + (" (fresh copy)" if fresh else ""), "ab": ab,
             "verdict": report.get("verdict"), "wall s": wall, "speed start s": phases.get("start_seconds"),
-            "worker starts": t.get("worker_starts"), "start s": t.get("worker_start_seconds"),
-            "cases": t.get("cases"), "worker s": t.get("worker_seconds"), "golden s": t.get("golden_seconds"),
+            "worker starts": t.get("worker_starts"), "litter starts": t.get("litter_starts"),
+            "start s": t.get("worker_start_seconds"), "cases": t.get("cases"), "worker s": t.get("worker_seconds"),
+            "golden s": t.get("golden_seconds"),
             "compiles": t.get("kernels_compiled"), "compile s": t.get("compile_seconds"),
             "tests s": t.get("tests_seconds"), "speed s": t.get("speed_seconds"),
             "speed": (report.get("speed") or {}).get("reason"),
