@@ -45,6 +45,7 @@ import secrets
 import shutil
 import socket
 import stat
+import sys
 import tempfile
 import threading
 import time
@@ -893,7 +894,9 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
         return None
     count = session_workers(problem, options, gpu_gib)  # as many as the session will ask for
     try:
-        server = PoolServer(size=max(count, 1))
+        # What goes wrong in it (a litter whose parent failed, a spawn that failed) is said on stderr: the
+        # session then starts those workers itself, and the command is only slower.
+        server = PoolServer(size=max(count, 1), log=lambda line: print(f"judge: {line}", file=sys.stderr))
     except OSError:
         return None
     # They are this file's alone, so they mount its content cache itself, as the session's own workers would:

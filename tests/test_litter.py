@@ -267,3 +267,33 @@ def test_a_pooled_litters_directories_go_with_its_last_worker(tmp_path, monkeypa
         assert not homes[0].exists(), "a closed litter's directory stayed in the pool's"
     finally:
         server.close()
+
+
+def test_a_litter_whose_parent_fails_costs_time_not_the_verdict(tmp_path, monkeypatch):
+    # Its workers die before "ready": the pool drops them, the session starts its own, and the pool's log says why.
+    from judge import pool
+    from judge.options import Options, limits_for
+    from judge.sandbox import litter
+    from judge.session import Session
+
+    monkeypatch.setattr(litter, "MODULE", "judge.untrusted.no_such_module")
+    p93 = find_problem("93")
+    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, speed=False, workers=2,
+                      max_examples=3)
+    job = Job(submission=p93.reference_path, scratch=tmp_path, device="cpu", interpret=True,
+              limits=limits_for(p93, options))
+    said = []
+    server = pool.PoolServer(size=2, log=said.append)
+    monkeypatch.setenv(pool.ENV, server.path)
+    try:
+        assert server.warm(get_backend("process"), job, n=2, own_cache=True, litter=True)
+        deadline = time.monotonic() + 60
+        while not any("litter" in line for line in said):
+            assert time.monotonic() < deadline, said
+            time.sleep(0.1)
+        report = Session(p93, p93.reference_path, options).run()
+    finally:
+        server.close()
+    assert report.verdict.value == "AC", report.message
+    assert not report.timing.get("litter_starts") and report.timing.get("worker_starts", 0) >= 1, report.timing
+    assert any("parent ended before it forked" in line for line in said), said

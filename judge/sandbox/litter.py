@@ -108,6 +108,8 @@ class Litter:
         except OSError:
             pass
         finally:
+            if not self._ended.is_set() and len(self._nspid) < self.n:
+                self._fail("its parent ended before it forked every child")
             self._end()
 
     def _report(self, line: bytes) -> bool:
