@@ -87,15 +87,15 @@ def main() -> int:
     except BaseException as exc:  # noqa: BLE001 - the judge starts its workers one by one instead
         _say({"failed": f"import: {type(exc).__name__}: {exc}"[:300]})
         return 2
+    if torch.cuda.is_initialized():  # (a CUDA context does not survive a fork: each child makes its own)
+        _say({"failed": "CUDA was initialised before the fork"})
+        return 2
     # A fork copies the calling thread alone: a Python thread started by these imports would be missing, mid-way
     # through whatever it held, in every child. None is; if one ever is, say so. (Loading torch's library starts
     # one native thread, idle on a futex: torch is made to be forked after its import, as its DataLoader's
     # workers are, and no child uses that thread.)
     import threading
 
-    if torch.cuda.is_initialized():  # (a CUDA context does not survive a fork: each child makes its own)
-        _say({"failed": "CUDA was initialised before the fork"})
-        return 2
     if threading.active_count() != 1:
         _say({"failed": f"{threading.active_count()} Python threads before the fork"})
         return 2
