@@ -63,6 +63,7 @@ class Litter:
         self.failure = ""
         self.source = str(job.submission) if job.submission is not None else None  # the host file it serves
         self.on_close: list = []  # called once the sandbox is down (judge.pool removes the litter's directories)
+        self._closing = False
         ours, theirs = [], []
         for _ in range(n):
             r_in, w_in = os.pipe()  # the child reads requests
@@ -108,7 +109,7 @@ class Litter:
         except OSError:
             pass
         finally:
-            if not self._ended.is_set() and len(self._nspid) < self.n:
+            if not self._ended.is_set() and len(self._nspid) < self.n and not self._closing:
                 self._fail("its parent ended before it forked every child")
             self._end()
 
@@ -145,10 +146,10 @@ class Litter:
             self._fail("a report that does not parse")
             return False
 
-    def _fail(self, why: str) -> None:
+    def _fail(self, why: str, say: bool = True) -> None:
         if not self.failure:
             self.failure = why
-            if self.log:
+            if self.log and say:
                 self.log(f"litter: {why} {self.last_words()}".strip())
         self._end()
 
@@ -251,7 +252,7 @@ class Litter:
             if i in self._pidfd or self._events[i].is_set() or self._ended.is_set():
                 return  # gone (a pidfd saw it end, or its parent reaped it), or the sandbox is going
             if i not in self._nspid and not self._forked.is_set():
-                self._fail(f"child {i} was to be killed before it was forked")
+                self._fail(f"child {i} was to be killed before it was forked", say=False)  # (a pool closing)
                 return
             if time.monotonic() > deadline:
                 self._fail(f"child {i} could not be found to be killed")
@@ -282,6 +283,7 @@ class Litter:
             self.close()
 
     def close(self) -> None:
+        self._closing = True  # (its end is then the judge's doing: nothing to report)
         self.proc.kill()
         self.proc.wait(5)
         close = getattr(self.proc, "close", None)
