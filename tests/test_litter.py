@@ -261,7 +261,7 @@ def test_a_pooled_litters_directories_go_with_its_last_worker(tmp_path, monkeypa
         channels = [WorkerChannel(backend, job) for _ in range(2)]
         for ch in channels:
             assert ch.pooled and ch.start(submission_entry="add", arity=2, threads=1).ok
-        assert (homes[0] / "scratch" / "left-behind").exists()
+        assert list(homes[0].glob("scratch/*/left-behind"))
         for ch in channels:
             ch.close()
         assert not homes[0].exists(), "a closed litter's directory stayed in the pool's"
@@ -297,3 +297,79 @@ def test_a_litter_whose_parent_fails_costs_time_not_the_verdict(tmp_path, monkey
     assert report.verdict.value == "AC", report.message
     assert not report.timing.get("litter_starts") and report.timing.get("worker_starts", 0) >= 1, report.timing
     assert any("parent ended before it forked" in line for line in said), said
+
+
+FILLS_SCRATCH = """import os, sys
+def fill(name):
+    try:
+        with open(os.path.join(os.environ["HOME"], name), "wb") as f:
+            f.write(b"x" * (6 << 20))
+            f.flush()
+            os.fsync(f.fileno())
+        return "ROOM"
+    except OSError:
+        return "FULL"
+print("SCRATCH", os.environ["HOME"], os.getcwd() == os.environ["HOME"], fill("a"), fill("b"), file=sys.stderr)
+
+
+def add(x, y):
+    return x + y
+"""
+
+
+def test_each_child_has_a_scratch_of_a_workers_size_of_its_own(tmp_path):
+    # A red-team file of 2026-12-05 used 1.5 GiB of scratch in each worker: AC in a litter whose three children
+    # shared one 3 GiB scratch, RTE ("no space left on device") with a worker's own 1 GiB.
+    import dataclasses
+
+    sub = tmp_path / "sub.py"
+    sub.write_text(FILLS_SCRATCH)
+    (tmp_path / "scratch").mkdir()
+    limits = dataclasses.replace(LIMITS, scratch_mb=8)
+    job = Job(submission=sub, scratch=tmp_path / "scratch", device="cpu", interpret=True, limits=limits)
+    procs = spawn_litter(usable("bwrap"), job, 2)
+    try:
+        lines = []
+        for p in procs:
+            p.nonce = secrets.token_hex(8)
+            wire.send(p.stdin, dict(prepare_message(job, "bwrap"), nonce=p.nonce))
+            reader = wire.Reader(p.stdout)
+            assert reader.recv(120)[0]["type"] == "ready"
+            assert _hello(p, reader, sub)["status"] == "ok"
+            err = b""
+            while b"SCRATCH" not in err:
+                err += os.read(p.stderr, 4096)
+            lines.append(next(ln for ln in err.decode().splitlines() if ln.startswith("SCRATCH")))
+        # Each: 6 MiB fit, 6 more did not (8 MiB each); and the two are not the same directory.
+        assert [ln.split()[2:] for ln in lines] == [["True", "ROOM", "FULL"]] * 2, lines
+        assert lines[0].split()[1] != lines[1].split()[1]
+    finally:
+        for p in procs:
+            p.close()
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_a_child_killed_while_its_parent_is_stopped_ends_without_its_report(name, tmp_path):
+    # A child can stop its parent (they share the sandbox's user): the parent then reaps nothing and reports
+    # nothing. A red-team file of 2026-12-05 made each close wait about 17 s so; the host's own view of the
+    # child's end (its pidfd) now ends the wait about REPORT_SECONDS after the kill.
+    import signal
+
+    from judge.sandbox.base import _descendants
+
+    sub, procs, _ = _litter(name, tmp_path, n=2)
+    litter = procs[0].litter
+    assert litter.host_pid(0) and litter.host_pid(1)
+    parent = next(pid for pid in _descendants(litter.proc.pid) if pid not in (litter.host_pid(0), litter.host_pid(1))
+                  and b"judge.untrusted.litter" in Path(f"/proc/{pid}/cmdline").read_bytes())
+    os.kill(parent, signal.SIGSTOP)
+    try:
+        procs[0].kill()
+        started = time.monotonic()
+        assert procs[0].wait(10) == -signal.SIGKILL
+        assert time.monotonic() - started < 5
+        assert procs[1].wait(0) is None
+    finally:
+        os.kill(parent, signal.SIGCONT)
+        for p in procs:
+            p.close()

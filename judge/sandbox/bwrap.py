@@ -49,8 +49,10 @@ class _BwrapProc(Proc):
 
     def kill(self) -> None:
         # bwrap is PID 1's parent in the sandbox: when it dies the kernel kills
-        # everything in the PID namespace, daemons included.
+        # everything in the PID namespace, daemons included. (Not once reaped: its number may be another's.)
         for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: self.popen.kill()):
+            if self.popen.returncode is not None:
+                break
             try:
                 target()
             except (ProcessLookupError, PermissionError):
@@ -154,12 +156,20 @@ class BwrapBackend(Backend):
         return ["--unshare-user", "--uid", "65534", "--gid", "65534"] if self.use_userns else []
 
     def argv(self, job: Job, code: Path, folder: Path, env: dict, share: int = 1) -> list[str]:
-        scratch_bytes = (int(job.limits.scratch_mb) << 20) * max(1, share)
+        scratch_bytes = int(job.limits.scratch_mb) << 20
         args = [bwrap_path(), "--unshare-all", *self._userns_args(), "--die-with-parent", "--new-session",
                 "--clearenv", "--cap-drop", "ALL", *_system_binds(),
-                "--proc", "/proc", "--dev", "/dev",
-                "--size", str(scratch_bytes), "--tmpfs", SCRATCH,
-                "--size", str(16 << 20), "--tmpfs", "/tmp"]
+                "--proc", "/proc", "--dev", "/dev"]
+        if share > 1:
+            # A litter's (judge.sandbox.litter): each child its own scratch of the worker's size, SCRATCH/<i>
+            # (judge.untrusted.litter moves it there), so that one child cannot use what its siblings leave
+            # free (a red-team file of 2026-12-05 was AC in a litter and RTE without, "no space left").
+            args += ["--size", str(16 << 20), "--tmpfs", SCRATCH]
+            for i in range(share):
+                args += ["--size", str(scratch_bytes), "--tmpfs", f"{SCRATCH}/{i}"]
+        else:
+            args += ["--size", str(scratch_bytes), "--tmpfs", SCRATCH]
+        args += ["--size", str((16 << 20) * max(1, share)), "--tmpfs", "/tmp"]
         # After the tmpfs mounts: a Python living under /tmp (a venv there) must
         # be bound on top of the private /tmp, not hidden by it.
         for root in _python_roots():

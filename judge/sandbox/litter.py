@@ -38,6 +38,7 @@ MODULE = "judge.untrusted.litter"
 BACKENDS = ("process", "bwrap")  # those that can pass pipes into the sandbox (docker cannot)
 MAX_LINE = 4096
 FIND_SECONDS = 2.0  # how long a kill looks for a child it cannot find among the sandbox's processes
+REPORT_SECONDS = 1.0  # how long after the host saw a child end its parent has to say how
 
 
 def enabled() -> bool:
@@ -343,9 +344,24 @@ class LitterProc(Proc):
         self.litter.kill_child(self.i)
 
     def wait(self, timeout=None):
-        if not self.litter._events[self.i].wait(timeout):
-            return None
-        return self.litter._status.get(self.i)
+        """How it ended (its parent's report), or None while it runs, up to ``timeout``. One the host saw end (its
+        pidfd) whose report does not come within REPORT_SECONDS ended so: killed (a parent stopped or gone,
+        by a sibling, cannot reap it or say so)."""
+        litter, i = self.litter, self.i
+        deadline = None if timeout is None else time.monotonic() + timeout
+        gone_at = None
+        while True:
+            left = None if deadline is None else deadline - time.monotonic()
+            if litter._events[i].wait(0.2 if left is None else max(0.0, min(0.2, left))):
+                return litter._status.get(i)
+            if i in litter._pidfd and litter.host_pid(i) is None:
+                gone_at = gone_at or time.monotonic()
+                if time.monotonic() - gone_at > REPORT_SECONDS:
+                    litter._status.setdefault(i, -signal.SIGKILL)
+                    litter._events[i].set()
+                    continue
+            if deadline is not None and time.monotonic() >= deadline:
+                return None
 
     def memory_bytes(self, exact_above=None):
         pid = self.litter.host_pid(self.i)

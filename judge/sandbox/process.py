@@ -26,8 +26,11 @@ class _ChildProc(Proc):
         self.submission_path = submission_path
 
     def kill(self) -> None:
-        # The worker leads its own session: kill everything it started too.
+        # The worker leads its own session: kill everything it started too. (Not once reaped: its number
+        # may be another's.)
         for target in (lambda: os.killpg(self.pid, signal.SIGKILL), lambda: self.popen.kill()):
+            if self.popen.returncode is not None:
+                break
             try:
                 target()
             except (ProcessLookupError, PermissionError):

@@ -32,9 +32,33 @@ def _say(message: dict) -> None:
     os.write(1, (json.dumps(message) + "\n").encode())
 
 
-def _child(mine: tuple[int, int, int], everyone: list[int]) -> None:
+def _own_scratch(index: int) -> None:
+    """The child's scratch: <scratch>/<index> (under bwrap a tmpfs of a worker's size each, judge.sandbox.bwrap;
+    a directory with the process backend), as its home, its temporary directory, its working directory and,
+    where it was the scratch's, its kernel cache's parent."""
+    import tempfile
+
+    base = os.environ.get("HOME", "")
+    if not base:
+        return
+    mine = os.path.join(base, str(index))
+    try:
+        os.makedirs(mine, exist_ok=True)
+        os.chdir(mine)
+    except OSError:
+        return
+    for key in ("HOME", "TMPDIR"):
+        if os.environ.get(key) == base:
+            os.environ[key] = mine
+    if os.environ.get("TRITON_CACHE_DIR") == os.path.join(base, "triton-cache"):
+        os.environ["TRITON_CACHE_DIR"] = os.path.join(mine, "triton-cache")
+    tempfile.tempdir = None  # (computed afresh from TMPDIR)
+
+
+def _child(index: int, mine: tuple[int, int, int], everyone: list[int]) -> None:
     """In the forked child: become an ordinary worker on its own three pipes."""
     os.setsid()
+    _own_scratch(index)
     for target, fd in enumerate(mine):
         os.dup2(fd, target)
     for fd in everyone:
@@ -105,7 +129,7 @@ def main() -> int:
     for i, mine in enumerate(sets):
         pid = os.fork()
         if pid == 0:
-            _child(mine, everyone)
+            _child(i, mine, everyone)
         children[pid] = i
         _say({"forked": i, "pid": pid})
     for fd in everyone:  # the parent keeps no child's pipe: a pipe's reader sees its end when the child's ends
