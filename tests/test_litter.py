@@ -23,6 +23,7 @@ from judge.problems import find_problem
 from judge.sandbox import Job, Limits, get_backend
 from judge.sandbox.litter import spawn_litter
 from judge.shared import wire
+from test_pool import usable  # (the backend, or the test skipped where it is missing)
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMITS = Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
@@ -37,14 +38,6 @@ with open(f"/proc/{os.getppid()}/fd/1", "w") as parent:
 def add(x, y):
     return x + y
 '''
-
-
-def usable(name):
-    backend = get_backend(name)
-    why = backend.unavailable("cpu")
-    if why:
-        pytest.skip(why)
-    return backend
 
 
 def _litter(name, tmp_path, source=PLAIN, n=3):
