@@ -443,7 +443,9 @@ class PoolServer:
             except (OSError, RuntimeError) as exc:
                 if self.log:
                     self.log(f"worker pool: could not place a file in a litter ({exc})")
-                self._release(kt, owner, found)
+                with self._lock:  # (the job's hold is released as for any miss, when its connection ends)
+                    self._leased.discard(found)
+                found.close()
                 found = None
             else:
                 with self._lock:
