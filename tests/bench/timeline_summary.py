@@ -68,7 +68,8 @@ def summarise(events: list[dict]) -> str:
         busy = sum(e["dur"] for e in cases) / 1e6
         compile_s = sum(float(e["args"].get("compile_seconds") or 0) for e in cases)
         # The worker's own split of its seconds (inputs made / the call / the work after it), where its
-        # replies carry one: the rest of the reply's wait is the bytes' way both ways and the judge's turn.
+        # replies carry one. The worker starts once the inputs are sent, while the judge computes its golden
+        # answer, so its seconds may be more than the reply's wait (which begins after the golden answer).
         own = [sum(float(e["args"].get(f"worker_{k}_seconds") or 0) for e in cases) for k in ("inputs", "call", "after")]
         worker = f"; worker {own[0]:.2f}/{own[1]:.2f}/{own[2]:.2f}" if any(own) else ""
         lines.append(f"  {t}: {len(cases)}, {first:6.2f}-{last:6.2f} s, busy {busy:6.2f} "
