@@ -164,10 +164,7 @@ class Litter:
             # the sandbox: under bwrap that alone kills them all; the process backend has no sandbox to kill.
             for i in range(self.n):
                 if self.host_pid(i) is not None:
-                    try:
-                        signal.pidfd_send_signal(self._pidfd[i], signal.SIGKILL)
-                    except OSError:
-                        pass
+                    self._kill_by_pidfd(i)
             self.proc.kill()
         for i, event in enumerate(self._events):
             self._status.setdefault(i, -signal.SIGKILL)
@@ -245,10 +242,7 @@ class Litter:
                     os.killpg(pid, signal.SIGKILL)  # (its session: the child leads it, so it is its PID)
                 except (ProcessLookupError, PermissionError):
                     pass
-                try:
-                    signal.pidfd_send_signal(self._pidfd[i], signal.SIGKILL)
-                except (ProcessLookupError, OSError):
-                    pass
+                self._kill_by_pidfd(i)
                 return
             if i in self._pidfd or self._events[i].is_set() or self._ended.is_set():
                 return  # gone (a pidfd saw it end, or its parent reaped it), or the sandbox is going
@@ -259,6 +253,12 @@ class Litter:
                 self._fail(f"child {i} could not be found to be killed")
                 return
             time.sleep(0.02)  # (forked since the process table was read, or reaped and its report on the way)
+
+    def _kill_by_pidfd(self, i: int) -> None:
+        try:
+            signal.pidfd_send_signal(self._pidfd[i], signal.SIGKILL)
+        except (OSError, KeyError):  # gone, or its pidfd closed with the litter
+            pass
 
     def place(self, submission: Path) -> str:
         """Put the one file its children serve in the sandbox (a pooled litter, spawned before its job was known:
@@ -333,12 +333,8 @@ class LitterProc(Proc):
         self._closed = False
 
     def place(self, submission: Path) -> str:
-        """The litter's one file, placed before its parent started (or by judge.pool): only checked here."""
-        placed = self.litter.proc.submission_path
-        if not placed or not same_file(Path(submission), self.submission_dir, placed):
-            raise RuntimeError("a litter's workers serve the one submission placed in its sandbox")
-        self.submission_path = placed
-        return placed
+        """The litter's one file (placed before its parent started, or by judge.pool): checked, or placed now."""
+        return self.litter.place(Path(submission))
 
     def kill(self) -> None:
         self.litter.kill_child(self.i)
