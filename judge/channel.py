@@ -213,6 +213,9 @@ class WorkerChannel:
                 raise self._died(wire.ChannelClosed(str(self._unsent)))
             if not self.proc.submission_path:
                 self.proc.place(self.job.submission)
+            before = getattr(self.proc, "before_setup", None)  # (a litter's child: into its own cgroup first)
+            if before is not None:
+                before()
             self._send({
                 **(calls or {}),
                 "type": "setup",

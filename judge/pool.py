@@ -544,6 +544,11 @@ def _operate(proc: Proc, request: dict) -> dict:
         return {"bytes": proc.memory_bytes(int(above) if isinstance(above, int) else None)}
     if op == "oom":
         return {"oom": bool(proc.oom_killed())}
+    if op == "before_setup":
+        before = getattr(proc, "before_setup", None)  # (a litter's child: into its own cgroup)
+        if before is not None:
+            before()
+        return {"ok": True}
     return {"error": f"unknown operation {op!r}"}
 
 
@@ -616,6 +621,10 @@ class PooledProc(Proc):
 
     def kill(self) -> None:
         self._ask({"op": "kill"})
+
+    def before_setup(self) -> None:
+        if self.placed:  # (a litter's child: the pool puts it in a cgroup of its own first)
+            self._ask({"op": "before_setup"})
 
     def wait(self, timeout=None):
         deadline = None if timeout is None else time.monotonic() + timeout

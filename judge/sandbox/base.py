@@ -222,15 +222,15 @@ _table: tuple[float, dict[int, list[int]]] = (-1.0, {})
 _table_lock = threading.Lock()
 
 
-def _children_table() -> dict[int, list[int]]:
-    """parent pid -> its children's pids, at most TABLE_SECONDS old."""
+def _children_table(max_age: float = TABLE_SECONDS) -> dict[int, list[int]]:
+    """parent pid -> its children's pids, at most ``max_age`` seconds old."""
     import time
 
     global _table
     with _table_lock:
         stamp, table = _table
         now = time.monotonic()
-        if now - stamp < TABLE_SECONDS:
+        if now - stamp < max_age:
             return table
         table = {}
         for name in os.listdir("/proc"):
@@ -247,8 +247,8 @@ def _children_table() -> dict[int, list[int]]:
         return table
 
 
-def _descendants(root: int) -> set[int]:
-    children = _children_table()
+def _descendants(root: int, max_age: float = TABLE_SECONDS) -> set[int]:
+    children = _children_table(max_age)
     tree, frontier = {root}, [root]
     while frontier:
         for child in children.get(frontier.pop(), ()):

@@ -202,7 +202,8 @@ class BwrapBackend(Backend):
         env["PYTHONNOUSERSITE"] = "1"
         env.update(extra_env or {})
         share = max(1, int(share))
-        cgroup = Cgroup.create((job.limits.memory_mb << 20) * share, job.limits.processes * share)
+        # (A litter's, shared by its children, holds a cgroup for each: judge.sandbox.litter.)
+        cgroup = Cgroup.create((job.limits.memory_mb << 20) * share, job.limits.processes * share, nested=share > 1)
 
         def enter():
             os.setsid()

@@ -33,12 +33,18 @@ def _read(path: Path) -> str:
 
 
 class Cgroup:
-    def __init__(self, dirs: list[Path], v2: bool):
+    def __init__(self, dirs: list[Path], v2: bool, entry: list[Path] | None = None):
         self.dirs = dirs
         self.v2 = v2
+        # Where enter() puts a process: the cgroup itself, or (a v2 cgroup made to hold cgroups of its own,
+        # create(nested=True)) a leaf below it, since v2 lets no cgroup both hold processes and hand its
+        # controllers down.
+        self.entry = entry or dirs
 
     @classmethod
-    def create(cls, memory_bytes: int, pids: int) -> Cgroup | None:
+    def create(cls, memory_bytes: int, pids: int, nested: bool = False) -> Cgroup | None:
+        """A new cgroup with these caps; ``nested``: one that :meth:`child` can make cgroups in (a litter's
+        sandbox, judge.sandbox.litter: a cgroup of its own for each child, inside the litter's)."""
         name = f"triton-judge-{os.getpid()}-{secrets.token_hex(4)}"
         if (ROOT / "cgroup.controllers").is_file():
             # Our own cgroup first (a delegated subtree); as root, the top of
@@ -58,6 +64,14 @@ class Cgroup:
                 group = cls([d], v2=True)
                 ok = _write(d / "memory.max", memory_bytes) and _write(d / "pids.max", pids)
                 _write(d / "memory.swap.max", 0)
+                # (Where the controllers cannot be handed down, it is a cgroup like any other: child() then
+                # fails, and a litter's children share its caps.)
+                if ok and nested and _write(d / "cgroup.subtree_control", "+memory +pids"):
+                    leaf = cls._make(d / "entry")
+                    if leaf is not None:
+                        group.entry = [leaf]
+                    else:
+                        _write(d / "cgroup.subtree_control", "-memory -pids")
                 if ok:
                     return group
                 group.remove()
@@ -72,6 +86,38 @@ class Cgroup:
         group = cls([mem, pid_dir], v2=False)
         ok = _write(mem / "memory.limit_in_bytes", memory_bytes) and _write(pid_dir / "pids.max", pids)
         _write(mem / "memory.memsw.limit_in_bytes", memory_bytes)  # absent without swap accounting
+        if not ok:
+            group.remove()
+            return None
+        return group
+
+    @staticmethod
+    def _make(d: Path) -> Path | None:
+        try:
+            d.mkdir()
+            return d
+        except OSError:
+            return None
+
+    def child(self, name: str, memory_bytes: int, pids: int) -> Cgroup | None:
+        """A cgroup inside this one with its own caps (each also counts against this one's), removed with it;
+        None where it cannot be made (the caller then has only this one's caps and figures)."""
+        dirs = []
+        for d in self.dirs:
+            made = self._make(d / name)
+            if made is None:
+                break
+            dirs.append(made)
+        group = Cgroup(dirs, self.v2)
+        if len(dirs) < len(self.dirs):
+            group.remove()
+            return None
+        if self.v2:
+            ok = _write(dirs[0] / "memory.max", memory_bytes) and _write(dirs[0] / "pids.max", pids)
+            _write(dirs[0] / "memory.swap.max", 0)
+        else:
+            ok = _write(dirs[0] / "memory.limit_in_bytes", memory_bytes) and _write(dirs[1] / "pids.max", pids)
+            _write(dirs[0] / "memory.memsw.limit_in_bytes", memory_bytes)
         if not ok:
             group.remove()
             return None
@@ -95,14 +141,16 @@ class Cgroup:
     def enter(self, pid: int | None = None) -> None:
         """Move ``pid`` (default: this process) into the cgroup; children follow."""
         pid = os.getpid() if pid is None else pid
-        for d in self.dirs:
+        for d in self.entry:
             (d / "cgroup.procs").write_text(str(pid))
 
     def pids(self) -> set[int]:
+        """Every process in it, those in the cgroups below it too."""
         out = set()
         for d in self.dirs:
-            for line in _read(d / "cgroup.procs").split():
-                out.add(int(line))
+            for procs in d.rglob("cgroup.procs"):
+                for line in _read(procs).split():
+                    out.add(int(line))
         return out
 
     def memory_bytes(self) -> int | None:
@@ -145,7 +193,9 @@ class Cgroup:
 
     def remove(self) -> None:
         self.kill_all()
-        for d in self.dirs:
+        # The deepest first: a cgroup with cgroups inside cannot be removed.
+        below = sorted({p for d in self.dirs for p in d.rglob("*") if p.is_dir()}, key=lambda p: -len(p.parts))
+        for d in below + list(self.dirs):
             for _ in range(50):
                 try:
                     d.rmdir()

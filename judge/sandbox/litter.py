@@ -10,10 +10,15 @@ stderr. What differs is underneath:
   them: each child's memory and processes, times the number of children). They run one submission, the file
   placed in the sandbox before the parent starts (so :meth:`LitterProc.place` only checks that the judge asks
   for that file). Nothing of another submission, and no replay worker (judge.replay), ever shares it.
-* **Killing one child** kills its session (each child leads one) by its PID on the host, which the judge finds
-  itself among the sandbox's processes (the parent reports the child's PID as the sandbox numbers it): a
-  child is killed without touching its siblings. The last child closed takes the sandbox down, and with it
-  whatever any child left running.
+* **A cgroup per child.** The judge finds each child's PID on the host itself, among the sandbox's processes
+  (the parent reports the child's PID as the sandbox numbers it), as soon as the parent says it forked it,
+  and moves it into a cgroup of its own inside the litter's, with one worker's caps on memory and processes,
+  before the child is given its submission (:meth:`LitterProc.before_setup`). So one child's memory is read
+  from its cgroup, as a lone worker's is, and a child that forks without end fills its own process cap, not
+  its siblings'. (Without cgroups, the caps are the litter's and a child's memory is its processes' sum.)
+* **Killing one child** kills its session (each child leads one) and everything in its cgroup, by their PIDs
+  on the host: a child is killed without touching its siblings, with whatever it forked, in its session or
+  out of it. The last child closed takes the sandbox down, and with it whatever any child left running.
 * **How a child ended** comes from the parent, which reaps it. The parent shares the sandbox with the
   children, so a child could forge that line: it would forge its own end, as an ordinary worker can choose
   its own exit status. A report that does not parse, or the parent's end, ends every child still running.
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import threading
 import time
@@ -59,6 +65,10 @@ class Litter:
         self._nspid: dict[int, int] = {}  # child -> its PID inside the sandbox
         self._hostpid: dict[int, int] = {}  # child -> its PID on the host, once found
         self._pidfd: dict[int, int] = {}  # child -> a pidfd of that process (judge.sandbox.litter.host_pid)
+        self._cgroups: dict = {}  # child -> its own cgroup (judge.sandbox.cgroups.Cgroup), where one was made
+        self._contained = [threading.Event() for _ in range(n)]  # _contain(i) is over, whatever it managed
+        self._caps = (job.limits.memory_mb << 20, job.limits.processes)
+        self._to_contain: queue.SimpleQueue = queue.SimpleQueue()  # children forked, for _contain (its own thread)
         self._open = set(range(n))  # children not closed yet
         self._events = [threading.Event() for _ in range(n)]
         self.failure = ""
@@ -89,6 +99,7 @@ class Litter:
         self._stderr = bytearray()
         threading.Thread(target=self._read_reports, name="judge-litter", daemon=True).start()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
+        threading.Thread(target=self._contain_each, name="judge-litter-cgroups", daemon=True).start()
 
     # ------------------------------------------------------------------ the parent's reports
 
@@ -130,6 +141,7 @@ class Litter:
                 if type(pid) is not int or pid <= 0 or i in self._nspid:
                     raise ValueError
                 self._nspid[i] = pid
+                self._to_contain.put(i)
                 if len(self._nspid) == self.n:
                     self._forked.set()
             elif "exited" in msg:
@@ -158,6 +170,7 @@ class Litter:
         """No more reports: every child is killed, and the sandbox with them; one not reported ended ends so."""
         first = not self._ended.is_set()
         self._ended.set()
+        self._to_contain.put(None)
         self._forked.set()
         if first:
             # Every child still running, by its pidfd (a report of its end came from inside the sandbox), then
@@ -169,6 +182,7 @@ class Litter:
         for i, event in enumerate(self._events):
             self._status.setdefault(i, -signal.SIGKILL)
             event.set()
+            self._contained[i].set()
 
     def _drain_stderr(self) -> None:
         while True:
@@ -199,7 +213,8 @@ class Litter:
             return None
         from judge.sandbox.base import _descendants
 
-        for pid in sorted(_descendants(self.proc.pid) - {self.proc.pid}):
+        # (A table read now: one read for another purpose a moment ago may predate the fork.)
+        for pid in sorted(_descendants(self.proc.pid, max_age=0.0) - {self.proc.pid}):
             try:
                 ids = _nspid(pid)
                 if not (ids and int(ids[-1]) == nspid and self._is_child(pid)):
@@ -218,6 +233,41 @@ class Litter:
             return self.host_pid(i)
         return None
 
+    def _contain_each(self) -> None:
+        for _ in range(self.n):
+            i = self._to_contain.get()
+            if i is None:  # (the litter ended first)
+                return
+            self._contain(i)
+
+    def _contain(self, i: int) -> None:
+        """Move child ``i`` into a cgroup of its own (one worker's caps) inside the litter's, where the backend
+        made the litter a cgroup; called as the parent reports the fork, before the child has its submission."""
+        try:
+            parent = getattr(self.proc, "cgroup", None)
+            if parent is None:
+                return
+            deadline = time.monotonic() + FIND_SECONDS
+            pid = self.host_pid(i)
+            while pid is None and i not in self._pidfd and time.monotonic() < deadline:
+                time.sleep(0.02)  # (forked after the process table was read)
+                pid = self.host_pid(i)
+            if pid is None:
+                return
+            group = parent.child(f"child-{i}", *self._caps)
+            if group is None:
+                return
+            try:
+                group.enter(pid)
+            except OSError:
+                return
+            # Still running after the move, so the number was still the child's when it was written (the child
+            # is the litter's own code until it is given its submission: it does not end by itself).
+            if _running(self._pidfd[i]):
+                self._cgroups[i] = group
+        finally:
+            self._contained[i].set()
+
     def _is_child(self, pid: int) -> bool:
         """Whether ``pid`` was forked by the litter's parent: its parent runs this module, in the same PID
         namespace (a process in a namespace a child made below it has a longer NSpid, and its own numbers)."""
@@ -232,8 +282,15 @@ class Litter:
             return False
 
     def kill_child(self, i: int) -> None:
-        """Kill child ``i`` and its session (by its PID, even when its end was reported: the report comes from
-        inside the sandbox). One that cannot be found while it may be alive ends the whole litter."""
+        """Kill child ``i``, its session and its cgroup (by their PIDs, even when its end was reported: the report
+        comes from inside the sandbox). One that cannot be found while it may be alive ends the whole litter."""
+        try:
+            self._kill_child(i)
+        finally:
+            if i in self._cgroups:
+                self._cgroups[i].kill_all()  # (what it forked that left its session, also once the child is gone)
+
+    def _kill_child(self, i: int) -> None:
         deadline = time.monotonic() + FIND_SECONDS
         while True:
             pid = self.host_pid(i)
@@ -339,6 +396,11 @@ class LitterProc(Proc):
     def kill(self) -> None:
         self.litter.kill_child(self.i)
 
+    def before_setup(self) -> None:
+        """Called before the child is given its submission (judge.channel): it waits until the child is in its
+        own cgroup (or the judge has given up on one)."""
+        self.litter._contained[self.i].wait(FIND_SECONDS + 1.0)
+
     def wait(self, timeout=None):
         """How it ended (its parent's report), or None while it runs, up to ``timeout``. One the host saw end (its
         pidfd) whose report does not come within REPORT_SECONDS ended so: killed (a parent stopped or gone,
@@ -360,11 +422,16 @@ class LitterProc(Proc):
                 return None
 
     def memory_bytes(self, exact_above=None):
+        group = self.litter._cgroups.get(self.i)
+        used = None if group is None else group.memory_bytes()
+        if used is not None:
+            return used
         pid = self.litter.host_pid(self.i)
         return None if pid is None else process_tree_memory(pid, exact_above)
 
     def oom_killed(self) -> bool:
-        return self.litter._status.get(self.i) == -signal.SIGKILL and self.litter.proc.oom_killed()
+        group = self.litter._cgroups.get(self.i) or self.litter.proc
+        return self.litter._status.get(self.i) == -signal.SIGKILL and group.oom_killed()
 
     def close(self) -> None:
         if self._closed:
