@@ -79,6 +79,14 @@ def test_each_child_is_a_worker_of_its_own_and_is_killed_alone(name, tmp_path):
     litter = procs[0].litter
     pids = [litter.host_pid(p.i) for p in procs]
     assert None not in pids and len(set(pids)) == 3 and litter.proc.pid not in pids
+    cgroup = getattr(litter.proc, "cgroup", None)
+    if cgroup is not None:  # each child in a cgroup of its own, inside the litter's, before it has its file
+        for p in procs:
+            p.before_setup()
+        assert sorted(litter._cgroups) == [0, 1, 2]
+        for i, pid in enumerate(pids):
+            assert litter._cgroups[i].pids() == {pid}
+            assert pid in cgroup.pids() and litter._cgroups[i].memory_bytes() is not None
     procs[1].kill()
     assert procs[1].wait(10) == -9
     assert procs[0].wait(0) is None and procs[2].wait(0) is None
