@@ -14,6 +14,7 @@ catches) is tests/test_anticheat_runtime.py and the corpus itself.
 """
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -569,6 +570,9 @@ def test_two_replay_workers_replay_two_cases_at_once_and_their_time_is_summed(mo
     assert replayers.timing == {"replays": 2, "replay_seconds": 3.0}
 
     monkeypatch.delenv("JUDGE_REPLAY_WORKERS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    assert replay_workers("cuda", False, lone=True) == 3
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
     assert replay_workers("cuda", False, lone=True) == 2
     assert replay_workers("cuda", False, lone=False) == 1 and replay_workers("cpu", True, lone=True) == 1
     monkeypatch.setenv("JUDGE_REPLAY_WORKERS", "3")

@@ -156,8 +156,8 @@ class SpeedRun:
         # The replay check of the timed calls whose outputs are checked (judge.replay): a second sandboxed
         # process that never imports the submission. JUDGE_REPLAY=0 turns it off, as in the test groups.
         self.replay = replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
-        # How many: each replays one checked call at a time (judge.replay.replay_workers: two for a lone
-        # submit on a GPU). With one, the timed calls' replays after the rounds ran one after another while
+        # How many: each replays one checked call at a time (judge.replay.replay_workers: three for a lone
+        # submit on a GPU host of 12 cores or more, else two). With one, the timed calls' replays after the rounds ran one after another while
         # the report waited: softmax's reference on the H200 spent 2.0 s there (0.75, 0.29, 0.73 and 0.06 s),
         # flash-backward's 3.9-4.0 s (tests/gpu/RESULTS.md, 2026-12-05 sixth session, call 1).
         self.replay_workers = max(1, int(replay_workers))
