@@ -9,12 +9,17 @@ and the judge's memory watchdog (and says so).
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import signal
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path("/sys/fs/cgroup")
+PREFIX = "triton-judge-"  # then the judge's PID and a random part: triton-judge-<pid>-<hex>
+STALE_SECONDS = 60.0  # a cgroup younger than this is never taken for a dead judge's (see sweep_stale)
+_swept = threading.Event()
 
 
 def _write(path: Path, value) -> bool:
@@ -45,7 +50,10 @@ class Cgroup:
     def create(cls, memory_bytes: int, pids: int, nested: bool = False) -> Cgroup | None:
         """A new cgroup with these caps; ``nested``: one that :meth:`child` can make cgroups in (a litter's
         sandbox, judge.sandbox.litter: a cgroup of its own for each child, inside the litter's)."""
-        name = f"triton-judge-{os.getpid()}-{secrets.token_hex(4)}"
+        name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
+        if not _swept.is_set():
+            _swept.set()
+            sweep_stale()
         if (ROOT / "cgroup.controllers").is_file():
             # Our own cgroup first (a delegated subtree); as root, the top of
             # the tree too: on the H200 machine the judge sits in a cgroup
@@ -204,6 +212,51 @@ class Cgroup:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+def sweep_stale(min_age: float = STALE_SECONDS) -> list[Path]:
+    """Remove the cgroups a judge left when it was killed before it could (its own are removed as its workers
+    close): those named for a judge whose PID is no process now, that hold no process and are older than
+    ``min_age``. The first create() of each judge calls it. Returns what it removed."""
+    if (ROOT / "cgroup.controllers").is_file():
+        v2, parents = True, {ROOT / _own_v2_path(), ROOT}
+    else:
+        v2, parents = False, {ROOT / "memory", ROOT / "pids"}
+    removed = []
+    for parent in parents:
+        try:
+            found = [d for d in parent.iterdir() if d.name.startswith(PREFIX) and d.is_dir()]
+        except OSError:
+            continue
+        for d in found:
+            m = re.fullmatch(re.escape(PREFIX) + r"(\d+)-[0-9a-f]+", d.name)
+            if m is None or _alive(int(m.group(1))):
+                continue
+            try:
+                if time.time() - d.stat().st_mtime < min_age:
+                    continue
+            except OSError:
+                continue
+            group = Cgroup([d], v2)
+            try:
+                if group.pids():
+                    continue  # (something still runs in it: not ours to end)
+                group.remove()
+            except OSError:
+                continue  # (another judge swept it meanwhile)
+            if not d.exists():
+                removed.append(d)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
 
 
 def _own_v2_path() -> str:

@@ -1,0 +1,62 @@
+"""Cgroups the judge makes for its workers (judge.sandbox.cgroups), on this host's real cgroup file system.
+
+A litter's children each have a cgroup inside the litter's (tests/test_litter.py checks them in use); here,
+what is left when a judge is killed before it could remove its own: the next judge removes them.
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from judge.sandbox import cgroups
+from judge.sandbox.cgroups import Cgroup, sweep_stale
+
+needs_cgroups = pytest.mark.skipif(Cgroup.create(1 << 30, 64) is None,
+                                   reason="no cgroups can be made here (not root, no delegated subtree)")
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid  # (reaped: no process has that number now, unless the host gave it again since)
+
+
+@needs_cgroups
+def test_a_killed_judges_cgroups_are_removed_by_the_next_and_no_others():
+    nested = Cgroup.create(1 << 30, 64, nested=True)
+    assert nested is not None and nested.child("child-0", 1 << 29, 32) is not None
+    flat = Cgroup.create(1 << 30, 64)
+    dead = _dead_pid()
+    # What a judge of PID ``dead`` left: its directories, renamed for that PID (a litter's holds its children's).
+    left = []
+    for group in (nested, flat):
+        moved = []
+        for d in group.dirs:
+            target = d.with_name(f"{cgroups.PREFIX}{dead}-{d.name.rsplit('-', 1)[1]}")
+            d.rename(target)
+            moved.append(target)
+        left.append(Cgroup(moved, group.v2))
+    mine = Cgroup.create(1 << 30, 64)  # a live judge's (this one's), empty: stays
+    busy = Cgroup.create(1 << 30, 64)  # a dead judge's that something still runs in: stays
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        busy.enter(sleeper.pid)
+        busy_moved = [d.with_name(f"{cgroups.PREFIX}{dead}-0bad0bad{d.name[-1]}") for d in busy.dirs]
+        for d, target in zip(busy.dirs, busy_moved):
+            d.rename(target)
+        assert sweep_stale(min_age=3600.0) == []  # all younger than that: none is taken for a dead judge's
+        removed = sweep_stale(min_age=0.0)
+        # (Others of dead judges may go too: one of this host's own, killed within the last minute.)
+        assert {d for g in left for d in g.dirs} <= set(removed)
+        assert all(not cgroups._alive(int(d.name.split("-")[2])) for d in removed)
+        assert not any(d.exists() for g in left for d in g.dirs)
+        assert all(d.exists() for d in mine.dirs) and all(d.exists() for d in busy_moved)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        Cgroup(busy_moved, busy.v2).remove()
+        mine.remove()
+    assert not any(d.exists() for d in busy_moved + mine.dirs)
