@@ -55,6 +55,14 @@ def _own_scratch(index: int) -> None:
     tempfile.tempdir = None  # (computed afresh from TMPDIR)
 
 
+def _not_dumpable() -> bool:
+    import ctypes
+
+    PR_SET_DUMPABLE, PR_GET_DUMPABLE = 4, 3
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 and libc.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
+
+
 def _child(index: int, mine: tuple[int, int, int], everyone: list[int]) -> None:
     """In the forked child: become an ordinary worker on its own three pipes."""
     os.setsid()
@@ -122,6 +130,14 @@ def main() -> int:
 
     if threading.active_count() != 1:
         _say({"failed": f"{threading.active_count()} Python threads before the fork"})
+        return 2
+    # Not dumpable, so inherited by every child: a process of the sandbox can then neither read nor write
+    # another's memory (/proc/PID/mem), file descriptors (/proc/PID/fd) or registers (ptrace), though they
+    # share a user. A red-team file of 2026-12-06 wrote through /proc/PID/mem into its parent and siblings (a
+    # loop run in the parent, beyond the child's own cgroup). A child may make itself dumpable again: then
+    # only itself is exposed, to its siblings, which run the same file.
+    if not _not_dumpable():
+        _say({"failed": "could not make the litter's processes undumpable"})
         return 2
     _say({"ready": True})
     everyone = [fd for s in sets for fd in s]
