@@ -244,6 +244,21 @@ class Workers:
             self._starts = [self._pool.submit(ex.start) for ex in self.all[1:]]
         return self.first.start()
 
+    def load_failure(self) -> Outcome | None:
+        """The first failure of a worker but the first to load the file (its import failed, crashed, ran out of
+        time or memory), once their starts are over; None where each loaded it or could not start for a reason
+        of its environment (IE, its lane dropped: the others carry on). A file that does not load in every
+        process it is given fails as it would in the first: a red-team file of 2026-12-06 exited at import in
+        whichever worker came first, which was AC where that was not the first worker."""
+        for future in self._starts:
+            try:
+                outcome = future.result()
+            except Exception:  # noqa: BLE001 - the judge's own trouble starting it, as IE
+                continue
+            if outcome is not None and outcome.verdict is not Verdict.IE:
+                return outcome
+        return None
+
     def ready(self) -> list[Exchange]:
         """The workers that are up: the first, and each other one once its start succeeded."""
         return [ex for ex in self.all if self.up(ex)]

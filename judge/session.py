@@ -129,6 +129,10 @@ class Session:
                 return self._report(failure.verdict, failure.message, [], failure.details)
             groups_started = time.monotonic()
             groups = self._run_groups(scratch)
+            loading = self.workers.load_failure()  # (another worker could not load the file)
+            if loading is not None:
+                return self._report(loading.verdict, f"in one of its workers: {loading.message}", [],
+                                    loading.details)
             verdict = worst(g.verdict for g in groups)
             message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
                            "all tests passed")

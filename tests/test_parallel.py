@@ -228,3 +228,28 @@ def test_a_case_run_ahead_for_a_group_that_will_not_be_judged_is_not_waited_for(
     assert elapsed < 30, elapsed  # its 30-s sleep was not waited for: its worker was stopped
     one, groups_one = _judge("93", path, 1)
     assert one.verdict == two.verdict and groups_one == groups_two
+
+
+# Loads in the first of its processes to import it and exits at import in every other: a file that does not load
+# in each process it is given. Which lane's worker imports first is a race; the verdict must not depend on it.
+LOADS_ONCE = '''
+import os
+
+try:
+    os.close(os.open({marker!r}, os.O_CREAT | os.O_EXCL))
+except FileExistsError:
+    os._exit(3)
+
+
+def add(x, y):
+    return x + y
+'''
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_a_file_that_does_not_load_in_every_worker_fails_as_in_the_first(tmp_path, workers):
+    path = tmp_path / "loads_once.py"
+    path.write_text(LOADS_ONCE.format(marker=str(tmp_path / "loaded")))
+    report, _ = _judge("93", path, workers)
+    assert report.verdict.value == "RTE", (report.verdict, report.message)
+    assert "exited with status 3" in report.message, report.message
