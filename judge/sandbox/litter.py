@@ -66,6 +66,7 @@ class Litter:
         self._hostpid: dict[int, int] = {}  # child -> its PID on the host, once found
         self._pidfd: dict[int, int] = {}  # child -> a pidfd of that process (judge.sandbox.litter.host_pid)
         self._cgroups: dict = {}  # child -> its own cgroup (judge.sandbox.cgroups.Cgroup), where one was made
+        self._inherited: dict[int, int] = {}  # child -> bytes it shares from its fork (see _contain)
         self._contained = [threading.Event() for _ in range(n)]  # _contain(i) is over, whatever it managed
         self._caps = (job.limits.memory_mb << 20, job.limits.processes)
         self._to_contain: queue.SimpleQueue = queue.SimpleQueue()  # children forked, for _contain (its own thread)
@@ -254,7 +255,13 @@ class Litter:
                 pid = self.host_pid(i)
             if pid is None:
                 return
-            group = parent.child(f"child-{i}", *self._caps)
+            # What it shares from its parent (torch, Triton: ~330 MiB) stays charged to the litter's cgroup, where
+            # the parent made it; a lone worker holds that itself, against its own cap. So the child's cgroup is
+            # capped that much lower, and its memory read that much higher: a red-team file that held 4000 MiB
+            # in each worker was AC in a litter and MLE without one (cap 4096 MiB).
+            inherited = _inherited(pid)
+            memory, processes = self._caps
+            group = parent.child(f"child-{i}", max(64 << 20, memory - inherited), processes)
             if group is None:
                 return
             try:
@@ -264,6 +271,7 @@ class Litter:
             # Still running after the move, so the number was still the child's when it was written (the child
             # is the litter's own code until it is given its submission: it does not end by itself).
             if _running(self._pidfd[i]):
+                self._inherited[i] = inherited
                 self._cgroups[i] = group
         finally:
             self._contained[i].set()
@@ -356,6 +364,17 @@ class Litter:
             call()
 
 
+def _inherited(pid: int) -> int:
+    """The anonymous and shared memory of ``pid``'s parent: what a child forked from it shares."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            parent = int(f.read().rsplit(b")", 1)[1].split()[1])
+        with open(f"/proc/{parent}/status") as f:
+            return sum(int(line.split()[1]) << 10 for line in f if line.startswith(("RssAnon:", "RssShmem:")))
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _running(pidfd: int) -> bool:
     """Whether the process of ``pidfd`` has not ended (a pidfd reads as ready once it has)."""
     import select
@@ -425,7 +444,7 @@ class LitterProc(Proc):
         group = self.litter._cgroups.get(self.i)
         used = None if group is None else group.memory_bytes()
         if used is not None:
-            return used
+            return used + self.litter._inherited.get(self.i, 0)
         pid = self.litter.host_pid(self.i)
         return None if pid is None else process_tree_memory(pid, exact_above)
 
