@@ -14,14 +14,38 @@ import pytest
 from judge.sandbox import cgroups
 from judge.sandbox.cgroups import Cgroup, sweep_stale
 
-needs_cgroups = pytest.mark.skipif(Cgroup.create(1 << 30, 64) is None,
-                                   reason="no cgroups can be made here (not root, no delegated subtree)")
+def _can_make() -> bool:
+    probe = Cgroup.create(1 << 30, 64)
+    if probe is not None:
+        probe.remove()
+    return probe is not None
+
+
+needs_cgroups = pytest.mark.skipif(not _can_make(), reason="no cgroups can be made here (not root, no delegated subtree)")
 
 
 def _dead_pid() -> int:
     p = subprocess.Popen([sys.executable, "-c", "pass"])
     p.wait()
     return p.pid  # (reaped: no process has that number now, unless the host gave it again since)
+
+
+@needs_cgroups
+def test_a_workers_cgroup_weighs_as_many_processes_as_it_holds_workers_for_the_cpu():
+    one, three = Cgroup.create(1 << 30, 64), Cgroup.create(1 << 30, 64, cpu_share=3)
+    try:
+        for group, share in ((one, 1), (three, 3)):
+            if group.v2:
+                weight = group.dirs[0] / "cpu.weight"
+                if weight.exists():  # (where the parent hands the cpu controller down)
+                    assert int(weight.read_text()) == 100 * share
+            else:
+                assert [d.parent.name for d in group.dirs] == ["memory", "pids", "cpu"]
+                assert int((group.dirs[2] / "cpu.shares").read_text()) == 1024 * share
+    finally:
+        one.remove()
+        three.remove()
+    assert not any(d.exists() for d in one.dirs + three.dirs)
 
 
 @needs_cgroups

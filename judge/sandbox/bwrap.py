@@ -203,7 +203,8 @@ class BwrapBackend(Backend):
         env.update(extra_env or {})
         share = max(1, int(share))
         # (A litter's, shared by its children, holds a cgroup for each: judge.sandbox.litter.)
-        cgroup = Cgroup.create((job.limits.memory_mb << 20) * share, job.limits.processes * share, nested=share > 1)
+        cgroup = Cgroup.create((job.limits.memory_mb << 20) * share, job.limits.processes * share, nested=share > 1,
+                               cpu_share=share)
 
         def enter():
             os.setsid()

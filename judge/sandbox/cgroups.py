@@ -47,9 +47,15 @@ class Cgroup:
         self.entry = entry or dirs
 
     @classmethod
-    def create(cls, memory_bytes: int, pids: int, nested: bool = False) -> Cgroup | None:
+    def create(cls, memory_bytes: int, pids: int, nested: bool = False, cpu_share: int = 1) -> Cgroup | None:
         """A new cgroup with these caps; ``nested``: one that :meth:`child` can make cgroups in (a litter's
-        sandbox, judge.sandbox.litter: a cgroup of its own for each child, inside the litter's)."""
+        sandbox, judge.sandbox.litter: a cgroup of its own for each child, inside the litter's).
+
+        It is also one entity of the CPU scheduler, weighted as ``cpu_share`` processes (a litter: its
+        children): under contention its processes share that, however many they are. Without it, under cgroup
+        v1, a fork bomb's 256 spinning processes each weighed as much as the judge's threads, and a 2-core host
+        gave no verdict in 400 s (a red-team file of 2026-12-06, with a litter or without). Under v2 the cgroup
+        has the cpu controller where its parent hands it down (the root does on the GPU machines)."""
         name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         if not _swept.is_set():
             _swept.set()
@@ -72,6 +78,7 @@ class Cgroup:
                 group = cls([d], v2=True)
                 ok = _write(d / "memory.max", memory_bytes) and _write(d / "pids.max", pids)
                 _write(d / "memory.swap.max", 0)
+                _write(d / "cpu.weight", max(1, min(10000, 100 * cpu_share)))  # (100: one process's default)
                 # (Where the controllers cannot be handed down, it is a cgroup like any other: child() then
                 # fails, and a litter's children share its caps.)
                 if ok and nested and _write(d / "cgroup.subtree_control", "+memory +pids"):
@@ -97,6 +104,10 @@ class Cgroup:
         if not ok:
             group.remove()
             return None
+        cpu = cls._make(ROOT / "cpu" / name)  # (after memory and pids, which the code reads as dirs[0] and [1])
+        if cpu is not None:
+            group.dirs.append(cpu)
+            _write(cpu / "cpu.shares", max(2, 1024 * cpu_share))  # (1024: one process's default)
         return group
 
     @staticmethod
@@ -221,7 +232,7 @@ def sweep_stale(min_age: float = STALE_SECONDS) -> list[Path]:
     if (ROOT / "cgroup.controllers").is_file():
         v2, parents = True, {ROOT / _own_v2_path(), ROOT}
     else:
-        v2, parents = False, {ROOT / "memory", ROOT / "pids"}
+        v2, parents = False, {ROOT / "memory", ROOT / "pids", ROOT / "cpu"}
     removed = []
     for parent in parents:
         try:
