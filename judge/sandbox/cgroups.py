@@ -30,6 +30,18 @@ def _write(path: Path, value) -> bool:
         return False
 
 
+def _cap(dirs: list[Path], v2: bool, memory_bytes: int, pids: int) -> bool:
+    """Write a cgroup's memory and process caps (v2: its one directory; v1: memory's, then pids'), and no swap
+    beyond the memory; whether the caps were taken."""
+    if v2:
+        ok = _write(dirs[0] / "memory.max", memory_bytes) and _write(dirs[0] / "pids.max", pids)
+        _write(dirs[0] / "memory.swap.max", 0)
+        return ok
+    ok = _write(dirs[0] / "memory.limit_in_bytes", memory_bytes) and _write(dirs[1] / "pids.max", pids)
+    _write(dirs[0] / "memory.memsw.limit_in_bytes", memory_bytes)  # absent without swap accounting
+    return ok
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()
@@ -76,8 +88,7 @@ class Cgroup:
                 except OSError:
                     continue
                 group = cls([d], v2=True)
-                ok = _write(d / "memory.max", memory_bytes) and _write(d / "pids.max", pids)
-                _write(d / "memory.swap.max", 0)
+                ok = _cap([d], True, memory_bytes, pids)
                 _write(d / "cpu.weight", max(1, min(10000, 100 * cpu_share)))  # (100: one process's default)
                 # (Where the controllers cannot be handed down, it is a cgroup like any other: child() then
                 # fails, and a litter's children share its caps.)
@@ -99,9 +110,7 @@ class Cgroup:
             cls([p for p in (mem, pid_dir) if p.exists()], v2=False).remove()
             return None
         group = cls([mem, pid_dir], v2=False)
-        ok = _write(mem / "memory.limit_in_bytes", memory_bytes) and _write(pid_dir / "pids.max", pids)
-        _write(mem / "memory.memsw.limit_in_bytes", memory_bytes)  # absent without swap accounting
-        if not ok:
+        if not _cap([mem, pid_dir], False, memory_bytes, pids):
             group.remove()
             return None
         cpu = cls._make(ROOT / "cpu" / name)  # (after memory and pids, which the code reads as dirs[0] and [1])
@@ -131,13 +140,7 @@ class Cgroup:
         if len(dirs) < len(self.dirs):
             group.remove()
             return None
-        if self.v2:
-            ok = _write(dirs[0] / "memory.max", memory_bytes) and _write(dirs[0] / "pids.max", pids)
-            _write(dirs[0] / "memory.swap.max", 0)
-        else:
-            ok = _write(dirs[0] / "memory.limit_in_bytes", memory_bytes) and _write(dirs[1] / "pids.max", pids)
-            _write(dirs[0] / "memory.memsw.limit_in_bytes", memory_bytes)
-        if not ok:
+        if not _cap(dirs, self.v2, memory_bytes, pids):
             group.remove()
             return None
         return group
