@@ -30,6 +30,8 @@
 #             process sandbox, each file's workers JUDGE_WORKERS=WORKERS (4)
 #   wrong1    the same files on one worker each (JUDGE_WORKERS=1), 12 at once: both must give the declared
 #             verdicts
+#   cgtests   tests/test_litter.py and tests/test_cgroups.py on this machine's cgroups (v2 on the GPU machines)
+# CGW=1: every 20 s, the cpu.weight (v2) or cpu.shares (v1) of each triton-judge cgroup into results/cgweights.txt.
 # Reports under results/reports (BENCH_REPORTS); all packed into $OUT/results.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -39,6 +41,11 @@ source tests/gpu/calls/lib.sh
 write_env
 lat="python3 tests/bench/judge_latency.py --device cuda --sandbox bwrap"
 tl="env JUDGE_TIMELINE=$out/timelines"
+if [[ "${CGW:-0}" == 1 ]]; then
+  ( while sleep 20; do date +%s; cat /sys/fs/cgroup/triton-judge-*/cpu.weight /sys/fs/cgroup/cpu/triton-judge-*/cpu.shares \
+      2>/dev/null | sort | uniq -c; done ) > "$out/cgweights.txt" 2>&1 &
+  sampler=$!
+fi
 for p in ${PARTS:-warm workers latency seed}; do
   case $p in
     warm) part warm 90 python3 -m judge submit 94 reference/094-softmax.py --device cuda --sandbox bwrap --json ;;
@@ -65,7 +72,9 @@ for p in ${PARTS:-warm workers latency seed}; do
     wrong1) part wrong-w1 "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS=1 \
               python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
               --jobs 12 --pool auto --seed 1 --sandbox process ;;
+    cgtests) part cgtests 120 python3 -m pytest -q -m "full or not full" tests/test_litter.py tests/test_cgroups.py ;;
   esac
 done
+[[ -n "${sampler:-}" ]] && kill "$sampler"
 echo "done at $(( $(date +%s) - start )) s"
 tar -czf "${OUT:-gpu-out}/results.tar.gz" -C "${OUT:-gpu-out}" results && rm -rf "$out"
