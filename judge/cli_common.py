@@ -46,6 +46,22 @@ def usage(message: str):
     sys.exit(EXIT_USAGE)
 
 
+def judge_frame(exc: BaseException) -> str:
+    """Where in the judge's own code ``exc`` was raised (its innermost frame there, e.g. "judge/checker.py:140
+    in _compare"), or "": an internal error's one line says where, with no traceback to read (a grading job's
+    stderr becomes its report's message)."""
+    import traceback
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    where = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        path = Path(frame.filename).resolve()
+        if path.is_relative_to(root):
+            where = f"{path.relative_to(root.parent)}:{frame.lineno} in {frame.name}"
+    return where
+
+
 def internal(message: str):
     """An error of the judge's: one line, exit 3."""
     err(f"internal error: {message}")

@@ -89,7 +89,25 @@ def run_group(domain: dict, examples: list[dict], n: int, salt: str, run_case, *
             return inner
         if first:
             return first[0]
+        # The judge's own error on some try (not a failing case), perhaps gone on the next: raise that error,
+        # not Hypothesis's "unreliable results" around it, which named neither what failed nor where.
+        inner = _first_error(exc)
+        if inner is not None:
+            raise inner from exc
         raise
+    return None
+
+
+def _first_error(exc):
+    """The first exception inside Hypothesis's ``exc`` (its group, its cause) that is not Hypothesis's own."""
+    for inner in list(getattr(exc, "exceptions", ()) or ()) + [exc.__cause__ or exc.__context__]:
+        if inner is None or inner is exc:
+            continue
+        if not isinstance(inner, (HypothesisException, BaseExceptionGroup)):
+            return inner
+        found = _first_error(inner)
+        if found is not None:
+            return found
     return None
 
 

@@ -107,7 +107,8 @@ def release_cached(above: int = RELEASE_ABOVE) -> None:
     in ``judge grade --jobs 12`` every job's process kept the peak of its largest computation (a bench
     shape's float64 golden answer: one held 6.39 GiB) while the other jobs' cases and speed runs ran out
     of memory (tests/gpu/RESULTS.md, 2026-12-05 second session, call 2). Called after the bench-sized work
-    (the speed run's output checks, the replays of timed calls); a case of the test groups is small."""
+    (the speed run's output checks, the replays of timed calls) and after each case of the test groups
+    (judge.session), whose largest softmax cases kept up to 5.5 GiB a judge (2026-12-06, ninth session)."""
     if torch.cuda.is_available() and torch.cuda.is_initialized() and torch.cuda.memory_reserved() > above:
         torch.cuda.empty_cache()
 

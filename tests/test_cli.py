@@ -202,3 +202,15 @@ def test_the_judge_runs_hypothesis_without_the_machines_plugins():
     assert r.returncode == 0, r.stderr[-2000:]
     flag, loaded = json.loads(r.stdout)
     assert flag and loaded == [], (flag, loaded, plugins)
+
+
+def test_an_internal_errors_line_says_where_in_the_judge_it_was_raised():
+    """A grading job's stderr becomes its report's message, with no traceback to read: its one line names the
+    judge's innermost frame (a GPU out of memory in the judge's own comparison was known only by its text)."""
+    from judge import kit
+    from judge.cli_common import judge_frame
+
+    with pytest.raises(Exception) as caught:
+        kit.dtype_of("no such dtype")
+    assert judge_frame(caught.value).startswith("judge/kit.py:") and judge_frame(caught.value).endswith(" in dtype_of")
+    assert judge_frame(ValueError("never raised")) == ""

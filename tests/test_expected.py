@@ -170,3 +170,43 @@ def test_98_make_inputs_is_the_same_wherever_its_forward_runs():
         again = p.golden.make_inputs(dict(params), kit.generator(4))
     pairs = [(a, b) for a, b in zip(plain, again) if isinstance(a, kit.TensorInput)]
     assert len(pairs) == 6 and all(torch.equal(a.values, b.values) and a.strides() == b.strides() for a, b in pairs)
+
+
+GIB = 1 << 30
+
+
+@pytest.mark.parametrize("message", [
+    "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+    "CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+], ids=["out-of-memory", "busy-or-unavailable"])
+def test_a_cuda_error_of_a_full_device_carries_the_figures_the_judge_reads(message):
+    """CUDA's own errors (a launch's, a module load's, a context's) say no figures, and were MLE, RTE or RJ
+    against accepted files when 16 jobs filled an H100 (tests/gpu/RESULTS.md, 2026-12-06). The process adds
+    what it sees: within its cap on a full device, capacity; holding more than its cap, or on a device with
+    room, the error stays the file's."""
+    from judge.shared.oom import device_full, device_view
+
+    full = device_view(message, (100 << 20, 80 * GIB, 600 << 20), 8 * GIB)
+    assert full.startswith(message[:40]) and "held 0.59 GiB" in device_full(full)
+    assert device_full(device_view(message, (100 << 20, 80 * GIB, 9 * GIB), 8 * GIB)) is None  # over its cap
+    assert device_view(message, (10 * GIB, 80 * GIB, 600 << 20), 8 * GIB) == message  # the device had room
+    assert device_view(message, None, 8 * GIB) == message  # nothing could be asked
+
+
+def test_a_worker_says_capacity_for_a_cuda_error_only_where_it_saw_the_device_full(monkeypatch):
+    from judge import rules
+    from judge.shared import oom
+    from judge.untrusted.runner import classify
+
+    error = _accelerator_error("CUDA error: out of memory")
+    monkeypatch.setattr(oom, "_figures", lambda: (100 << 20, 80 * GIB, 600 << 20))
+    err = classify(error, "/nowhere/submission.py")
+    assert err["category"] == "capacity" and err["message"].startswith("CUDA error: out of memory [")
+    monkeypatch.setattr(rules, "gpu_full", lambda: True)
+    assert rules.error_verdict(err["category"]).value == "IE"
+    monkeypatch.setattr(rules, "gpu_full", lambda: False)  # the worker's word alone: the file's MLE
+    assert rules.error_verdict(err["category"]).value == "MLE"
+    monkeypatch.setattr(oom, "_figures", lambda: (40 * GIB, 80 * GIB, 600 << 20))
+    assert classify(error, "/nowhere/submission.py")["category"] == "memory"
+    busy = _accelerator_error("CUDA error: CUDA-capable device(s) is/are busy or unavailable")
+    assert classify(busy, "/nowhere/submission.py")["category"] == "runtime"  # room on the device: RTE stands

@@ -308,7 +308,10 @@ def main() -> None:
         out["submission"]["path"] = name
         sys.stdout.write(json.dumps(out))
     except Exception as exc:  # noqa: BLE001 - one line; the driver records IE
-        _fail(3, f"internal error: {type(exc).__name__}: {exc}")
+        from judge.cli_common import judge_frame
+
+        at = judge_frame(exc)
+        _fail(3, f"internal error{f' at {at}' if at else ''}: {type(exc).__name__}: {exc}")
     finally:
         timeline.write()
         if tmp is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
+from judge.shared.oom import FULL_BELOW  # free bytes under which the judge's own view says the device is full
 from judge.verdicts import Verdict
 
 # Anti-cheat rules, tried in this order; the first that finds something decides.
@@ -49,7 +50,6 @@ DEATHS = {
 # an IE is "not graded" on PrairieLearn: a red-team helper, 2026-12-05): MLE.
 ERRORS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE, "rule": Verdict.RJ,
           "contract": Verdict.WA, "capacity": Verdict.IE}
-FULL_BELOW = 2 << 30  # free bytes under which the judge's own view of the device says full
 
 
 @dataclass(frozen=True)

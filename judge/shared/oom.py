@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+FULL_BELOW = 2 << 30  # free bytes under which a device counts as full (the judge's own view: judge.rules.gpu_full)
+
 _UNITS = {"B": 1, "bytes": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
 _SIZE = r"([\d.]+) ?(bytes|B|KiB|MiB|GiB|TiB)"
 _TRIED = re.compile(r"Tried to allocate " + _SIZE)
@@ -48,3 +50,52 @@ def device_full(message: str) -> str | None:
     gib = 1 << 30
     return (f"the GPU was full with other work: this process held {has / gib:.2f} GiB and asked for "
             f"{tried / gib:.2f} GiB more, within its {limit / gib:.2f} GiB")
+
+
+def _cuda_trouble(message: str) -> bool:
+    """A CUDA error that a device filled by others causes: out of memory without PyTorch's figures (CUDA's own
+    "CUDA error: out of memory", from a launch, a module load or a context), or a context refused ("busy or
+    unavailable")."""
+    low = (message or "").lower()
+    return ("cuda" in low and "out of memory" in low) or "busy or unavailable" in low
+
+
+def with_device_view(message: str, allowed_bytes: int | None = None) -> str:
+    """``message``, and where it is a CUDA error of a full device that PyTorch's allocator did not describe
+    (:func:`_cuda_trouble`), the figures :func:`device_full` reads, taken here (:func:`device_view`). On the
+    H100, 16 softmax jobs at once turned accepted files into MLE ("CUDA error: out of memory" while timed), RJ
+    (a replay's) and RTE ("CUDA-capable device(s) is/are busy or unavailable"): tests/gpu/RESULTS.md,
+    2026-12-06, ninth session. Said by the submission's side of the boundary: the judge believes it only while
+    it sees the device full itself, as for PyTorch's own message."""
+    if device_full(message) or not _cuda_trouble(message):
+        return message
+    return device_view(message, _figures(), allowed_bytes)
+
+
+def _figures() -> tuple[int, int, int] | None:
+    """(free, total) bytes of this process's device and what its PyTorch allocator holds; None where it cannot
+    be asked (no CUDA context)."""
+    try:
+        import torch
+
+        if not torch.cuda.is_initialized():
+            return None
+        free, total = torch.cuda.mem_get_info()
+        return int(free), int(total), int(torch.cuda.memory_reserved())
+    except Exception:  # noqa: BLE001 - no view of the device
+        return None
+
+
+def device_view(message: str, figures: tuple[int, int, int] | None, allowed_bytes: int | None) -> str:
+    """``message`` with ``figures`` (free, total, held bytes) in the words of PyTorch's message, where the device
+    was full (under FULL_BELOW free); else unchanged: the device had room, so the error was this process's
+    own doing (or nothing could be seen). ``allowed_bytes``: the process's cap (else the device's size)."""
+    if figures is None:
+        return message
+    free, total, held = figures
+    if free >= FULL_BELOW:
+        return message
+    allowed = allowed_bytes or total
+    return (f"{message[:3000]} [out of memory on the device, as this process saw it: Tried to allocate 0 B; "
+            f"total capacity of {total} B; this process has {held} B memory in use; {allowed} B allowed; "
+            f"{free} B free]")

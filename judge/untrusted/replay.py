@@ -394,8 +394,10 @@ class Replay:
 
     @staticmethod
     def _failed(k, kind, type_, message, line=None, code=""):
+        from judge.shared.oom import with_device_view  # a full device's CUDA error: the figures the judge reads
+
         return {"status": "error", "event": k, "kind": kind, "error": {
-            "type": type_, "message": str(message)[:4000], "line": line, "code": code}}, []
+            "type": type_, "message": with_device_view(str(message))[:4000], "line": line, "code": code}}, []
 
 
 # --------------------------------------------------------------------------- main

@@ -21,7 +21,7 @@ import traceback
 from time import monotonic as _now  # bound before the file loads: its patching of time changes nothing here
 
 from judge.shared import wire
-from judge.shared.oom import device_full
+from judge.shared.oom import device_full, with_device_view
 from judge.untrusted.outputs import describe_outputs, kind_of
 
 
@@ -64,6 +64,9 @@ def _innermost_file(exc: BaseException) -> str:
     return last
 
 
+GPU_ALLOWED: list = [None]  # this worker's GPU memory cap in bytes, once prepare set it (None: the device's)
+
+
 def classify(exc: BaseException, path: str) -> dict:
     """Describe an exception as data: its category decides the verdict in the judge."""
     category = "runtime"
@@ -80,10 +83,11 @@ def classify(exc: BaseException, path: str) -> dict:
         from triton.compiler.errors import CompilationError
     except Exception:  # noqa: BLE001
         CompilationError = ()  # noqa: N806
-    if isinstance(root, MemoryError) or "out of memory" in message.lower() or "can't allocate memory" in message:
+    message = with_device_view(message, GPU_ALLOWED[0])  # a CUDA error of a full device: its figures added
+    if device_full(message):  # not this worker's use, by its own account (judge.shared.oom, judge.rules)
+        category = "capacity"
+    elif isinstance(root, MemoryError) or "out of memory" in message.lower() or "can't allocate memory" in message:
         category = "memory"
-        if device_full(message):  # not this worker's use, by its own account (judge.shared.oom, judge.rules)
-            category = "capacity"
     elif CompilationError and isinstance(root, CompilationError):
         category = "compile"
         line = _compile_error_line(root)
@@ -514,6 +518,7 @@ def prepare(reader) -> dict | None:
         # worker (MLE for this job), not in the judge's or another job's process on the same GPU.
         total = torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, (int(prep["gpu_memory_mb"]) << 20) / total))
+        GPU_ALLOWED[0] = min(total, int(prep["gpu_memory_mb"]) << 20)
 
     import triton  # noqa: F401
 
