@@ -32,6 +32,7 @@
 #             verdicts
 #   cgtests   tests/test_litter.py and tests/test_cgroups.py on this machine's cgroups (v2 on the GPU machines)
 # CGW=1: every 20 s, the cpu.weight (v2) or cpu.shares (v1) of each triton-judge cgroup into results/cgweights.txt.
+# GPUMEM=1: every 10 s, the device's used memory and each process's (nvidia-smi) into results/gpumem.txt.
 # Reports under results/reports (BENCH_REPORTS); all packed into $OUT/results.tar.gz.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -45,6 +46,11 @@ if [[ "${CGW:-0}" == 1 ]]; then
   ( while sleep 20; do date +%s; cat /sys/fs/cgroup/triton-judge-*/cpu.weight /sys/fs/cgroup/cpu/triton-judge-*/cpu.shares \
       2>/dev/null | sort | uniq -c; done ) > "$out/cgweights.txt" 2>&1 &
   sampler=$!
+fi
+if [[ "${GPUMEM:-0}" == 1 ]]; then
+  ( while sleep 10; do echo "t $(date +%s) $(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits)";
+      nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits; done ) > "$out/gpumem.txt" 2>&1 &
+  gpumem=$!
 fi
 for p in ${PARTS:-warm workers latency seed}; do
   case $p in
@@ -76,5 +82,6 @@ for p in ${PARTS:-warm workers latency seed}; do
   esac
 done
 [[ -n "${sampler:-}" ]] && kill "$sampler"
+[[ -n "${gpumem:-}" ]] && kill "$gpumem"
 echo "done at $(( $(date +%s) - start )) s"
 tar -czf "${OUT:-gpu-out}/results.tar.gz" -C "${OUT:-gpu-out}" results && rm -rf "$out"
