@@ -129,10 +129,10 @@ def gpu_visible() -> bool:
     return probe.returncode == 0 and "GPU " in probe.stdout
 
 
-def gpu_memory_gib(gpu: int | None) -> float | None:
+def gpu_memory_gib(gpu: int | None, which: str = "total") -> float | None:
     """The memory of the GPU that torch will call cuda:0 in this process, in GiB, read with ``nvidia-smi``
     (no torch): host GPU ``gpu``, else the first of CUDA_VISIBLE_DEVICES, else 0. None when that cannot be
-    told (no nvidia-smi, a CUDA_VISIBLE_DEVICES of UUIDs)."""
+    told (no nvidia-smi, a CUDA_VISIBLE_DEVICES of UUIDs). ``which``: "total", or "free" now."""
     import os
     import shutil
     import subprocess
@@ -143,7 +143,7 @@ def gpu_memory_gib(gpu: int | None) -> float | None:
     if smi is None or not str(index).isdigit():
         return None
     try:
-        probe = subprocess.run([smi, "--query-gpu=memory.total", "--format=csv,noheader,nounits", "-i", str(index)],
+        probe = subprocess.run([smi, f"--query-gpu=memory.{which}", "--format=csv,noheader,nounits", "-i", str(index)],
                                capture_output=True, text=True, timeout=5.0)
         return float(probe.stdout.strip().splitlines()[0]) / 1024 if probe.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):

@@ -524,3 +524,14 @@ def test_a_job_the_gpu_never_has_room_for_stays_ie_after_its_retries():
     report = judged_again_on_capacity(lambda: runs.append(1) or dict(OOM_IE, notes=[]), lambda t: None)
     assert report["verdict"] == "IE" and len(runs) == CAPACITY_RETRIES + 1
     assert report["notes"][-1].endswith("(every time)")
+
+
+def test_a_job_starts_on_a_shared_gpu_only_while_it_has_room():
+    """16 softmax jobs on an 80 GB H100 kept it full, and accepted files failed there (tests/gpu/RESULTS.md,
+    2026-12-06): a job waits for room beside others, never when it would run alone, nor where nothing is known."""
+    from judge.grading.executors import JOB_ROOM_GIB, room_for_a_job
+
+    assert room_for_a_job(JOB_ROOM_GIB + 1, running=15)
+    assert not room_for_a_job(JOB_ROOM_GIB - 1, running=15)
+    assert room_for_a_job(0.2, running=0)  # alone on its GPU: it starts (what fills it is not a job's)
+    assert room_for_a_job(None, running=15)  # no nvidia-smi: as before, --jobs alone decides

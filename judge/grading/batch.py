@@ -142,6 +142,9 @@ def run(plan: Plan, console) -> dict:
         spares = getattr(plan.executor, "spare_stats", None)
         if spares is not None:  # job processes started ahead of their jobs (judge.grading.job.Spares)
             summary["run"]["job_spares"] = spares
+        room = getattr(plan.executor, "room_stats", None)
+        if room:  # jobs that waited for their GPU's memory (judge.grading.executors.room_for_a_job)
+            summary["run"]["gpu_room"] = room
         export(store, plan)
         (plan.out / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary

@@ -63,6 +63,20 @@ def workers_per_job(slots: list) -> int | None:
     return max(1, min(8, cores // (2 * len(gpu_slots))))
 
 
+# A job starts on a GPU that runs others only while the GPU has this much memory free (GiB), or once it has
+# waited ROOM_WAIT_SECONDS for it. A softmax job held about 5 GiB on the device at its peak (its judge's CUDA
+# context and answers, its test, replay and timed workers' contexts): 16 at once on an 80 GB H100 left the
+# device full for minutes, and accepted files came back MLE, RJ, RTE and IE (tests/gpu/RESULTS.md, 2026-12-06,
+# ninth session). --jobs is then a most, and the GPU's memory decides how many of them run.
+JOB_ROOM_GIB = 6.0
+ROOM_WAIT_SECONDS = 120.0
+
+
+def room_for_a_job(free_gib: float | None, running: int, room_gib: float = JOB_ROOM_GIB) -> bool:
+    """Whether a job may start on a GPU with ``free_gib`` free (None: not known) that runs ``running`` jobs."""
+    return running == 0 or free_gib is None or free_gib >= room_gib
+
+
 # How many times a job that failed because its GPU was full (a capacity IE) is judged again, and how long the
 # next try waits at most for another job on its GPU to end first (that job's memory is then free).
 CAPACITY_RETRIES = 2
@@ -114,6 +128,7 @@ class LocalExecutor:
         self.log = log
         self.pool_stats: dict | None = None
         self.spare_stats: dict | None = None  # job processes started ahead (judge.grading.job.Spares)
+        self.room_stats = {"waited": 0, "seconds": 0.0}  # jobs that waited for their GPU's memory (room_for_a_job)
 
     def run(self, jobs: Jobs, on_result: OnResult) -> None:
         from judge.pool import PoolServer
@@ -167,7 +182,26 @@ class LocalExecutor:
             finally:
                 free.put(gpu)
 
+        def wait_for_room(gpu) -> None:
+            """Until the GPU has room for one more job (room_for_a_job), a job ends there, or the wait's limit."""
+            from judge.cli_common import gpu_memory_gib
+
+            t0 = time.monotonic()
+            while time.monotonic() - t0 < ROOM_WAIT_SECONDS:
+                with ended:
+                    busy = running[gpu]
+                if room_for_a_job(gpu_memory_gib(gpu, "free") if busy else None, busy):
+                    break
+                another_ended(gpu, 1.0)
+            waited = time.monotonic() - t0
+            if waited > 0.5:
+                with ended:
+                    self.room_stats["waited"] += 1
+                    self.room_stats["seconds"] = round(self.room_stats["seconds"] + waited, 1)
+
         def attempt(spec, gpu, again: bool):
+            if gpu is not None:
+                wait_for_room(gpu)
             with ended:
                 running[gpu] += 1
             try:
