@@ -476,7 +476,7 @@ class Session:
             # A case's inputs and float64 answers, cached by PyTorch's allocator past the case, were the other
             # jobs' memory: 16 softmax judges on one H100 held 0.6-5.5 GiB each, and accepted files failed out of
             # memory beside them (tests/gpu/RESULTS.md, 2026-12-06, ninth session).
-            kit.release_cached()
+            kit.release_after_case()
             self.progress.lane(lane, None)
             self._lane_compiling[lane] = ex.timing["kernels_compiled"] > compiled
             if self._lane_compiling[lane] and len(self.workers.all) > 1:
