@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from judge import hints
+from judge.shared.oom import out_of_memory
 
 
 @dataclass
@@ -136,7 +137,9 @@ def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tenso
         return _compare(name, got, gold, naive, dtype, *args)
     try:
         return _compare(name, got, gold, naive, dtype, *args)
-    except torch.cuda.OutOfMemoryError:
+    except Exception as exc:  # noqa: BLE001 - only an out-of-memory goes to the CPU
+        if not out_of_memory(exc):
+            raise
         torch.cuda.empty_cache()
     return _compare(name, got.cpu(), gold.cpu(), naive.cpu(), dtype, *args)
 

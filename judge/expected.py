@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from judge import kit
+from judge.shared.oom import out_of_memory
 
 
 @dataclass
@@ -32,10 +33,6 @@ def _as_list(x):
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
 
-def _out_of_memory(exc: BaseException) -> bool:
-    return isinstance(exc, torch.cuda.OutOfMemoryError) or "out of memory" in str(exc).lower()
-
-
 def output_dtypes(problem, dtype_name: str) -> list:
     return [kit.dtype_of(dtype_name if out.dtype == "input" else out.dtype) for out in problem.outputs]
 
@@ -46,7 +43,7 @@ def answers(problem, args: list, dtype_name: str, device: str, params: dict | No
     try:
         out = _answers(problem, args, dtype_name, device)
     except Exception as exc:  # noqa: BLE001 - only an out-of-memory is retried
-        if device == "cpu" or not _out_of_memory(exc):
+        if device == "cpu" or not out_of_memory(exc):
             raise
         torch.cuda.empty_cache()
         out = _answers(problem, args, dtype_name, "cpu")

@@ -473,16 +473,16 @@ class Session:
             with self._gpu_shared():
                 return self._call_on(ex, kind, params, input_bytes, group)
         finally:
-            # A case's inputs and float64 answers, cached by PyTorch's allocator past the case, were the other
-            # jobs' memory: 16 softmax judges on one H100 held 0.6-5.5 GiB each, and accepted files failed out of
-            # memory beside them (tests/gpu/RESULTS.md, 2026-12-06, ninth session).
-            kit.release_after_case()
             self.progress.lane(lane, None)
             self._lane_compiling[lane] = ex.timing["kernels_compiled"] > compiled
             if self._lane_compiling[lane] and len(self.workers.all) > 1:
                 self.workers.share_compiles(ex)  # before this lane's next case: its siblings load, not compile
             if ex.timing["kernels_compiled"]:
                 self.progress.kernels(sum(x.timing["kernels_compiled"] for x in self.workers.all))
+            # A case's inputs and float64 answers, cached by PyTorch's allocator past the case, were the other
+            # jobs' memory: 16 softmax judges on one H100 held 0.6-5.5 GiB each, and accepted files failed out of
+            # memory beside them (tests/gpu/RESULTS.md, 2026-12-06, ninth session).
+            kit.release_after_case()
 
     def _call_on(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
         with timeline.span(f"{kind} ({group.name})", lane=self._lane_of(ex)) as about:

@@ -504,6 +504,12 @@ OOM_IE = {"verdict": "IE", "message": "the judging job failed (exit 3): judge: i
     ({"verdict": "IE", "message": "the judging job failed (exit 3): judge: internal error: KeyError: 'x'"}, 1, "IE",
      None),
     ({"verdict": "MLE", "message": "CUDA out of memory within its own 32 GiB"}, 1, "MLE", None),
+    # The judge's own words for a worker's "busy or unavailable" or a replay's error on a full device (their
+    # first line, without CUDA's "out of memory"): judge.shared.oom.device_full.
+    ({"verdict": "IE", "message": "block-edges: the replay check could not run (the record): the GPU was full with "
+                                  "other work: this process held 0.60 GiB and asked for 0.00 GiB more, within its "
+                                  "8.00 GiB", "notes": []}, 2, "AC",
+     "judged 2 times: the GPU ran out of memory with other submissions' work (then it went through)"),
 ])
 def test_a_job_that_failed_because_the_gpu_was_full_is_judged_again(first, runs, verdict, note):
     """Only an IE of an out-of-memory (the job's GPU filled by others: 2026-12-05, 12 jobs on the H200) is
@@ -528,10 +534,56 @@ def test_a_job_the_gpu_never_has_room_for_stays_ie_after_its_retries():
 
 def test_a_job_starts_on_a_shared_gpu_only_while_it_has_room():
     """16 softmax jobs on an 80 GB H100 kept it full, and accepted files failed there (tests/gpu/RESULTS.md,
-    2026-12-06): a job waits for room beside others, never when it would run alone, nor where nothing is known."""
+    2026-12-06): a job waits for room beside others (room for itself and for each job that started too recently
+    to have taken its memory), never when it would run alone, nor where nothing is known."""
     from judge.grading.executors import JOB_ROOM_GIB, room_for_a_job
 
     assert room_for_a_job(JOB_ROOM_GIB + 1, running=15)
     assert not room_for_a_job(JOB_ROOM_GIB - 1, running=15)
+    assert not room_for_a_job(JOB_ROOM_GIB + 1, running=15, starting=1)  # one just started: room for two
+    assert room_for_a_job(3 * JOB_ROOM_GIB, running=15, starting=2)
     assert room_for_a_job(0.2, running=0)  # alone on its GPU: it starts (what fills it is not a job's)
     assert room_for_a_job(None, running=15)  # no nvidia-smi: as before, --jobs alone decides
+
+
+def test_a_rosters_first_jobs_start_only_as_many_as_the_gpus_free_memory_has_room_for(monkeypatch):
+    """The local executor's admission with the GPU's free memory stood in for (a 40 GiB device, each job taking
+    5 GiB a second after its start, as a job takes its memory after its imports): 16 slots, but no more jobs
+    at once than 40 GiB has room for (6 GiB each), and each wait counted once. Without the reservation for
+    jobs just started, all 16 started at once on the empty device (a review helper's simulation, 2026-12-06)."""
+    import threading
+    import time
+
+    from judge import cli_common
+    from judge.grading import executors
+
+    monkeypatch.setenv("JUDGE_JOB_SPARES", "0")
+    monkeypatch.setattr(executors, "ROOM_WAIT_SECONDS", 30.0)
+    live, lock, peak = [], threading.Lock(), {"jobs": 0}
+
+    def free_gib(gpu, which="total"):
+        assert which == "free" and gpu == 0
+        now = time.monotonic()
+        with lock:
+            return 40.0 - sum(5.0 for t in live if t + 1.0 <= now)
+
+    def run(spec, timeout, gpu, workers=None, env=None, proc=None):
+        with lock:
+            live.append(t := time.monotonic())
+            peak["jobs"] = max(peak["jobs"], len(live))
+        time.sleep(1.5)
+        with lock:
+            live.remove(t)
+        return {"verdict": "AC", "message": ""}
+
+    monkeypatch.setattr(cli_common, "gpu_memory_gib", free_gib)
+    monkeypatch.setattr(executors, "run_subprocess", run)
+    local = executors.LocalExecutor([0] * 16, timeout=60)
+    got = []
+    local.run([(i, {}) for i in range(24)], lambda key, report: got.append(key))
+    assert sorted(got) == list(range(24))
+    assert peak["jobs"] == 6, peak  # 1 alone, then 40 GiB with room for 6 of 6 GiB (6 * 6 = 36)
+    assert 0 < local.room_stats["waited"] <= 24 - 6 and local.room_stats["seconds"] > 0, local.room_stats
+    # Once the first jobs had taken their memory and ended, the next ones started on the room they left, never
+    # on the wait's limit (a start that its own stale reservation would have held back).
+    assert local.room_stats["started_at_the_limit"] == 0, local.room_stats

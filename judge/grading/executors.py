@@ -63,18 +63,22 @@ def workers_per_job(slots: list) -> int | None:
     return max(1, min(8, cores // (2 * len(gpu_slots))))
 
 
-# A job starts on a GPU that runs others only while the GPU has this much memory free (GiB), or once it has
-# waited ROOM_WAIT_SECONDS for it. A softmax job held about 5 GiB on the device at its peak (its judge's CUDA
-# context and answers, its test, replay and timed workers' contexts): 16 at once on an 80 GB H100 left the
-# device full for minutes, and accepted files came back MLE, RJ, RTE and IE (tests/gpu/RESULTS.md, 2026-12-06,
-# ninth session). --jobs is then a most, and the GPU's memory decides how many of them run.
+# A job starts on a GPU that runs others only while the GPU has this much memory free (GiB) for it and for each
+# job running there that started in the last ROOM_STARTUP_SECONDS (a job just started has not taken its memory
+# yet: at a roster's start every slot would see an empty GPU), or once it has waited ROOM_WAIT_SECONDS. A softmax job held
+# about 5 GiB on the device at its peak (its judge's CUDA context and answers, its test, replay and timed
+# workers' contexts): 16 at once on an 80 GB H100 left the device full for minutes, and accepted files came
+# back MLE, RJ, RTE and IE (tests/gpu/RESULTS.md, 2026-12-06, ninth session). So on an 80 GB GPU about 13
+# jobs start at a roster's start, and after that as many as its memory holds; --jobs stays a most.
 JOB_ROOM_GIB = 6.0
+ROOM_STARTUP_SECONDS = 10.0  # (its workers come from the pool with their CUDA contexts made)
 ROOM_WAIT_SECONDS = 120.0
 
 
-def room_for_a_job(free_gib: float | None, running: int, room_gib: float = JOB_ROOM_GIB) -> bool:
-    """Whether a job may start on a GPU with ``free_gib`` free (None: not known) that runs ``running`` jobs."""
-    return running == 0 or free_gib is None or free_gib >= room_gib
+def room_for_a_job(free_gib: float | None, running: int, starting: int = 0, room_gib: float = JOB_ROOM_GIB) -> bool:
+    """Whether a job may start on a GPU with ``free_gib`` free (None: not known) that runs ``running`` jobs, of
+    which ``starting`` started within ROOM_STARTUP_SECONDS (each is given room too)."""
+    return running == 0 or free_gib is None or free_gib >= room_gib * (1 + starting)
 
 
 # How many times a job that failed because its GPU was full (a capacity IE) is judged again, and how long the
@@ -88,7 +92,9 @@ def capacity_failure(report: dict) -> bool:
     process or, believed only while the judge saw the device full itself, a worker's: judge.shared.oom).
     Several jobs share a GPU (--jobs): on the H200, 12 softmax jobs at once left five of 24 such IEs
     (tests/gpu/RESULTS.md, 2026-12-05 second session, call 2). Not the file's doing, so it is judged again."""
-    return report.get("verdict") == "IE" and "out of memory" in str(report.get("message", "")).lower()
+    message = str(report.get("message", "")).lower()
+    # (The judge's own words for a worker's or a replay's error on a full device: judge.shared.oom.device_full.)
+    return report.get("verdict") == "IE" and ("out of memory" in message or "the gpu was full" in message)
 
 
 def judged_again_on_capacity(run, ended, *, retries: int = CAPACITY_RETRIES,
@@ -128,7 +134,7 @@ class LocalExecutor:
         self.log = log
         self.pool_stats: dict | None = None
         self.spare_stats: dict | None = None  # job processes started ahead (judge.grading.job.Spares)
-        self.room_stats = {"waited": 0, "seconds": 0.0}  # jobs that waited for their GPU's memory (room_for_a_job)
+        self.room_stats: dict | None = None  # on GPUs: the jobs' waits for their GPU's memory (room_for_a_job)
 
     def run(self, jobs: Jobs, on_result: OnResult) -> None:
         from judge.pool import PoolServer
@@ -163,6 +169,9 @@ class LocalExecutor:
         ended = threading.Condition()  # notified whenever a job ends (capacity retries wait for one)
         ends = Counter()  # GPU -> jobs ended on it
         running = Counter()  # GPU -> jobs running on it now
+        started: dict = {}  # GPU -> when its running jobs started (those of the last ROOM_STARTUP_SECONDS)
+        if any(slot is not None for slot in self.slots):
+            self.room_stats = {"waited": 0, "seconds": 0.0, "started_at_the_limit": 0}
 
         def another_ended(gpu, timeout: float) -> None:
             with ended:
@@ -182,28 +191,46 @@ class LocalExecutor:
             finally:
                 free.put(gpu)
 
-        def wait_for_room(gpu) -> None:
-            """Until the GPU has room for one more job (room_for_a_job), a job ends there, or the wait's limit."""
+        def begin(gpu) -> float:
+            """Count a job in as running on ``gpu``; on a GPU, once it has room there (room_for_a_job), a job
+            there has ended and it still has none, or ROOM_WAIT_SECONDS have passed. Decided and counted under
+            one lock, so that jobs starting at once each see the others (the free memory read just before).
+            Returns its start, which ``end`` takes out of ``started``."""
             from judge.cli_common import gpu_memory_gib
 
-            t0 = time.monotonic()
-            while time.monotonic() - t0 < ROOM_WAIT_SECONDS:
+            t0, waited = time.monotonic(), False
+            while True:
                 with ended:
                     busy = running[gpu]
-                if room_for_a_job(gpu_memory_gib(gpu, "free") if busy else None, busy):
-                    break
-                another_ended(gpu, 1.0)
-            waited = time.monotonic() - t0
-            if waited > 0.5:
+                free = gpu_memory_gib(gpu, "free") if gpu is not None and busy else None
                 with ended:
-                    self.room_stats["waited"] += 1
-                    self.room_stats["seconds"] = round(self.room_stats["seconds"] + waited, 1)
+                    if gpu is not None and running[gpu] and not busy:
+                        continue  # another job started since the count was read: read the free memory first
+                    now = time.monotonic()
+                    recent = started[gpu] = [t for t in started.get(gpu, []) if now - t < ROOM_STARTUP_SECONDS]
+                    at_limit = gpu is not None and now - t0 >= ROOM_WAIT_SECONDS
+                    if gpu is None or at_limit or room_for_a_job(free, running[gpu], len(recent)):
+                        running[gpu] += 1
+                        recent.append(now)
+                        if at_limit:  # (then it starts without room: its try may fail, and be judged again)
+                            self.room_stats["started_at_the_limit"] += 1
+                        if waited:
+                            self.room_stats["waited"] += 1
+                            self.room_stats["seconds"] = round(self.room_stats["seconds"] + now - t0, 1)
+                        return now
+                waited = True
+                another_ended(gpu, 1.0)
+
+        def end(gpu, stamp: float) -> None:
+            with ended:
+                running[gpu] -= 1
+                ends[gpu] += 1
+                if stamp in started.get(gpu, []):
+                    started[gpu].remove(stamp)
+                ended.notify_all()
 
         def attempt(spec, gpu, again: bool):
-            if gpu is not None:
-                wait_for_room(gpu)
-            with ended:
-                running[gpu] += 1
+            stamp = begin(gpu)
             try:
                 proc = None
                 if spares is not None:
@@ -221,10 +248,7 @@ class LocalExecutor:
                         pass  # no process to spare now (fork failed): the next job starts its own
                 return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc)
             finally:
-                with ended:
-                    running[gpu] -= 1
-                    ends[gpu] += 1
-                    ended.notify_all()
+                end(gpu, stamp)
 
         try:
             self._dispatch(jobs, on_result, server, one, total)

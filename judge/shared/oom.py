@@ -52,6 +52,13 @@ def device_full(message: str) -> str | None:
             f"{tried / gib:.2f} GiB more, within its {limit / gib:.2f} GiB")
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether ``exc`` is an out-of-memory error (PyTorch's OutOfMemoryError, or CUDA's own "out of memory" in
+    another exception's text): what the judge's GPU work answers by doing it again on the CPU (judge.expected,
+    judge.kit.heavy, judge.checker)."""
+    return type(exc).__name__ == "OutOfMemoryError" or "out of memory" in str(exc).lower()
+
+
 def _cuda_trouble(message: str) -> bool:
     """A CUDA error that a device filled by others causes: out of memory without PyTorch's figures (CUDA's own
     "CUDA error: out of memory", from a launch, a module load or a context), or a context refused ("busy or
@@ -89,7 +96,13 @@ def _figures() -> tuple[int, int, int] | None:
 def device_view(message: str, figures: tuple[int, int, int] | None, allowed_bytes: int | None) -> str:
     """``message`` with ``figures`` (free, total, held bytes) in the words of PyTorch's message, where the device
     was full (under FULL_BELOW free); else unchanged: the device had room, so the error was this process's
-    own doing (or nothing could be seen). ``allowed_bytes``: the process's cap (else the device's size)."""
+    own doing (or nothing could be seen). ``allowed_bytes``: the process's cap (else the device's size).
+
+    "held" is what PyTorch's allocator holds, which its cap already bounds, so for CUDA's own errors the
+    figures always read "within its cap": the device being full, as the judge sees it itself, is what decides.
+    A file's own demand outside the allocator (a launch's local memory, pinned host memory) on a crowded GPU
+    is then an IE, judged again, and its MLE comes where the device has room: a delay, where the rule's absence
+    gave accepted files a lasting MLE, RJ or RTE."""
     if figures is None:
         return message
     free, total, held = figures
