@@ -692,6 +692,30 @@ def entry_names(src: Path) -> list[str]:
     return [n for n in names if not n.startswith((".", "tmp.")) and n != LOCK_DIR]
 
 
+STAGING_STALE_SECONDS = 600.0  # a staging directory untouched this long is a killed copy's (a copy takes seconds)
+
+
+def sweep_staging(parent: Path, min_age: float = STAGING_STALE_SECONDS) -> list[Path]:
+    """Remove the staging directories in ``parent`` (:func:`copy_entries`'s) that nothing has written for
+    ``min_age`` seconds: a judge killed in the middle of a copy left its half-built entries there, never read
+    (no entry name starts with a dot) and never removed. The ones it removed."""
+    removed = []
+    try:
+        found = [p for p in parent.iterdir() if p.name.startswith(".staging-")]
+    except OSError:
+        return removed
+    now = time.time()
+    for path in found:
+        try:
+            st = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and now - st.st_mtime >= min_age:
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
     """Kernel-cache entries of ``src`` (``names``, default all) that ``dest`` lacks, each copied whole
     under a temporary name and then renamed, so a reader never sees half of one. How many it copied.
@@ -736,6 +760,7 @@ def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
             tmp = None
             try:
                 if staging is None:
+                    sweep_staging(dest.parent)
                     staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=dest.parent))
                 tmp = staging / name
                 tmp.mkdir()

@@ -279,3 +279,25 @@ def test_copy_entries_takes_plain_files_of_a_bounded_size_only(tmp_path, monkeyp
     linked_src = tmp_path / "linked-src"
     linked_src.symlink_to(tmp_path / "outside")
     assert pool.copy_entries(linked_src, tmp_path / "dest2") == 0
+
+
+def test_a_killed_copys_staging_directory_goes_at_the_next_copy_and_a_live_ones_stays(tmp_path):
+    # A judge killed mid-copy left `.staging-*` beside the content caches, with half-built entries in it: never
+    # read, never removed. The next copy into that folder removes those untouched for STAGING_STALE_SECONDS.
+    import time
+
+    from judge import pool
+
+    kernels = tmp_path / "kernels"
+    src, dest = tmp_path / "worker-cache", kernels / "abc"
+    (src / "variant-1").mkdir(parents=True)
+    (src / "variant-1" / "kernel.cubin").write_bytes(b"x")
+    dest.mkdir(parents=True)
+    old, live = kernels / ".staging-old", kernels / ".staging-live"
+    for d in (old, live):
+        (d / "variant-0").mkdir(parents=True)
+    stale = time.time() - pool.STAGING_STALE_SECONDS - 60
+    os.utime(old, (stale, stale))
+    assert pool.copy_entries(src, dest) == 1 and (dest / "variant-1" / "kernel.cubin").read_bytes() == b"x"
+    assert not old.exists() and live.exists()
+    assert sorted(p.name for p in kernels.iterdir()) == [".staging-live", "abc"]  # its own staging: gone too
