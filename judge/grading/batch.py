@@ -143,7 +143,7 @@ def run(plan: Plan, console) -> dict:
         if spares is not None:  # job processes started ahead of their jobs (judge.grading.job.Spares)
             summary["run"]["job_spares"] = spares
         room = getattr(plan.executor, "room_stats", None)
-        if room is not None:  # on GPUs: jobs that waited for their GPU's memory (judge.grading.executors.room_for_a_job)
+        if room is not None:  # on GPUs: the waits for a GPU's memory (judge.grading.executors.room_for_a_job)
             summary["run"]["gpu_room"] = room
         export(store, plan)
         (plan.out / "summary.json").write_text(json.dumps(summary, indent=2))

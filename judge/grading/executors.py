@@ -63,13 +63,14 @@ def workers_per_job(slots: list) -> int | None:
     return max(1, min(8, cores // (2 * len(gpu_slots))))
 
 
-# A job starts on a GPU that runs others only while the GPU has this much memory free (GiB) for it and for each
-# job running there that started in the last ROOM_STARTUP_SECONDS (a job just started has not taken its memory
-# yet: at a roster's start every slot would see an empty GPU), or once it has waited ROOM_WAIT_SECONDS. A softmax job held
-# about 5 GiB on the device at its peak (its judge's CUDA context and answers, its test, replay and timed
-# workers' contexts): 16 at once on an 80 GB H100 left the device full for minutes, and accepted files came
-# back MLE, RJ, RTE and IE (tests/gpu/RESULTS.md, 2026-12-06, ninth session). So on an 80 GB GPU about 13
-# jobs start at a roster's start, and after that as many as its memory holds; --jobs stays a most.
+# A job starts on a GPU that runs others only while the GPU has this much memory free (GiB) for it and for
+# each job running there that started in the last ROOM_STARTUP_SECONDS (a job just started has not taken its
+# memory yet: at a roster's start every slot would see an empty GPU), or once it has waited ROOM_WAIT_SECONDS.
+# A softmax job held about 5 GiB on the device at its peak (its judge's CUDA context and answers, its test,
+# replay and timed workers' contexts): 16 at once on an 80 GB H100 left the device full for minutes, and
+# accepted files came back MLE, RJ, RTE and IE (tests/gpu/RESULTS.md, 2026-12-06, ninth session). So on an
+# 80 GB GPU about 13 jobs start at a roster's start, and after that as many as its memory holds; --jobs stays
+# a most.
 JOB_ROOM_GIB = 6.0
 ROOM_STARTUP_SECONDS = 10.0  # (its workers come from the pool with their CUDA contexts made)
 ROOM_WAIT_SECONDS = 120.0
