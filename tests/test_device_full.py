@@ -33,19 +33,27 @@ def _judge(**kw):
     return Session(problem, problem.reference_path, options).run()
 
 
-def test_an_accepted_file_on_a_gpu_that_others_filled_is_ie_and_never_a_verdict_against_it():
-    # 3 GiB left: the judge's and the worker's CUDA contexts fit (about 0.5 GiB each), the largest cases do not,
-    # and the judge then sees under 2 GiB free (judge.rules.FULL_BELOW).
-    hog = subprocess.Popen([sys.executable, "-c", HOG, str(3 << 30)], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE, text=True)
+def _judged_beside_a_hog(leave: int):
+    hog = subprocess.Popen([sys.executable, "-c", HOG, str(leave)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           text=True)
     try:
         assert hog.stdout.readline().startswith("held")
-        full = _judge()
+        return _judge()
     finally:
         hog.stdin.close()
         hog.wait(timeout=60)
-    assert full.verdict.value in ("IE", "AC"), (full.verdict, full.message)
-    if full.verdict.value == "IE":
-        assert "the GPU was full" in full.message, full.message
+
+
+def test_an_accepted_file_on_a_gpu_that_others_filled_is_ie_and_never_a_verdict_against_it():
+    # 3 GiB left: the judge's and the worker's CUDA contexts fit (about 0.5 GiB each), the largest cases may not,
+    # and the judge then sees under 2 GiB free (judge.rules.FULL_BELOW). 1 GiB left: the contexts themselves may
+    # not fit. Either way no verdict against the file: IE (judged again), or AC where it all fit.
+    seen = {}
+    for leave in (3 << 30, 1 << 30):
+        report = _judged_beside_a_hog(leave)
+        seen[leave >> 20] = (report.verdict.value, report.message)
+        print(f"{leave >> 20} MiB left: {report.verdict.value}: {report.message}")  # (for tests/gpu/RESULTS.md)
+    assert all(verdict in ("IE", "AC") for verdict, _ in seen.values()), seen
+    assert any(verdict == "IE" for verdict, _ in seen.values()), f"nothing was tripped: {seen}"
     # Once the memory is back, the same file, seed and cases: accepted.
     assert _judge().verdict.value == "AC"

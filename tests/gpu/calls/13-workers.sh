@@ -32,7 +32,7 @@
 #             verdicts
 #   cgtests   tests/test_litter.py and tests/test_cgroups.py on this machine's cgroups (v2 on the GPU machines)
 #   devicefull tests/test_device_full.py: the softmax reference judged while another process holds the GPU's
-#             memory but 3 GiB (IE, never a verdict against the file), then alone (AC)
+#             memory but 3 GiB, then 1 GiB (IE or AC, never a verdict against the file; IE at least once), then alone (AC)
 # CGW=1: every 20 s, the cpu.weight (v2) or cpu.shares (v1) of each triton-judge cgroup into results/cgweights.txt.
 # GPUMEM=1: every 10 s, the device's used memory and each process's (nvidia-smi) into results/gpumem.txt.
 # Reports under results/reports (BENCH_REPORTS); all packed into $OUT/results.tar.gz.
@@ -80,7 +80,7 @@ for p in ${PARTS:-warm workers latency seed}; do
     wrong1) part wrong-w1 "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS=1 \
               python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
               --jobs 12 --pool auto --seed 1 --sandbox process ;;
-    devicefull) part devicefull 150 env JUDGE_TEST_DEVICE=cuda python3 -m pytest -q -rs tests/test_device_full.py ;;
+    devicefull) part devicefull 200 env JUDGE_TEST_DEVICE=cuda python3 -m pytest -q -s -rs tests/test_device_full.py ;;
     cgtests) part cgtests 120 python3 -m pytest -q -m "full or not full" tests/test_litter.py tests/test_cgroups.py ;;
   esac
 done
