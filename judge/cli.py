@@ -24,7 +24,7 @@ import click
 from judge import timeline
 from judge.grading.cli import register as register_grading
 from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
-                              err, judge_frame, leave, problem_or_exit, sandbox_help, sandbox_or_exit, usage)
+                              err, internal_error, leave, problem_or_exit, sandbox_help, sandbox_or_exit, usage)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -410,9 +410,7 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
         shown.close()
         if os.environ.get("JUDGE_DEBUG"):
             raise
-        at = judge_frame(exc)
-        err(f"internal error{f' at {at}' if at else ''}: {type(exc).__name__}: {exc} (set JUDGE_DEBUG=1 for the "
-            "traceback)")
+        err(f"{internal_error(exc)} (set JUDGE_DEBUG=1 for the traceback)")
         sys.exit(EXIT_INTERNAL)
     finally:
         shown.close()

@@ -62,6 +62,12 @@ def judge_frame(exc: BaseException) -> str:
     return where
 
 
+def internal_error(exc: BaseException) -> str:
+    """An internal error's one line: "internal error at judge/x.py:12 in f: Type: message" (the frame where known)."""
+    at = judge_frame(exc)
+    return f"internal error{f' at {at}' if at else ''}: {type(exc).__name__}: {exc}"
+
+
 def internal(message: str):
     """An error of the judge's: one line, exit 3."""
     err(f"internal error: {message}")

@@ -308,10 +308,9 @@ def main() -> None:
         out["submission"]["path"] = name
         sys.stdout.write(json.dumps(out))
     except Exception as exc:  # noqa: BLE001 - one line; the driver records IE
-        from judge.cli_common import judge_frame
+        from judge.cli_common import internal_error
 
-        at = judge_frame(exc)
-        _fail(3, f"internal error{f' at {at}' if at else ''}: {type(exc).__name__}: {exc}")
+        _fail(3, internal_error(exc))
     finally:
         timeline.write()
         if tmp is not None:

@@ -29,6 +29,7 @@ import time
 import traceback
 
 from judge.shared import kernel_source, tracing, wire
+from judge.shared.oom import with_device_view
 
 SAFE_BUILTINS = {name: getattr(builtins, name) for name in (
     "abs", "all", "any", "bool", "dict", "divmod", "enumerate", "filter", "float", "int", "isinstance", "len",
@@ -394,8 +395,7 @@ class Replay:
 
     @staticmethod
     def _failed(k, kind, type_, message, line=None, code=""):
-        from judge.shared.oom import with_device_view  # a full device's CUDA error: the figures the judge reads
-
+        # (with_device_view: a full device's CUDA error gets the figures the judge reads, judge.shared.oom)
         return {"status": "error", "event": k, "kind": kind, "error": {
             "type": type_, "message": with_device_view(str(message))[:4000], "line": line, "code": code}}, []
 
