@@ -190,7 +190,9 @@ def test_a_cuda_error_of_a_full_device_carries_the_figures_the_judge_reads(messa
     assert full.startswith(message[:40]) and "held 0.59 GiB" in device_full(full)
     assert device_full(device_view(message, (100 << 20, 80 * GIB, 9 * GIB), 8 * GIB)) is None  # over its cap
     assert device_view(message, (10 * GIB, 80 * GIB, 600 << 20), 8 * GIB) == message  # the device had room
-    assert device_view(message, None, 8 * GIB) == message  # nothing could be asked
+    unseen = device_view(message, None, 8 * GIB)  # no CUDA context to ask: the judge's own view decides alone
+    assert unseen.startswith(message[:40]) and "CUDA context" in device_full(unseen)
+    assert device_full(message) is None  # CUDA's error alone, with nothing added: the file's
 
 
 def test_a_worker_says_capacity_for_a_cuda_error_only_where_it_saw_the_device_full(monkeypatch):
