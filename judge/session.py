@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import calls, expected, intake, kit, progress as progress_words, timeline
+from judge import calls, expected, intake, kernel_store, kit, progress as progress_words, timeline
 from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
@@ -98,6 +98,7 @@ class Session:
         job = Job(submission=self.submission, scratch=scratch, device=self.options.device,
                   interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu,
                   cache=intake.kernel_cache(self.submission, self.options.device, self.options.interpret))
+        kernel_store.prune_in_background(job.cache)  # other files' kernels, within the disk's budget
         self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads,
                                count=session_workers(self.problem, self.options))
         if self.replay_on:
@@ -160,6 +161,7 @@ class Session:
             if self.replays is not None:
                 self.replays.replayer.close()
             shutil.rmtree(scratch, ignore_errors=True)
+            kernel_store.drop_if_oversized(job.cache)  # a file that wrote into its cache, not compiled
 
     def _run_groups(self, scratch: Path) -> list[GroupResult]:
         """Every selected group in turn; a group after one whose verdict stops later groups is not run.

@@ -13,6 +13,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from judge import kernel_store
+
 # The directory that holds the ``judge`` package; sandboxes expose only
 # judge/__init__.py, judge/shared/ and judge/untrusted/ from it.
 CODE_ROOT = Path(__file__).resolve().parents[2]
@@ -177,6 +179,7 @@ def prepare_cache(job: Job, uid: int | None = None) -> None:
         return
     make_cache(job.cache, job.interpret, seed=uid is None)
     job.cache.chmod(0o700)
+    kernel_store.touch(job.cache)  # used now: not pruned while its session runs (judge.kernel_store)
     if os.geteuid() == 0:  # (a directory docker handed to nobody comes back to root for bwrap, and back)
         owner = os.geteuid() if uid is None else uid
         os.chown(job.cache, owner, owner)

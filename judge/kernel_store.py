@@ -1,0 +1,188 @@
+"""How much disk the compiled kernels may keep: the content caches pruned, oldest use first.
+
+Each submission's kernels are kept in a directory of its content's own (judge.intake.kernel_cache:
+``<cache root>/kernels/<digest>``, and ``<digest>-replay`` for its replay worker), so that its workers, its
+speed run and a re-submission of the same bytes compile each variant once. Nothing removed them: every new
+file of a roster left its directory behind. On a GPU host judging a course (hundreds of students, six
+problems, each edit a new file; flash-attention backward compiles about 500 variants a submission:
+tests/gpu/RESULTS.md, 2026-12-06, tenth session) the disk fills, and then every compile fails.
+
+So the judge keeps them within ``JUDGE_KERNEL_CACHE_GB`` (default :data:`KEEP_GB`), dropping the
+directories used longest ago, never one used in the last :data:`IDLE_SECONDS` (a session that runs now
+touches its own when it starts its workers: judge.sandbox.base.prepare_cache). A dropped directory costs
+only compiles, if the same bytes come again. The judge does it at most every :data:`PRUNE_EVERY_SECONDS`
+per cache root (a stamp file), in the background of a GPU session, one process at a time (a lock file);
+nothing here raises.
+
+A directory is also dropped when its session ends if it holds more than :data:`SUBMISSION_MAX_GB`:
+far past any honest file's kernels, it is a file that wrote into its cache rather than compiled (the
+cache is the one host directory a worker may write; each file there is capped by RLIMIT_FSIZE, their
+number is not). What such a file writes while it runs is not capped here (see README, Sandboxes).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import threading
+import time
+from pathlib import Path
+
+KEEP_GB = 20.0  # the content caches' total on disk, by default (JUDGE_KERNEL_CACHE_GB)
+IDLE_SECONDS = 3600.0  # a directory used more recently than this is never pruned (a session runs for minutes)
+PRUNE_EVERY_SECONDS = 600.0  # at most one pruning per cache root in this time
+SUBMISSION_MAX_GB = 4.0  # one content's directories (its own and its replay's) past this are dropped at its end
+
+_NAME = re.compile(r"^([0-9a-f]{40})(-replay)?$")  # judge.intake.kernel_cache's names, and the replay's
+STAMP = ".pruned"
+LOCK = ".prune.lock"
+TRASH = ".trash-"
+
+
+def keep_bytes() -> int:
+    """The budget: JUDGE_KERNEL_CACHE_GB (a number of GB, 0 keeps only what was used in the last hour), else
+    KEEP_GB."""
+    text = os.environ.get("JUDGE_KERNEL_CACHE_GB", "").strip()
+    try:
+        gb = float(text) if text else KEEP_GB
+    except ValueError:
+        gb = KEEP_GB
+    return int(max(0.0, gb) * 1e9)
+
+
+def disk_bytes(path: Path) -> int:
+    """The blocks a directory's files take on disk (a sparse file counts what it uses), links not followed;
+    0 where it cannot be read."""
+    total = 0
+    stack = [str(path)]
+    while stack:
+        top = stack.pop()
+        try:
+            with os.scandir(top) as it:
+                for entry in it:
+                    try:
+                        st = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    total += st.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return total
+
+
+def _drop(path: Path) -> None:
+    """Remove a directory: renamed aside first (one atomic step, so nothing ever finds half of it under its
+    own name), then deleted."""
+    aside = path.with_name(f"{TRASH}{path.name}-{os.getpid()}-{threading.get_ident()}")
+    try:
+        os.rename(path, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def prune(root: Path, keep: int, now: float | None = None, idle: float = IDLE_SECONDS) -> dict:
+    """Drop content caches under ``root`` (``<cache root>/kernels``), oldest use first, until what is left
+    takes at most ``keep`` bytes; a content's directory and its replay's go together, and none used in the
+    last ``idle`` seconds goes. Also removes what an earlier pruning, killed, left aside. Returns
+    {"kept": n, "dropped": n, "freed": bytes, "left": bytes}."""
+    now = time.time() if now is None else now
+    contents: dict[str, list] = {}  # digest -> [last use, bytes, paths]
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return {"kept": 0, "dropped": 0, "freed": 0, "left": 0}
+    for name in names:
+        path = root / name
+        if name.startswith(TRASH):
+            shutil.rmtree(path, ignore_errors=True)
+            continue
+        m = _NAME.match(name)
+        if not m:
+            continue
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except OSError:
+            continue
+        if not os.path.isdir(path) or os.path.islink(path):
+            continue
+        item = contents.setdefault(m.group(1), [0.0, 0, []])
+        item[0] = max(item[0], st.st_mtime)
+        item[1] += disk_bytes(path)
+        item[2].append(path)
+    left = sum(item[1] for item in contents.values())
+    dropped = freed = 0
+    for last, size, paths in sorted(contents.values(), key=lambda item: item[0]):
+        if left <= keep:
+            break
+        if now - last < idle:
+            break  # the rest are newer still
+        for path in paths:
+            _drop(path)
+        dropped += 1
+        freed += size
+        left -= size
+    return {"kept": len(contents) - dropped, "dropped": dropped, "freed": freed, "left": left}
+
+
+def maybe_prune(root: Path, keep: int | None = None, now: float | None = None) -> dict | None:
+    """:func:`prune` ``root``, unless it was pruned in the last PRUNE_EVERY_SECONDS or another process prunes
+    it now (None then). Never raises."""
+    now = time.time() if now is None else now
+    try:
+        stamp = root / STAMP
+        try:
+            if now - stamp.stat().st_mtime < PRUNE_EVERY_SECONDS:
+                return None
+        except FileNotFoundError:
+            pass
+        with open(root / LOCK, "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None
+            stamp.touch()
+            os.utime(stamp, (now, now))
+            return prune(root, keep_bytes() if keep is None else keep, now)
+    except OSError:
+        return None
+
+
+def prune_in_background(cache: Path | None) -> threading.Thread | None:
+    """Start :func:`maybe_prune` of the root that holds ``cache`` (a content cache) in a daemon thread: a
+    session does not wait for it. None where there is no cache (the interpreter compiles nothing)."""
+    if cache is None:
+        return None
+    thread = threading.Thread(target=maybe_prune, args=(cache.parent,), name="judge-kernel-prune", daemon=True)
+    thread.start()
+    return thread
+
+
+def drop_if_oversized(cache: Path | None, limit: int | None = None) -> int:
+    """At a session's end: drop ``cache`` and its replay's directory where together they take more than
+    ``limit`` bytes (SUBMISSION_MAX_GB); the bytes freed, else 0. Never raises."""
+    if cache is None:
+        return 0
+    limit = int(SUBMISSION_MAX_GB * 1e9) if limit is None else limit
+    try:
+        paths = [p for p in (cache, cache.with_name(cache.name + "-replay")) if p.is_dir()]
+        size = sum(disk_bytes(p) for p in paths)
+        if size <= limit:
+            return 0
+        for path in paths:
+            _drop(path)
+        return size
+    except OSError:
+        return 0
+
+
+def touch(cache: Path) -> None:
+    """Mark a content cache used now (its workers are starting): pruning leaves it for IDLE_SECONDS."""
+    try:
+        os.utime(cache)
+    except OSError:
+        pass
