@@ -14,10 +14,12 @@ only compiles, if the same bytes come again. The judge does it at most every :da
 per cache root (a stamp file), in the background of a GPU session, one process at a time (a lock file);
 nothing here raises.
 
-A directory is also dropped when its session ends if it holds more than :data:`SUBMISSION_MAX_GB`:
-far past any honest file's kernels, it is a file that wrote into its cache rather than compiled (the
-cache is the one host directory a worker may write; each file there is capped by RLIMIT_FSIZE, their
-number is not). What such a file writes while it runs is not capped here (see README, Sandboxes).
+A worker's cache is the one host directory it may write (each file capped by RLIMIT_FSIZE, their number
+not): a file could fill the host's disk through it. So the judge measures it while the worker runs
+(:func:`written`, every WATCH_EVERY_SECONDS, judge.channel's watchdog) and kills a worker whose cache holds
+more than ``JUDGE_SUBMISSION_CACHE_GB`` (default :data:`SUBMISSION_MAX_GB`): OLE. 98's reference compiles
+about 550 variants of a few hundred KiB each (judge.pool.COPY_MAX_ENTRIES), far under it. A content's
+directories past it when its session ends are dropped then.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from pathlib import Path
 KEEP_GB = 20.0  # the content caches' total on disk, by default (JUDGE_KERNEL_CACHE_GB)
 IDLE_SECONDS = 3600.0  # a directory used more recently than this is never pruned (a session runs for minutes)
 PRUNE_EVERY_SECONDS = 600.0  # at most one pruning per cache root in this time
-SUBMISSION_MAX_GB = 4.0  # one content's directories (its own and its replay's) past this are dropped at its end
+SUBMISSION_MAX_GB = 4.0  # a worker's cache past this: killed (OLE); a content's past it: dropped at its end
+WATCH_EVERY_SECONDS = 1.0  # how often a running worker's cache is measured: a walk of 98's (3,300 files) takes 16 ms
 
 _NAME = re.compile(r"^([0-9a-f]{40})(-replay)?$")  # judge.intake.kernel_cache's names, and the replay's
 STAMP = ".pruned"
@@ -41,15 +44,23 @@ LOCK = ".prune.lock"
 TRASH = ".trash-"
 
 
+def _gb(name: str, default: float) -> float:
+    text = os.environ.get(name, "").strip()
+    try:
+        return max(0.0, float(text)) if text else default
+    except ValueError:
+        return default
+
+
+def submission_max_bytes() -> int:
+    """What one worker's kernel cache may take on disk: JUDGE_SUBMISSION_CACHE_GB, else SUBMISSION_MAX_GB."""
+    return int(_gb("JUDGE_SUBMISSION_CACHE_GB", SUBMISSION_MAX_GB) * 1e9)
+
+
 def keep_bytes() -> int:
     """The budget: JUDGE_KERNEL_CACHE_GB (a number of GB, 0 keeps only what was used in the last hour), else
     KEEP_GB."""
-    text = os.environ.get("JUDGE_KERNEL_CACHE_GB", "").strip()
-    try:
-        gb = float(text) if text else KEEP_GB
-    except ValueError:
-        gb = KEEP_GB
-    return int(max(0.0, gb) * 1e9)
+    return int(_gb("JUDGE_KERNEL_CACHE_GB", KEEP_GB) * 1e9)
 
 
 def disk_bytes(path: Path) -> int:
@@ -72,6 +83,29 @@ def disk_bytes(path: Path) -> int:
         except OSError:
             continue
     return total
+
+
+_sizes: dict[str, tuple[float, int]] = {}  # directory -> (when measured, bytes): shared by its channels
+_sizes_lock = threading.Lock()
+
+
+def written(cache: Path) -> int:
+    """What ``cache`` takes on disk, measured at most every WATCH_EVERY_SECONDS: the watchdogs of one
+    content's workers (a dozen, at ten checks a second each) share one walk of it."""
+    key = str(cache)
+    now = time.monotonic()
+    with _sizes_lock:
+        seen = _sizes.get(key)
+        if seen is not None and now - seen[0] < WATCH_EVERY_SECONDS:
+            return seen[1]
+        if len(_sizes) > 4096:  # a service's long life: forget what no watchdog asked for a minute
+            for k in [k for k, (t, _) in _sizes.items() if now - t > 60.0]:
+                del _sizes[k]
+        _sizes[key] = (now, seen[1] if seen else 0)  # this thread measures; the others read the last figure
+    size = disk_bytes(cache)
+    with _sizes_lock:
+        _sizes[key] = (time.monotonic(), size)
+    return size
 
 
 def _drop(path: Path) -> None:
@@ -167,7 +201,7 @@ def drop_if_oversized(cache: Path | None, limit: int | None = None) -> int:
     ``limit`` bytes (SUBMISSION_MAX_GB); the bytes freed, else 0. Never raises."""
     if cache is None:
         return 0
-    limit = int(SUBMISSION_MAX_GB * 1e9) if limit is None else limit
+    limit = submission_max_bytes() if limit is None else limit
     try:
         paths = [p for p in (cache, cache.with_name(cache.name + "-replay")) if p.is_dir()]
         size = sum(disk_bytes(p) for p in paths)

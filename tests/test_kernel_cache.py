@@ -301,3 +301,51 @@ def test_a_killed_copys_staging_directory_goes_at_the_next_copy_and_a_live_ones_
     assert pool.copy_entries(src, dest) == 1 and (dest / "variant-1" / "kernel.cubin").read_bytes() == b"x"
     assert not old.exists() and live.exists()
     assert sorted(p.name for p in kernels.iterdir()) == [".staging-live", "abc"]  # its own staging: gone too
+
+
+FILLS_THE_CACHE = '''import os, time
+# A file that uses its kernel cache, the one host directory its worker may write, to fill the host's disk:
+# files of 1 MiB, one after another, for as long as it lives.
+chunk = os.urandom(1 << 20)
+for i in range(100000):
+    with open(os.path.join(os.environ["TRITON_CACHE_DIR"], f"fill-{i}"), "wb") as f:
+        f.write(chunk)
+    time.sleep(0.01)
+
+
+def add(x, y):
+    return x
+'''
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["spawned", "pooled"])
+@pytest.mark.parametrize("name", ["process", "bwrap", "docker"])
+def test_a_worker_that_fills_its_kernel_cache_is_killed_and_ole(name, pooled, tmp_path, monkeypatch):
+    """The cache is watched while the worker runs (judge.kernel_store.written, judge.channel): past
+    JUDGE_SUBMISSION_CACHE_GB (4 GB by default; 8 MB here) the worker is killed, and the reason is the
+    output limit's (OLE), not the host's disk."""
+    import time
+
+    from judge.channel import WorkerDied
+    from judge.kernel_store import disk_bytes
+
+    backend = _usable(name)
+    monkeypatch.setenv("JUDGE_SUBMISSION_CACHE_GB", "0.008")
+    job = _job(tmp_path, FILLS_THE_CACHE)
+    server = _warm_pool(backend, job, monkeypatch, 1, litters=False) if pooled else None
+    try:
+        channel = WorkerChannel(backend, job)
+        try:
+            assert channel.pooled == pooled
+            with pytest.raises(WorkerDied) as died:
+                channel.start(submission_entry="add", arity=2, threads=1)
+            assert died.value.reason == "output" and "kernel cache" in died.value.detail, died.value.detail
+            cache = getattr(channel.proc, "worker_cache", None) or job.cache
+            left = disk_bytes(cache)
+            time.sleep(0.5)
+            assert disk_bytes(cache) == left > 8_000_000  # it wrote past the cap, and writes no more
+        finally:
+            channel.close()
+    finally:
+        if server is not None:
+            server.close()
