@@ -184,13 +184,15 @@ def test_a_cuda_error_of_a_full_device_carries_the_figures_the_judge_reads(messa
     against accepted files when 16 jobs filled an H100 (tests/gpu/RESULTS.md, 2026-12-06). The process adds
     what it sees: within its cap on a full device, capacity; holding more than its cap, or on a device with
     room, the error stays the file's."""
+    from judge.shared import oom
     from judge.shared.oom import device_full, device_view
 
     full = device_view(message, (100 << 20, 80 * GIB, 600 << 20), 8 * GIB)
     assert full.startswith(message[:40]) and "held 0.59 GiB" in device_full(full)
     assert device_full(device_view(message, (100 << 20, 80 * GIB, 9 * GIB), 8 * GIB)) is None  # over its cap
     assert device_view(message, (10 * GIB, 80 * GIB, 600 << 20), 8 * GIB) == message  # the device had room
-    unseen = device_view(message, None, 8 * GIB)  # no CUDA context to ask: the judge's own view decides alone
+    assert device_view(message, None, 8 * GIB) == message  # CUDA never set up in the process: nothing seen
+    unseen = device_view(message, oom.UNASKED, 8 * GIB)  # no room to ask: the judge's own view decides alone
     assert unseen.startswith(message[:40]) and "CUDA context" in device_full(unseen)
     assert device_full(message) is None  # CUDA's error alone, with nothing added: the file's
 

@@ -67,8 +67,11 @@ def out_of_memory(exc: BaseException) -> bool:
 def _cuda_trouble(message: str) -> bool:
     """A CUDA error that a device filled by others causes: out of memory without PyTorch's figures (CUDA's own
     "CUDA error: out of memory", from a launch, a module load or a context), or a context refused ("busy or
-    unavailable")."""
+    unavailable"). PyTorch's allocator's own error ("Tried to allocate ...") is not one: its figures decide
+    (:func:`device_full`)."""
     low = (message or "").lower()
+    if _TRIED.search(message or ""):
+        return False
     return ("cuda" in low and "out of memory" in low) or "busy or unavailable" in low
 
 
@@ -84,25 +87,32 @@ def with_device_view(message: str, allowed_bytes: int | None = None) -> str:
     return device_view(message, _figures(), allowed_bytes)
 
 
-def _figures() -> tuple[int, int, int] | None:
-    """(free, total) bytes of this process's device and what its PyTorch allocator holds; None where it cannot
-    be asked (no CUDA context)."""
+UNASKED = "unasked"  # what _figures gives where CUDA is set up here but the device could not be asked
+
+
+def _figures() -> tuple[int, int, int] | str | None:
+    """(free, total) bytes of this process's device and what its PyTorch allocator holds; UNASKED where CUDA is
+    set up in this process but asking failed (no room for the context that the question needs); None where
+    CUDA was never set up here (nothing to say about a device)."""
     try:
         import torch
 
         if not torch.cuda.is_initialized():
             return None
+    except Exception:  # noqa: BLE001 - no torch: nothing to say
+        return None
+    try:
         free, total = torch.cuda.mem_get_info()
         return int(free), int(total), int(torch.cuda.memory_reserved())
-    except Exception:  # noqa: BLE001 - no view of the device
-        return None
+    except Exception:  # noqa: BLE001 - CUDA is there, the device would not answer
+        return UNASKED
 
 
-def device_view(message: str, figures: tuple[int, int, int] | None, allowed_bytes: int | None) -> str:
+def device_view(message: str, figures: tuple[int, int, int] | str | None, allowed_bytes: int | None) -> str:
     """``message`` with ``figures`` (free, total, held bytes) in the words of PyTorch's message, where the device
     was full (under FULL_BELOW free); unchanged where the device had room, so the error was this process's
-    own doing; with the UNSEEN mark where nothing could be asked. ``allowed_bytes``: the process's cap (else
-    the device's size).
+    own doing (or where CUDA was never set up: None); with the UNSEEN mark where the device could not be asked
+    (UNASKED). ``allowed_bytes``: the process's cap (else the device's size).
 
     "held" is what PyTorch's allocator holds, which its cap already bounds, so for CUDA's own errors the
     figures always read "within its cap": the device being full, as the judge sees it itself, is what decides.
@@ -110,6 +120,8 @@ def device_view(message: str, figures: tuple[int, int, int] | None, allowed_byte
     is then an IE, judged again, and its MLE comes where the device has room: a delay, where the rule's absence
     gave accepted files a lasting MLE, RJ or RTE."""
     if figures is None:
+        return message  # CUDA never set up here: nothing seen
+    if figures == UNASKED:
         # No CUDA context to ask (it could not be made, or asking failed): on the H100, with 1 GiB of the
         # device left to the judge, a replay worker's "CUDA error: out of memory" came without figures and was
         # an RJ against the reference (tests/gpu/RESULTS.md, 2026-12-06, tenth session). The judge's own view
