@@ -19,7 +19,8 @@ not): a file could fill the host's disk through it. So the judge measures it whi
 (:func:`written`, every WATCH_EVERY_SECONDS, judge.channel's watchdog) and kills a worker whose cache holds
 more than ``JUDGE_SUBMISSION_CACHE_GB`` (default :data:`SUBMISSION_MAX_GB`): OLE. 98's reference compiles
 about 550 variants of a few hundred KiB each (judge.pool.COPY_MAX_ENTRIES), far under it. A content's
-directories past it when its session ends are dropped then.
+directories past it when its session ends are dropped then. What the walk cannot see: a file the worker
+removed while it keeps it open takes the disk until the worker ends, unmeasured.
 """
 
 from __future__ import annotations
