@@ -188,10 +188,11 @@ def maybe_prune(root: Path, keep: int | None = None, now: float | None = None) -
 
 
 def prune_in_background(cache: Path | None) -> threading.Thread | None:
-    """Start :func:`maybe_prune` of the root that holds ``cache`` (a content cache) in a daemon thread: a
-    session does not wait for it. None where there is no cache (the interpreter compiles nothing)."""
+    """Mark ``cache`` (a session's content cache) used, and start :func:`maybe_prune` of the root that holds
+    it in a daemon thread: a session does not wait for it. None where there is no cache (the interpreter compiles nothing)."""
     if cache is None:
         return None
+    touch(cache)  # this session's own first (its pooled workers copy from it without touching it)
     thread = threading.Thread(target=maybe_prune, args=(cache.parent,), name="judge-kernel-prune", daemon=True)
     thread.start()
     return thread

@@ -93,3 +93,13 @@ def test_starting_a_worker_marks_its_content_cache_used(tmp_path):
     prepare_cache(job)
     assert time.time() - cache.stat().st_mtime < 60
     assert kernel_store.prune(cache.parent, keep=0)["dropped"] == 0
+
+
+def test_a_session_marks_its_own_cache_used_before_it_prunes_the_others(tmp_path, monkeypatch):
+    now = time.time()
+    own = _content(tmp_path, "4" * 40, 64, now - 5 * HOUR)[0]  # used hours ago, judged again now
+    other = _content(tmp_path, "5" * 40, 64, now - 5 * HOUR)[0]
+    monkeypatch.setenv("JUDGE_KERNEL_CACHE_GB", "0")
+    kernel_store.prune_in_background(own).join(timeout=30)
+    assert own.exists() and not other.exists()
+    assert kernel_store.prune_in_background(None) is None  # the interpreter: no cache, nothing to prune
