@@ -4,8 +4,8 @@ Each submission's kernels are kept in a directory of its content's own (judge.in
 ``<cache root>/kernels/<digest>``, and ``<digest>-replay`` for its replay worker), so that its workers, its
 speed run and a re-submission of the same bytes compile each variant once. Nothing removed them: every new
 file of a roster left its directory behind. On a GPU host judging a course (hundreds of students, six
-problems, each edit a new file; flash-attention backward compiles about 500 variants a submission:
-tests/gpu/RESULTS.md, 2026-12-06, tenth session) the disk fills, and then every compile fails.
+problems, each edit a new file; a flash-attention backward submission made about 500 compiles:
+tests/gpu/RESULTS.md, 2026-12-06, tenth session) they would fill its disk in time (not seen yet: no roster here ran long enough).
 
 So the judge keeps them within ``JUDGE_KERNEL_CACHE_GB`` (default :data:`KEEP_GB`), dropping the
 directories used longest ago, never one used in the last :data:`IDLE_SECONDS` (a session that runs now
@@ -189,7 +189,8 @@ def maybe_prune(root: Path, keep: int | None = None, now: float | None = None) -
 
 def prune_in_background(cache: Path | None) -> threading.Thread | None:
     """Mark ``cache`` (a session's content cache) used, and start :func:`maybe_prune` of the root that holds
-    it in a daemon thread: a session does not wait for it. None where there is no cache (the interpreter compiles nothing)."""
+    it in a daemon thread: a session does not wait for it. None where there is no cache (the interpreter
+    compiles nothing)."""
     if cache is None:
         return None
     touch(cache)  # this session's own first (its pooled workers copy from it without touching it)
