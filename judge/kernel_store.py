@@ -5,7 +5,8 @@ Each submission's kernels are kept in a directory of its content's own (judge.in
 speed run and a re-submission of the same bytes compile each variant once. Nothing removed them: every new
 file of a roster left its directory behind. On a GPU host judging a course (hundreds of students, six
 problems, each edit a new file; a flash-attention backward submission made about 500 compiles:
-tests/gpu/RESULTS.md, 2026-12-06, tenth session) they would fill its disk in time (not seen yet: no roster here ran long enough).
+tests/gpu/RESULTS.md, 2026-12-06, tenth session) they would fill its disk in time (not seen yet: no roster
+here ran long enough).
 
 So the judge keeps them within ``JUDGE_KERNEL_CACHE_GB`` (default :data:`KEEP_GB`), dropping the
 directories used longest ago, never one used in the last :data:`IDLE_SECONDS` (a session that runs now
