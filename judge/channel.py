@@ -129,14 +129,11 @@ class WorkerChannel:
         # The worker's kernel cache (a pooled worker's own, else the content's): the one host directory it
         # may write, watched so that it cannot fill the host's disk (judge.kernel_store).
         cache = getattr(self.proc, "worker_cache", None) or self.job.cache
-        cache_cap = kernel_store.submission_max_bytes()
         while not self._done.wait(0.1):
-            if cache is not None:
-                written = kernel_store.written(cache)
-                if written > cache_cap:
-                    self._kill("output", f"wrote {written / 1e9:.2f} GB into its kernel cache; the limit is "
-                                         f"{cache_cap / 1e9:g} GB (Triton's compiled kernels take a few hundred MB)")
-                    return
+            why = kernel_store.too_much(cache) if cache is not None else None
+            if why is not None:
+                self._kill("output", f"{why} (Triton's compiled kernels take a few hundred MB)")
+                return
             # Exact (PSS) from half the limit up; below it a cheap upper bound, which keeps the peak
             # under half the limit too (what _pressed_against_memory_limit reads is exact near the cap).
             used = self.proc.memory_bytes(exact_above=limit // 2)

@@ -16,9 +16,10 @@ per cache root (a stamp file), in the background of a GPU session, one process a
 nothing here raises.
 
 A worker's cache is the one host directory it may write (each file capped by RLIMIT_FSIZE, their number
-not): a file could fill the host's disk through it. So the judge measures it while the worker runs
-(:func:`written`, every WATCH_EVERY_SECONDS, judge.channel's watchdog) and kills a worker whose cache holds
-more than ``JUDGE_SUBMISSION_CACHE_GB`` (default :data:`SUBMISSION_MAX_GB`): OLE. 98's reference compiles
+not): a file could fill the host's disk, or its inodes, through it. So the judge measures it while the
+worker runs (:func:`too_much`, every WATCH_EVERY_SECONDS, judge.channel's watchdog) and kills a worker whose
+cache holds more than ``JUDGE_SUBMISSION_CACHE_GB`` (default :data:`SUBMISSION_MAX_GB`) or more than
+:data:`SUBMISSION_MAX_ITEMS` files and directories: OLE. 98's reference compiles
 about 550 variants of a few hundred KiB each (judge.pool.COPY_MAX_ENTRIES), far under it. A content's
 directories past it when its session ends are dropped then. What the walk cannot see: a file the worker
 removed while it keeps it open takes the disk until the worker ends, unmeasured.
@@ -38,6 +39,7 @@ KEEP_GB = 20.0  # the content caches' total on disk, by default (JUDGE_KERNEL_CA
 IDLE_SECONDS = 3600.0  # a directory used more recently than this is never pruned (a session runs for minutes)
 PRUNE_EVERY_SECONDS = 600.0  # at most one pruning per cache root in this time
 SUBMISSION_MAX_GB = 4.0  # a worker's cache past this: killed (OLE); a content's past it: dropped at its end
+SUBMISSION_MAX_ITEMS = 200_000  # its files and directories: 98's reference makes about 4,000 (550 variants)
 WATCH_EVERY_SECONDS = 1.0  # how often a running worker's cache is measured: a walk of 98's (3,300 files) takes 16 ms
 
 _NAME = re.compile(r"^([0-9a-f]{40})(-replay)?$")  # judge.intake.kernel_cache's names, and the replay's
@@ -65,16 +67,20 @@ def keep_bytes() -> int:
     return int(_gb("JUDGE_KERNEL_CACHE_GB", KEEP_GB) * 1e9)
 
 
-def disk_bytes(path: Path) -> int:
-    """The blocks a directory's files take on disk (a sparse file counts what it uses), links not followed;
-    0 where it cannot be read."""
-    total = 0
+def disk_usage(path: Path, stop_items: int | None = None) -> tuple[int, int]:
+    """(bytes, items): the blocks a directory's files take on disk (a sparse file counts what it uses) and
+    how many files and directories it holds, links not followed; (0, 0) where it cannot be read. The walk
+    stops once it has counted more than ``stop_items``."""
+    total = items = 0
     stack = [str(path)]
     while stack:
         top = stack.pop()
         try:
             with os.scandir(top) as it:
                 for entry in it:
+                    items += 1
+                    if stop_items is not None and items > stop_items:
+                        return total, items
                     try:
                         st = entry.stat(follow_symlinks=False)
                     except OSError:
@@ -84,16 +90,23 @@ def disk_bytes(path: Path) -> int:
                         stack.append(entry.path)
         except OSError:
             continue
-    return total
+    return total, items
 
 
-_sizes: dict[str, tuple[float, int]] = {}  # directory -> (when measured, bytes): shared by its channels
+def disk_bytes(path: Path) -> int:
+    """The bytes of :func:`disk_usage`."""
+    return disk_usage(path)[0]
+
+
+_sizes: dict[str, tuple[float, str | None]] = {}  # directory -> (when measured, why it is too much): shared
 _sizes_lock = threading.Lock()
 
 
-def written(cache: Path) -> int:
-    """What ``cache`` takes on disk, measured at most every WATCH_EVERY_SECONDS: the watchdogs of one
-    content's workers (a dozen, at ten checks a second each) share one walk of it."""
+def too_much(cache: Path) -> str | None:
+    """Why ``cache`` holds more than a worker may write (bytes past JUDGE_SUBMISSION_CACHE_GB, or files and
+    directories past SUBMISSION_MAX_ITEMS: empty files take no blocks but the file system's inodes), else None.
+    Measured at most every WATCH_EVERY_SECONDS: the watchdogs of one content's workers (a dozen, at ten checks
+    a second each) share one walk of it."""
     key = str(cache)
     now = time.monotonic()
     with _sizes_lock:
@@ -103,11 +116,17 @@ def written(cache: Path) -> int:
         if len(_sizes) > 4096:  # a service's long life: forget what no watchdog asked for a minute
             for k in [k for k, (t, _) in _sizes.items() if now - t > 60.0]:
                 del _sizes[k]
-        _sizes[key] = (now, seen[1] if seen else 0)  # this thread measures; the others read the last figure
-    size = disk_bytes(cache)
+        _sizes[key] = (now, seen[1] if seen else None)  # this thread measures; the others read the last word
+    cap = submission_max_bytes()
+    size, items = disk_usage(cache, stop_items=SUBMISSION_MAX_ITEMS)
+    why = None
+    if size > cap:
+        why = f"wrote {size / 1e9:.2f} GB into its kernel cache; the limit is {cap / 1e9:g} GB"
+    elif items > SUBMISSION_MAX_ITEMS:
+        why = f"made more than {SUBMISSION_MAX_ITEMS} files and directories in its kernel cache"
     with _sizes_lock:
-        _sizes[key] = (time.monotonic(), size)
-    return size
+        _sizes[key] = (time.monotonic(), why)
+    return why
 
 
 def _drop(path: Path) -> None:
@@ -202,14 +221,16 @@ def prune_in_background(cache: Path | None) -> threading.Thread | None:
 
 def drop_if_oversized(cache: Path | None, limit: int | None = None) -> int:
     """At a session's end: drop ``cache`` and its replay's directory where together they take more than
-    ``limit`` bytes (SUBMISSION_MAX_GB); the bytes freed, else 0. Never raises."""
+    ``limit`` bytes (SUBMISSION_MAX_GB) or hold more than SUBMISSION_MAX_ITEMS files and directories; the
+    bytes freed, else 0. Never raises."""
     if cache is None:
         return 0
     limit = submission_max_bytes() if limit is None else limit
     try:
         paths = [p for p in (cache, cache.with_name(cache.name + "-replay")) if p.is_dir()]
-        size = sum(disk_bytes(p) for p in paths)
-        if size <= limit:
+        usage = [disk_usage(p) for p in paths]
+        size = sum(b for b, _ in usage)
+        if size <= limit and sum(n for _, n in usage) <= SUBMISSION_MAX_ITEMS:
             return 0
         for path in paths:
             _drop(path)

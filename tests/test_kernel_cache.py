@@ -349,3 +349,32 @@ def test_a_worker_that_fills_its_kernel_cache_is_killed_and_ole(name, pooled, tm
     finally:
         if server is not None:
             server.close()
+
+
+MAKES_EMPTY_FILES = '''import os
+# Empty files take no blocks, but each takes one of the file system's inodes: the host's run out instead.
+for i in range(10000000):
+    open(os.path.join(os.environ["TRITON_CACHE_DIR"], f"empty-{i}"), "w").close()
+
+
+def add(x, y):
+    return x
+'''
+
+
+@pytest.mark.parametrize("name", ["process", "bwrap"])
+def test_a_worker_that_fills_its_kernel_cache_with_empty_files_is_killed_and_ole(name, tmp_path, monkeypatch):
+    from judge import kernel_store
+    from judge.channel import WorkerDied
+
+    backend = _usable(name)
+    monkeypatch.setattr(kernel_store, "SUBMISSION_MAX_ITEMS", 2000)
+    job = _job(tmp_path, MAKES_EMPTY_FILES)
+    channel = WorkerChannel(backend, job)
+    try:
+        with pytest.raises(WorkerDied) as died:
+            channel.start(submission_entry="add", arity=2, threads=1)
+        # (its bytes are far under the 4 GB cap: the count caught it)
+        assert died.value.reason == "output" and "files and directories" in died.value.detail, died.value.detail
+    finally:
+        channel.close()

@@ -61,13 +61,20 @@ def test_pruning_is_at_most_every_ten_minutes_and_clears_what_a_killed_one_left(
     assert kernel_store.maybe_prune(tmp_path, keep=0, now=now + 700)["dropped"] == 1
 
 
-def test_a_file_whose_cache_grew_past_the_cap_loses_it_at_its_end(tmp_path):
+def test_a_file_whose_cache_grew_past_the_cap_loses_it_at_its_end(tmp_path, monkeypatch):
     small = _content(tmp_path, "1" * 40, 64, time.time())
     big = _content(tmp_path, "2" * 40, 256, time.time(), replay_kib=64)
     assert kernel_store.drop_if_oversized(small[0], limit=200 << 10) == 0 and small[0].exists()
     assert kernel_store.drop_if_oversized(big[0], limit=200 << 10) >= 320 << 10
     assert not any(p.exists() for p in big)
     assert kernel_store.drop_if_oversized(None) == 0
+    many = tmp_path / ("6" * 40)
+    many.mkdir()
+    for i in range(30):
+        (many / f"empty-{i}").touch()  # no blocks, but inodes
+    monkeypatch.setattr(kernel_store, "SUBMISSION_MAX_ITEMS", 20)
+    kernel_store.drop_if_oversized(many, limit=200 << 10)
+    assert not many.exists()
 
 
 def test_a_sparse_file_counts_what_it_takes_on_disk(tmp_path):
