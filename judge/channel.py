@@ -128,21 +128,36 @@ class WorkerChannel:
         limit = self.limits.memory_mb << 20
         # The worker's kernel cache (a pooled worker's own, else the content's): the one host directory it
         # may write, watched so that it cannot fill the host's disk (judge.kernel_store).
+        # Files it removed while it keeps them open take the disk too, unseen by a walk: counted from its
+        # processes' open files each WATCH_EVERY_SECONDS.
         cache = getattr(self.proc, "worker_cache", None) or self.job.cache
-        while not self._done.wait(0.1):
-            why = kernel_store.too_much(cache) if cache is not None else None
-            if why is not None:
-                self._kill("output", f"{why} (Triton's compiled kernels take a few hundred MB)")
-                return
-            # Exact (PSS) from half the limit up; below it a cheap upper bound, which keeps the peak
-            # under half the limit too (what _pressed_against_memory_limit reads is exact near the cap).
-            used = self.proc.memory_bytes(exact_above=limit // 2)
-            if used is None:
-                continue
-            self.peak_memory = max(self.peak_memory, used)
-            if used > limit:
-                self._kill("memory", f"used {used >> 20} MiB of host memory; the limit is {self.limits.memory_mb} MiB")
-                return
+        dev = kernel_store.device_of(cache) if cache is not None else None
+        next_look = 0.0
+        try:
+            while not self._done.wait(0.1):
+                if cache is None:
+                    why = None
+                else:
+                    if dev is not None and time.monotonic() >= next_look:
+                        next_look = time.monotonic() + kernel_store.WATCH_EVERY_SECONDS
+                        kernel_store.report_unnamed(cache, self, kernel_store.unnamed_bytes(self.proc.pids(), dev))
+                    why = kernel_store.too_much(cache)
+                if why is not None:
+                    self._kill("output", f"{why} (Triton's compiled kernels take a few hundred MB)")
+                    break
+                # Exact (PSS) from half the limit up; below it a cheap upper bound, which keeps the peak
+                # under half the limit too (what _pressed_against_memory_limit reads is exact near the cap).
+                used = self.proc.memory_bytes(exact_above=limit // 2)
+                if used is None:
+                    continue
+                self.peak_memory = max(self.peak_memory, used)
+                if used > limit:
+                    self._kill("memory",
+                               f"used {used >> 20} MiB of host memory; the limit is {self.limits.memory_mb} MiB")
+                    return
+        finally:
+            if cache is not None:
+                kernel_store.report_unnamed(cache, self, None)  # (ended: its open files are gone)
 
     # ------------------------------------------------------------------ protocol
 

@@ -31,6 +31,8 @@ import fcntl
 import os
 import re
 import shutil
+import stat
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -67,30 +69,46 @@ def keep_bytes() -> int:
     return int(_gb("JUDGE_KERNEL_CACHE_GB", KEEP_GB) * 1e9)
 
 
-def disk_usage(path: Path, stop_items: int | None = None) -> tuple[int, int]:
-    """(bytes, items): the blocks a directory's files take on disk (a sparse file counts what it uses) and
-    how many files and directories it holds, links not followed; (0, 0) where it cannot be read. The walk
-    stops once it has counted more than ``stop_items``."""
+MAX_DEPTH = 8  # directory levels below a cache: Triton's entries are one (judge.pool.ENTRY_MAX_DEPTH: 4)
+
+
+def disk_usage(path: Path, stop_items: int | None = None) -> tuple[int, int, str | None]:
+    """(bytes, items, trouble): the blocks a directory's files take on disk (a sparse file counts what it
+    uses, a file of several hard links once) and how many files and directories it holds, links not
+    followed; trouble says why the walk could not see all of it: a directory deeper than MAX_DEPTH (a path
+    past the system's limit cannot be walked by name), or one it could not read. (0, 0, None) where ``path``
+    itself is gone. The walk stops once it has counted more than ``stop_items``."""
     total = items = 0
-    stack = [str(path)]
+    inodes: set[int] = set()
+    stack = [(str(path), 0)]
     while stack:
-        top = stack.pop()
+        top, depth = stack.pop()
         try:
             with os.scandir(top) as it:
                 for entry in it:
                     items += 1
                     if stop_items is not None and items > stop_items:
-                        return total, items
+                        return total, items, None
                     try:
                         st = entry.stat(follow_symlinks=False)
-                    except OSError:
-                        continue
+                    except FileNotFoundError:
+                        continue  # removed meanwhile
+                    except OSError as exc:
+                        return total, items, f"a file it could not measure ({exc.strerror})"
+                    if st.st_nlink > 1:
+                        if st.st_ino in inodes:
+                            continue
+                        inodes.add(st.st_ino)
                     total += st.st_blocks * 512
                     if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-        except OSError:
-            continue
-    return total, items
+                        if depth + 1 > MAX_DEPTH:
+                            return total, items, f"directories more than {MAX_DEPTH} levels deep"
+                        stack.append((entry.path, depth + 1))
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # removed meanwhile
+        except OSError as exc:
+            return total, items, f"a directory it could not read ({exc.strerror})"
+    return total, items, None
 
 
 def disk_bytes(path: Path) -> int:
@@ -98,46 +116,131 @@ def disk_bytes(path: Path) -> int:
     return disk_usage(path)[0]
 
 
-_sizes: dict[str, tuple[float, str | None]] = {}  # directory -> (when measured, why it is too much): shared
-_sizes_lock = threading.Lock()
+def unnamed_bytes(pids, dev: int) -> int:
+    """What the processes ``pids`` hold on the file system ``dev`` in files that no longer have a name
+    (removed while open, or made with O_TMPFILE, or mapped and then removed): blocks a directory's walk
+    cannot see, taken until the last of them closes. Counted once per inode; a mapping the judge has no
+    right to stat counts its length."""
+    seen: set[int] = set()
+    total = 0
+    for pid in pids:
+        base = f"/proc/{pid}"
+        try:
+            fds = os.listdir(f"{base}/fd")
+        except OSError:
+            fds = []
+        for fd in fds:
+            try:
+                st = os.stat(f"{base}/fd/{fd}")
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode) and st.st_dev == dev and st.st_nlink == 0 and st.st_ino not in seen:
+                seen.add(st.st_ino)
+                total += st.st_blocks * 512
+        try:
+            with open(f"{base}/maps") as f:
+                lines = [line for line in f if line.rstrip().endswith("(deleted)")]
+        except OSError:
+            continue
+        for line in lines:
+            parts = line.split()
+            try:
+                major, minor = (int(x, 16) for x in parts[3].split(":"))
+                ino = int(parts[4])
+            except (IndexError, ValueError):
+                continue
+            if os.makedev(major, minor) != dev or ino in seen:
+                continue
+            seen.add(ino)
+            try:
+                total += os.stat(f"{base}/map_files/{parts[0]}").st_blocks * 512
+            except OSError:
+                lo, hi = (int(x, 16) for x in parts[0].split("-"))
+                total += hi - lo
+    return total
+
+
+def device_of(cache: Path) -> int | None:
+    """The file system ``cache`` is on (st_dev), or None where it cannot be seen."""
+    try:
+        return os.stat(cache).st_dev
+    except OSError:
+        return None
+
+
+_walks: dict[str, tuple[float, int, int, str | None]] = {}  # directory -> (when, bytes, items, trouble)
+_unnamed: dict[str, dict[object, int]] = {}  # directory -> {worker: bytes in its files without a name}
+_watch_lock = threading.Lock()
+
+
+def report_unnamed(cache: Path, worker: object, nbytes: int | None) -> None:
+    """Say what ``worker`` holds in files without a name on ``cache``'s file system (:func:`unnamed_bytes`);
+    None: the worker has ended, forget it."""
+    with _watch_lock:
+        held = _unnamed.setdefault(str(cache), {})
+        if nbytes is None:
+            held.pop(worker, None)
+            if not held:
+                del _unnamed[str(cache)]
+        else:
+            held[worker] = nbytes
 
 
 def too_much(cache: Path) -> str | None:
-    """Why ``cache`` holds more than a worker may write (bytes past JUDGE_SUBMISSION_CACHE_GB, or files and
-    directories past SUBMISSION_MAX_ITEMS: empty files take no blocks but the file system's inodes), else None.
-    Measured at most every WATCH_EVERY_SECONDS: the watchdogs of one content's workers (a dozen, at ten checks
-    a second each) share one walk of it."""
+    """Why ``cache`` and its workers' files without a name hold more than a worker may write (bytes past
+    JUDGE_SUBMISSION_CACHE_GB; files and directories past SUBMISSION_MAX_ITEMS: empty files take no blocks
+    but the file system's inodes; a tree its walk cannot see all of), else None. The directory is walked at
+    most every WATCH_EVERY_SECONDS: the watchdogs of one content's workers (a dozen, at ten checks a second
+    each) share one walk of it."""
     key = str(cache)
     now = time.monotonic()
-    with _sizes_lock:
-        seen = _sizes.get(key)
-        if seen is not None and now - seen[0] < WATCH_EVERY_SECONDS:
-            return seen[1]
-        if len(_sizes) > 4096:  # a service's long life: forget what no watchdog asked for a minute
-            for k in [k for k, (t, _) in _sizes.items() if now - t > 60.0]:
-                del _sizes[k]
-        _sizes[key] = (now, seen[1] if seen else None)  # this thread measures; the others read the last word
+    with _watch_lock:
+        seen = _walks.get(key)
+        fresh = seen is not None and now - seen[0] < WATCH_EVERY_SECONDS
+        if not fresh:
+            if len(_walks) > 4096:  # a service's long life: forget what no watchdog asked for a minute
+                for k in [k for k, v in _walks.items() if now - v[0] > 60.0]:
+                    del _walks[k]
+            # This thread walks; the others read the last figures meanwhile.
+            _walks[key] = (now, *(seen[1:] if seen else (0, 0, None)))
+    if not fresh:
+        size, items, trouble = disk_usage(cache, stop_items=SUBMISSION_MAX_ITEMS)
+        with _watch_lock:
+            _walks[key] = (time.monotonic(), size, items, trouble)
+    with _watch_lock:
+        _, size, items, trouble = _walks[key]
+        unnamed = sum(_unnamed.get(key, {}).values())
     cap = submission_max_bytes()
-    size, items = disk_usage(cache, stop_items=SUBMISSION_MAX_ITEMS)
-    why = None
-    if size > cap:
-        why = f"wrote {size / 1e9:.2f} GB into its kernel cache; the limit is {cap / 1e9:g} GB"
-    elif items > SUBMISSION_MAX_ITEMS:
-        why = f"made more than {SUBMISSION_MAX_ITEMS} files and directories in its kernel cache"
-    with _sizes_lock:
-        _sizes[key] = (time.monotonic(), why)
-    return why
+    if trouble is not None:
+        return f"made {trouble} in its kernel cache"
+    if size + unnamed > cap:
+        hidden = f", {unnamed / 1e9:.2f} GB of it in files without a name" if unnamed else ""
+        return f"wrote {(size + unnamed) / 1e9:.2f} GB into its kernel cache{hidden}; the limit is {cap / 1e9:g} GB"
+    if items > SUBMISSION_MAX_ITEMS:
+        return f"made more than {SUBMISSION_MAX_ITEMS} files and directories in its kernel cache"
+    return None
 
 
 def _drop(path: Path) -> None:
     """Remove a directory: renamed aside first (one atomic step, so nothing ever finds half of it under its
-    own name), then deleted."""
+    own name), then deleted; what shutil cannot remove (a tree deeper than Python's recursion, a directory
+    its maker made unreadable) goes with chmod and rm, which walk by descriptor."""
     aside = path.with_name(f"{TRASH}{path.name}-{os.getpid()}-{threading.get_ident()}")
     try:
         os.rename(path, aside)
     except OSError:
         return
-    shutil.rmtree(aside, ignore_errors=True)
+    _remove(aside)
+
+
+def _remove(path: Path) -> None:
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except Exception:  # noqa: BLE001 - RecursionError on a deep tree
+        pass
+    if os.path.lexists(path):
+        subprocess.run(["chmod", "-R", "u+rwx", str(path)], capture_output=True, timeout=600)
+        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], capture_output=True, timeout=600)
 
 
 def prune(root: Path, keep: int, now: float | None = None, idle: float = IDLE_SECONDS) -> dict:
@@ -154,7 +257,7 @@ def prune(root: Path, keep: int, now: float | None = None, idle: float = IDLE_SE
     for name in names:
         path = root / name
         if name.startswith(TRASH):
-            shutil.rmtree(path, ignore_errors=True)
+            _remove(path)
             continue
         m = _NAME.match(name)
         if not m:
@@ -221,21 +324,21 @@ def prune_in_background(cache: Path | None) -> threading.Thread | None:
 
 def drop_if_oversized(cache: Path | None, limit: int | None = None) -> int:
     """At a session's end: drop ``cache`` and its replay's directory where together they take more than
-    ``limit`` bytes (SUBMISSION_MAX_GB) or hold more than SUBMISSION_MAX_ITEMS files and directories; the
-    bytes freed, else 0. Never raises."""
+    ``limit`` bytes (SUBMISSION_MAX_GB), hold more than SUBMISSION_MAX_ITEMS files and directories, or
+    cannot be walked whole (:func:`disk_usage`); the bytes counted, else 0. Never raises."""
     if cache is None:
         return 0
     limit = submission_max_bytes() if limit is None else limit
     try:
         paths = [p for p in (cache, cache.with_name(cache.name + "-replay")) if p.is_dir()]
         usage = [disk_usage(p) for p in paths]
-        size = sum(b for b, _ in usage)
-        if size <= limit and sum(n for _, n in usage) <= SUBMISSION_MAX_ITEMS:
+        size = sum(b for b, _, _ in usage)
+        if size <= limit and sum(n for _, n, _ in usage) <= SUBMISSION_MAX_ITEMS and not any(t for _, _, t in usage):
             return 0
         for path in paths:
             _drop(path)
         return size
-    except OSError:
+    except Exception:  # noqa: BLE001 - a session's end must not fail on its cache
         return 0
 
 

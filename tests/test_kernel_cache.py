@@ -378,3 +378,54 @@ def test_a_worker_that_fills_its_kernel_cache_with_empty_files_is_killed_and_ole
         assert died.value.reason == "output" and "files and directories" in died.value.detail, died.value.detail
     finally:
         channel.close()
+
+
+HIDES_WHAT_IT_WRITES = {
+    # Removed while open: the blocks stay taken, and no walk of the directory sees them (a red-team helper
+    # of 2026-12-06 held 1.5 GB so against a 50 MB limit, unkilled).
+    "removed-while-open": '''import os, time
+d = os.environ["TRITON_CACHE_DIR"]
+fd = os.open(os.path.join(d, "hidden"), os.O_CREAT | os.O_RDWR, 0o600)
+os.unlink(os.path.join(d, "hidden"))
+for _ in range(40):
+    os.write(fd, os.urandom(1 << 20))
+time.sleep(30)
+''',
+    # Past the path length the walk can name (17 levels of 250 characters): 400 MB there went unseen.
+    "past-the-path-limit": '''import os, time
+fd = os.open(os.environ["TRITON_CACHE_DIR"], os.O_RDONLY | os.O_DIRECTORY)
+for _ in range(17):
+    os.mkdir("d" * 250, dir_fd=fd)
+    inner = os.open("d" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+    os.close(fd)
+    fd = inner
+f = os.open("fill", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd)
+os.write(f, os.urandom(40 << 20))
+time.sleep(30)
+''',
+}
+
+
+@pytest.mark.parametrize("trick", sorted(HIDES_WHAT_IT_WRITES))
+@pytest.mark.parametrize("name", ["process", "bwrap", "docker"])
+def test_a_worker_that_hides_what_it_writes_in_its_cache_is_killed_all_the_same(name, trick, tmp_path, monkeypatch):
+    """What a walk of the directory by name cannot see is counted another way (the worker's open files), or is
+    itself the finding (a tree deeper than Triton's ever are): OLE either way."""
+    from judge.channel import WorkerDied
+
+    backend = _usable(name)
+    monkeypatch.setenv("JUDGE_SUBMISSION_CACHE_GB", "0.02")
+    job = _job(tmp_path, HIDES_WHAT_IT_WRITES[trick] + "\n\ndef add(x, y):\n    return x\n")
+    channel = WorkerChannel(backend, job)
+    try:
+        with pytest.raises(WorkerDied) as died:
+            channel.start(submission_entry="add", arity=2, threads=1)
+        assert died.value.reason == "output" and "kernel cache" in died.value.detail, died.value.detail
+    finally:
+        channel.close()
+    from judge import kernel_store
+    kernel_store.drop_if_oversized(job.cache)  # as a session's end does
+    if trick == "past-the-path-limit":
+        assert not job.cache.exists()  # the tree the walk could not name goes, by descriptor
+    else:
+        assert kernel_store.disk_usage(job.cache)[:2] == (0, 0)  # its hidden file went with the worker

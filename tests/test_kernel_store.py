@@ -110,3 +110,19 @@ def test_a_session_marks_its_own_cache_used_before_it_prunes_the_others(tmp_path
     kernel_store.prune_in_background(own).join(timeout=30)
     assert own.exists() and not other.exists()
     assert kernel_store.prune_in_background(None) is None  # the interpreter: no cache, nothing to prune
+
+
+def test_a_file_of_many_hard_links_counts_once(tmp_path):
+    (tmp_path / "one").write_bytes(os.urandom(256 << 10))
+    for i in range(20):
+        os.link(tmp_path / "one", tmp_path / f"link-{i}")
+    assert kernel_store.disk_bytes(tmp_path) < 300 << 10
+
+
+def test_a_tree_deeper_than_tritons_is_itself_the_finding(tmp_path):
+    deep = tmp_path
+    for _ in range(kernel_store.MAX_DEPTH + 2):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    assert "levels deep" in kernel_store.disk_usage(tmp_path)[2]
+    assert kernel_store.disk_usage(tmp_path / "d" / "d")[2] is None  # (within the depth from there)

@@ -129,6 +129,17 @@ class Proc:
     def oom_killed(self) -> bool:
         return False
 
+    def pids(self) -> set[int]:
+        """The host pids of the worker and its descendants, where they can be known: the judge reads their
+        open files (judge.kernel_store.unnamed_bytes)."""
+        pid = getattr(self, "pid", None)
+        if not pid:
+            return set()
+        try:
+            return _descendants(pid)
+        except OSError:
+            return set()
+
 
 class Backend:
     name = "?"

@@ -172,6 +172,11 @@ class _DockerProc(Proc):
             self._cgroup = (Cgroup.of_container(cid) if cid else None) or False
         return self._cgroup.memory_bytes() if self._cgroup else None
 
+    def pids(self) -> set[int]:
+        # The container's processes, from its cgroup on this host (they are dockerd's descendants, not ours).
+        self.memory_bytes()
+        return self._cgroup.pids() if self._cgroup else set()
+
     def oom_killed(self) -> bool:
         if not self._oom:
             self._oom = bool(self._state().get("OOMKilled"))
