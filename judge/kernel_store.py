@@ -21,8 +21,11 @@ worker runs (:func:`too_much`, every WATCH_EVERY_SECONDS, judge.channel's watchd
 cache holds more than ``JUDGE_SUBMISSION_CACHE_GB`` (default :data:`SUBMISSION_MAX_GB`) or more than
 :data:`SUBMISSION_MAX_ITEMS` files and directories: OLE. 98's reference compiles
 about 550 variants of a few hundred KiB each (judge.pool.COPY_MAX_ENTRIES), far under it. A content's
-directories past it when its session ends are dropped then. What the walk cannot see: a file the worker
-removed while it keeps it open takes the disk until the worker ends, unmeasured.
+directories past it when its session ends are dropped then. A walk by name does not see everything: files
+removed while open (or made with O_TMPFILE) are counted from the worker's processes' open files and mappings
+(:func:`unnamed_bytes`), and a tree deeper than MAX_DEPTH, or a directory the judge cannot read, is itself
+the finding (a red-team helper of 2026-12-06 held 1.5 GB in removed files, and left 400 MB in a tree past the
+path limit, against a 50 MB limit, before these).
 """
 
 from __future__ import annotations
