@@ -309,6 +309,8 @@ class WorkerChannel:
             close()
         if self._lease is not None:
             self._lease.close()
+        if self.job.cache is not None:
+            kernel_store.collect_socket_garbage()
 
     def output_text(self) -> str:
         text = self.printed.decode("utf-8", errors="replace")
