@@ -164,18 +164,23 @@ class _DockerProc(Proc):
                 return None
             time.sleep(0.05)
 
-    def memory_bytes(self, exact_above: int | None = None) -> int | None:
-        # Read from the container's cgroup when it is on this host: the stats
-        # API takes a second or two per call, too slow for a watchdog.
+    def _container_cgroup(self):
+        """The container's cgroup on this host (False where it is not found), looked up once."""
         if self._cgroup is None:
             cid = getattr(self.container, "id", None)
             self._cgroup = (Cgroup.of_container(cid) if cid else None) or False
-        return self._cgroup.memory_bytes() if self._cgroup else None
+        return self._cgroup
+
+    def memory_bytes(self, exact_above: int | None = None) -> int | None:
+        # Read from the container's cgroup when it is on this host: the stats
+        # API takes a second or two per call, too slow for a watchdog.
+        cgroup = self._container_cgroup()
+        return cgroup.memory_bytes() if cgroup else None
 
     def pids(self) -> set[int]:
         # The container's processes, from its cgroup on this host (they are dockerd's descendants, not ours).
-        self.memory_bytes()
-        return self._cgroup.pids() if self._cgroup else set()
+        cgroup = self._container_cgroup()
+        return cgroup.pids() if cgroup else set()
 
     def oom_killed(self) -> bool:
         if not self._oom:
