@@ -24,7 +24,8 @@ import click
 from judge import timeline
 from judge.grading.cli import register as register_grading
 from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
-                              err, internal_error, leave, problem_or_exit, sandbox_help, sandbox_or_exit, usage)
+                              err, internal_error, leave, named_on_command_line, problem_or_exit, sandbox_help,
+                              sandbox_or_exit, usage, write_new_file)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -63,9 +64,7 @@ def init(problem, path, force):
     path = path or Path(f"{p.slug.replace('-', '_')}{p.suffix}")
     if path.is_dir():
         path = path / f"{p.slug.replace('-', '_')}{p.suffix}"
-    if path.exists() and not force:
-        usage(f"{path} exists; pass --force to overwrite it")
-    path.write_text(p.skeleton_path.read_text())
+    write_new_file(path, p.skeleton_path.read_text(), force=force)
     click.echo(f"wrote {path}: fill in the {'kernel' if p.kind == 'kernel' else 'answers'}, then run: "
                f"python -m judge submit {p.id} {path}")
 
@@ -602,4 +601,12 @@ def main():
         sys.exit(EXIT_USAGE)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except OSError as exc:
+        # What the commands' own checks did not foresee: a path the command line gave that the file system
+        # refuses is a usage error; any other file is the judge's own (its cache, its scratch): internal.
+        if named_on_command_line(exc.filename, sys.argv[1:]):
+            err(f"cannot use {exc.filename}: {exc.strerror or exc}")
+            sys.exit(EXIT_USAGE)
+        err(internal_error(exc))
+        sys.exit(EXIT_INTERNAL)
     sys.exit(0)

@@ -88,10 +88,53 @@ def problem_or_exit(key: str):
 
 
 def check_file(file: Path) -> None:
-    if not file.exists():
-        usage(f"no such file: {file}")
-    if file.is_dir():
-        usage(f"{file} is a directory; give the submission's .py file")
+    try:
+        if not file.exists():
+            usage(f"no such file: {file}")
+        if file.is_dir():
+            usage(f"{file} is a directory; give the submission's .py file")
+    except OSError as exc:  # a name too long for the file system, say
+        usage(f"cannot use {file}: {exc.strerror or exc}")
+
+
+def write_new_file(path: Path, text: str, *, force: bool = False) -> None:
+    """Write ``text`` to ``path`` in a folder that exists (none is made: a mistyped folder is a usage error,
+    not a new tree); an existing file only with ``force``. Every refusal is a usage error's one line."""
+    try:
+        if not path.parent.is_dir():
+            usage(f"no such folder: {path.parent} (make it first, or name a file in a folder that exists)")
+        if path.exists() and not force:
+            usage(f"{path} exists; pass --force to overwrite it")
+        path.write_text(text)
+    except OSError as exc:
+        usage(f"cannot write {path}: {exc.strerror or exc}")
+
+
+def output_folder(path: Path, what: str) -> Path:
+    """Make the folder an output goes into, with its parents; a usage error's one line when the file system
+    refuses (a file in the way, no permission)."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        usage(f"cannot write {what} into {path}: it is not a folder")
+    except OSError as exc:
+        usage(f"cannot write {what} into {path}: {exc.strerror or exc}")
+    return path
+
+
+def named_on_command_line(filename, argv: list[str]) -> bool:
+    """Whether ``filename`` (an OSError's) is a path the command line gave, or lies inside one."""
+    if filename is None:
+        return False
+    name = Path(str(filename))
+    for arg in argv:
+        value = arg.split("=", 1)[1] if arg.startswith("--") and "=" in arg else arg
+        if not value or value.startswith("-"):
+            continue
+        given = Path(value)
+        if name == given or given in name.parents:
+            return True
+    return False
 
 
 def sandbox_or_exit(name: str) -> str:

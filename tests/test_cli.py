@@ -214,3 +214,73 @@ def test_an_internal_errors_line_says_where_in_the_judge_it_was_raised():
         kit.dtype_of("no such dtype")
     assert judge_frame(caught.value).startswith("judge/kit.py:") and judge_frame(caught.value).endswith(" in dtype_of")
     assert judge_frame(ValueError("never raised")) == ""
+
+
+def test_init_into_a_missing_folder_is_one_line_and_exit_2(tmp_path):
+    r = judge("init", "softmax", "missing/dir/x.py", cwd=tmp_path)
+    assert r.returncode == 2
+    assert "no such folder: missing/dir" in one_line(r.stderr)
+    assert not (tmp_path / "missing").exists()  # init makes no folders
+
+
+def test_init_under_a_file_is_one_line_and_exit_2(tmp_path):
+    (tmp_path / "a.py").write_text("")
+    r = judge("init", "93", tmp_path / "a.py" / "x.py")
+    assert r.returncode == 2 and "no such folder" in one_line(r.stderr)
+
+
+LONG = "a" * 300  # longer than any file system's name limit (255 bytes)
+
+
+@pytest.mark.parametrize("args", [("submit", "93", f"{LONG}.py"), ("test", "93", f"{LONG}.py"),
+                                  ("bench", "94", f"{LONG}.py"), ("init", "93", f"{LONG}.py"),
+                                  ("grade", LONG, "--problem", "93"), ("serve-tokens", LONG, "-o", "t.csv")])
+def test_a_path_the_file_system_refuses_is_one_line_and_exit_2(tmp_path, args):
+    r = judge(*args, cwd=tmp_path)
+    assert r.returncode == 2
+    assert "name too long" in one_line(r.stderr).lower()
+
+
+@pytest.mark.parametrize("args", [("grade", "ROSTER", "--problem", "93", "--out", "a.py"),
+                                  ("grade", "ROSTER", "--problem", "93", "--csv", "a.py/x.csv"),
+                                  ("gradescope", "bundle", "--problem", "93", "-o", "a.py/autograder.zip"),
+                                  ("serve-tokens", "ROSTER", "-o", "a.py/tokens.csv")])
+def test_an_output_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, args):
+    (tmp_path / "a.py").write_text("")  # a file where the output's folder should be
+    roster = tmp_path / "roster"
+    roster.mkdir()
+    (roster / "alice.py").write_text(GOOD.read_text())
+    r = judge(*[str(roster) if a == "ROSTER" else a for a in args], cwd=tmp_path)
+    assert r.returncode == 2
+    assert "a.py" in one_line(r.stderr) and "not a folder" in r.stderr
+    assert not (tmp_path / "grading").exists()  # refused before anything was made or judged
+
+
+def _without_root_override(*args):
+    """The CLI with the capabilities that let root read and write any file dropped (setpriv), so that a mode
+    000 file is unreadable for it as for anyone; None where that cannot be arranged."""
+    import shutil
+
+    if os.geteuid() != 0:
+        return [sys.executable, "-m", "judge", *map(str, args)]
+    if shutil.which("setpriv") is None:
+        return None
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", sys.executable, "-m", "judge",
+            *map(str, args)]
+
+
+def test_an_unreadable_folder_is_one_line_and_exit_2(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0)
+    try:
+        for args in (("init", "93", locked / "x.py"), ("submit", "93", locked / "x.py"),
+                     ("grade", locked, "--problem", "93", "--out", tmp_path / "g")):
+            command = _without_root_override(*args)
+            if command is None:
+                pytest.skip("running as root without setpriv: every file is readable here")
+            r = subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, timeout=600)
+            assert r.returncode == 2, (args, r.stderr)
+            one_line(r.stderr)
+    finally:
+        locked.chmod(0o755)

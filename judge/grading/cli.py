@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-from judge.cli_common import EXIT_INTERNAL, err, problem_or_exit, sandbox_help, sandbox_or_exit, usage
+from judge.cli_common import (EXIT_INTERNAL, err, output_folder, problem_or_exit, sandbox_help, sandbox_or_exit,
+                              usage)
 
 
 def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) -> tuple[str, list[int | None]]:
@@ -144,6 +145,9 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
     if seed is not None and seed < 0:
         usage("--seed must be >= 0")
     device, slots = _device_and_slots(device, gpus, jobs)
+    if csv_path is not None:
+        output_folder(csv_path.parent, "the CSV")
+    output_folder(out, "the store")
     try:
         if executor == "ray":
             runner = RayExecutor(address=ray_address, slots=slots, use_gpu=device == "cuda",
@@ -198,6 +202,7 @@ def gradescope_bundle(problem_key, rubric, output, forward, token_file, sandbox)
         usage(f"no such token file: {token_file}")
     if forward and not forward.startswith(("http://", "https://")):
         usage(f"--forward must be an http:// or https:// URL (got '{forward}')")
+    output_folder(output.parent, "the bundle")
     names = bundle(p, output, rubric_path=rubric, forward=forward, token_file=token_file, sandbox=sandbox)
     click.echo(f"wrote {output} ({len(names)} files) for problem {p.id} ({p.slug})"
                + (f", forwarding to {forward}" if forward else ", interpreter mode"))
@@ -393,6 +398,7 @@ def serve_tokens(roster, out, role):
     from judge.service.auth import AuthError, write_tokens
 
     names = _roster_names(roster)
+    output_folder(out.parent, "the tokens file")
     try:
         added = write_tokens(names, out, role=role)
     except AuthError as exc:
