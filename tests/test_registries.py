@@ -1,6 +1,6 @@
-"""The extension points work as the README says: a backend or a rule is one module plus one registry line.
+"""The extension points work as the docs say: a backend or a rule is one module plus one registry line.
 
-The examples are taken from the README itself, so the documentation cannot
+The examples are taken from the docs page itself (docs/design/extending.md), so the documentation cannot
 drift from the code: each is loaded as the module it claims to be, registered
 with its one line, and then used for real.
 """
@@ -16,13 +16,13 @@ import pytest
 from judge import rules, sandbox
 from judge.problems import find_problem
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+EXTENDING = (Path(__file__).resolve().parents[1] / "docs" / "design" / "extending.md").read_text()
 
 
 def _example(first_line: str, module_name: str, monkeypatch):
-    code = next(block for block in re.findall(r"```python\n(.*?)```", README, re.S) if block.startswith(first_line))
+    code = next(block for block in re.findall(r"```python\n(.*?)```", EXTENDING, re.S) if block.startswith(first_line))
     module = types.ModuleType(module_name)
-    exec(compile(code, first_line.lstrip("# "), "exec"), module.__dict__)  # noqa: S102 - our own README
+    exec(compile(code, first_line.lstrip("# "), "exec"), module.__dict__)  # noqa: S102 - our own docs
     monkeypatch.setitem(sys.modules, module_name, module)
     return module
 
