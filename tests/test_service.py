@@ -289,8 +289,7 @@ def test_the_report_page_shows_speed_tables_and_the_plot(tmp_path):
     from judge.grading.store import Store
 
     pytest.importorskip("matplotlib")
-    bench = json.loads((Path(__file__).parent / "bench" / "gpu-json" / "2026-11-30" / "bench-94-reference.json")
-                       .read_text())
+    bench = json.loads((Path(__file__).parent / "data" / "bench-94-reference.json").read_text())
     p94 = find_problem("94")
     report = {"version": 1, "verdict": "AC", "verdict_meaning": "accepted", "message": "all tests passed",
               "score": 100.0, "max_score": 100.0, "problem": {"id": 94, "slug": "softmax", "title": p94.title},

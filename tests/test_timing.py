@@ -855,11 +855,10 @@ def test_speed_table_shows_rates_roofline_and_flags_spills():
 
 
 def _recorded_speed_sections():
-    """Speed sections of real judge reports (the H200 calibration, tests/bench/gpu-json)."""
+    """Speed sections of real judge reports (the H200 calibration, tests/data/calibrate-call4.json)."""
     import json
 
-    data = json.loads((Path(__file__).parent / "bench" / "gpu-json" / "2026-12-01" / "calibrate-call4.json")
-                      .read_text())
+    data = json.loads((Path(__file__).parent / "data" / "calibrate-call4.json").read_text())
     return [run["speed"] for problem in data["problems"].values() for run in problem.values()
             if isinstance(run, dict) and (run.get("speed") or {}).get("shapes")]
 

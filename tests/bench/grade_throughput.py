@@ -25,7 +25,7 @@ when there are two or more GPUs, two; ``--jobs 4,6`` grades each of them with
 that many submissions at once per GPU in turn (default: the command's own,
 judge.grading.executors.jobs_per_gpu). ``--job-workers 1,2`` compares the test workers each job gets, and
 ``--ab NAME=a,b`` a switch (the grading command with NAME=a, then NAME=b, the order swapped every round), side
-by side in one run. Results print as a Markdown table for tests/bench/RESULTS.md.
+by side in one run. Results print as a Markdown table for docs/measurements/.
 
 Each configuration's JSON line also says what bound it: ``host`` is the host's
 CPU, sampled every second from /proc/stat while the roster ran (``busy_mean``:

@@ -3,7 +3,7 @@
 
 judge.channel's watch asks judge.sandbox.base.process_tree_memory for each worker's tree ten times a second
 (the pool's memory op does the same). On the H200, py-spy found 55% of a softmax `submit`'s judge-process
-samples in the /proc scan behind it (tests/gpu/RESULTS.md, 2026-12-05 call 2). This starts K idle child
+samples in the /proc scan behind it (9edee07:tests/gpu/RESULTS.md, 2026-12-05 call 2). This starts K idle child
 processes, watches each from its own thread as the channel does for SECONDS, and prints the CPU seconds the
 watching process spent per wall second, and the host's process count (what each scan reads):
 

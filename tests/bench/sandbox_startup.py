@@ -11,7 +11,7 @@ With ``--pool`` each backend is also timed with a worker pool (judge.pool): a wo
 ``--settle`` seconds (default: twice the median fresh start) to import torch and Triton, then taken as a job
 takes it, from asking for it to its hello: the start-up a submission waits when the pool has one warm.
 
-Figures from runs of it are in tests/bench/RESULTS.md.
+Figures from runs of it are on docs/measurements/ (the old notebook: 9edee07:tests/bench/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ jobs with a report and N results, and no job was started twice.
     python tests/bench/service_throughput.py --problem 101 --problem 102 --problem 103 --problem 104
     python tests/bench/service_throughput.py -n 20 --jobs 1 --max-examples 0     # 0: each problem's own count
 
-Prints the figures, and a Markdown row for tests/bench/RESULTS.md. Exit 0 when every check held, 1 when
+Prints the figures, and a Markdown row for docs/measurements/. Exit 0 when every check held, 1 when
 one failed (the row says which), 2 for a bad argument or a service that would not start.
 """
 

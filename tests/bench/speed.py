@@ -11,8 +11,9 @@
    workers), as a student would see it.
 3. Optionally the judge's latency per problem (tests/bench/judge_latency.py).
 
-A dated markdown section (device, driver, torch/triton versions) is appended
-to --markdown (default tests/bench/SPEED.md); raw JSON goes to --out.
+A dated markdown section (device, driver, torch/triton versions) goes to
+OUT/SPEED.md (and is appended to --markdown when given); raw JSON goes to --out.
+What holds of it belongs on the docs' measurements page (docs/measurements/).
 
     python tests/bench/speed.py [--problems 93 94 ...] [--stability 94 95] [--runs 5] [--budget 10]
                                 [--latency 94 98] [--out DIR] [--markdown FILE]
@@ -126,7 +127,7 @@ def main() -> int:
     ap.add_argument("--latency", nargs="*", default=[], help="also time `submit` of these problems")
     ap.add_argument("--deadline", type=float, default=0, help="skip what would start after this many seconds")
     ap.add_argument("--out", type=Path, default=Path("gpu-out"))
-    ap.add_argument("--markdown", type=Path, default=ROOT / "tests" / "bench" / "SPEED.md")
+    ap.add_argument("--markdown", type=Path, default=None, help="also append the tables to this file")
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()
@@ -181,7 +182,7 @@ def main() -> int:
         if (args.out / "latency.md").exists():
             text += "\n### Judge latency on this GPU\n" + (args.out / "latency.md").read_text()
     save(text)
-    if args.markdown.resolve() != progress.resolve():
+    if args.markdown is not None and args.markdown.resolve() != progress.resolve():
         with args.markdown.open("a") as f:
             f.write(text)
     print(text)

@@ -3,7 +3,7 @@ judge's read and decoding, and, with --device cuda, the copy off the GPU before 
 checked output or a replay's output crosses). Two trees side by side, alternating, one fresh pair of
 processes each time; e.g. ``python tests/bench/wire_transfer.py --trees out/before . --runs 3``.
 
-Not a test: a speed claim, so a benchmark (tests/bench/RESULTS.md)."""
+Not a test: a speed claim, so a benchmark (docs/measurements/)."""
 import argparse
 import os
 import statistics

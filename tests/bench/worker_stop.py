@@ -4,7 +4,7 @@
     PYTHONPATH=. python tests/bench/worker_stop.py [--device cpu|cuda] [--counts 1 2 4]
 
 A worker asked to exit used to return through the interpreter's shutdown and outlast close()'s two seconds
-of grace, then be killed: two seconds per worker, one after the other (tests/bench/RESULTS.md, 2026-12-02).
+of grace, then be killed: two seconds per worker, one after the other (9edee07:tests/bench/RESULTS.md, 2026-12-02).
 """
 
 from __future__ import annotations

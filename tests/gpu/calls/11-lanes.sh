@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-05, second session (logs in tests/gpu/logs/2026-12-05b/): issue 13 with the lanes
+# Device calls of 2026-12-05, second session (logs in 9edee07:tests/gpu/logs/2026-12-05b/): issue 13 with the lanes
 # running ahead into the next group (judge.lanes), the speed run's trim and the capacity errors of the first
 # session, and the shared process table. Each part under its own limit, the whole under DEADLINE (540 s);
 # PARTS picks and orders them (default "latency lanes98"):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-05, third session (logs in tests/gpu/logs/2026-12-05c/): issue 13 on a warm machine.
+# Device calls of 2026-12-05, third session (logs in 9edee07:tests/gpu/logs/2026-12-05c/): issue 13 on a warm machine.
 # PARTS picks and orders them (default "warm tp tp_keep"); each part under its own limit, the whole under
 # DEADLINE (560 s):
 #   warm      one `submit 94` of the reference (bwrap, speed on): the machine's caches, the GPU's ceilings and

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-05, fourth to sixth sessions (logs in tests/gpu/logs/2026-12-05d/, 2026-12-05e/
+# Device calls of 2026-12-05, fourth to sixth sessions (logs in 9edee07:tests/gpu/logs/2026-12-05d/, 2026-12-05e/
 # and 2026-12-05f/): issue 13, the test workers one per core but four (12 on the H200's host,
 # judge.options.auto_workers), the driver modules' seeding, the throughput of a longer roster, and the same
 # verdicts with parallel workers and with one.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-02 (second session, logs in tests/gpu/logs/2026-12-02b/): what the replay check and the head start cost or save `submit` on the H200
+# Device calls of 2026-12-02 (second session, logs in 9edee07:tests/gpu/logs/2026-12-02b/): what the replay check and the head start cost or save `submit` on the H200
 # (issues 12 and 13), each part under its own limit, the whole under DEADLINE seconds; every full report is
 # kept (BENCH_REPORTS) and all of it packed into one file, $OUT/results.tar.gz.
 #   replay94.txt / replay98.txt  tests/bench/replay_cost.py, off/on interleaved (REPLAY94_RUNS, REPLAY98_RUNS)

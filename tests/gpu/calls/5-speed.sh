@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-02 (fifth session, logs in tests/gpu/logs/2026-12-02e/): what the fused attention
+# Device calls of 2026-12-02 (fifth session, logs in 9edee07:tests/gpu/logs/2026-12-02e/): what the fused attention
 # inputs and leaving the PyTorch baseline out of judged submissions save `submit` on the H200 (issue 13), each
 # part under its own limit, the whole under DEADLINE seconds; every full report kept (BENCH_REPORTS), all of it
 # packed into $OUT/results.tar.gz.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls of 2026-12-03 (logs in tests/gpu/logs/2026-12-03/): where a graded roster's time goes on the
+# Device calls of 2026-12-03 (logs in 9edee07:tests/gpu/logs/2026-12-03/): where a graded roster's time goes on the
 # H200 and what the session's changes save (issue 13), each part under its own limit, the whole under DEADLINE
 # seconds; every full report kept (BENCH_REPORTS: the submit reports, and each roster's reports from its
 # results store), all of it packed into $OUT/results.tar.gz.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device calls 2 and 3 of 2026-12-04 (third session; logs in tests/gpu/logs/2026-12-04c/call2 and call3):
+# Device calls 2 and 3 of 2026-12-04 (third session; logs in 9edee07:tests/gpu/logs/2026-12-04c/call2 and call3):
 # issue 13's figures as students and a course see them, from files no kernel cache has seen (each student's
 # file differs, and the caches are keyed by content). PARTS picks and orders the parts (call 2 ran
 # PARTS=latency, call 3 PARTS=throughput; default both):

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device call 1 of 2026-12-05 (built by the fourth session of 2026-12-04; logs in tests/gpu/logs/2026-12-05/call1): issue 13's `submit`
+# Device call 1 of 2026-12-05 (built by the fourth session of 2026-12-04; logs in 9edee07:tests/gpu/logs/2026-12-05/call1): issue 13's `submit`
 # latency with the speed run's warm-up checked ahead (JUDGE_CHECK_AHEAD: a warm-up call of each bench shape
 # checked and replayed beside the tests, so that the replay worker has compiled the bench shapes' kernels before
 # the checks after the rounds) and a lone submit's speed workers started with its session (JUDGE_SPEED_EARLY).
