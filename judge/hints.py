@@ -13,7 +13,7 @@ Two kinds of signature:
   output *is* that output (within the tolerance). Any problem: an input with
   a non-contiguous layout read as if it were contiguous. Per problem: the
   mistakes golden.py knows (its optional ``mistakes(*args)``, see
-  problems/README.md "Hints"): a masked tail loaded as 0.0, no max
+  docs/authors/golden.md): a masked tail loaded as 0.0, no max
   subtraction, the wrong softmax scale, a base-2 logsumexp, a missing D_i ...
 * **patterns**: where the wrong elements are and what they hold: NaN in the
   last partial block, whole rows poisoned by the NaN padding of an input, NaN

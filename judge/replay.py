@@ -33,7 +33,7 @@ What is decided here, and what it means:
   launches and copies), a kernel argument of one of Triton's own types the
   replay does not rebuild (a TensorDescriptor), and a replay that ran out of
   time or memory are notes: the replay is skipped for that case, whose verdict
-  stands (see README, "Rules and anti-cheat", for what that leaves open).
+  stands (see docs/design/replay.md for what that leaves open).
 
 The replay runs on the first passing case of every group and on one drawn
 case in eight (judge.session), and in the speed run on the timed call whose

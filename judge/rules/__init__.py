@@ -9,7 +9,7 @@
 
 A new anti-cheat rule over evidence the worker records is one module here
 with a ``check(evidence, outputs, context)`` function (and a ``STAGE``) plus
-its name in ``RULES``; see problems/README.md, "Adding a rule".
+its name in ``RULES``; see docs/design/extending.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each backend is one module with a :class:`~judge.sandbox.base.Backend`
 subclass (``name``, ``isolated``, ``summary``, ``unavailable()``,
 ``spawn()``); ``BACKENDS`` lists them, and everything else (the CLI's choices
 and help, ``sandbox status``, ``auto``) is derived from it. Adding a backend
-is one new file and one line here: see the README, "Adding a sandbox backend".
+is one new file and one line here: see docs/design/extending.md.
 """
 
 from __future__ import annotations
