@@ -6,7 +6,7 @@ Directory roster: one entry per student, named by the entry's name:
   only when a single problem is graded (nothing says which problem it is for);
   ``alice.toml`` for an answers problem;
 * a folder ``alice/`` holds alice's files; for each problem the file is picked
-  by :func:`pick_file` (the rule is documented there and in the README).
+  by :func:`pick_file` (the rule is documented there and in docs/staff/grade.md).
 
 CSV roster: a header ``student,problem,path`` (extra columns are ignored),
 ``problem`` an id or slug, ``path`` relative to the CSV's folder. A student may
