@@ -308,20 +308,29 @@ class Reservation:
                     self.grow = 0
                     self._write()
 
-    def resize(self, want: int, *, least: int | None = None, on_wait=None, block: bool = True) -> bool:
-        """Hold ``want`` bytes from now on: a shrink at once, a growth in its turn (before new requests).
-        ``block=False``: grow only if it fits now. Whether it holds ``want`` (at least ``least``) now."""
+    def resize(self, want: int, *, least: int | None = None, timed: int | None = None, on_wait=None,
+               block: bool = True) -> bool:
+        """Hold ``want`` bytes (and ``timed``, when given) from now on: less at once, more in its turn (before new
+        requests). ``block=False``: more only if it fits now. Whether it holds ``want`` (at least ``least``)."""
         least = want if least is None else min(least, want)
-        if want <= self.bytes:
+        timed = self.timed if timed is None else int(timed)
+        if want <= self.bytes and timed <= self.timed:
             with self.admission._deciding():
-                self.bytes = want
+                self.bytes, self.timed = want, timed
                 self._write()
             return True
         limit = self.admission.limit()
-        if limit is not None and least + self.timed > limit:
-            raise Refused(f"this judging needs {gib(least + self.timed)} of GPU memory and GPU "
+        if limit is not None and least + timed > limit:
+            raise Refused(f"this judging needs {gib(least + timed)} of GPU memory and GPU "
                           f"{self.admission.gpu} can give at most {gib(limit)}")
-        return self._await(want, least, max(1, want - least), on_wait, block)
+        before = self.timed
+        self.timed = timed
+        if self._await(want, least, max(1, want - least), on_wait, block):
+            return True
+        with self.admission._deciding():
+            self.timed = before
+            self._write()
+        return False
 
     def set_timing(self, on: bool) -> None:
         """This judge holds (or no longer holds) the GPU's lock exclusively: its timed extra is in use, so the

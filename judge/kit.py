@@ -109,8 +109,8 @@ SHORT_BELOW = 8 << 30  # free device bytes under which JUDGE_CASE_RELEASE=short 
 def release_after_case() -> None:
     """After each case of the test groups (judge.session): :func:`release_cached` (JUDGE_CASE_RELEASE=always, the
     default), only while the device has less than SHORT_BELOW free (short), or never (off). With it, 16 softmax
-    jobs on an 80 GB H100 gave the declared verdicts (with judge.grading.executors.room_for_a_job); without,
-    accepted files failed beside judges holding 0.6-5.5 GiB each. But a case's mean time rose from 0.19 to
+    jobs on an 80 GB H100 gave the declared verdicts (with a start rule per job, which the GPU's admission
+    replaced: judge.gpu_admission); without, accepted files failed beside judges holding 0.6-5.5 GiB each. But a case's mean time rose from 0.19 to
     0.27-0.28 s in those rosters (the allocator's memory asked of the driver again; confounded by the rosters'
     different pressure): tests/gpu/RESULTS.md, 2026-12-06, ninth session. ``short`` is the side to measure."""
     mode = os.environ.get("JUDGE_CASE_RELEASE", "always")  # (any other value: always)

@@ -52,13 +52,11 @@ def limits_for(problem, options: Options) -> Limits:
 
 
 # What one worker may allocate through PyTorch on a GPU unless the problem says otherwise (its [limits]
-# gpu_memory_mb). auto_workers starts at most one worker per cap's worth of the device, so one job's workers
-# never hold more than the device; a worker that goes over is MLE for its job. Without a cap, a device-memory
-# bomb in one job filled the H200 and the jobs beside it failed with CUDA out-of-memory errors (hostile suite,
-# 4 jobs). 8 GB: the largest correctness case of any problem here holds well under 1 GB (93's 20 million
-# floats, 98's 2 x 8 x 4096 x 128 halves), and at 16 GB the H200's 141 GB allowed 8 workers where its 16
-# cores feed 12 (see auto_workers).
-GPU_MEMORY_MB = 8 << 10
+# gpu_memory_mb); a worker that goes over is MLE for its job. It is also what the judge reserves per process in
+# the GPU's admission (judge.gpu_budget), so it sets how many judges share a GPU: it is sized for the largest
+# correctness case of the problems here (well under 1 GB), with room for the file's own scratch and Triton's
+# autotuning buffers, not for the device. A problem whose cases are bigger says so in its [limits].
+GPU_MEMORY_MB = 2 << 10
 # The most workers one submission's cases are spread over on a GPU.
 MAX_GPU_WORKERS = 12
 
@@ -98,6 +96,44 @@ def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None,
         except Exception:  # noqa: BLE001 - no GPU visible: one worker
             return 1
     return max(1, min(MAX_GPU_WORKERS, cores - 4, int(gb * 1024 // max(1, gpu_memory_mb))))
+
+
+def no_speed_run(problem, opts: Options, verdict=None) -> str | None:
+    """Why this run measures no speed, or None when it does (``verdict``: the tests', a Verdict; None: before
+    them, as if they passed)."""
+    if problem.speed_points <= 0:
+        return "this problem has no speed points"
+    if opts.quick:
+        return "not measured by a quick test: submit measures it"
+    if opts.interpret or opts.device != "cuda":
+        return ("speed is not scored in interpreter mode: kernels run one program at a time on the CPU, so their "
+                "times say nothing about a GPU (submit on a machine with a GPU to score it)")
+    if not opts.speed:
+        return "not measured (--no-speed)"
+    if opts.group is not None or opts.case is not None:
+        return "not measured: only part of the tests ran (--group/--case)"
+    if verdict is not None and verdict.value != "AC":
+        return "no speed points without correctness: not every test group passed"
+    return None
+
+
+def replay_workers(device: str, interpret: bool, lone: bool) -> int:
+    """Replay workers for one run: for a lone submit on a GPU (its host's cores are its own) three on a host of
+    12 cores or more, else two; one otherwise (``judge grade`` runs several jobs per GPU, each with its own).
+    JUDGE_REPLAY_WORKERS overrides it.
+
+    Why three: each replay compiles the file's kernels for its case before it runs (1-4 s a replay for
+    flash-backward), so two replay workers fell behind 98's twelve test workers, and its groups waited
+    1.9-4.5 s for their last replays after the tests; with three, 0.04-0.06 s, and the reference's submit
+    took 35.0-35.7 s against 35.4-44.3 s (four: 35.6 s, no better). On an H100 of 16 cores, side by side,
+    tests/gpu/RESULTS.md, 2026-12-06."""
+    import os
+
+    if os.environ.get("JUDGE_REPLAY_WORKERS"):
+        return max(1, int(os.environ["JUDGE_REPLAY_WORKERS"]))
+    if device == "cuda" and not interpret and lone:
+        return 3 if (os.cpu_count() or 1) >= 12 else 2
+    return 1
 
 
 def planned_cases(group, options: Options) -> int:

@@ -929,6 +929,21 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
     if key_of(backend, job) is None:
         return None
     count = session_workers(problem, options, gpu_gib)  # as many as the session will ask for
+    if options.device == "cuda":
+        # On a GPU their memory first (judge.gpu_admission), at once or never: a head start waits for no one,
+        # and its workers' CUDA contexts must not come before another judge's promise. The session takes it.
+        from judge.gpu_claim import GpuClaim, Refused, hand_over
+        from judge.options import no_speed_run, replay_workers
+
+        replays = replay_workers(options.device, options.interpret, lone=True) if options.replay else 0
+        claim = GpuClaim(options, job.limits, speed=no_speed_run(problem, options) is None, speed_replays=replays)
+        try:
+            count = claim.start(count, replays, block=False)
+        except Refused:
+            return None  # (the session says so)
+        if claim.on and not count:
+            return None
+        hand_over(claim)
     try:
         # What goes wrong in it (a litter whose parent failed, a spawn that failed) is said on stderr: the
         # session then starts those workers itself, and the command is only slower.
@@ -955,6 +970,9 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
 
 
 def end_head_start(server: PoolServer | None) -> None:
+    from judge.gpu_claim import drop_handed
+
+    drop_handed()  # (a claim no session took: the command failed before its session)
     if server is not None:
         os.environ.pop(ENV, None)
         server.close()

@@ -694,25 +694,6 @@ class Replayers:
         return self._on_free(lambda m: m.check_bench(params, specs, outputs, device, shared=shared))
 
 
-def replay_workers(device: str, interpret: bool, lone: bool) -> int:
-    """Replay workers for one run: for a lone submit on a GPU (its host's cores are its own) three on a host of
-    12 cores or more, else two; one otherwise (``judge grade`` runs several jobs per GPU, each with its own).
-    JUDGE_REPLAY_WORKERS overrides it.
-
-    Why three: each replay compiles the file's kernels for its case before it runs (1-4 s a replay for
-    flash-backward), so two replay workers fell behind 98's twelve test workers, and its groups waited
-    1.9-4.5 s for their last replays after the tests; with three, 0.04-0.06 s, and the reference's submit
-    took 35.0-35.7 s against 35.4-44.3 s (four: 35.6 s, no better). On an H100 of 16 cores, side by side,
-    tests/gpu/RESULTS.md, 2026-12-06."""
-    import os
-
-    if os.environ.get("JUDGE_REPLAY_WORKERS"):
-        return max(1, int(os.environ["JUDGE_REPLAY_WORKERS"]))
-    if device == "cuda" and not interpret and lone:
-        return 3 if (os.cpu_count() or 1) >= 12 else 2
-    return 1
-
-
 class ReplaySampler:
     """Which passing cases the replay check replays, and what it found, for one run (judge.session).
 

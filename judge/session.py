@@ -24,19 +24,21 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import calls, expected, intake, kernel_store, kit, progress as progress_words, timeline
+from judge import calls, expected, gpu_budget, intake, kernel_store, kit, progress as progress_words, timeline
 from judge.cases import canonical, derive_seed, expand_examples
 from judge.shared import tracing
 from judge.channel import WorkerDied
 from judge.exchange import Exchange, Workers, encode_inputs
+from judge.gpu_claim import GpuClaim, Refused, handed_over
 from judge.groups import CaseFailed, draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
 from judge.lanes import LaneOutcome, Lanes, Plan, last_early
-from judge.options import Options, limits_for, planned_cases, session_workers, torch_device
+from judge.options import (Options, limits_for, no_speed_run, planned_cases, replay_workers, session_workers,
+                           torch_device, torch_index)
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
-from judge.replay import Replayer, Replayers, ReplaySampler, replay_workers
+from judge.replay import Replayer, Replayers, ReplaySampler
 from judge.sandbox import Job
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
@@ -85,6 +87,8 @@ class Session:
         # group's are settled at its end (_settle_replays). group -> [(case key, params, future)].
         self._replay_thread = None
         self._pending: dict[str, list] = {}
+        self.claim: GpuClaim | None = None  # the GPU memory this run reserved (judge.gpu_claim), from run()
+        self._capped = False  # this process's own GPU work capped to its share (_cap_own)
 
     # ------------------------------------------------------------------ entry
 
@@ -94,13 +98,30 @@ class Session:
                                       arity=self.problem.entry_arity, allow=self.problem.scan_allow)
         if refusal is not None:
             return self._report(refusal.verdict, refusal.message, [], refusal.details)
+        # The GPU's memory for what this run starts, reserved with every other judge's on the host (judge.gpu_claim):
+        # it may wait here for its turn, and it gets as many test workers as fit.
+        opts = self.options
+        replays = replay_workers(opts.device, opts.interpret, lone=opts.speed_early) if self.replay_on else 0
+        self.claim = handed_over(opts) or GpuClaim(opts, self.limits, speed=no_speed_run(self.problem, opts) is None,
+                                                   speed_replays=replays, progress=self.progress)
+        self.claim.progress = self.progress
+        try:
+            count = self.claim.start(session_workers(self.problem, opts), replays)
+        except Refused as exc:
+            return self._report(Verdict.IE, f"the GPU cannot hold this judging: {exc}", [])
+        try:
+            return self._run_admitted(count)
+        finally:
+            self.claim.release()
+
+    def _run_admitted(self, count: int) -> Report:
+        """The run, once its GPU memory is reserved: ``count`` test workers."""
         scratch = Path(tempfile.mkdtemp(prefix="judge-run-"))
         job = Job(submission=self.submission, scratch=scratch, device=self.options.device,
                   interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu,
                   cache=intake.kernel_cache(self.submission, self.options.device, self.options.interpret))
         kernel_store.prune_in_background(job.cache)  # other files' kernels, within the disk's budget
-        self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads,
-                               count=session_workers(self.problem, self.options))
+        self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads, count=count)
         if self.replay_on:
             count = replay_workers(self.options.device, self.options.interpret, lone=self.options.speed_early)
             members = [Replayer(self.problem, job, self.backend, threads=self.options.threads,
@@ -152,6 +173,8 @@ class Session:
             if warm is not None:
                 self._warm_cancel.set()  # a warm-up still waiting for the GPU (another judge timing) is not wanted
                 warm.join()
+            if self._capped:
+                gpu_budget.cap_own_process(torch_index(self.options.gpu), -self.claim.judge)
             self.progress.stage("stopping workers")
             if self._replay_thread is not None:
                 self._replay_thread.shutdown(wait=True, cancel_futures=True)
@@ -273,7 +296,8 @@ class Session:
 
     def _run_new(self, group: Group, params: dict, ex: Exchange) -> Outcome:
         """Run a case on worker ``ex`` (the run's time limit permitting) and cache its outcome."""
-        if time.monotonic() - self.started - self.gpu_wait_seconds > self.limits.run_seconds:
+        waited = self.gpu_wait_seconds + self.claim.waited_seconds  # (others' speed runs, others' memory)
+        if time.monotonic() - self.started - waited > self.limits.run_seconds:
             outcome = Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
         else:
             outcome = self._execute(group, params, ex)
@@ -673,7 +697,7 @@ class Session:
 
         opts = self.options
         base = {"scored": False, "points": 0, "max_points": self.problem.speed_points}
-        why_not = _no_speed_run(self.problem, opts, verdict)
+        why_not = no_speed_run(self.problem, opts, verdict)
         if why_not:
             return {**base, "reason": why_not}, None
         from judge.timing.speedrun import BenchFailed
@@ -690,6 +714,7 @@ class Session:
         timeline.add("stop the test workers", t_stop, t0)
         run, self._speed_run = self._speed_run or self._new_speed_run(scratch), None
         try:
+            self.claim.to_speed(run)  # the tests' memory for the speed run's (waiting for it if not held ahead)
             result = run.run()
         except BenchFailed as exc:
             self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
@@ -736,6 +761,7 @@ class Session:
             try:
                 with lock.gpu_shared(self.options.gpu or 0, cancel=self._warm_cancel), \
                         timeline.span("the judge's CUDA context, warmed"):
+                    self._cap_own()
                     a = torch.ones((8, 8), dtype=torch.float64, device=self.golden_device)
                     (a @ a).sum().item()
             except Exception:  # noqa: BLE001 - a saving, never a condition: the first case makes it as before
@@ -744,6 +770,13 @@ class Session:
         thread = threading.Thread(target=warm, name="judge-cuda-warm", daemon=True)
         thread.start()
         return thread
+
+    def _cap_own(self) -> None:
+        """This process's own GPU work (inputs, golden answers, checks) capped at what its reservation holds for it
+        (judge.gpu_budget): beyond it, that work goes to the CPU, so the memory reserved for others stays theirs."""
+        if self.claim.on and not self._capped:
+            gpu_budget.cap_own_process(torch_index(self.options.gpu), self.claim.judge)
+            self._capped = True
 
     def _drop_speed_run(self) -> None:
         """A group failed, so no speed run follows: the one spawned ahead (its workers, its warm-up and checks
@@ -755,6 +788,7 @@ class Session:
         run, self._speed_run = self._speed_run, None
         if run is None:
             return
+        self.claim.drop_ahead()  # its workers' memory, back to the others
         self._speed_dropped = threading.Thread(target=run.discard, name="judge-speed-discard", daemon=True)
         self._speed_dropped.start()
 
@@ -766,8 +800,10 @@ class Session:
         measure what it saves)."""
         if self._speed_run is not None or os.environ.get("JUDGE_SPEED_PRESTART", "1") == "0":
             return
-        if _no_speed_run(self.problem, self.options, Verdict.AC) is not None:
+        if no_speed_run(self.problem, self.options, Verdict.AC) is not None:
             return
+        if not self.claim.speed_ahead():
+            return  # no room for its workers beside the tests now: they start after them (or at a later group)
         self._speed_run = self._new_speed_run(scratch)
         self._speed_run.spawn()
         # And their warm-up (the bench shapes' compiles, the watched calls), each shape's requests beside the cases
@@ -795,6 +831,8 @@ class Session:
         ex = self.workers.first if self.workers else None
         timing = {**(self.workers.timing() if self.workers else {}),
                   **(self.replays.replayer.timing if self.replays else {}), **self.timing}
+        if self.claim is not None and self.claim.waited_seconds:
+            timing["gpu_admission_wait_seconds"] = self.claim.waited_seconds  # for other judges' GPU memory
         return Report(
             problem={"id": self.problem.id, "slug": self.problem.slug, "title": self.problem.title},
             submission={"path": str(self.submission), "sha256": hashlib.sha256(data).hexdigest()},
@@ -814,24 +852,6 @@ class Session:
             output=self.workers.output_text() if self.workers else "",
             details=details or {},
         )
-
-
-def _no_speed_run(problem: Problem, opts: Options, verdict: Verdict) -> str | None:
-    """Why this run measures no speed, or None when it does."""
-    if problem.speed_points <= 0:
-        return "this problem has no speed points"
-    if opts.quick:
-        return "not measured by a quick test: submit measures it"
-    if opts.interpret or opts.device != "cuda":
-        return ("speed is not scored in interpreter mode: kernels run one program at a time on the CPU, so their "
-                "times say nothing about a GPU (submit on a machine with a GPU to score it)")
-    if not opts.speed:
-        return "not measured (--no-speed)"
-    if opts.group is not None or opts.case is not None:
-        return "not measured: only part of the tests ran (--group/--case)"
-    if verdict is not Verdict.AC:
-        return "no speed points without correctness: not every test group passed"
-    return None
 
 
 def _freezes(outcome: Outcome) -> bool:

@@ -492,98 +492,86 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
     assert [got[i]["verdict"] for i in range(3)] == ["AC"] * 3 and executor.spare_stats["started"] == 0
 
 
-# ---------------------------------------------------------------------------- a GPU full of other jobs' work
+# ---------------------------------------------------------------------------- a GPU full of other judges' work
 
-OOM_IE = {"verdict": "IE", "message": "the judging job failed (exit 3): judge: internal error: OutOfMemoryError: "
-                                      "CUDA out of memory. Tried to allocate 1024.00 MiB. GPU 0 has a total capacity "
-                                      "of 139.80 GiB of which 624.69 MiB is free.", "notes": []}
+def _report(verdict: str, message: str):
+    from judge.verdicts import Report, Verdict
+
+    return Report(problem={}, submission={}, mode={}, seed=0, verdict=Verdict(verdict), message=message, groups=[],
+                  notes=[], max_score=100.0, speed={}, elapsed_seconds=0.0)
+
+
+OOM_IE = ("IE", "speed run: the reference worker failed while timed: OutOfMemoryError: CUDA out of memory. Tried to "
+                "allocate 1024.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 624.69 MiB is free.")
+AGAIN = "judged 2 times: the GPU ran out of memory with other work (then it went through)"
 
 
 @pytest.mark.parametrize("first,runs,verdict,note", [
-    (OOM_IE, 2, "AC", "judged 2 times: the GPU ran out of memory with other submissions' work (then it went through)"),
-    ({"verdict": "IE", "message": "the judging job failed (exit 3): judge: internal error: KeyError: 'x'"}, 1, "IE",
-     None),
-    ({"verdict": "MLE", "message": "CUDA out of memory within its own 32 GiB"}, 1, "MLE", None),
-    # The judge's own words for a worker's "busy or unavailable" or a replay's error on a full device (their
-    # first line, without CUDA's "out of memory"): judge.shared.oom.device_full.
-    ({"verdict": "IE", "message": "block-edges: the replay check could not run (the record): the GPU was full with "
-                                  "other work: this process held 0.60 GiB and asked for 0.00 GiB more, within its "
-                                  "8.00 GiB", "notes": []}, 2, "AC",
-     "judged 2 times: the GPU ran out of memory with other submissions' work (then it went through)"),
+    (OOM_IE, 2, "AC", AGAIN),
+    (("IE", "the judging job failed: KeyError: 'x'"), 1, "IE", None),
+    (("MLE", "while timed: OutOfMemoryError: CUDA out of memory within its own 12 GiB"), 1, "MLE", None),
+    # The judge's own words for a worker's error, a replay's, a worker's "busy or unavailable" on a full device
+    # (judge.shared.oom.device_full), in every phase: a case, a replay, the speed run.
+    (("IE", "block-edges: the replay check could not run (the record): the GPU was full with other work: this "
+            "process held 0.60 GiB and asked for 0.00 GiB more, within its 2.00 GiB"), 2, "AC", AGAIN),
+    (("IE", "the GPU cannot hold this judging: this judging needs 95.0 GiB of GPU memory and GPU 0 can give at "
+            "most 77.2 GiB"), 1, "IE", None),  # refused by the admission: no retry can change it
 ])
-def test_a_job_that_failed_because_the_gpu_was_full_is_judged_again(first, runs, verdict, note):
-    """Only an IE of an out-of-memory (the job's GPU filled by others: 2026-12-05, 12 jobs on the H200) is
-    judged again, after another job on the GPU ended; a bug of ours, or the file's own MLE, stays as it is."""
-    from judge.grading.executors import judged_again_on_capacity
+def test_a_judging_that_failed_because_the_gpu_was_full_is_judged_again(first, runs, verdict, note):
+    """Only an IE of the GPU's running out of memory with other work is judged again (submit, test, grade, the
+    platforms: judge.judging.judge_file), after a wait for memory given back; a bug of ours, the file's own MLE,
+    or a judging the device can never hold stays as it is."""
+    from judge.judging import judged_again_on_capacity
 
-    reports = [dict(first), {"verdict": "AC", "message": "all tests passed", "notes": []}]
+    reports = [_report(*first), _report("AC", "all tests passed")]
     waits = []
-    report = judged_again_on_capacity(lambda: reports.pop(0), waits.append, wait_seconds=7.0)
-    assert report["verdict"] == verdict and len(waits) == runs - 1 and all(w == 7.0 for w in waits)
-    assert (report.get("notes") or [None])[-1] == note if note else not report.get("notes")
+    report = judged_again_on_capacity(lambda: reports.pop(0), lambda: waits.append(1))
+    assert report.verdict.value == verdict and len(waits) == runs - 1
+    assert (report.notes or [None])[-1] == note if note else not report.notes
 
 
-def test_a_job_the_gpu_never_has_room_for_stays_ie_after_its_retries():
-    from judge.grading.executors import CAPACITY_RETRIES, judged_again_on_capacity
+def test_a_judging_the_gpu_never_has_room_for_stays_ie_after_its_retries():
+    from judge.judging import CAPACITY_RETRIES, judged_again_on_capacity
 
     runs = []
-    report = judged_again_on_capacity(lambda: runs.append(1) or dict(OOM_IE, notes=[]), lambda t: None)
-    assert report["verdict"] == "IE" and len(runs) == CAPACITY_RETRIES + 1
-    assert report["notes"][-1].endswith("(every time)")
+    report = judged_again_on_capacity(lambda: runs.append(1) or _report(*OOM_IE), lambda: None)
+    assert report.verdict.value == "IE" and len(runs) == CAPACITY_RETRIES + 1
+    assert report.notes[-1].endswith("(every time)")
 
 
-def test_a_job_starts_on_a_shared_gpu_only_while_it_has_room():
-    """16 softmax jobs on an 80 GB H100 kept it full, and accepted files failed there (tests/gpu/RESULTS.md,
-    2026-12-06): a job waits for room beside others (room for itself and for each job that started too recently
-    to have taken its memory), never when it would run alone, nor where nothing is known."""
-    from judge.grading.executors import JOB_ROOM_GIB, room_for_a_job
+def test_the_judges_own_out_of_memory_is_judged_again_and_any_other_exception_is_not():
+    """An out-of-memory error raised in the judge's own process (its GPU work without a CPU fallback) is tried
+    again; after the last try, and for any other exception, it is raised as before (the command's IE)."""
+    import torch
 
-    assert room_for_a_job(JOB_ROOM_GIB + 1, running=15)
-    assert not room_for_a_job(JOB_ROOM_GIB - 1, running=15)
-    assert not room_for_a_job(JOB_ROOM_GIB + 1, running=15, starting=1)  # one just started: room for two
-    assert room_for_a_job(3 * JOB_ROOM_GIB, running=15, starting=2)
-    assert room_for_a_job(0.2, running=0)  # alone on its GPU: it starts (what fills it is not a job's)
-    assert room_for_a_job(None, running=15)  # no nvidia-smi: as before, --jobs alone decides
+    from judge.judging import CAPACITY_RETRIES, judged_again_on_capacity
+
+    tries = []
+
+    def run():
+        tries.append(1)
+        if len(tries) == 1:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return _report("AC", "all tests passed")
+
+    assert judged_again_on_capacity(run, lambda: None).verdict.value == "AC" and len(tries) == 2
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        judged_again_on_capacity(lambda: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("out of memory")),
+                                 lambda: None)
+    tries.clear()
+    with pytest.raises(KeyError):
+        judged_again_on_capacity(lambda: tries.append(1) or {}["x"], lambda: None)
+    assert len(tries) == 1 and CAPACITY_RETRIES >= 1
 
 
-def test_a_rosters_first_jobs_start_only_as_many_as_the_gpus_free_memory_has_room_for(monkeypatch):
-    """The local executor's admission with the GPU's free memory stood in for (a 40 GiB device, each job taking
-    5 GiB a second after its start, as a job takes its memory after its imports): 16 slots, but no more jobs
-    at once than 40 GiB has room for (6 GiB each), and each wait counted once. Without the reservation for
-    jobs just started, all 16 started at once on the empty device (a review helper's simulation, 2026-12-06)."""
-    import threading
-    import time
-
-    from judge import cli_common
+def test_a_gpu_rosters_default_jobs_come_from_the_cores_and_the_admission_decides_the_rest(monkeypatch):
+    """With no --jobs, a GPU gets a job per core but four, not a fixed few; what fits of them in its memory is the
+    admission's (judge.gpu_admission). On the CPU, a job per 4 cores."""
     from judge.grading import executors
 
-    monkeypatch.setenv("JUDGE_JOB_SPARES", "0")
-    monkeypatch.setattr(executors, "ROOM_WAIT_SECONDS", 30.0)
-    live, lock, peak = [], threading.Lock(), {"jobs": 0}
-
-    def free_gib(gpu, which="total"):
-        assert which == "free" and gpu == 0
-        now = time.monotonic()
-        with lock:
-            return 40.0 - sum(5.0 for t in live if t + 1.0 <= now)
-
-    def run(spec, timeout, gpu, workers=None, env=None, proc=None):
-        with lock:
-            live.append(t := time.monotonic())
-            peak["jobs"] = max(peak["jobs"], len(live))
-        time.sleep(1.5)
-        with lock:
-            live.remove(t)
-        return {"verdict": "AC", "message": ""}
-
-    monkeypatch.setattr(cli_common, "gpu_memory_gib", free_gib)
-    monkeypatch.setattr(executors, "run_subprocess", run)
-    local = executors.LocalExecutor([0] * 16, timeout=60)
-    got = []
-    local.run([(i, {}) for i in range(24)], lambda key, report: got.append(key))
-    assert sorted(got) == list(range(24))
-    assert peak["jobs"] == 6, peak  # 1 alone, then 40 GiB with room for 6 of 6 GiB (6 * 6 = 36)
-    assert 0 < local.room_stats["waited"] <= 24 - 6 and local.room_stats["seconds"] > 0, local.room_stats
-    # Once the first jobs had taken their memory and ended, the next ones started on the room they left, never
-    # on the wait's limit (a start that its own stale reservation would have held back).
-    assert local.room_stats["started_at_the_limit"] == 0, local.room_stats
+    for cores, gpus, jobs in ((16, 1, 12), (16, 2, 4), (128, 8, 12), (64, 1, 16), (2, 1, 1)):
+        monkeypatch.setattr(executors.os, "cpu_count", lambda c=cores: c)
+        assert executors.jobs_per_gpu(gpus) == jobs, (cores, gpus)
+    for cores, jobs in ((2, 1), (16, 4)):
+        monkeypatch.setattr(executors.os, "cpu_count", lambda c=cores: c)
+        assert executors.jobs_on_cpu() == jobs

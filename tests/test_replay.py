@@ -550,7 +550,8 @@ def test_two_replay_workers_replay_two_cases_at_once_and_their_time_is_summed(mo
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from judge.replay import Replayers, replay_workers
+    from judge.options import replay_workers
+    from judge.replay import Replayers
 
     both_in = threading.Barrier(2, timeout=10)
 

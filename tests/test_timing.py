@@ -556,7 +556,7 @@ def test_a_replays_finding_comes_before_a_later_shapes_wrong_output(tmp_path, mo
 def test_a_lone_submits_speed_run_replays_its_timed_calls_on_two_workers_at_once(tmp_path, monkeypatch):
     # With one replay worker the timed calls' replays ran one after another while the report waited (softmax's
     # reference on the H200: 2.0 s of its 22.4 s; flash-backward's: 3.9-4.0 s). A lone submit on a GPU gives
-    # the speed run two (judge.replay.replay_workers), each replay taking a free one.
+    # the speed run two (judge.options.replay_workers), each replay taking a free one.
     import threading
 
     from judge.replay import Replayer

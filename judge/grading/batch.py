@@ -118,6 +118,7 @@ def run(plan: Plan, console) -> dict:
                 for e in todo]
         started = time.monotonic()
         failed = 0
+        waits = []  # the jobs' seconds waited for their GPU's memory
         progress = _progress(console, plan.progress)
         with progress:
             bar = progress.add_task(f"grading ({plan.executor.name})", total=len(jobs))
@@ -127,6 +128,8 @@ def run(plan: Plan, console) -> dict:
                 entry = by_key[key]
                 _record(store, plan, entry, report)
                 failed += report.get("verdict") == "IE"
+                if (report.get("timing") or {}).get("gpu_admission_wait_seconds"):
+                    waits.append(float(report["timing"]["gpu_admission_wait_seconds"]))
                 progress.advance(bar)
 
             if jobs:
@@ -142,9 +145,8 @@ def run(plan: Plan, console) -> dict:
         spares = getattr(plan.executor, "spare_stats", None)
         if spares is not None:  # job processes started ahead of their jobs (judge.grading.job.Spares)
             summary["run"]["job_spares"] = spares
-        room = getattr(plan.executor, "room_stats", None)
-        if room is not None:  # on GPUs: the waits for a GPU's memory (judge.grading.executors.room_for_a_job)
-            summary["run"]["gpu_room"] = room
+        if waits:  # on GPUs: the jobs' waits for their GPU's memory (judge.gpu_admission)
+            summary["run"]["gpu_admission"] = {"waited": len(waits), "seconds": round(sum(waits), 1)}
         export(store, plan)
         (plan.out / "summary.json").write_text(json.dumps(summary, indent=2))
         return summary

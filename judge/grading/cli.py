@@ -19,10 +19,11 @@ from judge.cli_common import (EXIT_INTERNAL, err, output_folder, problem_or_exit
 def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) -> tuple[str, list[int | None]]:
     """("cpu"|"cuda", slots): JOBS slots per GPU (its host index, repeated), or JOBS interpreter slots on the CPU.
 
-    Several submissions share a GPU: their correctness cases run side by side
-    (a GPU has room for many), and their speed runs queue for the GPU's lock
-    (judge.timing.lock), so timing still has the GPU to itself. The default on
-    a GPU: judge.grading.executors.jobs_per_gpu.
+    Several submissions share a GPU: each reserves its memory in the GPU's
+    admission (judge.gpu_admission) and waits there for room, their
+    correctness cases run side by side, and their speed runs queue for the
+    GPU's lock (judge.timing.lock), so timing still has the GPU to itself. The
+    defaults: judge.grading.executors.jobs_per_gpu, jobs_on_cpu.
     """
     if jobs is not None and jobs < 1:
         usage("--jobs must be at least 1")
@@ -52,7 +53,9 @@ def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) ->
 
             per = jobs or jobs_per_gpu(len(ids))
             return "cuda", [i for i in ids for _ in range(per)]
-    return "cpu", [None] * (jobs or 1)
+    from judge.grading.executors import jobs_on_cpu
+
+    return "cpu", [None] * (jobs or jobs_on_cpu())
 
 
 def _pool_size(text, executor: str) -> int:
@@ -102,8 +105,9 @@ def _token(token_file: Path | None) -> str | None:
               help="cuda: --jobs jobs per GPU; cpu: interpreter jobs (default: cuda when a GPU is there).")
 @click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all).")
 @click.option("--jobs", type=int, default=None,
-              help="Jobs at once: per GPU on a GPU host (default: from its cores and memory; speed runs queue "
-                   "for the GPU), else interpreter jobs on the CPU (default 1).")
+              help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
+                   "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
+                   "(default: one per 4 cores).")
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")
@@ -296,8 +300,9 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
 @click.option("--gpus", default=None, help="GPU indices (default: all); --jobs submissions per GPU at a time.")
 @click.option("--jobs", type=int, default=None,
-              help="Jobs at once: per GPU on a GPU host (default: from its cores and memory; speed runs queue "
-                   "for the GPU), else interpreter jobs on the CPU (default 1).")
+              help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
+                   "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
+                   "(default: one per 4 cores).")
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")

@@ -11,10 +11,14 @@ results of the jobs that ended meanwhile before asking again. ``stop()``
 a stopping driver does not record. Each job is a child ``python -m judge.grading.job`` (see
 ``job.py``), so a crashing judge costs one job, never the others.
 
-GPUs: N jobs per GPU at a time (a slot per job; the same GPU index in N
+GPUs: at most N jobs per GPU at a time (a slot per job; the same GPU index in N
 slots), each job seeing only its GPU (``CUDA_VISIBLE_DEVICES``; with Ray,
-the GPU Ray assigned to the task); their speed runs queue for the GPU's lock.
-On the CPU: N jobs at once, each in Triton's interpreter.
+the GPU Ray assigned to the task). What runs of them at once is the GPU's
+admission's to say (judge.gpu_admission): each job reserves its memory there,
+with every other judge on the host, and waits for its turn; their speed runs
+queue for the GPU's lock. A job that the GPU's filling by others made an IE is
+judged again by the job itself (judge.judging). On the CPU: N jobs at once,
+each in Triton's interpreter.
 """
 
 from __future__ import annotations
@@ -23,7 +27,6 @@ import base64
 import os
 import queue
 import threading
-import time
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -36,22 +39,28 @@ OnResult = Callable[[object, dict], None]
 Jobs = Iterable["tuple[object, dict] | None"]
 
 
-def jobs_per_gpu(gpus: int) -> int:
-    """Submissions judged at once on each GPU by default: each runs its cases on several workers of its
-    own (judge.options.auto_workers), so a few per GPU keep a host's cores busy: one job for every 4
-    cores a GPU has, 1 to 4."""
-    import os
+MAX_JOBS_PER_GPU = 16
 
+
+def jobs_per_gpu(gpus: int) -> int:
+    """Submissions judged at once on each GPU by default. How many fit in its memory is the GPU's admission's to
+    say (judge.gpu_admission: a job waits there for room, its test workers sized to what is free), so the slots
+    only bound the host's part: one job per core a GPU has but four (the judges' own work and the compilers'
+    children), 1 to MAX_JOBS_PER_GPU."""
     cores = os.cpu_count() or 1
-    return max(1, min(4, cores // max(1, 4 * gpus)))
+    return max(1, min(MAX_JOBS_PER_GPU, cores // max(1, gpus) - 4))
+
+
+def jobs_on_cpu() -> int:
+    """Submissions judged at once in the interpreter by default: one per 4 cores (each spreads its cases over
+    up to 4 workers of its own, judge.options.auto_workers)."""
+    return max(1, (os.cpu_count() or 1) // 4)
 
 
 def workers_per_job(slots: list) -> int | None:
     """Workers each job spreads its cases over when several jobs share a GPU: the host's cores split
     between them (None: the job decides, judge.options.auto_workers). JUDGE_WORKERS, set for the grading
     command, gives every job that many instead."""
-    import os
-
     if os.environ.get("JUDGE_WORKERS"):
         return max(1, int(os.environ["JUDGE_WORKERS"]))
     gpu_slots = [s for s in slots if s is not None]
@@ -61,59 +70,6 @@ def workers_per_job(slots: list) -> int | None:
         return None
     cores = os.cpu_count() or 1
     return max(1, min(8, cores // (2 * len(gpu_slots))))
-
-
-# A job starts on a GPU that runs others only while the GPU has this much memory free (GiB) for it and for
-# each job running there that started in the last ROOM_STARTUP_SECONDS (a job just started has not taken its
-# memory yet: at a roster's start every slot would see an empty GPU), or once it has waited ROOM_WAIT_SECONDS.
-# A softmax job held about 5 GiB on the device at its peak (its judge's CUDA context and answers, its test,
-# replay and timed workers' contexts): 16 at once on an 80 GB H100 left the device full for minutes, and
-# accepted files came back MLE, RJ, RTE and IE (tests/gpu/RESULTS.md, 2026-12-06, ninth session). So on an
-# 80 GB GPU about 13 jobs start at a roster's start, and after that as many as its memory holds; --jobs stays
-# a most.
-JOB_ROOM_GIB = 6.0
-ROOM_STARTUP_SECONDS = 10.0  # (its workers come from the pool with their CUDA contexts made)
-ROOM_WAIT_SECONDS = 120.0
-
-
-def room_for_a_job(free_gib: float | None, running: int, starting: int = 0, room_gib: float = JOB_ROOM_GIB) -> bool:
-    """Whether a job may start on a GPU with ``free_gib`` free (None: not known) that runs ``running`` jobs, of
-    which ``starting`` started within ROOM_STARTUP_SECONDS (each is given room too)."""
-    return running == 0 or free_gib is None or free_gib >= room_gib * (1 + starting)
-
-
-# How many times a job that failed because its GPU was full (a capacity IE) is judged again, and how long the
-# next try waits at most for another job on its GPU to end first (that job's memory is then free).
-CAPACITY_RETRIES = 2
-CAPACITY_WAIT_SECONDS = 120.0
-
-
-def capacity_failure(report: dict) -> bool:
-    """Whether a job's report is an IE because the GPU ran out of memory (CUDA's own message, in the judge's
-    process or, believed only while the judge saw the device full itself, a worker's: judge.shared.oom).
-    Several jobs share a GPU (--jobs): on the H200, 12 softmax jobs at once left five of 24 such IEs
-    (tests/gpu/RESULTS.md, 2026-12-05 second session, call 2). Not the file's doing, so it is judged again."""
-    message = str(report.get("message", "")).lower()
-    # (The judge's own words for a worker's or a replay's error on a full device: judge.shared.oom.device_full.)
-    return report.get("verdict") == "IE" and ("out of memory" in message or "the gpu was full" in message)
-
-
-def judged_again_on_capacity(run, ended, *, retries: int = CAPACITY_RETRIES,
-                             wait_seconds: float = CAPACITY_WAIT_SECONDS) -> dict:
-    """``run()``'s report, run again (at most ``retries`` times) while it is a capacity failure; each new try
-    waits first for ``ended(timeout)`` (another job on the GPU ended, or the timeout passed). The report
-    says so in a note, as an online judge's rejudge of an internal error does."""
-    report = run()
-    tries = 0
-    while capacity_failure(report) and tries < retries:
-        tries += 1
-        ended(wait_seconds)
-        report = run()
-    if tries:
-        note = (f"judged {tries + 1} times: the GPU ran out of memory with other submissions' work "
-                f"({'then it went through' if not capacity_failure(report) else 'every time'})")
-        report.setdefault("notes", []).append(note)
-    return report
 
 
 class ExecutorError(Exception):
@@ -135,7 +91,6 @@ class LocalExecutor:
         self.log = log
         self.pool_stats: dict | None = None
         self.spare_stats: dict | None = None  # job processes started ahead (judge.grading.job.Spares)
-        self.room_stats: dict | None = None  # on GPUs: the jobs' waits for their GPU's memory (room_for_a_job)
 
     def run(self, jobs: Jobs, on_result: OnResult) -> None:
         from judge.pool import PoolServer
@@ -167,77 +122,15 @@ class LocalExecutor:
         total = len(jobs) if hasattr(jobs, "__len__") else None
         begun = {"n": 0}
         begun_lock = threading.Lock()
-        ended = threading.Condition()  # notified whenever a job ends (capacity retries wait for one)
-        ends = Counter()  # GPU -> jobs ended on it
-        running = Counter()  # GPU -> jobs running on it now
-        started: dict = {}  # GPU -> when its running jobs started (those of the last ROOM_STARTUP_SECONDS)
-        if any(slot is not None for slot in self.slots):
-            self.room_stats = {"waited": 0, "seconds": 0.0, "started_at_the_limit": 0}
-
-        def another_ended(gpu, timeout: float) -> None:
-            with ended:
-                seen = ends[gpu]
-                ended.wait_for(lambda: ends[gpu] > seen or not running[gpu], timeout=timeout)
 
         def one(spec):
             gpu = free.get()  # a slot is held by exactly one job at a time (a GPU has --jobs slots)
-            runs = []
-
-            def run():
-                runs.append(gpu)
-                return attempt(spec, gpu, again=len(runs) > 1)
-
-            try:
-                return judged_again_on_capacity(run, lambda timeout: another_ended(gpu, timeout))
-            finally:
-                free.put(gpu)
-
-        def begin(gpu) -> float:
-            """Count a job in as running on ``gpu``; on a GPU, once it has room there (room_for_a_job), a job
-            there has ended and it still has none, or ROOM_WAIT_SECONDS have passed. Decided and counted under
-            one lock, so that jobs starting at once each see the others (the free memory read just before).
-            Returns its start, which ``end`` takes out of ``started``."""
-            from judge.cli_common import gpu_memory_gib
-
-            t0, waited = time.monotonic(), False
-            while True:
-                with ended:
-                    busy = running[gpu]
-                free = gpu_memory_gib(gpu, "free") if gpu is not None and busy else None
-                with ended:
-                    if gpu is not None and running[gpu] and not busy:
-                        continue  # another job started since the count was read: read the free memory first
-                    now = time.monotonic()
-                    recent = started[gpu] = [t for t in started.get(gpu, []) if now - t < ROOM_STARTUP_SECONDS]
-                    at_limit = gpu is not None and now - t0 >= ROOM_WAIT_SECONDS
-                    if gpu is None or at_limit or room_for_a_job(free, running[gpu], len(recent)):
-                        running[gpu] += 1
-                        recent.append(now)
-                        if at_limit:  # (then it starts without room: its try may fail, and be judged again)
-                            self.room_stats["started_at_the_limit"] += 1
-                        if waited:
-                            self.room_stats["waited"] += 1
-                            self.room_stats["seconds"] = round(self.room_stats["seconds"] + now - t0, 1)
-                        return now
-                waited = True
-                another_ended(gpu, 1.0)
-
-        def end(gpu, stamp: float) -> None:
-            with ended:
-                running[gpu] -= 1
-                ends[gpu] += 1
-                if stamp in started.get(gpu, []):
-                    started[gpu].remove(stamp)
-                ended.notify_all()
-
-        def attempt(spec, gpu, again: bool):
-            stamp = begin(gpu)
             try:
                 proc = None
                 if spares is not None:
                     proc = spares.take(gpu)
                     with begun_lock:
-                        begun["n"] += 0 if again else 1  # (a job judged again is not one more of the total)
+                        begun["n"] += 1
                         left = None if total is None else total - begun["n"]
                     # The next jobs' processes on this GPU, while this one runs: one per slot, and none started
                     # while as many wait on the other GPUs as jobs are left (which GPU the next job gets is not
@@ -249,7 +142,7 @@ class LocalExecutor:
                         pass  # no process to spare now (fork failed): the next job starts its own
                 return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc)
             finally:
-                end(gpu, stamp)
+                free.put(gpu)
 
         try:
             self._dispatch(jobs, on_result, server, one, total)
@@ -321,9 +214,7 @@ def _ray_task(spec: dict, timeout: float, use_gpu: bool) -> dict:
 
         ids = ray.get_gpu_ids()
         gpu = int(ids[0]) if ids else None
-    # Tasks sharing a GPU end unseen from here: a capacity failure's next try waits a while instead.
-    return judged_again_on_capacity(lambda: run_subprocess(spec, timeout=timeout, gpu=gpu),
-                                    lambda limit: time.sleep(min(limit, 30.0)))
+    return run_subprocess(spec, timeout=timeout, gpu=gpu)
 
 
 class RayExecutor:

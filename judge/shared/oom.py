@@ -1,7 +1,7 @@
 """Whose out-of-memory error it was: the worker's own use, or a GPU that others had filled.
 
-A worker's GPU memory is capped (judge.options.GPU_MEMORY_MB; a timed worker 24 GB more,
-judge.timing.speedrun.TIMED_EXTRA_MB), and going over the cap is the submission's MLE. But several submissions
+A worker's GPU memory is capped (judge.options.GPU_MEMORY_MB; a timed worker
+judge.gpu_budget.TIMED_EXTRA_BYTES more), and going over the cap is the submission's MLE. But several submissions
 share a GPU in ``judge grade`` and ``judge serve``, and a CUDA allocation can also fail because the *device*
 is full while the worker is well inside its cap: on the H200, 12 softmax submissions at once turned five
 accepted files into MLE, RJ (a replay that could not allocate) and IE (tests/gpu/RESULTS.md, 2026-12-05 call

@@ -48,6 +48,7 @@ def refused(problem, submission: Path, options: Options) -> dict | None:
 
 def bench(problem, submission: Path, options: Options) -> dict:
     """A report dict: version, verdict ("AC" when measured), message, problem, submission, mode, speed."""
+    from judge.gpu_claim import GpuClaim, Refused
     from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
 
     started = time.monotonic()
@@ -57,16 +58,26 @@ def bench(problem, submission: Path, options: Options) -> dict:
     backend, note = intake.backend_for(options.sandbox, options.device)
     report = _report(problem, submission, options, backend.name, [note] if note else [])
     scratch = Path(tempfile.mkdtemp(prefix="judge-bench-"))
+    limits = limits_for(problem, options)
+    config = config_for(problem, interpret=options.interpret, overrides=options.bench)
+    # Its workers' memory, reserved with every other judge's on this GPU (judge.gpu_admission).
+    claim = GpuClaim(options, limits, speed=True, speed_replays=1, baseline=config.torch_baseline,
+                     progress=options.progress)
     try:
         runner = SpeedRun(problem, submission, device=options.device, interpret=options.interpret, gpu=options.gpu,
-                          backend=backend, limits=limits_for(problem, options), scratch=scratch,
-                          config=config_for(problem, interpret=options.interpret, overrides=options.bench),
+                          backend=backend, limits=limits, scratch=scratch, config=config,
                           log=options.log, progress=options.progress)
+        try:
+            claim.to_speed(runner)
+        except Refused as exc:
+            return _done(report, started, "IE", f"the GPU cannot hold this speed run: {exc}")
+        report["timing"] = {"gpu_admission_wait_seconds": round(claim.waited_seconds, 3)}
         try:
             speed = runner.run()
         except BenchFailed as exc:
             return _done(report, started, exc.verdict, exc.message, details=exc.details)
     finally:
+        claim.release()
         shutil.rmtree(scratch, ignore_errors=True)
     message = f"{speed['geomean_speedup']:.3f}x the reference's speed (geometric mean over {len(speed['shapes'])} shapes)"
     return _done(report, started, "AC", message, speed)

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge import calls as call_modes, intake, replies, rules, timeline
+from judge import calls as call_modes, gpu_budget, intake, replies, rules, timeline
 from judge.options import torch_device, torch_index
 from judge.progress import NO_PROGRESS
 from judge.shared import bench_inputs
@@ -52,12 +52,7 @@ from judge.timing.score import SpeedScore
 
 SAMPLE_TARGET = 100e-6  # seconds of GPU work a timed sample should hold: shorter calls are batched K to a sample
 MAX_PER_SAMPLE = 64
-KEEP_BYTES = 4 << 30  # output bytes a submission's worker holds per request for the after-timing check
-SET_BYTES = 8 << 30  # input-set bytes per shape and worker
-# GPU memory the submission's timed worker may take beyond a correctness worker's cap ([limits] gpu_memory_mb):
-# its input sets, held outputs and flush buffer. It had twice a 16-GB cap; at twice the 8-GB one (16 GB) the
-# references of 93 and 94 were MLE while timed (tests/gpu/RESULTS.md, 2026-12-05 fourth session, call 1).
-TIMED_EXTRA_MB = 24 << 10
+KEEP_BYTES = 4 << 30  # output bytes a worker's reply may carry (a request's held outputs, fetched for a check)
 CLOCK = ("CUDA events around samples of K calls queued behind a spin kernel before the clock starts "
          "(a sample the GPU started before the host had queued it all is redone with a longer hold), "
          "less the median of the empty sequence, over K; a sample of K > 1 calls is one CUDA graph of them, "
@@ -156,7 +151,7 @@ class SpeedRun:
         # The replay check of the timed calls whose outputs are checked (judge.replay): a second sandboxed
         # process that never imports the submission. JUDGE_REPLAY=0 turns it off, as in the test groups.
         self.replay = replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
-        # How many: each replays one checked call at a time (judge.replay.replay_workers: three for a lone
+        # How many: each replays one checked call at a time (judge.options.replay_workers: three for a lone
         # submit on a GPU host of 12 cores or more, else two). With one, the timed calls' replays after the rounds ran one after another while
         # the report waited: softmax's reference on the H200 spent 2.0 s there (0.75, 0.29, 0.73 and 0.06 s),
         # flash-backward's 3.9-4.0 s (tests/gpu/RESULTS.md, 2026-12-05 sixth session, call 1).
@@ -192,6 +187,7 @@ class SpeedRun:
         self._waits: dict = {}  # run()'s waits before the timed work (on a GPU)
         self.close_seconds = 0.0  # what _close waited for: the workers' exits
         self._ended: list = []  # the trusted workers' channels, asked to exit before the checks (_trim)
+        self.reservation = None  # the session's GPU reservation (judge.gpu_admission), told when it times
 
     # ------------------------------------------------------------------ workers
 
@@ -331,18 +327,19 @@ class SpeedRun:
             plan.append(("pytorch", ProcessBackend(), self.problem.directory / "golden.py", "pytorch",
                          trusted_root / f"{self.problem.directory.name}-pytorch", True))
         started = self._spawned
-        # The submission's timed worker holds input sets (SET_BYTES) and outputs (KEEP_BYTES) per shape and a
-        # flush buffer besides the call itself: TIMED_EXTRA_MB more than a correctness worker. Trusted workers
-        # are not capped.
-        sub_limits = self.limits
+        # Every timed worker holds input sets and outputs over the shapes and a flush buffer besides the call
+        # itself: judge.gpu_budget.TIMED_EXTRA_BYTES more than a correctness worker, the plan keeping to it
+        # (_plan). The trusted ones are capped the same, so that what the judge reserved for the speed run
+        # (judge.gpu_admission) is what its workers can take.
+        timed_limits = self.limits
         if self.limits.gpu_memory_mb:
-            sub_limits = dataclasses.replace(self.limits, gpu_memory_mb=self.limits.gpu_memory_mb + TIMED_EXTRA_MB)
+            timed_limits = dataclasses.replace(self.limits, gpu_memory_mb=gpu_budget.timed_cap_mb(self.limits))
         for name, backend, path, entry, scratch, trusted in plan:
             scratch.mkdir(parents=True, exist_ok=True)
             # The submission's worker finds the kernels its correctness workers compiled (the same bytes,
             # judge.intake.kernel_cache); the trusted workers keep theirs in their own scratch.
             cache = intake.kernel_cache(path, self.device, self.interpret) if not trusted else None
-            limits = sub_limits if not trusted else dataclasses.replace(self.limits, gpu_memory_mb=None)
+            limits = timed_limits
             job = Job(submission=path, scratch=scratch, device=self.device, interpret=self.interpret,
                       limits=limits, gpu=self.gpu if self.device == "cuda" else None, cache=cache)
             started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
@@ -538,6 +535,10 @@ class SpeedRun:
         golden = self.problem.golden
         specs = golden.bench_args(dict(params))
         set_bytes = max(1, bench_inputs.nbytes(specs))
+        # Each shape's share of what a timed worker may hold (judge.gpu_budget): the plan keeps to it, so the
+        # memory the judge reserved for the speed run is enough whatever the shapes.
+        shapes = max(1, len(self.config.shapes))
+        set_budget, keep_budget = gpu_budget.TIMED_SETS_BYTES // shapes, gpu_budget.TIMED_KEEP_BYTES // shapes
         l2 = self._l2()
         # Warmed up ahead, beside other judges' cases: what was timed then (the paces, an autotuner's choice) says
         # little about the GPU alone, so the warm-up runs again here; its compiles are done.
@@ -548,19 +549,20 @@ class SpeedRun:
         per_sample = 1
         if self.cuda:
             per_sample = choose_per_sample(fast, target=self.config.sample_target,
-                                           max_k=self.config.max_per_sample, set_bytes=set_bytes)
+                                           max_k=self.config.max_per_sample, set_bytes=set_bytes,
+                                           set_budget=set_budget)
         samples = math.ceil(self.config.request_seconds / max(per_sample * slow, 1e-7))
         samples = min(self.config.max_calls, max(self.config.min_calls, samples))
         if per_sample > 1:
             # Such a sample averages K calls already, and costs K fills and a hold of about K launches.
             samples = min(samples, self.config.max_batched_samples)
         if out_bytes:
-            samples = max(3, min(samples, KEEP_BYTES // (out_bytes * per_sample)))
+            samples = max(3, min(samples, keep_budget // (out_bytes * per_sample)))
         if per_sample > 1:
             sets = per_sample
         else:
             sets = 2 if not l2 else min(8, max(2, math.ceil(2 * l2 / set_bytes)))
-            sets = max(1, min(sets, SET_BYTES // set_bytes))
+            sets = max(1, min(sets, set_budget // set_bytes))
         if not self.cuda:
             samples = min(samples, 5)
         plan = {"specs": specs, "mode": "events" if self.cuda else "cpu", "set_bytes": set_bytes,
@@ -701,7 +703,7 @@ class SpeedRun:
             raise
         outside = checks_outside_lock()
         t1 = time.monotonic()
-        with lock.gpu_lock(self.gpu, on_wait=waiting):
+        with lock.gpu_lock(self.gpu, on_wait=waiting), self._timed_region():
             # What the run waited for before its timed work: the warm-up ahead (its compiles, its checks), then
             # the GPU to itself (other judges' speed runs, and the cases in flight).
             self._waits = {"prewarm_wait_seconds": round(t1 - t0, 3),
@@ -739,6 +741,20 @@ class SpeedRun:
             return self._finish(state, shared=lambda cancel=None: lock.gpu_shared(self.gpu, on_wait=waiting))
         finally:
             self._close()
+
+    @contextlib.contextmanager
+    def _timed_region(self):
+        """While it holds the GPU's lock exclusively its timed workers use the ledger's timed region
+        (judge.gpu_admission): the session's reservation says so, so that their memory is not taken for
+        another program's."""
+        r = self.reservation
+        if r is not None:
+            r.set_timing(True)
+        try:
+            yield
+        finally:
+            if r is not None:
+                r.set_timing(False)
 
     def _join_prewarm(self) -> None:
         """Wait for the warm-up thread (prewarm), and raise what it raised."""
@@ -816,7 +832,7 @@ class SpeedRun:
         """What the checks after the lock need, and nothing more, before the GPU is given back.
 
         The rounds leave every worker holding gigabytes: input sets, a flush buffer, and in the submission's
-        worker the outputs of every call of its last request per shape (up to KEEP_BYTES each). Checked outside
+        worker the outputs of every call of its last request per shape (its share of TIMED_KEEP_BYTES). Checked outside
         the lock, beside other judges' cases and the next judge's rounds, that much per speed run filled the
         H200 at 12 softmax submissions at once (tests/gpu/RESULTS.md, 2026-12-05 call 2: five accepted files
         IE, MLE or RJ from CUDA out-of-memory errors). So the calls to check are drawn here (after the last timed
@@ -1284,7 +1300,7 @@ def graph_plan(captured: dict) -> dict:
 
 
 def choose_per_sample(fastest: float, *, target: float = SAMPLE_TARGET, max_k: int = MAX_PER_SAMPLE,
-                      set_bytes: int = 1, set_budget: int = SET_BYTES) -> int:
+                      set_bytes: int = 1, set_budget: int = gpu_budget.TIMED_SETS_BYTES) -> int:
     """K, the calls per timed sample: enough for ``target`` seconds of GPU work at the fastest contender's
     time per call (1 when a call is that long already), at most ``max_k`` and as many input sets as fit."""
     if not fastest > 0 or fastest >= target:

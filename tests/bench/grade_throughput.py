@@ -178,7 +178,7 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
             "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
             "start_wait_median": round(statistics.median(waits), 2) if waits else None,
             "pool_stats": summary["run"].get("pool"), "job_spares": summary["run"].get("job_spares"),
-            "gpu_room": summary["run"].get("gpu_room"),
+            "gpu_admission": summary["run"].get("gpu_admission"),
             "time_split": split, "steady": steady_rate(_finish_times(out / "results.sqlite"), slots)}
 
 
