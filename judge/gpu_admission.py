@@ -205,18 +205,25 @@ class Admission:
         return None
 
     def wait_for_change(self, timeout: float, poll: float = POLL_SECONDS) -> bool:
-        """Wait until a reservation here ends or shrinks, at most ``timeout`` seconds (what a capacity retry waits
-        for: room another judge gave back). Whether one did."""
+        """Wait until a reservation here ends or shrinks, or the device's used memory falls by a GiB (another
+        program let go), at most ``timeout`` seconds: what a capacity retry waits for. Whether one did."""
         def reserved():
             return {e.name: e.bytes for e in self.snapshot() if e.held}
 
-        before, end = reserved(), time.monotonic() + timeout
+        def used():
+            figures = self._figures()
+            return None if figures is None else figures[1]
+
+        before, high, end = reserved(), used(), time.monotonic() + timeout
         while time.monotonic() < end:
             time.sleep(poll)
-            now = reserved()
+            now, u = reserved(), used()
             if any(now.get(name, 0) < b for name, b in before.items()):
                 return True
+            if u is not None and high is not None and u <= high - GIB:
+                return True
             before = {**before, **now}
+            high = u if high is None or (u is not None and u > high) else high
         return False
 
 

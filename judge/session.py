@@ -788,8 +788,11 @@ class Session:
         run, self._speed_run = self._speed_run, None
         if run is None:
             return
-        self.claim.drop_ahead()  # its workers' memory, back to the others
-        self._speed_dropped = threading.Thread(target=run.discard, name="judge-speed-discard", daemon=True)
+        def discard() -> None:
+            run.discard()
+            self.claim.drop_ahead()  # its workers' memory, back to the others once they are gone
+
+        self._speed_dropped = threading.Thread(target=discard, name="judge-speed-discard", daemon=True)
         self._speed_dropped.start()
 
     def _prestart_speed(self, scratch: Path) -> None:

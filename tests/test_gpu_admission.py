@@ -195,3 +195,14 @@ def test_a_capacity_retry_waits_for_room_given_back(tmp_path):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_capacity_retry_also_waits_for_another_program_to_let_go(tmp_path):
+    used = {"n": 30 * GIB}
+    adm = _adm(tmp_path, capacity=80 * GIB, used=lambda: used["n"])
+    import threading
+
+    threading.Timer(0.6, lambda: used.update(n=2 * GIB)).start()
+    t0 = time.monotonic()
+    assert adm.wait_for_change(10.0)
+    assert 0.5 < time.monotonic() - t0 < 5.0
