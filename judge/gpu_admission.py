@@ -283,9 +283,11 @@ class Reservation:
     def _await(self, want: int, least: int, unit: int, on_wait, block: bool) -> bool:
         """Wait for admission at ``least``..``want`` bytes (growing, when already admitted). Whether admitted."""
         adm, t0, said = self.admission, time.monotonic(), None
-        growing = self.held
+        growing, ahead = self.held, 0
         try:
             while True:
+                if ahead == 0:
+                    adm._figures()  # (read outside the decision's lock: nvidia-smi takes a while)
                 with adm._deciding():
                     if growing and self.grow != want:
                         self.grow = want  # in line, before new requests (see _queue)
