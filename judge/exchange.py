@@ -163,7 +163,13 @@ class Exchange:
         self._compiles_seen = (n, secs)
 
     def output_text(self) -> str:
-        return "\n".join(self.printed)[-8192:]
+        """What this lane's workers printed: those stopped, and the one running now (a report is made before
+        the session stops its workers, so the running one's must be read here, not only at its stop)."""
+        parts = list(self.printed)
+        channel = self.channel
+        if channel is not None:
+            parts.append(channel.output_text())
+        return "\n".join(p for p in parts if p)[-8192:]
 
     def kernel_cache(self):
         """The directory this worker's Triton caches its compiled kernels in, on the host: a pooled worker's

@@ -7,7 +7,6 @@ the exports from the store (so they also cover earlier, interrupted runs).
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import hashlib
 import json
@@ -20,8 +19,9 @@ from pathlib import Path
 from judge.grading.job import ie_report
 from judge.grading.roster import Entry, candidate_names
 from judge.grading.rubric import Rubric, grade, student_view
+from judge.grading.standings import best_rows, write_csv
 from judge.grading.store import Store
-from judge.problems import Problem, find_problem
+from judge.problems import Problem
 
 
 class GradeError(Exception):
@@ -169,24 +169,6 @@ def _record(store: Store, plan: Plan, entry: Entry, report: dict) -> None:
 # ---------------------------------------------------------------------- exports
 
 
-def best_rows(store: Store, rubric: Rubric) -> dict[tuple[str, int], dict]:
-    """Per (student, problem) the best result under the current rubric (ties: the latest)."""
-    best: dict[tuple[str, int], dict] = {}
-    problems: dict[int, Problem | None] = {}
-    for row in store.rows():
-        pid = row["problem"]
-        if pid not in problems:
-            problems[pid] = find_problem(str(pid))
-        if problems[pid] is None:
-            continue
-        row["graded"] = grade(row["report"], problems[pid], rubric)
-        key = (row["student"], pid)
-        old = best.get(key)
-        if old is None or row["graded"]["score"] >= old["graded"]["score"]:
-            best[key] = row
-    return best
-
-
 def export(store: Store, plan: Plan) -> None:
     best = best_rows(store, plan.rubric)
     reports = plan.out / "reports"
@@ -206,28 +188,6 @@ def export(store: Store, plan: Plan) -> None:
         tmp.replace(reports / f"{student}.json")  # never a half-written report
     if plan.csv_path is not None:
         write_csv(best, plan.csv_path)
-
-
-CSV_COLUMNS = ["student", "problem", "slug", "verdict", "score", "max_score", "speedup", "groups_passed",
-               "path", "sha256", "graded_at"]
-
-
-def write_csv(best: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="") as f:
-        write_csv_to(best, f)
-
-
-def write_csv_to(best: dict, f) -> None:
-    """The CSV export (one row per student and problem: the best result) into the text stream F."""
-    w = csv.writer(f)
-    w.writerow(CSV_COLUMNS)
-    for (student, pid), row in sorted(best.items()):
-        g = row["graded"]
-        w.writerow([student, pid, g["problem"]["slug"], g["verdict"], g["score"], g["max_score"],
-                    "" if row["speedup"] is None else row["speedup"],
-                    ";".join(x["name"] for x in g["groups"] if x["passed"]),
-                    row["path"] or "", row["sha256"], row["graded_at"]])
 
 
 def summarize(store: Store, rubric: Rubric) -> dict:

@@ -16,8 +16,12 @@ from judge.cli_common import (EXIT_INTERNAL, err, output_folder, problem_or_exit
                               usage)
 
 
-def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) -> tuple[str, list[int | None]]:
+def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None,
+                      fallback: bool = False) -> tuple[str, list[int | None]]:
     """("cpu"|"cuda", slots): JOBS slots per GPU (its host index, repeated), or JOBS interpreter slots on the CPU.
+
+    FALLBACK (``judge serve``): without --device, a host with no GPU judges in the interpreter even when
+    --gpus names some (the caller says so), so that one start command works on both kinds of host.
 
     Several submissions share a GPU: each reserves its memory in the GPU's
     admission (judge.gpu_admission) and waits there for room, their
@@ -36,11 +40,12 @@ def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None) ->
             usage(f"--gpus must list distinct GPU indices, e.g. 0,1 (got '{gpus}')")
         if device == "cpu":
             usage("--gpus needs the GPU; it cannot go with --device cpu")
-        device = "cuda"
     if device is None or device == "cuda":
         import torch
 
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if gpus is not None and device is None and not (fallback and count == 0):
+            device = "cuda"
         if device is None:
             device = "cuda" if count else "cpu"
         if device == "cuda":
@@ -328,8 +333,10 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
               help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
                    "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
                    "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).")
+@click.option("--session-hours", type=float, default=12, show_default=True,
+              help="How long a login of the pages lasts.")
 def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state, rubric, token_file, tokens_file,
-          rate_limit, max_pending, max_upload, secure_cookies, job_timeout, max_examples, pool):
+          rate_limit, max_pending, max_upload, secure_cookies, job_timeout, max_examples, pool, session_hours):
     """The grading service: a job queue, its API (/docs) and web pages for students and staff.
 
     POST /submissions answers with a job id at once; GET /submissions/ID gives its status and report. Jobs live
@@ -352,21 +359,25 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
         usage("--max-pending must be >= 0 and --max-upload >= 1")
     if max_examples is not None and max_examples < 1:
         usage("--max-examples must be >= 1")
+    if not session_hours > 0:
+        usage("--session-hours must be > 0")
     pool_size = _pool_size(pool, executor)
     try:
         rate = parse_rate(rate_limit)
     except ConfigError as exc:
         usage(str(exc))
-    device, slots = _device_and_slots(device, gpus, jobs)
-    token = _token(token_file) if token_file is not None else None
-    token = token or os.environ.get("JUDGE_SERVE_TOKEN") or None
+    device, slots = _device_and_slots(device, gpus, jobs, fallback=True)
+    token = _token(token_file) if token_file is not None else None  # read here for the checks below only
+    env_token = None if token_file is not None else os.environ.get("JUDGE_SERVE_TOKEN") or None
+    token = token or env_token
     if token is None and tokens_file is None and host not in ("127.0.0.1", "localhost", "::1"):
         usage(f"--host {host} exposes the service beyond this machine: give it tokens "
               "(--token-file, $JUDGE_SERVE_TOKEN or --tokens)")
     config = ServiceConfig(state=state, device=device, slots=slots, sandbox=sandbox, job_timeout=job_timeout,
-                           executor=executor, ray_address=ray_address, rubric=_rubric(rubric), staff_token=token,
-                           tokens_file=tokens_file, rate=rate, max_pending=max_pending, max_upload=max_upload << 10,
-                           secure_cookies=secure_cookies, max_examples=max_examples, pool=pool_size)
+                           executor=executor, ray_address=ray_address, rubric=_rubric(rubric), staff_token=env_token,
+                           staff_file=token_file, tokens_file=tokens_file, rate=rate, max_pending=max_pending,
+                           max_upload=max_upload << 10, secure_cookies=secure_cookies, max_examples=max_examples,
+                           pool=pool_size, session_hours=session_hours)
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     try:
         service = open_service(config, log=log)
@@ -391,25 +402,36 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
 
 
 @click.command("serve-tokens")
-@click.argument("roster", type=click.Path(path_type=Path))
+@click.argument("roster", type=click.Path(path_type=Path), required=False)
 @click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
               help="The tokens CSV to write or extend (judge serve --tokens).")
 @click.option("--role", type=click.Choice(["student", "staff"]), default="student", show_default=True)
-def serve_tokens(roster, out, role):
-    """Give every person of ROSTER a token in OUT (kept for those who have one already).
+@click.option("--revoke", multiple=True, metavar="NAME",
+              help="Take NAME's token out (repeat for several); a running judge serve stops taking it within a "
+                   "second. Name them in ROSTER too to give them a new token.")
+def serve_tokens(roster, out, role, revoke):
+    """Give every person of ROSTER a token in OUT (kept for those who have one already); --revoke takes some out.
 
     ROSTER: a roster directory or CSV (as judge grade reads; its students), or a text file of names, one a line.
     """
     from judge.service.auth import AuthError, write_tokens
 
-    names = _roster_names(roster)
+    if roster is None and not revoke:
+        usage("give a ROSTER, or --revoke NAME")
+    names = _roster_names(roster) if roster is not None else []
+    if revoke and not out.exists():
+        usage(f"no such tokens file: {out}")
     output_folder(out.parent, "the tokens file")
     try:
-        added = write_tokens(names, out, role=role)
+        added, revoked = write_tokens(names, out, role=role, revoke=list(revoke))
     except AuthError as exc:
         usage(str(exc))
-    click.echo(f"{out}: {len(added)} token(s) added, {len(names) - len(added)} kept; give each person theirs "
-               "(the file is readable by its owner only)")
+    missing = [n for n in revoke if n not in revoked]
+    if missing:
+        err(f"not in {out}: {', '.join(missing)}")
+    click.echo(f"{out}: {len(added)} token(s) added, {len(names) - len(added)} kept"
+               + (f", {len(revoked)} revoked" if revoke else "")
+               + "; give each person theirs (the file is readable by its owner only)")
 
 
 def _roster_names(roster: Path) -> list[str]:

@@ -29,7 +29,7 @@ from pathlib import Path
 from judge.grading.feedback import group_output
 from judge.grading.job import REPO_ROOT, platform_report
 from judge.grading.roster import candidate_names
-from judge.grading.rubric import Rubric, grade
+from judge.grading.rubric import Rubric, file_level, grade, student_view
 from judge.problems import Problem
 
 # The CPU build of torch, named explicitly: on the public index a bare torch==2.13.0 is the multi-GB CUDA
@@ -121,12 +121,22 @@ def bundle(problem: Problem, out: Path, *, rubric_path: Path | None, forward: st
 # ---------------------------------------------------------------------- results.json
 
 
-def results(graded: dict, execution_time: float) -> dict:
-    """Gradescope's results.json for one graded report."""
+VISIBILITY_ORDER = ("visible", "after_due_date", "hidden")
+
+
+def results(graded: dict, execution_time: float, rubric: Rubric | None = None) -> dict:
+    """Gradescope's results.json for one graded report.
+
+    Gradescope shows each test by its visibility, but the headline (``output``), the speed test and the
+    leaderboard to every student at once: they say only what the rubric shows now (the student view, at
+    judging time). The speed test is as visible as the least visible group (it runs only when every group
+    passes), and the leaderboard entry is left out while any group is hidden."""
+    view = student_view(graded, rubric or Rubric())
     tests = []
     zero = graded["verdict"] in ("RJ", "IE")
+    whole = graded["message"] if file_level(graded) else ""
     for i, g in enumerate(graded["groups"], start=1):
-        output = group_output(g)
+        output = group_output(g, whole)
         if zero and g["passed"]:
             output = f"passed, but scores 0: the submission's verdict is {graded['verdict']}"
         tests.append({"name": f"{g['name']}: {g['about']}" if g["about"] else g["name"], "number": str(i),
@@ -135,8 +145,9 @@ def results(graded: dict, execution_time: float) -> dict:
                       "visibility": g["visibility"], "output": output, "output_format": "text"})
     speed = graded["speed"]
     if speed["max_points"]:
+        least = max((VISIBILITY_ORDER.index(g["visibility"]) for g in graded["groups"]), default=0)
         test = {"name": "speed", "number": str(len(tests) + 1), "score": speed["points"],
-                "max_score": speed["max_points"], "visibility": "visible", "output_format": "text"}
+                "max_score": speed["max_points"], "visibility": VISIBILITY_ORDER[least], "output_format": "text"}
         if speed["scored"]:
             test["status"] = "passed" if speed["points"] >= speed["max_points"] else "failed"
             test["output"] = (f"speedup {speed['speedup']:.3g}x" if isinstance(speed.get("speedup"), (int, float))
@@ -144,9 +155,9 @@ def results(graded: dict, execution_time: float) -> dict:
         else:
             test["output"] = speed.get("reason") or "speed is not scored"
         tests.append(test)
-    head = f"{graded['verdict']}: {graded['message']}"
+    head = f"{view['verdict']}: {view['message'] or graded['verdict']}"
     error = (graded.get("details") or {}).get("error") or {}
-    frames = error.get("frames") or []
+    frames = (error.get("frames") or []) if view["all_shown"] or file_level(graded) else []
     if frames:
         head += "\n" + "\n".join(f"  line {f.get('line')} in {f.get('function')}: {f.get('code')}" for f in frames[-3:])
     out = {
@@ -157,7 +168,7 @@ def results(graded: dict, execution_time: float) -> dict:
         "stdout_visibility": "hidden",  # the run's log is for staff
         "tests": tests,
     }
-    if isinstance(speed.get("speedup"), (int, float)) and speed["scored"]:
+    if isinstance(speed.get("speedup"), (int, float)) and speed["scored"] and view["all_shown"]:
         out["leaderboard"] = [{"name": "speedup", "value": float(speed["speedup"]), "order": "desc"}]
     return out
 
@@ -172,7 +183,7 @@ def run(problem: Problem, *, submission_dir: Path, results_path: Path, rubric: R
                 f"(or upload a single {problem.suffix} file)",
         forward_hint="; ask the course staff to regrade")
     graded = grade(report, problem, rubric)
-    doc = results(graded, time.monotonic() - started)
+    doc = results(graded, time.monotonic() - started, rubric)
     results_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = results_path.with_name(results_path.name + ".tmp")
     tmp.write_text(json.dumps(doc, indent=2))

@@ -21,7 +21,7 @@ from pathlib import Path
 from judge.grading.feedback import group_output
 from judge.grading.job import platform_report
 from judge.grading.roster import candidate_names
-from judge.grading.rubric import Rubric, grade
+from judge.grading.rubric import Rubric, file_level, grade
 from judge.problems import Problem
 
 MAX_RESULTS_BYTES = 1 << 20  # PrairieLearn rejects a larger results file
@@ -53,7 +53,7 @@ def results(report: dict, graded: dict, rubric: Rubric) -> dict:
         if g["visibility"] == "visible" or (g["visibility"] == "after_due_date" and after):
             tests.append({"name": g["name"], "description": g["about"], "points": g["earned"],
                           "max_points": g["points"], "message": g["verdict"] if not g["passed"] else "passed",
-                          "output": group_output(g)})
+                          "output": group_output(g, graded["message"] if file_level(graded) else "")})
         else:
             held_back += 1
     speed = graded["speed"]

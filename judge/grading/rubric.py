@@ -58,10 +58,13 @@ class Rubric:
         digest = hashlib.sha256("\x00".join(["graded-run", self.secret_seed, str(problem.id)]).encode()).digest()
         return int.from_bytes(digest[:4], "big") >> 1
 
-    def past_deadline(self, now: dt.datetime | None = None) -> bool:
-        if self.deadline is None:
+    def past_deadline(self, now: dt.datetime | None = None, deadline: dt.datetime | None = None) -> bool:
+        """Whether the deadline has passed at NOW: DEADLINE (a student's own, an extension) instead of the
+        rubric's when given."""
+        deadline = deadline or self.deadline
+        if deadline is None:
             return True  # no deadline: everything the rubric allows after it is visible now
-        return (now or dt.datetime.now(dt.timezone.utc)) >= self.deadline
+        return (now or dt.datetime.now(dt.timezone.utc)) >= deadline
 
 
 def load_rubric(path: Path | None) -> Rubric:
@@ -147,6 +150,16 @@ def _problem_rubric(table, problem: Problem, where: str) -> ProblemRubric:
     if not before <= after:
         raise RubricError(f"{where}: group(s) {', '.join(sorted(before - after))} visible before the deadline "
                           "must stay visible after it")
+    if problem.kind == "kernel":
+        # A group that hangs, runs out of memory or breaks a rule stops the run: the groups after it are
+        # "not run". A shown group after a hidden one would tell how the hidden one went.
+        for key, shown in (("visible_before_deadline", before), ("visible_after_deadline", after)):
+            first = next((n for n in names if n not in shown), None)
+            later = [n for n in names[names.index(first):] if n in shown] if first else []
+            if later:
+                raise RubricError(f"{where}.{key}: '{later[0]}' is shown but comes after '{first}', which is not: "
+                                  "a failure there can stop the later groups, which would show it; show the "
+                                  f"groups in the problem's order ({', '.join(names)})")
     speed = table.get("speed", {})
     if not isinstance(speed, dict):
         raise RubricError(f"{where}.speed: must be a table")
@@ -258,9 +271,24 @@ def _file_only(submission: dict) -> dict:
     return {**submission, "path": PurePath(str(path)).name if path else path}
 
 
-def student_view(graded: dict, rubric: Rubric, now: dt.datetime | None = None) -> dict:
-    """What a student may see now: groups hidden now keep only their name; totals count only what is shown."""
-    after = rubric.past_deadline(now)
+SPEED_WITHHELD = "shown when every test group is shown (the speed run happens only when all of them pass)"
+
+
+def file_level(graded: dict) -> bool:
+    """Whether the verdict is about the whole file, decided before any test group ran (a compile error, a
+    refusal of the static scan, a failure of the judge at the start): every group has it and none ran a case."""
+    return (graded["verdict"] in ("CE", "RJ", "IE")
+            and not any(g["passed"] or (g.get("failure") or {}).get("message") for g in graded["groups"]))
+
+
+def student_view(graded: dict, rubric: Rubric, now: dt.datetime | None = None,
+                 deadline: dt.datetime | None = None) -> dict:
+    """What a student may see now (DEADLINE: theirs, when an extension moved it): it depends only on what
+    the rubric shows now. Groups hidden now keep only their name; the verdict, message and totals count only
+    the shown ones (a verdict about the whole file, decided before any group ran, is shown as it is); the
+    speed part is shown only when every group is (it runs only when all of them pass). ``all_shown`` says
+    whether everything is shown."""
+    after = rubric.past_deadline(now, deadline)
     shown, hidden_points = [], 0.0
     for g in graded["groups"]:
         vis = g["visibility"]
@@ -272,28 +300,40 @@ def student_view(graded: dict, rubric: Rubric, now: dt.datetime | None = None) -
             shown.append({"name": g["name"], "hidden": True,
                           "about": "results shown after the deadline" if vis == "after_due_date" else "hidden"})
     visible = [g for g in shown if not g.get("hidden")]
+    all_shown = len(visible) == len(shown)
     speed = graded["speed"]
-    verdict = graded["verdict"]
-    if hidden_points and graded["groups"] and verdict not in ("CE", "RJ", "IE"):
-        # The overall verdict could come from a hidden group: recompute it over the shown ones.
-        from judge.verdicts import Verdict, worst
+    verdict, message = graded["verdict"], graded["message"]
+    if not all_shown:
+        hidden_points += speed["max_points"]
+        speed = {"scored": False, "points": 0.0, "max_points": 0.0, "speedup": None, "reason": SPEED_WITHHELD,
+                 "withheld": True}
+        if not file_level(graded):
+            from judge.verdicts import Verdict, worst
 
-        verdict = worst(Verdict(g["verdict"]) for g in visible if not g["passed"]).value
+            if verdict not in ZERO_VERDICTS:  # the verdict could come from a hidden group: over the shown ones
+                verdict = worst(Verdict(g["verdict"]) for g in visible if not g["passed"]).value
+            message = _visible_message(visible, verdict)
     return {
         "problem": graded["problem"],
         "verdict": verdict,
-        "message": graded["message"] if not hidden_points else _visible_message(visible, verdict),
+        "message": message,
         "score": round(sum(g["earned"] for g in visible) + speed["points"], 2),
         "max_score": round(sum(g["points"] for g in visible) + speed["max_points"], 2),
-        "hidden_points": hidden_points,
+        "hidden_points": round(hidden_points, 2),
         "groups": shown,
         "speed": speed,
         "submission": graded["submission"],
+        "all_shown": all_shown,
     }
 
 
 def _visible_message(visible: list[dict], verdict: str) -> str:
     for g in visible:
-        if not g["passed"] and g["verdict"] == verdict and g.get("failure"):
-            return f"{g['name']}: {g['failure'].get('message', '')}"
-    return "all shown tests passed" if verdict == "AC" else verdict
+        if not g["passed"] and g["verdict"] == verdict and (g.get("failure") or {}).get("message"):
+            return f"{g['name']}: {g['failure']['message']}"
+    if verdict == "AC":
+        return "all shown tests passed"
+    from judge.verdicts import MEANINGS, Verdict
+
+    meaning = MEANINGS.get(Verdict(verdict), verdict) if verdict in Verdict.__members__ else verdict
+    return f"{meaning}, in a test whose results are shown after the deadline" if verdict in ZERO_VERDICTS else meaning

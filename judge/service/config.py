@@ -42,7 +42,8 @@ class ServiceConfig:
     executor: str = "local"  # or "ray"
     ray_address: str | None = None
     rubric: Rubric = field(default_factory=Rubric)
-    staff_token: str | None = None  # --token-file / $JUDGE_SERVE_TOKEN: the staff's (and the --forward clients')
+    staff_token: str | None = None  # $JUDGE_SERVE_TOKEN: the staff's (and the --forward clients')
+    staff_file: Path | None = None  # --token-file: the same, from a file read again when it changes
     tokens_file: Path | None = None  # --tokens: name,token[,role] per person
     rate: tuple[int, int] | None = (20, 3600)  # submissions per student per period (seconds); None: no limit
     max_pending: int = 3  # a student's submissions queued or running at once
@@ -51,6 +52,13 @@ class ServiceConfig:
     secure_cookies: bool = False  # the login cookie only over https (behind a TLS proxy)
     max_examples: int | None = None  # drawn cases per group (tests, demos, benchmarks); None: the spec's
     pool: int = 0  # warm workers per kind (judge.pool, --pool); 0: every job starts its own
+    session_hours: float = 12.0  # a page login's lifetime
+
+    def __post_init__(self):
+        # Resolved once, here: the job processes run in another folder, where a relative path names nothing.
+        self.state = Path(self.state).resolve()
+        self.staff_file = Path(self.staff_file).resolve() if self.staff_file else None
+        self.tokens_file = Path(self.tokens_file).resolve() if self.tokens_file else None
 
     @property
     def store_path(self) -> Path:

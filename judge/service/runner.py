@@ -16,6 +16,9 @@ down every time) is finished as an IE instead of being tried forever.
 
 A job submitted again with the same file (same student, problem and bytes)
 is not judged again: it is finished with the stored report (``cached``).
+A regrade (``Store.regrade``) queues a problem's finished jobs again; they
+are judged by the judge as it is now, and their results replace the rows of
+earlier rounds.
 
 Progress: each job's child appends where it is (the test group, the speed
 run) to ``STATE/progress/ID.jsonl``; ``progress()`` reads the last line.
@@ -128,7 +131,8 @@ class Runner:
             return None
         own_seed = job["seed"] is not None
         if not own_seed:
-            stored = self.store.result_for(job["student"], job["problem"], job["sha256"])
+            # A regrade judges afresh: only a result of the same round (an identical file judged in it) is reused.
+            stored = self.store.result_for(job["student"], job["problem"], job["sha256"], job.get("regrade") or 0)
             if stored is not None:
                 self._finish(job, stored["report"], cached=True)
                 return None

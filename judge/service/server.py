@@ -26,6 +26,7 @@ class Service:
     auth: object
     runner: object
     seeds: dict
+    sessions: object = None
 
     @property
     def state(self) -> Path:
@@ -42,7 +43,7 @@ def open_service(config: ServiceConfig, log=print) -> Service:
     from judge.service.runner import Runner
 
     try:
-        auth = Auth.load(config.staff_token, config.tokens_file)
+        auth = Auth.load(config.staff_token, config.tokens_file, config.staff_file, log=log)
     except AuthError as exc:
         raise ServeError(str(exc)) from None
     try:
@@ -68,7 +69,10 @@ def open_service(config: ServiceConfig, log=print) -> Service:
     runner = Runner(store, executor, device=config.device, sandbox=config.sandbox, seeds=seeds,
                     rubric=config.rubric, state=config.state, max_attempts=config.max_attempts,
                     max_examples=config.max_examples, log=log)
-    return Service(config=config, store=store, auth=auth, runner=runner, seeds=seeds)
+    from judge.service.sessions import Sessions
+
+    return Service(config=config, store=store, auth=auth, runner=runner, seeds=seeds,
+                   sessions=Sessions(store, config.session_hours * 3600))
 
 
 def bind(host: str, port: int) -> socket.socket:
