@@ -23,12 +23,16 @@ class Served:
     Its stderr is read in a thread (kept in ``lines``), so the service never blocks on a full pipe.
     """
 
-    def __init__(self, state: Path, *args, env: dict | None = None):
-        self.state = Path(state)
-        argv = [sys.executable, "-m", "judge", "serve", "--port", "0", "--device", "cpu", "--sandbox", "process",
-                "--state", str(self.state), *map(str, args)]
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, **(env or {})}, start_new_session=True)
+    def __init__(self, state: Path, *args, env: dict | None = None, device: str | None = "cpu",
+                 cwd: Path | None = None):
+        """CWD: the folder it runs in (a relative STATE is relative to it); DEVICE None: no --device."""
+        cwd = Path(cwd or ROOT)
+        self.state = cwd / state
+        argv = [sys.executable, "-m", "judge", "serve", "--port", "0", *(["--device", device] if device else []),
+                "--sandbox", "process", "--state", str(state), *map(str, args)]
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, "PYTHONPATH": path, **(env or {})}, start_new_session=True)
         first = self.proc.stderr.readline()
         match = re.search(r"http://[\d.]+:\d+", first)
         if not match:

@@ -366,6 +366,7 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
         rate = parse_rate(rate_limit)
     except ConfigError as exc:
         usage(str(exc))
+    asked = device
     device, slots = _device_and_slots(device, gpus, jobs, fallback=True)
     token = _token(token_file) if token_file is not None else None  # read here for the checks below only
     env_token = None if token_file is not None else os.environ.get("JUDGE_SERVE_TOKEN") or None
@@ -393,6 +394,8 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
     # The first line (scripts and tests read the port from it when --port is 0).
     click.echo(f"serving on http://{shown}:{where[1]} ({device}, {len(slots)} slot(s), {executor} executor, "
                f"sandbox {sandbox}, store {config.store_path})", err=True)
+    if gpus is not None and asked is None and device == "cpu":
+        err(f"no CUDA GPU here: judging in Triton's interpreter on the CPU (--gpus {gpus} is for a GPU host)")
     if token is not None and len(token) < 16:
         err("warning: the staff token is short (under 16 characters): anyone who guesses it is staff")
     try:
