@@ -104,7 +104,8 @@ def test_submit_through_the_page_and_read_the_verdicts(browser, tmp_path):
     from selenium.webdriver.common.by import By
 
     tokens = tokens_file(tmp_path / "tokens.csv", TOKENS, staff=("ta",))
-    served = Served(tmp_path / "state", "--tokens", tokens, "--jobs", "1")
+    # A relative --state, as the README starts it: the jobs' progress still reaches the page.
+    served = Served("state", "--tokens", tokens, "--jobs", "1", cwd=tmp_path)
     shots = os.environ.get("JUDGE_SCREENSHOTS")
     try:
         d = browser
@@ -196,3 +197,132 @@ def test_staff_page_and_another_students_report(browser, tmp_path):
         assert d.find_element(By.ID, "csv").get_attribute("href").endswith("/staff/results.csv")
     finally:
         served.stop()
+
+
+def _login(d, url, token):
+    from selenium.webdriver.common.by import By
+
+    d.get(url + "/ui/login")
+    d.find_element(By.ID, "token").send_keys(token)
+    d.find_element(By.ID, "login").click()
+    _wait(lambda: d.find_elements(By.ID, "who"), 60, "logged in")
+
+
+def _logout(d):
+    from selenium.webdriver.common.by import By
+
+    d.find_element(By.CSS_SELECTOR, "form[action='/ui/logout'] button").click()
+    _wait(lambda: not d.find_elements(By.ID, "who"), 60, "logged out")
+
+
+def _severe(d):
+    return [e for e in d.get_log("browser") if e.get("level") == "SEVERE"] if hasattr(d, "get_log") else []
+
+
+def test_the_api_docs_render_in_the_browser(browser, tmp_path):
+    """/docs: Swagger UI 5 from the service's own files reads the OpenAPI 3.1 schema and lists the calls."""
+    from selenium.webdriver.common.by import By
+
+    served = Served(tmp_path / "state")
+    try:
+        d = browser
+        d.get(served.url + "/docs")
+        ops = _wait(lambda: d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path"), 60, "the operations")
+        paths = {o.get_attribute("data-path") or o.text for o in ops}
+        assert {"/submissions", "/submissions/{job_id}", "/leaderboard/{key}", "/staff/regrade", "/me"} <= paths
+        assert "Unable to render" not in d.find_element(By.TAG_NAME, "body").text
+        assert not _severe(d)  # nothing blocked by the Content-Security-Policy, nothing from another site
+    finally:
+        served.stop()
+
+
+def _no_horizontal_scroll(d):
+    return d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
+
+
+def test_the_pages_fit_a_phone(browser, tmp_path):
+    """At a phone's width (375 CSS pixels) no page scrolls sideways; wide tables scroll inside their box."""
+    from judge.problems import find_problem as find
+
+    people = dict(TOKENS)
+    tokens = tokens_file(tmp_path / "tokens.csv", people, staff=("ta",))
+    served = Served(tmp_path / "state", "--tokens", tokens)
+    shots = Path(os.environ.get("JUDGE_SCREENSHOTS") or tmp_path)
+    try:
+        p101 = find("101")
+        wrong = (p101.directory / "submissions" / "wrong_answer" / "forgot_partial_program.toml").read_text()
+        job = served.submit(people["alice"], 101, wrong, "a_long_file_name_with_underscores_101.toml")
+        served.wait_done(people["alice"], job)
+        d = browser
+        d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                          {"width": 375, "height": 812, "deviceScaleFactor": 2, "mobile": True})
+        _login(d, served.url, people["ta"])
+        for name, path in (("index", "/"), ("problem", "/ui/problems/94"), ("report", f"/ui/submissions/{job}"),
+                           ("submissions", "/ui/submissions"), ("leaderboard", "/ui/leaderboard/101"),
+                           ("staff", "/ui/staff"), ("me", "/ui/me")):
+            d.get(served.url + path)
+            width, inner = _no_horizontal_scroll(d)
+            d.save_screenshot(str(shots / f"phone-{name}.png"))
+            assert inner == 375 and width <= inner, (name, width, inner)
+    finally:
+        served.stop()
+
+
+@pytest.mark.corpus
+def test_two_students_one_failing_a_hidden_group_see_the_same_pages(browser, tmp_path):
+    """Before the deadline a student who fails only a hidden group and one who passes everything read the same
+    report page, live status, list and leaderboard (their names, ids and times aside); after it, not."""
+    import re
+
+    from selenium.webdriver.common.by import By
+
+    from judge.problems import find_problem as find
+
+    p101 = find("101")
+    exact = (p101.directory / "submissions" / "accepted" / "exact.toml").read_text()
+    people = {"ann01": "ann01-browser-token-0123456", "ben02": "ben02-browser-token-0123456"}
+    tokens = tokens_file(tmp_path / "tokens.csv", people)
+
+    def rubric(deadline):
+        path = tmp_path / f"rubric-{deadline[:4]}.toml"
+        path.write_text(f'deadline = {deadline}\nsecret_seed = "browser-secret-0123"\n[problems.101]\n'
+                        'visible_before_deadline = ["programs", "masked_lanes"]\nvisible_after_deadline = "all"\n')
+        return path
+
+    def mask(text, job, name):
+        text = text.replace(job, "<ID>").replace(name, "<NAME>")
+        text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", "<TIME>", text)
+        text = re.sub(r"judged in [\d.]+ s", "judged in <T> s", text)
+        return text.replace(" (you)", "")
+
+    def pages(served, token, name, job):
+        d = browser
+        _login(d, served.url, token)
+        out = {}
+        for what, path in (("report", f"/ui/submissions/{job}"), ("list", "/ui/submissions"),
+                           ("board", "/ui/leaderboard/101")):
+            d.get(served.url + path)
+            out[what] = mask(d.find_element(By.TAG_NAME, "main").text, job, name)
+        out["verdict"] = d.get(served.url + f"/ui/submissions/{job}") or d.find_element(By.ID, "verdict").text
+        _logout(d)
+        return out
+
+    before = Served(tmp_path / "state", "--tokens", tokens, "--rubric", rubric("2999-01-01T00:00:00Z"))
+    try:
+        a = before.submit(people["ann01"], 101, exact, "101.toml")
+        before.wait_done(people["ann01"], a)
+        b = before.submit(people["ben02"], 101, exact.replace("programs_big = 1025", "programs_big = 1777"),
+                          "101.toml")
+        before.wait_done(people["ben02"], b)
+        seen_a, seen_b = pages(before, people["ann01"], "ann01", a), pages(before, people["ben02"], "ben02", b)
+        assert seen_a == seen_b and seen_a["verdict"] == "AC"
+        assert seen_a["board"].count("anonymous") == 2
+    finally:
+        before.stop()
+    after = Served(tmp_path / "state", "--tokens", tokens, "--rubric", rubric("2000-01-01T00:00:00Z"))
+    try:
+        seen_a, seen_b = pages(after, people["ann01"], "ann01", a), pages(after, people["ben02"], "ben02", b)
+        assert seen_a["report"] != seen_b["report"] and (seen_a["verdict"], seen_b["verdict"]) == ("AC", "WA")
+        assert seen_b["board"].count("anonymous") == 1
+    finally:
+        after.stop()
