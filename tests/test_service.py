@@ -480,54 +480,24 @@ def test_kill_the_service_mid_job_then_restart(tmp_path, how):
     assert sorted(ln.split()[1] for ln in finished) == sorted(ids.values())
 
 
-# 50 submissions, a mix of verdicts from the answers problems' corpora (101-104).
-def _fifty():
-    files = []
-    for pid in (101, 102, 103, 104):
-        problem = find_problem(str(pid))
-        for path in sorted((problem.directory / "submissions").rglob("*.toml")):
-            files.append((problem, path))
-    expected = {"accepted": "AC", "wrong_answer": "WA", "compile_error": "CE"}
-    out = []
-    for i in range(50):
-        problem, path = files[i % len(files)]
-        out.append((f"s{i:02d}", problem.id, path, expected[path.parent.name]))
-    return out
-
-
 @pytest.mark.corpus
-def test_fifty_submissions_at_once_are_all_judged_and_stored(tmp_path, capsys):
-    people = {f"s{i:02d}": f"student-{i:02d}-token-0123456789" for i in range(50)}
-    tokens = tokens_file(tmp_path / "tokens.csv", people)
-    served = Served(tmp_path / "state", "--tokens", tokens, "--jobs", "2", "--max-examples", "1")
-    try:
-        assert served.call("GET", "/health")[1]["max_examples"] == 1  # as tests/bench/service_throughput.py
-        subs = _fifty()
-        started = time.monotonic()
+def test_a_burst_of_200_from_20_students_is_judged_once_and_none_is_lost(capsys):
+    """tests/bench/service_throughput.py's burst: 200 submissions (the answers problems' corpora, 101-104),
+    10 from each of 20 students, posted at once: every job done once, none lost, each with its corpus verdict.
+    Its status latency is measured too, and printed, not asserted (this host is shared: see RESULTS.md)."""
+    import importlib.util
 
-        def post(sub):
-            student, pid, path, _v = sub
-            return served.submit(people[student], pid, path.read_text(encoding="utf-8", errors="replace"),
-                                 path.name)
-
-        with concurrent.futures.ThreadPoolExecutor(50) as pool:
-            ids = list(pool.map(post, subs))
-        posted = time.monotonic() - started
-        docs = [served.wait_done(people[s[0]], i, timeout=900) for s, i in zip(subs, ids)]
-        seconds = time.monotonic() - started
-    finally:
-        served.stop()
-    assert len(set(ids)) == 50
-    got = [d["report"]["verdict"] if d["report"] else None for d in docs]
-    # Student views may hide parts before a deadline; without a rubric everything shows.
-    assert got == [s[3] for s in subs]
-    with sqlite3.connect(tmp_path / "state" / "results.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM jobs WHERE status = 'done' AND report IS NOT NULL").fetchone()[0] == 50
-        assert db.execute("SELECT COUNT(*) FROM results").fetchone()[0] == 50
-        assert db.execute("SELECT MAX(attempts) FROM jobs").fetchone()[0] == 1
+    spec = importlib.util.spec_from_file_location("service_throughput", Path(__file__).parent / "bench" /
+                                                  "service_throughput.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    r = bench.burst([find_problem(str(p)) for p in (101, 102, 103, 104)], n=200, students=20, jobs=2,
+                    timeout=900)
+    assert all(r["checks"].values()), (r["checks"], r["mismatches"][:5], r["refused"][:3])
     with capsys.disabled():
-        print(f"\n50 submissions (answers problems 101-104, --jobs 2 on the CPU): posted in {posted:.1f} s, "
-              f"all judged and stored in {seconds:.1f} s")
+        print(f"\n200 submissions from 20 students (101-104, --jobs 2 on the CPU): posted in {r['posted']:.1f} s, "
+              f"all judged once and stored in {r['wall']:.1f} s; status p95 {r['p95_ms']:.0f} ms "
+              f"(load {r['load_before'][0]:.1f})")
 
 
 @pytest.mark.corpus
