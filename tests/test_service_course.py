@@ -289,3 +289,28 @@ def test_the_documented_start_command_works_without_a_gpu(tmp_path):
         assert "no CUDA GPU here: judging in Triton's interpreter" in served.log()
     finally:
         served.stop()
+
+
+PRINTS = ('import sys\nprint("HELLO-FROM-THE-SUBMISSION")\nprint("AND-ON-STDERR", file=sys.stderr)\n\n'
+          "def vector_add(x, y):  # not the entry point: a compile error, after the prints\n    return x\n")
+
+
+def test_what_the_submission_printed_is_in_its_report(tmp_path):
+    """The prints of a worker that is still running when the report is made (they were collected only when a
+    worker stopped, after the report): in `submit --json`, and on the service's report page."""
+    path = tmp_path / "add.py"
+    path.write_text(PRINTS)
+    r = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(path), "--device", "cpu", "--sandbox",
+                        "process", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    report = json.loads(r.stdout)
+    assert report["verdict"] == "CE" and "HELLO-FROM-THE-SUBMISSION" in report["output"]
+    assert "AND-ON-STDERR" in report["output"]
+    served = Served(tmp_path / "state")
+    try:
+        job = served.submit(None, 93, PRINTS, "add.py")
+        doc = served.wait_done(None, job)
+        assert "HELLO-FROM-THE-SUBMISSION" in doc["report"]["output"]
+        page = served.call("GET", f"/ui/submissions/{job}")[1].decode()
+        assert "What your submission printed" in page and "HELLO-FROM-THE-SUBMISSION" in page
+    finally:
+        served.stop()

@@ -97,8 +97,7 @@ def file_of(body: SubmissionIn) -> bytes:
 
 
 def register(app: FastAPI, site: Site) -> None:
-    config, store, auth = site.config, site.store, site.auth
-    api_user = site.api_user
+    config, store, api_user = site.config, site.store, site.api_user
 
     @app.get("/docs", include_in_schema=False, response_class=HTMLResponse)
     def docs():
@@ -230,8 +229,6 @@ def register(app: FastAPI, site: Site) -> None:
         return {"ok": site.runner.alive(), "device": config.device, "slots": len(config.slots),
                 "executor": config.executor, "sandbox": config.sandbox, "max_examples": config.max_examples,
                 "pool": config.pool, "problems": list(site.problems), "jobs": store.job_counts()}
-
-    _ = auth
 
 
 def me_doc(site: Site, who) -> dict:

@@ -15,6 +15,7 @@ limit; ``Retry-After``) or 500; the pages answer an error page instead.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from pathlib import Path
 
@@ -88,6 +89,7 @@ def create_app(service) -> FastAPI:
 
     store, runner = service.store, service.runner
 
+    @contextlib.asynccontextmanager
     async def lifespan(_app):
         runner.recover()
         runner.start()
@@ -97,12 +99,10 @@ def create_app(service) -> FastAPI:
             await run_in_threadpool(runner.stop)
             store.close()
 
-    import contextlib
-
     app = FastAPI(title="triton-judge grading service", version="1",
                   description="Submit Triton kernels (or answers files) and read their judging. Authenticate "
                               "with a bearer token (staff, or a student's from the tokens file).",
-                  docs_url=None, redoc_url=None, lifespan=contextlib.asynccontextmanager(lifespan))
+                  docs_url=None, redoc_url=None, lifespan=lifespan)
     app.add_middleware(BodyLimit, limit=service.config.max_upload * 4 // 3 + (64 << 10))
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")

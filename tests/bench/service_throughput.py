@@ -6,8 +6,9 @@ A real `python -m judge serve` (uvicorn, on a free local port, a fresh --state, 
 moment (one thread each) through `POST /submissions`, N/S per student. The files come from the problems'
 corpora (by default problem 93's accepted, wrong-answer and compile-error files in turn), each made distinct
 by a comment (the service judges a file it already has only once per student; distinct files are what a
-deadline brings). While jobs are pending, POLLERS threads ask `GET /submissions/{id}` for random jobs, as
-students' pages do, and every answer's time is kept: the p50, p95 and max of those are the status latency.
+deadline brings). While jobs are pending, each student asks `GET /submissions/{id}` about one of their jobs
+every --poll-every seconds (one thread a student, as their open pages do), and every answer's time is kept:
+the p50, p95 and max of those are the status latency.
 
 What is checked: every post answered 202 with its own id; every job done, with the corpus file's verdict;
 none lost (the store holds N done jobs with a report and N results); each done once (started once, and one
@@ -116,7 +117,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def burst(problems, n: int = 50, students: int | None = None, jobs: int = 2, max_examples: int = 1,
-          sandbox: str = "process", timeout: float = 1800, pollers: int = 4) -> dict:
+          sandbox: str = "process", timeout: float = 1800, poll_every: float = 1.0) -> dict:
     """Post N submissions from STUDENTS students (default: one each) at once; wait for all; return the figures
     and the checks (``checks``: name -> held)."""
     students = students or n
@@ -155,12 +156,11 @@ def burst(problems, n: int = 50, students: int | None = None, jobs: int = 2, max
             lock = threading.Lock()
             draining = threading.Event()
 
-            def poll():  # a student's page asking how its job is doing, as long as some are not done
-                rng = random.Random(threading.get_ident())
-                while not draining.is_set():
-                    i = rng.randrange(n)
-                    if not ids[i]:
-                        continue
+            def poll(student: int):  # a student's page asking how one of their jobs is doing, until all are done
+                rng = random.Random(student)
+                mine = [i for i in range(n) if i % students == student and ids[i]]
+                while mine and not draining.wait(poll_every * rng.uniform(0.5, 1.5)):
+                    i = rng.choice(mine)
                     t0 = time.perf_counter()
                     code, doc = svc.call("GET", f"/submissions/{ids[i]}", token=people[owner[i]])
                     elapsed = time.perf_counter() - t0
@@ -169,7 +169,7 @@ def burst(problems, n: int = 50, students: int | None = None, jobs: int = 2, max
                         if code == 200 and doc.get("status") == "done":
                             docs[ids[i]] = doc
 
-            threads = [threading.Thread(target=poll, daemon=True) for _ in range(pollers)]
+            threads = [threading.Thread(target=poll, args=(s,), daemon=True) for s in range(students)]
             for t in threads:
                 t.start()
             deadline = time.monotonic() + timeout
@@ -220,7 +220,8 @@ def main() -> int:
     ap.add_argument("--max-examples", type=int, default=1,
                     help="judge serve --max-examples: drawn cases per group (default 1; 0: each problem's own).")
     ap.add_argument("--sandbox", default="process", help="judge serve --sandbox (default process).")
-    ap.add_argument("--pollers", type=int, default=4, help="Threads asking for statuses meanwhile (default 4).")
+    ap.add_argument("--poll-every", type=float, default=1.0,
+                    help="Seconds between a student's status calls while jobs are pending (default 1).")
     ap.add_argument("--p95-ms", type=float, default=None, help="Fail when the status calls' p95 is above this.")
     ap.add_argument("--timeout", type=float, default=1800, help="Seconds to wait for the last job.")
     args = ap.parse_args()
@@ -228,7 +229,8 @@ def main() -> int:
     if None in problems or args.n < 1 or args.jobs < 1 or args.max_examples < 0 or (args.students or 1) < 1:
         print("bad arguments: unknown problem, or -n/--jobs/--students below 1", file=sys.stderr)
         return 2
-    r = burst(problems, args.n, args.students, args.jobs, args.max_examples, args.sandbox, args.timeout, args.pollers)
+    r = burst(problems, args.n, args.students, args.jobs, args.max_examples, args.sandbox, args.timeout,
+              args.poll_every)
     checks = dict(r["checks"])
     if args.p95_ms is not None:
         checks[f"p95 <= {args.p95_ms:g} ms"] = r["p95_ms"] <= args.p95_ms
