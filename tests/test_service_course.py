@@ -292,7 +292,8 @@ def test_the_documented_start_command_works_without_a_gpu(tmp_path):
 
 
 PRINTS = ('import sys\nprint("HELLO-FROM-THE-SUBMISSION")\nprint("AND-ON-STDERR", file=sys.stderr)\n\n'
-          "def vector_add(x, y):  # not the entry point: a compile error, after the prints\n    return x\n")
+          "def add(x, y):  # loads, then fails at every call: its worker is alive when the report is made\n"
+          '    raise ValueError("not written yet")\n')
 
 
 def test_what_the_submission_printed_is_in_its_report(tmp_path):
@@ -303,7 +304,7 @@ def test_what_the_submission_printed_is_in_its_report(tmp_path):
     r = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(path), "--device", "cpu", "--sandbox",
                         "process", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     report = json.loads(r.stdout)
-    assert report["verdict"] == "CE" and "HELLO-FROM-THE-SUBMISSION" in report["output"]
+    assert report["verdict"] == "RTE" and "HELLO-FROM-THE-SUBMISSION" in report["output"], report["output"]
     assert "AND-ON-STDERR" in report["output"]
     served = Served(tmp_path / "state")
     try:
