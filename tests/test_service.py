@@ -484,7 +484,7 @@ def test_kill_the_service_mid_job_then_restart(tmp_path, how):
 def test_a_burst_of_200_from_20_students_is_judged_once_and_none_is_lost(capsys):
     """tests/bench/service_throughput.py's burst: 200 submissions (the answers problems' corpora, 101-104),
     10 from each of 20 students, posted at once: every job done once, none lost, each with its corpus verdict.
-    Its status latency is measured too, and printed, not asserted (this host is shared: see RESULTS.md)."""
+    Its status latency is measured too, and printed, not asserted (this host is shared: docs/measurements has the figures with their load)."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("service_throughput", Path(__file__).parent / "bench" /
