@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge.grading.job import ie_report
+from judge.grading.course_record import CourseRecord
 from judge.grading.roster import Entry, candidate_names
 from judge.grading.rubric import Rubric, grade, student_view
 from judge.grading.standings import best_rows, write_csv
@@ -177,9 +178,11 @@ def export(store: Store, plan: Plan) -> None:
     for (student, _pid), row in sorted(best.items()):
         students.setdefault(student, []).append(row)
     now = dt.datetime.now(dt.timezone.utc)
+    record = CourseRecord(store)
     for student, rows in students.items():
-        views = [student_view(r["graded"], plan.rubric, now) for r in rows]
-        doc = {"student": student, "deadline_passed": plan.rubric.past_deadline(now),
+        deadline = record.deadline_of(student, plan.rubric.deadline)  # an extension staff gave in judge serve
+        views = [student_view(r["graded"], plan.rubric, now, deadline) for r in rows]
+        doc = {"student": student, "deadline_passed": plan.rubric.past_deadline(now, deadline),
                "score": round(sum(v["score"] for v in views), 2),
                "max_score": round(sum(v["max_score"] for v in views), 2),
                "problems": views}
