@@ -136,9 +136,8 @@ class Site:
         if job["status"] != "done":
             out["verdict"] = None  # a regraded job's earlier verdict is not its result any more
         else:
-            report = views.report_for(who, job, rubric, deadline=deadline)
+            report, graded = views.done_views(who, job, rubric, deadline=deadline)
             out["verdict"] = report.get("verdict") if report else job.get("verdict")
-            graded = views.graded_for(who, job, rubric, deadline=deadline)
             if graded is not None:
                 out["score"], out["max_score"] = graded["score"], graded["max_score"]
             if with_report:

@@ -49,6 +49,19 @@ def report_for(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
     return student_report(report, problem, rubric, now, deadline)
 
 
+def done_views(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
+               deadline: dt.datetime | None = None) -> tuple[dict | None, dict | None]:
+    """(the report WHO may read, the grade WHO may see) of a finished JOB, the rubric applied once."""
+    report = job.get("report")
+    problem = find_problem(str(job["problem"]))
+    if job["status"] != "done" or report is None or problem is None:
+        return (report if who.staff and job["status"] == "done" else None), None
+    graded = grade(report, problem, rubric)
+    if who.staff:
+        return report, graded
+    return student_report(report, problem, rubric, now, deadline, graded), student_view(graded, rubric, now, deadline)
+
+
 def graded_for(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
                deadline: dt.datetime | None = None) -> dict | None:
     """The grade under the rubric: everything for staff, the student view for a student."""
@@ -61,10 +74,10 @@ def graded_for(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
 
 
 def student_report(report: dict, problem: Problem, rubric: Rubric, now: dt.datetime | None = None,
-                   deadline: dt.datetime | None = None) -> dict:
+                   deadline: dt.datetime | None = None, graded: dict | None = None) -> dict:
     """The judge's report as a student may read it now: shaped like the report (version 1), built from the
-    rubric's student view only."""
-    graded = grade(report, problem, rubric)
+    rubric's student view only (GRADED: the report's grade, when the caller has it)."""
+    graded = graded or grade(report, problem, rubric)
     view = student_view(graded, rubric, now, deadline)
     everything = view["all_shown"]
     by_name = {g.get("name"): g for g in report.get("groups") or []}
