@@ -104,6 +104,13 @@ def test_a_hidden_group_shows_in_nothing_a_student_reads_until_the_deadline(tmp_
         assert [e["name"] for e in board] == ["anonymous", "anonymous"]  # both on it, by what they are shown
         staff = before.call("GET", f"/submissions/{b}", token=PEOPLE["ta"])[1]
         assert staff["verdict"] == "WA" and staff["report"]["verdict"] == "WA"  # staff see everything
+        # A compile error under the rubric: its headline is the file's message, not an empty group's.
+        cat = PEOPLE["cat03"]
+        ce = before.submit(cat, 101, (P101.directory / "submissions" / "compile_error" / "missing_part.toml")
+                           .read_text(), "101.toml")
+        report = before.wait_done(cat, ce)["report"]
+        assert report["verdict"] == "CE" and report["message"].startswith("missing the answer"), report["message"]
+        assert b"missing the answer" in before.call("GET", f"/ui/submissions/{ce}", token=cat)[1]
     finally:
         before.stop()
     after = Served(tmp_path / "state", "--tokens", tokens, "--rubric", rubric(tmp_path, "2000-01-01T00:00:00Z"))
