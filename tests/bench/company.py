@@ -64,12 +64,14 @@ def submit(pid: str, path: Path, sandbox: str, env: dict | None = None, timeout:
         report = {"verdict": "none", "message": f"{type(exc).__name__}"}
     speed = report.get("speed") or {}
     timing = report.get("timing") or {}
-    return {"problem": pid, "file": path.name, "verdict": report.get("verdict"),
+    row = {"problem": pid, "file": path.name, "verdict": report.get("verdict"),
             "message": str(report.get("message", ""))[:300], "wall_s": round(time.monotonic() - t0, 1),
             "speedup": speed.get("speedup"), "points": speed.get("points"),
             "admission_wait_s": timing.get("gpu_admission_wait_seconds", 0.0),
             "lock_wait_s": (speed.get("phases") or {}).get("lock_wait_seconds"),
             "notes": [n for n in report.get("notes") or [] if "judged" in n or "GPU" in n]}
+    print("done:", json.dumps(row), flush=True)  # as it ends: a part cut off by its limit still tells this much
+    return row
 
 
 def at_once(items: list[tuple[str, Path]], sandbox: str, env: dict | None = None) -> list[dict]:

@@ -31,7 +31,7 @@ print("ledger", len(e), "held", sum(x.held for x in e), "GiB", round(sum(x.bytes
 sampler=$!
 for p in ${PARTS:-alone t8 t16 bomb mixed outside lockcheck}; do
   case $p in
-    alone) part alone 240 $co alone ;;
+    alone) part alone 300 $co alone ;;
     t8) part t8 240 $co together --n 8 ;;
     t16) part t16 300 $co together --n 16 ;;
     bomb) part bomb 240 $co bomb ;;
