@@ -134,7 +134,7 @@ class Admission:
         with contextlib.suppress(OSError):
             if self.dir.stat().st_uid == os.getuid():
                 os.chmod(self.dir, 0o777)  # the GPU is the host's: its judges may run as several users
-        fd = os.open(self.dir / "decide.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        fd = _shared_lock_file(self.dir / "decide.lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -234,6 +234,19 @@ _here_lock = threading.Lock()
 def _names_held_here() -> set[str]:
     with _here_lock:
         return set(_here)
+
+
+def _shared_lock_file(path: Path) -> int:
+    """A descriptor of a lock file every user's judge may take: made readable and writable by all by whoever
+    creates it (whatever its umask); another user's file is opened for reading only (flock needs no more)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    with contextlib.suppress(OSError):
+        if os.fstat(fd).st_uid == os.getuid():
+            os.fchmod(fd, 0o666)
+    return fd
 
 
 def _held_by_someone(path: Path) -> bool:

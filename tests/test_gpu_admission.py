@@ -19,9 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 # A judge in miniature: reserves WANT GiB (LEAST GiB at least) on a 10 GiB GPU whose ledger is in DIR, says
 # when it waits and when it got its memory, holds it until its stdin closes (or HOLD seconds), and releases.
 CLIENT = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from judge.gpu_admission import GIB, Admission
     d, want, least, hold, timed = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+    if len(sys.argv) > 6:  # another user's judge: drop to that uid once the modules are in
+        os.umask(0o022)
+        os.setgid(int(sys.argv[6]))
+        os.setuid(int(sys.argv[6]))
     adm = Admission(0, capacity=10 * GIB, margin=0, directory=d)
     print("asking", flush=True)
     r = adm.reserve(int(want * GIB), least=int(least * GIB), unit=GIB, timed=int(timed * GIB), what="client",
@@ -36,10 +40,10 @@ CLIENT = textwrap.dedent("""
 """)
 
 
-def _client(d, want, least=None, hold=-1.0, timed=0.0):
+def _client(d, want, least=None, hold=-1.0, timed=0.0, uid=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.Popen([sys.executable, "-c", CLIENT, str(d), str(want), str(want if least is None else least),
-                             str(hold), str(timed)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                             str(hold), str(timed)] + ([] if uid is None else [str(uid)]), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=env)
 
 
@@ -125,6 +129,32 @@ def test_a_killed_judge_frees_its_reservation_and_the_others_proceed(tmp_path):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a judge as another user")
+def test_judges_of_two_users_share_one_ledger():
+    """A lab box: one user's judge made the ledger (with a usual umask, 022); another user's judge waits its
+    turn behind it, then is admitted, instead of failing to open the ledger's lock."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="judge-admission-users-"))  # (pytest's tmp_path is root's alone)
+    base.chmod(0o755)
+    d = base / "gpu0.admission"
+    old = os.umask(0o022)
+    other = None
+    try:
+        mine = _adm(d).reserve(8 * GIB, least=8 * GIB, unit=GIB, what="root's judge")
+        other = _client(d, 6, uid=65534)
+        assert _line(other, "waiting").startswith("waiting 0")
+        mine.release()
+        assert _line(other, "got").startswith("got 6")
+    finally:
+        os.umask(old)
+        if other is not None and other.poll() is None:
+            other.kill()
+            other.wait()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_first_come_first_admitted_a_big_request_is_not_passed_by_small_ones(tmp_path):
