@@ -559,7 +559,7 @@ def test_two_replay_workers_replay_two_cases_at_once_and_their_time_is_summed(mo
         def __init__(self):
             self.timing = {"replays": 0, "replay_seconds": 0.0}
 
-        def check(self, params, inputs, reply, device, shared=None):
+        def check(self, params, inputs, reply, device, shared=None, time_left=None):
             both_in.wait()  # passes only when the other member is replaying at the same time
             self.timing["replays"] += 1
             self.timing["replay_seconds"] += 1.5
