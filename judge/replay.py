@@ -614,6 +614,8 @@ class Replayer:
             if result.kind == "record":
                 return Outcome(Verdict.RJ, f"the record of the call could not be replayed ({where}): {err.message}",
                                {"replay": "record"})
+            if result.kind == "rule":
+                return Outcome(Verdict.RJ, f"{where}: {err.message}", {"replay": "rule", "error": err.as_dict()})
             if result.kind == "compile":
                 # The interpreter ran it as Python; Triton's compiler, for a GPU, refuses it (judge.untrusted.frontend).
                 return Outcome(Verdict.CE, f"the replay check: {where} would not compile for a GPU (sm_{kernel_source.COMPILE_ARCH}), "
