@@ -560,7 +560,12 @@ def _exit_now() -> None:
 def main() -> int:
     import time
 
+    from judge.untrusted import lockdown
+
     t0 = time.perf_counter()
+    # Before anything else runs (every thread started later inherits it): no write to this process's memory
+    # behind the dispatcher's back (/proc/self/mem, process_vm_writev, ptrace).
+    lockdown.apply()
     proto_in, proto_out = _take_protocol_fds()
     reader = wire.Reader(proto_in)
     prep = prepare(reader)
