@@ -96,36 +96,40 @@ class Proofs:
     def settle(self, group: str, order: dict, failed_at: int | None, again, judged, progress=None):
         """The group's replays, waited for: the first finding, in the order the group's run asked for the cases,
         that comes before its first failing case, as (params, outcome); or None. The same finding as if each
-        replay had been waited for in its case. Replays of cases past the first failure (cases run ahead) only
-        count as done.
+        replay had been waited for in its case.
 
         ``again(params)``: the case run once more in the submission's worker, as (its outcome, (inputs, reply)
         of a pass or None), for a case whose record could not be replayed; ``judged(outcome)``: a replay's
-        finding as the session judges it (a wrong answer on fresh inputs is run in the worker too)."""
+        finding as the session judges it (a wrong answer on fresh inputs is run in the worker too). Waiting stops
+        at the first finding: the replays after it, and those of cases past the group's first failure, are
+        dropped where not begun, and not waited for where they are."""
         with self._lock:
-            pending = self._pending.pop(group, [])
+            pending = sorted(self._pending.pop(group, []), key=lambda x: order.get(x[0], float("inf")))
         last = failed_at if failed_at is not None else float("inf")
-        waiting = any(not f.done() for _, _, f in pending)
+        # Past the group's first failure a replay decides nothing: not waited for (one not begun is dropped).
+        needed = [(key, params, f) for key, params, f in pending if order.get(key, float("inf")) < last]
+        for _, _, f in pending[len(needed):]:
+            f.cancel()
+        waiting = any(not f.done() for _, _, f in needed)
         if waiting and progress is not None:
             progress(True)  # the group waits for its last replays
         t0 = time.monotonic()
+        found_first = None
         try:
-            results = [(key, params, future.result()) for key, params, future
-                       in sorted(pending, key=lambda x: order.get(x[0], float("inf")))]
+            for i, (key, params, future) in enumerate(needed):
+                outcome = self._outcome(group, params, future.result(), again)
+                if outcome is not None:
+                    found_first = (params, judged(outcome))
+                    # The first finding in the cases' order is the group's: the later replays decide nothing
+                    # (a kernel that stalls when replayed would otherwise cost each its own time limit).
+                    for _, _, later in needed[i + 1:]:
+                        later.cancel()
+                    break
         finally:
             if waiting and progress is not None:
                 progress(False)
             timeline.add(f"settle {group}'s replays", t0, time.monotonic(), replays=len(pending))
-        settle_seconds = time.monotonic() - t0
-        found_first = None
-        for key, params, found in results:
-            if found_first is not None or order.get(key, float("inf")) >= last:
-                self._count(found)  # counted, not judged: the group's failure is an earlier one
-                continue
-            outcome = self._outcome(group, params, found, again)
-            if outcome is not None:
-                found_first = (params, judged(outcome))
-        return found_first, settle_seconds
+        return found_first, time.monotonic() - t0
 
     def _outcome(self, group: str, params: dict, found, again) -> Outcome | None:
         """What one case's replay means for the case: None (proven, or counted apart with a note), or an Outcome."""

@@ -84,6 +84,28 @@ def conversions(ir_text: str, path: str | None = None) -> list[tuple[int | None,
     return found
 
 
+class AddressRefused(Exception):
+    """A compiled kernel of the file reads or makes an address (raised where it compiles, before it runs)."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+def check_compiled(kernel: str, compiled, path: str) -> None:
+    """Raise AddressRefused when a compiled kernel's Triton IR (``compiled.asm["ttir"]``) reads or makes an
+    address; nothing where it has none."""
+    import linecache
+
+    asm = getattr(compiled, "asm", None)
+    ir_text = asm.get("ttir") if isinstance(asm, dict) else None
+    if not isinstance(ir_text, str):
+        return
+    message = refusal(kernel, ir_text, path, lambda n: linecache.getline(path, n))
+    if message is not None:
+        raise AddressRefused(message, next((n for n, _ in conversions(ir_text, path) if n is not None), None))
+
+
 def refusal(kernel: str, ir_text: str, path: str | None = None, source_line=None) -> str | None:
     """The message for a kernel whose IR reads or makes an address, or None. ``source_line(n)``: the text of
     line n of the file, for the message."""
