@@ -63,6 +63,7 @@ class Proofs:
         self._one = threading.Lock() if workers == 1 else contextlib.nullcontext()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="judge-replay")
         self._pending: dict[str, list] = {}  # group -> [(case key, params, future)]
+        self._shared = contextlib.nullcontext  # held around a replay's GPU work (the session's, from passed())
         self._seen: set[str] = set()  # group|case keys counted
 
     # ------------------------------------------------------------------ cases
@@ -71,6 +72,7 @@ class Proofs:
         """A passing case of a group's run (``last``: its inputs and the worker's reply): its replay starts now,
         in the pool; the group's end takes what it found (:meth:`settle`)."""
         key = f"{group}|{canonical(params)}"
+        self._shared = shared
         with self._lock:
             if key in self._seen:
                 return
@@ -141,7 +143,7 @@ class Proofs:
             outcome, last = again(params)
             if outcome is not None and not outcome.passed:
                 return outcome
-            second = self.replay(params, *last) if last is not None else found
+            second = self.replay(params, *last, shared=self._shared) if last is not None else found
             if isinstance(second, Skipped) and second.limits:
                 self._count(second)
                 return self.limit_outcome(second)

@@ -506,7 +506,8 @@ def _wrap_launcher(cls, count: bool):
         event = None
         own = None
         if count and not kwargs.get("warmup", False):
-            streams.at_launch(getattr(getattr(self, "fn", None), "__name__", "?"))
+            if not _state.benchmarking:  # (an autotuner's timing runs are its own, on whatever stream it times)
+                streams.at_launch(getattr(getattr(self, "fn", None), "__name__", "?"))
             args, kwargs = _plain_arguments(self, args, kwargs)
             _record_launch(self, args, kwargs)
             own = _hold_constants(self)
@@ -1030,7 +1031,7 @@ def watching(verify: bool = False, inputs=None, device: str = "cpu"):
                 return own_ops.expand(self, func, args, kwargs)
             if watch is None or _state.quiet:
                 return func(*args, **kwargs)
-            if streams._state.on:
+            if streams._state.on and not _state.benchmarking:
                 streams.at_op(_op_name(func))
             trace = watch.trace
             replayed = (trace is not None and not _state.benchmarking
