@@ -94,6 +94,11 @@ def makes_address(x_ptr, addr, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + tl.arange(0, BLOCK), v)
 
 @triton.jit
+def pointer_to_pointer(x_ptr, buf_ptr, n, BLOCK: tl.constexpr):
+    pp = buf_ptr.to(tl.pointer_type(tl.pointer_type(tl.float32)), bitcast=True)
+    tl.store(pp, x_ptr)
+
+@triton.jit
 def retypes_pointer(x_ptr, n, BLOCK: tl.constexpr):
     bits = tl.load(x_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + tl.arange(0, BLOCK))
     tl.store(x_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + tl.arange(0, BLOCK), bits ^ 1)
@@ -126,5 +131,11 @@ def test_the_compile_check_takes_triton_and_refuses_python(tmp_path, monkeypatch
         assert GOOD.splitlines()[line - 1].strip().startswith("v = tl.load(addr.to("), line
         # A pointer to another element type is no address read: allowed.
         assert checker.check("retypes_pointer", ns["retypes_pointer"], [x, 100], {"BLOCK": 128}) is None
+        # A kernel that kills the compiler (a pointer to pointers: an assertion of MLIR's) is refused, and the
+        # check goes on for the next launches (it was off for the rest of the run once its child had died).
+        buf = torch.zeros(100, dtype=torch.int64)
+        kind, message, _ = checker.check("pointer_to_pointer", ns["pointer_to_pointer"], [x, buf, 100], {"BLOCK": 128})
+        assert kind == "compile" and "crashed" in message, message
+        assert checker.check("reads_address", ns["reads_address"], [x, 100], {"BLOCK": 64})[0] == "rule"
     finally:
         checker.close()

@@ -101,11 +101,33 @@ class Checker:
     """The child process, and the answers it gave (one per kernel and specialization)."""
 
     def __init__(self, path: str):
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "judge.untrusted.frontend", path], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.path = path
+        self.proc = self._start()
         self.specializer = Specializer()
         self.answers: dict = {}
+
+    def _start(self):
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        return subprocess.Popen([sys.executable, "-m", "judge.untrusted.frontend", self.path], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def _ask(self, line: str) -> dict | None:
+        """The child's answer to one request; None when it died on it (it is started afresh for the next)."""
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+            text = self.proc.stdout.readline()
+        except (OSError, ValueError):
+            text = ""
+        if not text:
+            self.close()
+            self.proc = self._start()
+            return None
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            return {}
+        return answer if isinstance(answer, dict) else {}
 
     def check(self, name: str, kernel, args: list, kwargs: dict) -> tuple[str, str, int | None] | None:
         """None when the launch compiles (or could not be checked); else (kind, message, line): "compile" with the
@@ -116,12 +138,14 @@ class Checker:
         request["kernel"] = name
         line = json.dumps(request, sort_keys=True)
         if line not in self.answers:
-            try:
-                self.proc.stdin.write(line + "\n")
-                self.proc.stdin.flush()
-                answer = json.loads(self.proc.stdout.readline() or "{}")
-            except (OSError, ValueError):
-                answer = {}
+            answer = self._ask(line)
+            if answer is None:
+                # The compiler died on it (an assertion of MLIR's, say): asked once more, in a fresh child, and
+                # dead again it is the kernel's doing. Never left unchecked: a file could otherwise turn the check
+                # off for its later launches by killing the child once.
+                answer = self._ask(line)
+                if answer is None:
+                    answer = {"refused": "Triton's compiler crashed on this kernel (it would not compile for a GPU)"}
             if isinstance(answer.get("refused"), str):
                 self.answers[line] = ("compile", answer["refused"], None)
             elif isinstance(answer.get("rule"), str):
