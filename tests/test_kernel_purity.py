@@ -137,5 +137,8 @@ def test_the_compile_check_takes_triton_and_refuses_python(tmp_path, monkeypatch
         kind, message, _ = checker.check("pointer_to_pointer", ns["pointer_to_pointer"], [x, buf, 100], {"BLOCK": 128})
         assert kind == "compile" and "crashed" in message, message
         assert checker.check("reads_address", ns["reads_address"], [x, 100], {"BLOCK": 64})[0] == "rule"
+        # A launch the GPU's launcher could not type (a string that is no constexpr) is refused, not left unchecked.
+        kind, message, _ = checker.check("rms", ns["rms"], [x, out, "100"], {"BLOCK": 128})
+        assert kind == "compile" and "cannot be typed for a GPU" in message, message
     finally:
         checker.close()

@@ -74,8 +74,9 @@ class Specializer:
         self.target, self.backend = _target()
         self.binders: dict = {}
 
-    def describe(self, kernel, args: list, kwargs: dict) -> dict | None:
-        """The launch as a compile request, or None where it cannot be typed (the run then reports it)."""
+    def describe(self, kernel, args: list, kwargs: dict) -> dict | str:
+        """The launch as a compile request, or why it cannot be typed for a GPU (Triton's launcher would refuse
+        it there: a string that is not a constexpr, say)."""
         from triton.runtime.jit import JITFunction, create_function_from_signature
 
         fn = kernel.fn if not isinstance(kernel, JITFunction) else kernel
@@ -93,8 +94,8 @@ class Specializer:
                     "constexprs": [[list(path), _constant(v)] for path, v in constexprs.items()],
                     "attrs": [[list(path), v] for path, v in attrs.items()],
                     "options": {k: v for k, v in kwargs.items() if k in ("num_warps", "num_stages", "num_ctas")}}
-        except Exception:  # noqa: BLE001 - not typable here: not checked
-            return None
+        except Exception as exc:  # noqa: BLE001 - not typable for a GPU: refused, never left unchecked
+            return f"{type(exc).__name__}: {exc}"[:500]
 
 
 class Checker:
@@ -133,8 +134,9 @@ class Checker:
         """None when the launch compiles (or could not be checked); else (kind, message, line): "compile" with the
         compiler's reason, or "rule" for a kernel that reads or makes an address (judge.untrusted.addresses)."""
         request = self.specializer.describe(kernel, args, kwargs)
-        if request is None:
-            return None
+        if isinstance(request, str):
+            # Unchecked, its body could do anything the interpreter runs (and a GPU compiles nothing of it).
+            return ("compile", f"its arguments cannot be typed for a GPU, as Triton's launcher would: {request}", None)
         request["kernel"] = name
         line = json.dumps(request, sort_keys=True)
         if line not in self.answers:
