@@ -26,7 +26,8 @@ ALLOWED = {"PATH", "HOME", "TMPDIR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "P
            "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "HOSTNAME",
            "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "LC_ALL", "TERM",
            "PWD", "TORCHINDUCTOR_CACHE_DIR",  # set by bwrap's --chdir and by torch itself
-           "KINETO_LOG_LEVEL"}  # the worker's own, on a GPU: quiets the profiler of the judge's second clock
+           "KINETO_LOG_LEVEL",  # the worker's own, on a GPU: quiets the profiler of the judge's second clock
+           "HYPOTHESIS_NO_PLUGINS"}  # set by the judge package itself as the worker imports it (judge/__init__.py)
 
 
 def add(x, y):
