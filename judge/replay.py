@@ -31,12 +31,12 @@ What is decided here, and what it means:
   kernels reached ...");
 * a record the worker cut short (more than judge.shared.tracing.MAX_EVENTS
   launches and copies), a kernel argument of one of Triton's own types the
-  replay does not rebuild (a TensorDescriptor), and a replay that ran out of
-  time or memory are notes: the replay is skipped for that case, whose verdict
-  stands (see docs/design/replay.md for what that leaves open).
+  replay does not rebuild, and a replay that ran out of time or memory are
+  :class:`Skipped`: what that means for a test case is judge.proofs' (the
+  case is run again, or gets the verdict of the limit), for a timed call the
+  speed run's.
 
-The replay runs on the first passing case of every group and on one drawn
-case in eight (judge.session), and in the speed run on the timed call whose
+The replay runs on every passing case of the test groups (judge.proofs), and in the speed run on the timed call whose
 outputs are checked at every shape (:meth:`Replayer.check_bench`: the bench
 worker records its timed calls in judge.untrusted.trace's deferred form, and
 the replay worker makes the fresh inputs itself from judge.shared.bench_inputs
@@ -78,8 +78,10 @@ class Skipped:
     note: str
     counts: bool = True
     # The replay itself ran out of time, memory or output (not the record's doing): the speed run, which
-    # replays one timed call per shape, lets such a shape go with a note (judge.timing.speedrun).
+    # replays one timed call per shape, lets such a shape go with a note (judge.timing.speedrun); a test
+    # case gets the verdict its kernels earned alone (judge.proofs).
     limits: bool = False
+    reason: str = ""  # of a limit: "timeout", "memory", "output", or "run" (the run's own limit came first)
 COMPILE_HINT = ("in the interpreter a kernel body runs as Python, so Python calls, lists, loops over elements and "
                 "a tensor's .handle work there; a GPU compiles only Triton: tl operations on blocks, constexpr "
                 "arithmetic, the file's own @triton.jit functions")
@@ -312,6 +314,7 @@ class Replayer:
         cache = job.cache.with_name(job.cache.name + "-replay") if job.cache is not None else None
         self.job = replace(job, module=REPLAY_MODULE, scratch=self.scratch, cache=cache)
         self.channel: WorkerChannel | None = None
+        self._time_left = None  # during a test case's replay: the seconds left of the run's limit (check)
         self.ready = False
         self.closed = False  # for good (close): no worker is started again, say by a replay that was waiting
         self._life = threading.Lock()  # a start against close
@@ -392,12 +395,17 @@ class Replayer:
     # ------------------------------------------------------------------ one case
 
     def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str,
-              shared=contextlib.nullcontext) -> Outcome | Skipped | None:
+              shared=contextlib.nullcontext, time_left=None) -> Outcome | Skipped | None:
         """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the
-        answer). ``shared()`` is held around the replay's GPU work, not its compile pass (:meth:`precompile`)."""
-        self.precompile(reply.trace)
-        with shared():
-            return self._counted(self._check, params, inputs, reply, device)
+        answer). ``shared()`` is held around the replay's GPU work, not its compile pass (:meth:`precompile`).
+        ``time_left()``: seconds left of the run's limit, which no wait for the replay worker goes past."""
+        self._time_left = time_left
+        try:
+            self.precompile(reply.trace)
+            with shared():
+                return self._counted(self._check, params, inputs, reply, device)
+        finally:
+            self._time_left = None
 
     def check_bench(self, params: dict, specs: list, outputs: replies.BenchOutputs, device: str,
                     shared=contextlib.nullcontext) -> Outcome | Skipped | None:
@@ -426,7 +434,7 @@ class Replayer:
             self.replay_id += 1
             with timeline.span("replay: compile pass"):
                 self.channel.send_case({"type": "compile", "id": self.replay_id, "trace": record}, [])
-                done = self.channel.receive(replies.parse_compile_reply, timeout=2 * self.job.limits.case_seconds,
+                done = self.channel.receive(replies.parse_compile_reply, timeout=self._timeout()[0],
                                             max_bytes=1 << 16, expect_id=self.replay_id)
             self.timing["replay_precompiled"] += max(0, done.compiled)
         except (WorkerStartFailed, WorkerDied):
@@ -517,6 +525,9 @@ class Replayer:
     def _replay(self, trace, frames, input_bytes: int, extra: dict, answers_for, reply, device):
         """Send the record to the replay worker, compute the golden answers meanwhile, judge what comes back."""
         record, _ = encode(trace)
+        timeout, by_run = self._timeout()
+        if timeout <= 0:
+            return Skipped(f"{NOTE}: the run's time limit was reached", limits=True, reason="run")
         try:
             self._ensure()
         except (WorkerStartFailed, WorkerDied) as exc:
@@ -530,7 +541,8 @@ class Replayer:
                 t0 = time.monotonic()
                 answers = answers_for()
                 t0 = self._spent("replay_golden_seconds", t0)
-            result = self.channel.receive(replies.parse_replay_reply, timeout=2 * self.job.limits.case_seconds,
+            timeout, by_run = self._timeout()  # (the golden answers took some of it)
+            result = self.channel.receive(replies.parse_replay_reply, timeout=max(timeout, 0.1),
                                           max_bytes=8 * input_bytes + (1 << 20), expect_id=self.replay_id)
             self._spent("replay_wait_seconds", t0)
         except WorkerDied as died:
@@ -538,7 +550,8 @@ class Replayer:
             if died.reason in ("timeout", "memory", "output"):
                 why = {"timeout": "did not finish in time", "memory": "ran out of memory",
                        "output": "printed more than the limit"}[died.reason]
-                return Skipped(f"{NOTE}: the replay {why}", limits=True)
+                reason = "run" if died.reason == "timeout" and by_run else died.reason
+                return Skipped(f"{NOTE}: the replay {why}", limits=True, reason=reason)
             return Outcome(Verdict.RJ, "replayed alone on fresh inputs, your recorded launches "
                                        f"{'crashed the replay' if died.reason == 'crash' else 'broke the replay'}: "
                                        f"{died.detail}", {"replay": "died"})
@@ -551,6 +564,15 @@ class Replayer:
             return self._judge(trace, reply, result, answers, device)
         finally:
             self._spent("replay_judge_seconds", t0)
+
+    def _timeout(self) -> tuple[float, bool]:
+        """(seconds a wait for the replay worker may take now, whether the run's limit is what bounds it): twice
+        the case's limit, never past the run's (a kernel that stalls only when replayed runs no longer)."""
+        own = 2 * self.job.limits.case_seconds
+        left = self._time_left() if self._time_left is not None else None
+        if left is not None and left < own:
+            return left, True
+        return own, False
 
     def _spent(self, key: str, since: float) -> float:
         """Add the seconds since ``since`` to timing[key]; now (the next part's start)."""
@@ -592,6 +614,8 @@ class Replayer:
             if result.kind == "record":
                 return Outcome(Verdict.RJ, f"the record of the call could not be replayed ({where}): {err.message}",
                                {"replay": "record"})
+            if result.kind == "rule":
+                return Outcome(Verdict.RJ, f"{where}: {err.message}", {"replay": "rule", "error": err.as_dict()})
             if result.kind == "compile":
                 # The interpreter ran it as Python; Triton's compiler, for a GPU, refuses it (judge.untrusted.frontend).
                 return Outcome(Verdict.CE, f"the replay check: {where} would not compile for a GPU (sm_{kernel_source.COMPILE_ARCH}), "
@@ -686,57 +710,11 @@ class Replayers:
         finally:
             self._free.put(member)
 
-    def check(self, params: dict, inputs: list, reply, device: str, shared=contextlib.nullcontext):
-        return self._on_free(lambda m: m.check(params, inputs, reply, device, shared=shared))
+    def check(self, params: dict, inputs: list, reply, device: str, shared=contextlib.nullcontext, time_left=None):
+        return self._on_free(lambda m: m.check(params, inputs, reply, device, shared=shared, time_left=time_left))
 
     def check_bench(self, params: dict, specs: list, outputs, device: str, shared=contextlib.nullcontext):
         """A speed run's replay of a checked call (Replayer.check_bench) on a free member."""
         return self._on_free(lambda m: m.check_bench(params, specs, outputs, device, shared=shared))
 
 
-class ReplaySampler:
-    """Which passing cases the replay check replays, and what it found, for one run (judge.session).
-
-    The group's first case (when it passes) and one case in eight by a hash of the case (not the refill's
-    eighth): decided by the case alone, so the same cases are replayed whichever worker runs them, in
-    whatever order (the session tries the group's next passing cases in turn at its end when none of
-    these could be replayed). The run's threads call it: one replay at a time (one replay worker), and
-    the groups' state under a lock.
-    """
-
-    def __init__(self, replayer: "Replayer | Replayers", device: str):
-        self.replayer = replayer
-        self.device = device
-        self._lock = threading.Lock()
-        # One replay at a time per replay worker (Replayers hands each replay a free one of its own).
-        self._replay_lock = contextlib.nullcontext() if isinstance(replayer, Replayers) else threading.Lock()
-        self._replayed: set[str] = set()  # groups one of whose passing cases' launches was replayed alone
-        self._unreplayed: dict[str, str] = {}  # group -> why a passing case of it could not be replayed
-        self.notes: list[str] = []
-
-    def wants(self, group: str, params: dict, first: bool = False) -> bool:
-        return first or derive_seed("replay?", canonical(params)) % 8 == 0
-
-    def check(self, group: str, params: dict, inputs: list, reply, shared=contextlib.nullcontext) -> Outcome | None:
-        """The case's recorded launches, replayed alone on fresh inputs: RJ if they miss the answer. ``shared()``
-        is held around the replay's GPU work (judge.session: the GPU taken shared), not its compile pass."""
-        with self._replay_lock:
-            found = self.replayer.check(params, inputs, reply, self.device, shared=shared)
-        with self._lock:
-            if isinstance(found, Skipped):
-                if not any(n.startswith(found.note) for n in self.notes):
-                    self.notes.append(f"{found.note} (a case of group {group})")
-                if found.counts:
-                    self._unreplayed.setdefault(group, found.note)
-                else:
-                    self._replayed.add(group)
-                return None
-            self._replayed.add(group)
-        return found
-
-    def never_replayed(self, group: str) -> str | None:
-        """Why none of a passing group's cases could be replayed for a reason of the call's own, or None."""
-        with self._lock:
-            if group in self._replayed:
-                return None
-            return self._unreplayed.get(group)

@@ -283,7 +283,9 @@ class ReplayResult:
     outputs: tuple[Returned, ...] = ()
     writers: tuple[int | None, ...] = ()  # per output: the last event that changed its values
     event: int = -1  # on failure: the event that failed (-1: the request itself)
-    kind: str = ""  # on failure: "record" (the record asks for the impossible) or "run" (a kernel or operator raised)
+    # on failure: "record" (the record asks for the impossible), "run" (a kernel or operator raised), "compile" (a
+    # GPU would not compile it) or "rule" (a kernel reads or makes an address: judge.untrusted.addresses)
+    kind: str = ""
     error: ErrorInfo | None = None
     compiled: int = -1  # kernels the replay compiled as it ran (-1: not counted; 0 after a compile pass that did)
 
@@ -554,7 +556,7 @@ def _trace_value(x, what: str, depth: int = 0):
     if isinstance(x, float):
         return x  # infinities and NaN are values a kernel may be given
     if isinstance(x, str):
-        _need(len(x) <= tracing.MAX_NAME, f"{what}: a string over {tracing.MAX_NAME} characters")
+        _need(len(x) <= tracing.MAX_STRING, f"{what}: a string over {tracing.MAX_STRING} characters")
         return x
     _need(isinstance(x, dict) and len(x) == 1, f"{what}: a value must be a scalar or a tagged object")
     _need(depth < tracing.MAX_DEPTH, f"{what}: values nested deeper than {tracing.MAX_DEPTH}")
@@ -567,6 +569,10 @@ def _trace_value(x, what: str, depth: int = 0):
         return Tagged(tag, tuple(_trace_value(i, what, depth + 1) for i in v))
     if tag == "constexpr":
         return Tagged(tag, _trace_value(v, what, depth + 1))
+    if tag == "float":
+        _need(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < (1 << 64),
+              f"{what}: a float's bits must be an integer of 64 bits")
+        return Tagged(tag, v)
     if tag == "tensor_descriptor":
         d = _obj(v, f"{what}: a tensor descriptor")
         base = _trace_value(d.get("base"), what, depth + 1)
@@ -695,7 +701,8 @@ def parse_replay_reply(msg: dict, payloads: list, expect_id: int | None = None) 
     if msg.get("status") == "error":
         _no_tensors(msg, payloads)
         kind = msg.get("kind")
-        _need(kind in ("record", "run", "compile"), "a failed replay's kind must be 'record', 'run' or 'compile'")
+        _need(kind in ("record", "run", "compile", "rule"),
+              "a failed replay's kind must be 'record', 'run', 'compile' or 'rule'")
         return ReplayResult(rid, False, event=_int(msg.get("event"), "event", -1, tracing.MAX_EVENTS), kind=kind,
                             error=parse_error(dict(_obj(msg.get("error") or {}, "error"), category="runtime")))
     _need(msg.get("status") == "ok", "status must be 'ok' or 'error'")

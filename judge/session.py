@@ -38,7 +38,8 @@ from judge.options import (Options, limits_for, no_speed_run, planned_cases, rep
                            torch_device, torch_index)
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
-from judge.replay import Replayer, Replayers, ReplaySampler
+from judge.proofs import Proofs
+from judge.replay import Replayer, Replayers
 from judge.sandbox import Job
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
@@ -71,8 +72,9 @@ class Session:
         self._lanes: Lanes | None = None  # the workers' threads, running the groups' cases ahead (judge.lanes)
         self._plans: list[Plan] = []  # the groups' cases, drawn, as the lanes take them
         self._worker_locks: dict[int, threading.RLock] = {}  # id(worker) -> held by the thread using it
-        self._first: dict[str, str] = {}  # group -> its first case (canonical): refilled, and replayed first
-        self.replays: ReplaySampler | None = None
+        self._first: dict[str, str] = {}  # group -> its first case (canonical): refilled
+        # Every passing case's replay (judge.proofs): run beside the lanes, settled at the group's end.
+        self.replays: Proofs | None = None
         # JUDGE_REPLAY=0 turns the replay check off, to measure what it costs (tests/bench/RESULTS.md).
         self.replay_on = options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
         # Live progress (judge.progress): what runs now, reported from whichever thread runs it.
@@ -83,10 +85,6 @@ class Session:
         self._speed_run = None  # judge.timing.speedrun.SpeedRun, its workers spawned while tests still run
         self._speed_dropped: threading.Thread | None = None  # stopping the one spawned, after a group failed
         self._warm_cancel = threading.Event()  # the session is over: its CUDA warm-up stops waiting for the GPU
-        # Replays run in a thread of their own while the lanes go on with the next cases (_start_replay); a
-        # group's are settled at its end (_settle_replays). group -> [(case key, params, future)].
-        self._replay_thread = None
-        self._pending: dict[str, list] = {}
         self.claim: GpuClaim | None = None  # the GPU memory this run reserved (judge.gpu_claim), from run()
         self._capped = False  # this process's own GPU work capped to its share (_cap_own)
 
@@ -130,10 +128,8 @@ class Session:
             # Started now, it imports torch and Triton while the submission's worker does: cheaper than
             # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
             replayer.prestart()
-            self.replays = ReplaySampler(replayer, "cuda" if self.options.device == "cuda" else "cpu")
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._replay_thread = ThreadPoolExecutor(count, thread_name_prefix="judge-replay")
+            self.replays = Proofs(replayer, "cuda" if self.options.device == "cuda" else "cpu", workers=count,
+                                  time_left=self._time_left, run_seconds=self.limits.run_seconds)
         workers = len(self.workers.all)
         self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
         warm = self._warm_golden_device()
@@ -176,9 +172,8 @@ class Session:
             if self._capped:
                 gpu_budget.cap_own_process(torch_index(self.options.gpu), -self.claim.judge)
             self.progress.stage("stopping workers")
-            if self._replay_thread is not None:
-                self._replay_thread.shutdown(wait=True, cancel_futures=True)
             if self.replays is not None:
+                self.replays.shutdown()
                 self.replays.replayer.release()  # asks it to exit now; closed for good below, after the workers
             self.workers.stop()
             if self.replays is not None:
@@ -274,7 +269,9 @@ class Session:
                 # A worker died (or the run's time ran out) on an earlier case of
                 # this group; shrinking further would cost a full limit per try.
                 return Outcome(Verdict.AC, NOT_RUN)
-        outcome = self._run_new(group, params, self.workers.first)
+        # (A case asked for while shrinking is one of Hypothesis's tries at a smaller failure: the group has
+        # failed already, so it is not replayed.)
+        outcome = self._run_new(group, params, self.workers.first, replay=not self._shrinking)
         with self._lock:
             self._frozen = self._frozen or _freezes(outcome)
             shrinking = self._shrinking
@@ -294,13 +291,13 @@ class Session:
         outcome = self._run_new(plan.group, params, ex)
         return LaneOutcome(outcome.passed, _freezes(outcome), counted=True)
 
-    def _run_new(self, group: Group, params: dict, ex: Exchange) -> Outcome:
-        """Run a case on worker ``ex`` (the run's time limit permitting) and cache its outcome."""
-        waited = self.gpu_wait_seconds + self.claim.waited_seconds  # (others' speed runs, others' memory)
-        if time.monotonic() - self.started - waited > self.limits.run_seconds:
-            outcome = Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
+    def _run_new(self, group: Group, params: dict, ex: Exchange, replay: bool = True) -> Outcome:
+        """Run a case on worker ``ex`` (the run's time limit permitting) and cache its outcome; a passing one's
+        replay starts (``replay``)."""
+        if self._time_left() < 0:
+            outcome = self._run_limit()
         else:
-            outcome = self._execute(group, params, ex)
+            outcome = self._execute(group, params, ex, replay)
         with self._lock:
             self._cache[f"{group.name}|{canonical(params)}"] = outcome
         return outcome
@@ -312,11 +309,20 @@ class Session:
         with self._lock:
             return self._worker_locks.setdefault(id(ex), threading.RLock())
 
-    def _execute(self, group: Group, params: dict, ex: Exchange) -> Outcome:
-        with self._holding(ex):
-            return self._execute_held(group, params, ex)
+    def _time_left(self) -> float:
+        """Seconds left of the run's limit (waits for other judges, their speed runs on the GPU and their GPU
+        memory, are not the run's time)."""
+        waited = self.gpu_wait_seconds + (self.claim.waited_seconds if self.claim is not None else 0.0)
+        return self.limits.run_seconds - (time.monotonic() - self.started - waited)
 
-    def _execute_held(self, group: Group, params: dict, ex: Exchange) -> Outcome:
+    def _run_limit(self) -> Outcome:
+        return Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.limits.run_seconds:g} s")
+
+    def _execute(self, group: Group, params: dict, ex: Exchange, replay: bool = True) -> Outcome:
+        with self._holding(ex):
+            return self._execute_held(group, params, ex, replay)
+
+    def _execute_held(self, group: Group, params: dict, ex: Exchange, replay: bool = True) -> Outcome:
         if not ex.alive:
             failure = ex.start()
             if failure is not None:
@@ -329,86 +335,51 @@ class Session:
             params2 = dict(params, seed=derive_seed("refill", params["seed"]))
             outcome2, got2, _, _ = self._call(ex, "refill", params2, input_bytes, group=group)
             outcome = judge_refill(got, (outcome2, got2)) or outcome
-        replayable = calls.replayed(self.problem, group, self.options.interpret)
-        if not replayable and self.replays is not None:
-            with self._lock:
-                if calls.NOT_REPLAYED not in self.notes:
-                    self.notes.append(calls.NOT_REPLAYED)
-        first = self._first.get(group.name) == canonical(params)
-        if (outcome.passed and last is not None and self.replays is not None and replayable
-                and self.replays.wants(group.name, params, first=first)):
-            self._start_replay(group, params, last)
+        if self.replays is not None and outcome.passed and last is not None and replay:
+            replayable = calls.replayed(self.problem, group, self.options.interpret)
+            if not replayable:
+                with self._lock:
+                    if calls.NOT_REPLAYED not in self.notes:
+                        self.notes.append(calls.NOT_REPLAYED)
+            self.replays.passed(group.name, params, last, replayable, self._gpu_shared)
         return outcome
 
-    def _start_replay(self, group: Group, params: dict, last: tuple) -> None:
-        """Replay a passing case's launches (judge.replay) in the replay thread; the lane goes on meanwhile
-        (in the interpreter on 2 cores the replay worker's kernels run on the other core). What it finds is
-        taken at the group's end, in the cases' order (_settle_replays)."""
-        def replay():
-            with timeline.span(f"replay ({group.name})"):
-                return self.replays.check(group.name, params, *last, shared=self._gpu_shared)
-
-        future = self._replay_thread.submit(replay)
-        with self._lock:
-            self._pending.setdefault(group.name, []).append((canonical(params), params, future))
-
-    def _replay_in_turn(self, group: Group, passed: list[dict]) -> tuple[dict, Outcome] | None:
-        """A passing group none of whose replays went through for a reason of the call's own (a record cut
-        short, say): its passing cases after the first, each run again and replayed at once, in their order,
-        until one goes through or one is found out. Done here, after the lanes, so that which cases are
-        tried depends on the cases alone, not on when the first replay came back. (params, outcome) of a
-        finding, or None; what is left unreplayed is the group's RJ (_never_replayed)."""
-        if self.replays is None or self.replays.never_replayed(group.name) is None:
-            return None
-        ex = self.workers.first
-        for params in passed[1:]:
-            if self.replays.never_replayed(group.name) is None:
-                return None
-            with self._holding(ex):
-                if not ex.alive and ex.start() is not None:
-                    return None
-                outcome, _, _, last = self._call(ex, "case", params, group=group)
-            if not outcome.passed:
-                return params, outcome
-            found = self.replays.check(group.name, params, *last, shared=self._gpu_shared)
-            if found is not None:
-                return params, self._judged_finding(found, group)
-        return None
-
     def _settle_replays(self, group: Group, order: dict, failed_at: int | None) -> tuple[dict, Outcome] | None:
-        """The group's replays, waited for; the first finding (in the order the group's run asked for the cases)
-        that comes before its first failing case, as (params, outcome), or None. The same finding as if each
-        replay had been waited for in its case: there it would have been the group's first failure. Replays of
-        cases past the first failure (Hypothesis's tries while shrinking, cases run ahead) only count as done."""
-        with self._lock:
-            pending = self._pending.pop(group.name, [])
-        last = failed_at if failed_at is not None else float("inf")
-        found_first = None
-        waiting = any(not f.done() for _, _, f in pending)
-        if waiting:
-            self.progress.lane(0, progress_words.REPLAYING)  # the group waits for its last replays
-        t0 = time.monotonic()
-        try:
-            results = [(key, params, future.result()) for key, params, future
-                       in sorted(pending, key=lambda x: order.get(x[0], float("inf")))]
-        finally:
-            if waiting:
-                self.progress.lane(0, None)
-            # What the test groups waited, after their cases, for their replays to come back.
-            self.timing["replay_settle_seconds"] = round(
-                self.timing.get("replay_settle_seconds", 0.0) + time.monotonic() - t0, 3)
-            timeline.add(f"settle {group.name}'s replays", t0, time.monotonic(), replays=len(pending))
-        for key, params, found in results:
-            if found_first is not None or found is None or order.get(key, float("inf")) >= last:
-                continue
-            found_first = (params, self._judged_finding(found, group))
-        return found_first
+        """The group's replays (judge.proofs.Proofs.settle): the first finding before its first failing case,
+        as (params, outcome), or None."""
+        if self.replays is None:
+            return None
+
+        def waiting(on: bool) -> None:
+            self.progress.lane(0, progress_words.REPLAYING if on else None)
+
+        found, seconds = self.replays.settle(group.name, order, failed_at, lambda p: self._again(group, p),
+                                             lambda found: self._judged_finding(found, group), waiting)
+        # What the test groups waited, after their cases, for their replays to come back.
+        self.timing["replay_settle_seconds"] = round(self.timing.get("replay_settle_seconds", 0.0) + seconds, 3)
+        return found
+
+    def _again(self, group: Group, params: dict) -> tuple[Outcome, tuple | None]:
+        """A passing case whose record could not be replayed, run once more in the first worker (the run's limit
+        permitting): (its outcome, (inputs, reply) when it passed)."""
+        if self._time_left() < 0:
+            return self._run_limit(), None
+        ex = self.workers.first
+        with self._holding(ex):
+            if not ex.alive:
+                failure = ex.start()
+                if failure is not None:
+                    return failure, None
+            outcome, _, _, last = self._call(ex, "case", params, group=group)
+        return outcome, last
 
     def _judged_finding(self, found: Outcome, group: Group) -> Outcome:
         """A replay's finding; one that carries its fresh inputs (wrong on them) has them judged in the
         submission's own worker first (_fresh_case_in_worker)."""
         if found.case is None:
             return found
+        if self._time_left() < 0:
+            return self._run_limit()
         ex = self.workers.first
         with self._holding(ex):
             failure = ex.start() if not ex.alive else None
@@ -474,16 +445,6 @@ class Session:
         if self.options.device == "cuda" and not self.options.interpret and self._lane_compiling.get(lane, True):
             return progress_words.COMPILING, ""
         return progress_words.TESTING, ""
-
-    def _never_replayed(self, group: Group) -> GroupResult | None:
-        """RJ for a passing group none of whose cases could be replayed for a reason of the call's own."""
-        why = self.replays.never_replayed(group.name) if self.replays is not None else None
-        if why is None:
-            return None
-        return GroupResult(group.name, group.about, group.points, False, 0, Verdict.RJ,
-                           message=f"none of this group's passing cases could be replayed alone on fresh inputs "
-                                   f"({why}); at least one must be",
-                           details={"replay": "none"})
 
     def _call(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None = None, *, group: Group):
         """Build the case's inputs, send them to worker ``ex``, compute the expected answers meanwhile, judge
@@ -661,15 +622,9 @@ class Session:
         (or, where none of its replays went through, the replays in turn), else what its cases found."""
         group, failure = run.group, run.failure
         late = self._settle_replays(group, run.order, run.failed_at)
-        if late is None and failure is None:
-            late = self._replay_in_turn(group, run.passed)
         if late is not None:
             failure = CaseFailed(*late)
         if failure is None:
-            never = self._never_replayed(group)
-            if never is not None:
-                never.cases_run = run.cases_run
-                return never
             return GroupResult(group.name, group.about, group.points, True, run.cases_run)
         return GroupResult(
             name=group.name, about=group.about, points=group.points, passed=False, cases_run=run.cases_run,
@@ -833,7 +788,8 @@ class Session:
         data = self.submission.read_bytes() if self.submission.is_file() else b""
         ex = self.workers.first if self.workers else None
         timing = {**(self.workers.timing() if self.workers else {}),
-                  **(self.replays.replayer.timing if self.replays else {}), **self.timing}
+                  **(self.replays.replayer.timing if self.replays else {}),
+                  **(self.replays.tally if self.replays else {}), **self.timing}
         if self.claim is not None and self.claim.waited_seconds:
             timing["gpu_admission_wait_seconds"] = self.claim.waited_seconds  # for other judges' GPU memory
         return Report(

@@ -78,10 +78,10 @@ CASES = [
     ("93", R93 / "exploit4_wraps_swaps_kernel_source.py", "the kernel vec_add (Triton compiled another source"),
     # Only the replay check catches these (judge.replay): the values come from plain Python over the
     # inputs' bytes, and a copy into an output that a do-nothing kernel is handed is all the watch sees.
-    ("93", R93 / "exploit2_bytes_proc_mem.py", "the replay check"),
+    ("93", R93 / "exploit2_bytes_proc_mem.py", "a submission may not write beneath /proc"),
     ("93", R93 / "exploit2_bytes_repr_bits.py", "the replay check"),
     ("93", R93 / "exploit2_noop_proc_mem_tensor.py", "the replay check"),
-    ("93", R93 / "redteam_replay_flood.py", "none of this group's passing cases could be replayed"),
+    ("93", R93 / "redteam_replay_flood.py", "could not be replayed alone on fresh inputs, twice"),
     # (with the scan on, refused before it runs: not one of the replay-only cases below)
     ("93", R93 / "exploit3_timeit_generated_code.py", "data from outside your kernels reached"),
     # A kernel that runs otherwise in the worker than replayed: a constant it reads changed around its launch

@@ -184,3 +184,17 @@ def test_the_worker_looks_into_the_namespaces_operator(tmp_path):
     assert "graph break" in message and "a Triton kernel launched outside a registered operator" in message
     assert frames and frames[-1]["function"] == "plain"
     assert len(got["libraries"]) == 1 and "namespace 'aten' (kind IMPL)" in got["libraries"][0]
+
+
+def test_the_forwards_outputs_are_copied_before_the_backward_runs():
+    # A grad group's forward outputs are read before the backward (the file's code, unwatched) runs: a copy, not a
+    # view of the tensor's own memory, which the backward could rewrite after the call (issue 40).
+    from judge.untrusted.outputs import describe_outputs
+
+    out = torch.arange(6, dtype=torch.float32)
+    _, viewed = describe_outputs(out)
+    _, copied = describe_outputs(out, copy=True)
+    before = bytes(copied[0][1])
+    out.fill_(-1.0)  # what a backward could do to the forward's answer
+    assert bytes(copied[0][1]) == before
+    assert bytes(viewed[0][1]) != before  # (the view the worker sent otherwise: rewritten with the tensor)

@@ -99,9 +99,8 @@ def test_a_replays_finding_is_the_groups_failure_though_a_later_case_failed_firs
 
 
 # Honest, but the record of its first two calls (a case and its refill) overflows its bound (5000 fills of a
-# scratch buffer): the group's first replay is skipped. Its next passing case must then be replayed, and the
-# case tried must not depend on when the skipped replay came back (the lanes go on meanwhile):
-# judge.session._replay_in_turn tries the group's passing cases in their order at its end.
+# scratch buffer): that case's replay cannot go through. Every passing case must be replayed (judge.proofs), so
+# the case is run once more in the worker and that record replayed: the group passes, every case proven.
 FIRST_CALLS_FLOODED = (ROOT / "reference" / "093-vector-add.py").read_text().replace(
     "def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n",
     "CALLS = [0]\n\n\ndef add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n"
@@ -113,20 +112,29 @@ FIRST_CALLS_FLOODED = (ROOT / "reference" / "093-vector-add.py").read_text().rep
 
 
 @pytest.mark.corpus
-def test_a_group_whose_first_replay_was_skipped_replays_its_next_case(tmp_path, monkeypatch):
-    import judge.replay
-
+def test_a_case_whose_record_could_not_be_replayed_is_run_again_and_replayed(tmp_path):
     assert "CALLS[0] <= 2" in FIRST_CALLS_FLOODED
     path = tmp_path / "first_calls_flooded.py"
     path.write_text(FIRST_CALLS_FLOODED)
-    # None of the cases among the one in eight replayed anyway (ReplaySampler.wants): only the tries in
-    # turn can replay the group.
-    monkeypatch.setattr(judge.replay, "derive_seed", lambda *a: 1)
     report = Session(find_problem("93"), path, Options(sandbox="process", seed=3, workers=1, group="block-edges",
                                                        limits={"case_seconds_interpret": 10})).run()
     assert report.verdict.value == "AC", report.message
-    assert any("replay not possible" in n for n in report.notes), report.notes
-    assert report.timing["replays"] >= 2
+    t = report.timing
+    assert t["cases_proven"] == t["cases_passed"] > 1 and t["replays"] == t["cases_passed"] + 1, t
+
+
+# Flooded at every call: no record of it can be replayed, so no case can be proven.
+ALWAYS_FLOODED = FIRST_CALLS_FLOODED.replace("if CALLS[0] <= 2:", "if CALLS[0] > 0:")
+
+
+@pytest.mark.corpus
+def test_a_case_never_replayable_is_rejected(tmp_path):
+    path = tmp_path / "always_flooded.py"
+    path.write_text(ALWAYS_FLOODED)
+    report = Session(find_problem("93"), path, Options(sandbox="process", seed=3, workers=1, group="block-edges",
+                                                       limits={"case_seconds_interpret": 10})).run()
+    assert report.verdict.value == "RJ", report.message
+    assert "could not be replayed alone on fresh inputs, twice" in report.message, report.message
 
 
 @pytest.mark.parametrize("cores, gib, cap_mb, expected", [

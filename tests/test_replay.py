@@ -26,6 +26,7 @@ import pytest
 import torch
 
 from judge import replies
+from judge.shared import tracing
 from judge.replay import encode, outside_source, validate
 from judge.shared import kernel_source, tracing
 
@@ -283,7 +284,9 @@ def test_the_recorder_sees_launches_options_and_copies(recorded):
     launch = next(e for e in rec["events"] if e.get("kernel") == "scale_kernel")
     # The autotuner's choice (first config in the interpreter) and the grid it resolved from it.
     assert launch["kwargs"]["BLOCK"] == 32 and launch["kwargs"]["num_warps"] == 2 and launch["grid"] == [1]
-    assert launch["kwargs"]["OUT"] == {"tl_dtype": "fp32"} and launch["args"][3] == {"tuple": [1.0, 1.0]}
+    # Floats by their 64 bits (a NaN's payload too: JSON keeps none).
+    one = {"float": tracing.float_bits(1.0)}
+    assert launch["kwargs"]["OUT"] == {"tl_dtype": "fp32"} and launch["args"][3] == {"tuple": [one, one]}
     assert launch["args"][0] == {"ref": [0, 4, [16], [1], "float32"]}
     heur = rec["events"][-1]
     assert heur["kwargs"]["BLOCK"] == 32  # the heuristic's value
@@ -559,7 +562,7 @@ def test_two_replay_workers_replay_two_cases_at_once_and_their_time_is_summed(mo
         def __init__(self):
             self.timing = {"replays": 0, "replay_seconds": 0.0}
 
-        def check(self, params, inputs, reply, device, shared=None):
+        def check(self, params, inputs, reply, device, shared=None, time_left=None):
             both_in.wait()  # passes only when the other member is replaying at the same time
             self.timing["replays"] += 1
             self.timing["replay_seconds"] += 1.5
@@ -578,3 +581,30 @@ def test_two_replay_workers_replay_two_cases_at_once_and_their_time_is_summed(mo
     assert replay_workers("cuda", False, lone=False) == 1 and replay_workers("cpu", True, lone=True) == 1
     monkeypatch.setenv("JUDGE_REPLAY_WORKERS", "3")
     assert replay_workers("cuda", False, lone=False) == 3
+
+
+def test_scalars_are_recorded_exactly_and_strings_whole_or_not_at_all():
+    """A NaN's payload and a long string once told the worker from its replay (issue 40: JSON kept no payload, and
+    strings were cut at 300 characters): floats travel by their bits, strings whole up to a bound, else refused."""
+    import struct
+
+    from judge.untrusted.replay import Replay
+    from judge.untrusted.trace import Recorder
+
+    rec = Recorder([], "cpu")
+    payload = struct.unpack("<d", struct.pack("<Q", 0x7FFC000000000123))[0]
+    for value in (payload, -0.0, float("inf"), 1e-310, 0.1):
+        recorded = json.loads(json.dumps(rec.value(value)))  # as it crosses the pipe
+        parsed = replies._trace_value(recorded, "test")
+        back = Replay({}, [], "cpu", "x.py").value({"float": parsed.value})
+        assert struct.pack("<d", back) == struct.pack("<d", value), (value, recorded)
+    whole = "s" * tracing.MAX_STRING
+    assert rec.value(whole) == whole and replies._trace_value(whole, "test") == whole
+    long = rec.value("s" * (tracing.MAX_STRING + 1))
+    assert long == {"opaque": f"string of {tracing.MAX_STRING + 1} characters (at most {tracing.MAX_STRING} are "
+                              "recorded)"}
+    trace = replies.Trace(storages=(), events=(replies.TraceEvent("launch", kernel="k", grid=(1,),
+                                                                  args=(replies._trace_value(long, "t"),)),),
+                          outputs=())
+    found = validate(trace, {"k"}, {}, "cpu", "f.py")
+    assert found[0] == "RJ" and "string of 4097 characters" in found[1], found

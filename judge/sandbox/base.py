@@ -163,6 +163,7 @@ class Backend:
 
 
 INSIDE_CACHE = "/judge/cache"  # where the sandboxes mount Job.cache
+HASH_SEED = "0"  # every worker's PYTHONHASHSEED (worker_env)
 
 
 def make_cache(path: Path, interpret: bool, seed: bool = True) -> None:
@@ -206,6 +207,10 @@ def worker_env(job: Job, *, code_root: str, scratch: str, cache: str | None = No
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1",
         "PYTHONSAFEPATH": "1",
+        # One hash seed for every worker, the submission's and the replay's: host code that runs where a kernel
+        # is compiled or interpreted (a constexpr function iterating a set of strings) computes the same in
+        # both, whichever process spawned them (a pool's driver, a job). It is no secret: nothing else hashes.
+        "PYTHONHASHSEED": HASH_SEED,
         "LANG": "C.UTF-8",
         # Compiled kernels: in a directory this submission's content alone shares (Job.cache), else scratch.
         "TRITON_CACHE_DIR": cache or os.path.join(scratch, "triton-cache"),

@@ -313,19 +313,51 @@ def extract(source: str) -> Extracted:
     out.unbound = {n for n, kept in state.items() if not kept} | _globals_declared(tree)
     out.kernels = [k for k in out.kernels if k not in out.unbound]
     kept = {n for n, k in state.items() if k} - out.unbound
+    modules = {}  # a kept name bound to a module or to a module's attribute -> its dotted path
+    for step in out.steps:
+        binds = [step] if isinstance(step, Bind) else [b for alt in step.alternatives for b in alt] \
+            if isinstance(step, TryBinds) else []
+        for b in binds:
+            if b.name != "*" and b.name in kept:
+                modules[b.name] = b.module if b.attr is None else f"{b.module}.{b.attr}"
     for step in out.steps:
         if isinstance(step, Code) and step.kind == "constexpr_function":
-            out.impure += [(line, step.name, why) for line, why in _impurities(step.node, kept)]
+            out.impure += [(line, step.name, why) for line, why in _impurities(step.node, kept, modules)]
     return out
 
 
-# Built-ins a constexpr function may call or name: pure functions of their arguments.
+# Built-ins a constexpr function may call or name: pure functions of their arguments, whatever process runs
+# them. Not hash, id, repr, str, ascii or format: an object's hash or text can hold its address, and a string's
+# hash its process's seed (the workers share one, judge.sandbox.base.HASH_SEED; a function's address they
+# do not).
 PURE_BUILTINS = CONST_CALLS | frozenset({
-    "len", "range", "isinstance", "str", "tuple", "all", "any", "sum", "sorted", "reversed", "zip", "enumerate",
-    "divmod", "hash", "repr", "True", "False", "None", "ValueError", "TypeError", "AssertionError"})
+    "len", "range", "isinstance", "tuple", "all", "any", "sum", "sorted", "reversed", "zip", "enumerate",
+    "divmod", "True", "False", "None", "ValueError", "TypeError", "AssertionError"})
+# What of Triton a constexpr function may reach through a module: its language (types, dtypes, constants) and
+# a few pure helpers; not its runtime state (triton.knobs: the kernel cache's path, which differs from the
+# replay's; triton.runtime: the driver), which is the process's, not the arguments'.
+PURE_MODULES = ("triton.language", "math")
+PURE_TRITON = frozenset({"triton.cdiv", "triton.next_power_of_2", "triton.constexpr", "triton.language"})
 
 
-def _impurities(fn: ast.FunctionDef, kept: set[str]) -> list[tuple[int, str]]:
+def _module_path(n: ast.Attribute, modules: dict) -> str | None:
+    """The dotted path an attribute chain reads through a module the file imported, or None."""
+    name = _dotted(n)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    if head not in modules:
+        return None
+    return f"{modules[head]}.{rest}" if rest else modules[head]
+
+
+def _impure_module_path(path: str) -> bool:
+    if any(path == m or path.startswith(m + ".") for m in PURE_MODULES):
+        return False
+    return not any(path == t or path.startswith(t + ".") for t in PURE_TRITON)
+
+
+def _impurities(fn: ast.FunctionDef, kept: set[str], modules: dict | None = None) -> list[tuple[int, str]]:
     """Why a ``@triton.constexpr_function`` is not a pure function of its arguments and the file's kept names.
 
     Its body is host Python that runs while a kernel is compiled (or interpreted): in
@@ -334,9 +366,14 @@ def _impurities(fn: ast.FunctionDef, kept: set[str]) -> list[tuple[int, str]]:
     at run time, state it keeps in a mutable default, whether a lookup fails), it
     could tell the two apart and make the replayed kernel honest and the judged one
     a no-op: a red team got AC that way. So it may read only its arguments, its own
-    locals, the file's kept constants, Triton, math and pure built-ins; no try,
-    global, nested function, mutable default or private attribute.
+    locals, the file's kept constants, Triton's language, math and pure built-ins; no try,
+    global, nested function, mutable default or private attribute; and nothing whose
+    value depends on where objects lie in memory or on the process's hash seed (an
+    object's hash or text, a set's order).
     """
+    modules = modules or {}
+    parents = {id(child): node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
+    decorators = {id(x) for d in fn.decorator_list for x in ast.walk(d)}  # the decorator itself: not its body
     found = []
     args = fn.args
     params = {a.arg for a in args.posonlyargs + args.args + args.kwonlyargs}
@@ -356,7 +393,7 @@ def _impurities(fn: ast.FunctionDef, kept: set[str]) -> list[tuple[int, str]]:
             found.append((d.lineno, "a default that is not a constant (it can keep state between calls)"))
     allowed = locals_ | kept | PURE_BUILTINS
     for n in ast.walk(fn):
-        if n is fn:
+        if n is fn or id(n) in decorators:
             continue
         if isinstance(n, (ast.Try, ast.ExceptHandler)) or type(n).__name__ == "TryStar":
             found.append((n.lineno, "a try statement (a failing lookup can tell one process from another)"))
@@ -368,6 +405,20 @@ def _impurities(fn: ast.FunctionDef, kept: set[str]) -> list[tuple[int, str]]:
             found.append((n.lineno, "a generator"))
         elif isinstance(n, ast.Attribute) and n.attr.startswith("_"):
             found.append((n.lineno, f"the private attribute .{n.attr}"))
+        elif isinstance(n, ast.Attribute) and n.attr in ("format", "format_map"):
+            found.append((n.lineno, f"str.{n.attr} (an object's text can hold its address)"))
+        elif (isinstance(n, ast.Attribute) and not isinstance(parents.get(id(n)), ast.Attribute)
+              and (path := _module_path(n, modules)) is not None and _impure_module_path(path)):
+            found.append((n.lineno, f"{path} (Triton's state in the process, not a function of the arguments)"))
+        elif (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in modules
+              and not isinstance(parents.get(id(n)), ast.Attribute) and _impure_module_path(modules[n.id])):
+            found.append((n.lineno, f"the module {n.id} as a value (only what it holds may be read)"))
+        elif isinstance(n, (ast.Set, ast.SetComp)):
+            found.append((n.lineno, "a set (its order follows its items' hashes, which can differ from one "
+                                    "process to another)"))
+        elif isinstance(n, ast.FormattedValue) or (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and (
+                isinstance(n.left, ast.JoinedStr) or isinstance(n.left, ast.Constant) and isinstance(n.left.value, str))):
+            found.append((n.lineno, "a formatted string (an object's text can hold its address)"))
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in allowed:
             found.append((n.lineno, f"the name {n.id}, which is neither one of its arguments nor a constant, "
                                     "Triton or math"))

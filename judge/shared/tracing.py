@@ -20,8 +20,10 @@ A record is JSON::
 
 A tensor is a reference ``{"ref": [storage id, offset, shape, strides, dtype]}``
 into a storage (offset and strides in elements of its dtype); a view needs no
-event of its own. Other values are JSON scalars (ints, floats, booleans, null,
-strings) or tagged objects: ``{"tuple": [...]}``, ``{"list": [...]}``,
+event of its own. Other values are JSON scalars (ints, booleans, null, strings of at most
+MAX_STRING characters) or tagged objects: ``{"float": bits}`` (a float by
+the 64 bits of its IEEE double, so that a NaN's sign and payload and every
+other value arrive exactly), ``{"tuple": [...]}``, ``{"list": [...]}``,
 ``{"tl_dtype": "fp32"}``, ``{"constexpr": value}``, ``{"torch_dtype":
 "float32"}``, ``{"device": "cuda:0"}``, ``{"layout": "strided"}``,
 ``{"memory_format": "contiguous_format"}``, ``{"tensor_descriptor": {"base":
@@ -40,6 +42,9 @@ MAX_SEQ = 64  # items in one tuple or list
 MAX_JSON = 512 << 10  # the record's JSON, at most (a reply's JSON frame holds 1 MiB)
 MAX_DIMS = 8
 MAX_NAME = 300
+# A string argument is recorded whole up to this length; a longer one is not recorded at all (an opaque
+# value, which the judge refuses): never cut, or the replay would run on another string than the worker.
+MAX_STRING = 4096
 
 # PyTorch operators (aten, by overload packet) that the replay redoes: each
 # makes new memory or writes into memory. Every other operator the worker's
@@ -56,12 +61,28 @@ REPLAYED = MAKES | WRITES
 
 # Tags of the values the replay can rebuild, besides JSON scalars and tensor references.
 TAGS = ("tuple", "list", "tl_dtype", "constexpr", "torch_dtype", "device", "layout", "memory_format",
-        "tensor_descriptor", "opaque")
+        "tensor_descriptor", "float", "opaque")
 LAYOUTS = ("strided",)
 MEMORY_FORMATS = ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d")
 # Triton element types a kernel may be handed as a value (str(tl.float32) == "fp32").
 TL_DTYPES = ("int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "fp8e4nv", "fp8e5",
              "fp8e4b15", "fp8e4b8", "fp8e5b16", "fp16", "bf16", "fp32", "fp64", "void")
+
+
+def float_bits(value: float) -> int:
+    """A float as the 64 bits of its IEEE double (the record's ``{"float": bits}``)."""
+    import struct
+
+    return struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+def bits_float(bits: int) -> float:
+    """The float whose IEEE double has these 64 bits (ValueError: not 64 bits)."""
+    import struct
+
+    if not isinstance(bits, int) or isinstance(bits, bool) or not 0 <= bits < (1 << 64):
+        raise ValueError("a float's bits must be an integer of 64 bits")
+    return struct.unpack("<d", struct.pack("<Q", bits))[0]
 
 
 def snapshot_budget(input_bytes: int) -> int:

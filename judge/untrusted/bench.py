@@ -63,7 +63,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from judge.shared import bench_inputs
-from judge.untrusted import determinism
+from judge.untrusted import determinism, streams
 from judge.untrusted.outputs import describe_outputs, kind_of
 
 HOLD_MARGIN = 1.5  # the hold is this many times the host time it must cover ...
@@ -235,7 +235,7 @@ class BenchState:
             evidence = {"own_launches": dict(watch.own_launches), "other_launches": dict(watch.other_launches),
                         "torch_ops": dict(watch.ops), "calls_without_own_launch": 0,
                         "started": guard.take_events(),
-                        "tampered": integrity.changed(baseline) + constants.take()}
+                        "tampered": integrity.changed(baseline) + constants.take() + streams.take()}
         finally:
             determinism.restore(torch, saved)
         return {"type": "bench_result", "id": msg.get("id"), "status": "ok", "shape": shape, "mode": "events",
@@ -313,7 +313,7 @@ class BenchState:
                 merged.update(self.timed_ops)
                 evidence["torch_ops"] = dict(merged)
             evidence["started"] = guard.take_events()
-            evidence["tampered"] = integrity.changed(baseline) + constants.take()
+            evidence["tampered"] = integrity.changed(baseline) + constants.take() + streams.take()
             if not profile:
                 self.kept[shape] = kept if keep else {}
                 self.records[shape] = records if keep else {}
@@ -514,7 +514,7 @@ class BenchState:
             graph = torch.cuda.CUDAGraph()
             outs, counts, recs = [], [], []
             with guard.watching() as watch:
-                with torch.cuda.graph(graph):
+                with torch.cuda.graph(graph), streams.judges():  # its capture stream is the judge's
                     for a in sets:
                         before = sum(watch.own_launches.values())
                         out, rec = self._recorded(watch, fn, a)

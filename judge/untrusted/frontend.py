@@ -74,8 +74,9 @@ class Specializer:
         self.target, self.backend = _target()
         self.binders: dict = {}
 
-    def describe(self, kernel, args: list, kwargs: dict) -> dict | None:
-        """The launch as a compile request, or None where it cannot be typed (the run then reports it)."""
+    def describe(self, kernel, args: list, kwargs: dict) -> dict | str:
+        """The launch as a compile request, or why it cannot be typed for a GPU (Triton's launcher would refuse
+        it there: a string that is not a constexpr, say)."""
         from triton.runtime.jit import JITFunction, create_function_from_signature
 
         fn = kernel.fn if not isinstance(kernel, JITFunction) else kernel
@@ -93,35 +94,67 @@ class Specializer:
                     "constexprs": [[list(path), _constant(v)] for path, v in constexprs.items()],
                     "attrs": [[list(path), v] for path, v in attrs.items()],
                     "options": {k: v for k, v in kwargs.items() if k in ("num_warps", "num_stages", "num_ctas")}}
-        except Exception:  # noqa: BLE001 - not typable here: not checked
-            return None
+        except Exception as exc:  # noqa: BLE001 - not typable for a GPU: refused, never left unchecked
+            return f"{type(exc).__name__}: {exc}"[:500]
 
 
 class Checker:
     """The child process, and the answers it gave (one per kernel and specialization)."""
 
     def __init__(self, path: str):
-        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "judge.untrusted.frontend", path], env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.path = path
+        self.proc = self._start()
         self.specializer = Specializer()
         self.answers: dict = {}
 
-    def check(self, name: str, kernel, args: list, kwargs: dict) -> str | None:
-        """None when the launch compiles (or could not be checked); else the compiler's reason."""
-        request = self.specializer.describe(kernel, args, kwargs)
-        if request is None:
+    def _start(self):
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        return subprocess.Popen([sys.executable, "-m", "judge.untrusted.frontend", self.path], env=env,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def _ask(self, line: str) -> dict | None:
+        """The child's answer to one request; None when it died on it (it is started afresh for the next)."""
+        try:
+            self.proc.stdin.write(line + "\n")
+            self.proc.stdin.flush()
+            text = self.proc.stdout.readline()
+        except (OSError, ValueError):
+            text = ""
+        if not text:
+            self.close()
+            self.proc = self._start()
             return None
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            return {}
+        return answer if isinstance(answer, dict) else {}
+
+    def check(self, name: str, kernel, args: list, kwargs: dict) -> tuple[str, str, int | None] | None:
+        """None when the launch compiles (or could not be checked); else (kind, message, line): "compile" with the
+        compiler's reason, or "rule" for a kernel that reads or makes an address (judge.untrusted.addresses)."""
+        request = self.specializer.describe(kernel, args, kwargs)
+        if isinstance(request, str):
+            # Unchecked, its body could do anything the interpreter runs (and a GPU compiles nothing of it).
+            return ("compile", f"its arguments cannot be typed for a GPU, as Triton's launcher would: {request}", None)
         request["kernel"] = name
         line = json.dumps(request, sort_keys=True)
         if line not in self.answers:
-            try:
-                self.proc.stdin.write(line + "\n")
-                self.proc.stdin.flush()
-                answer = json.loads(self.proc.stdout.readline() or "{}")
-            except (OSError, ValueError):
-                answer = {}
-            self.answers[line] = answer.get("refused")
+            answer = self._ask(line)
+            if answer is None:
+                # The compiler died on it (an assertion of MLIR's, say): asked once more, in a fresh child, and
+                # dead again it is the kernel's doing. Never left unchecked: a file could otherwise turn the check
+                # off for its later launches by killing the child once.
+                answer = self._ask(line)
+                if answer is None:
+                    answer = {"refused": "Triton's compiler crashed on this kernel (it would not compile for a GPU)"}
+            if isinstance(answer.get("refused"), str):
+                self.answers[line] = ("compile", answer["refused"], None)
+            elif isinstance(answer.get("rule"), str):
+                at = answer.get("line")
+                self.answers[line] = ("rule", answer["rule"], at if isinstance(at, int) else None)
+            else:
+                self.answers[line] = None
         return self.answers[line]
 
     def close(self) -> None:
@@ -160,24 +193,39 @@ def _describe(exc: BaseException) -> str:
     return "\n".join(lines)[-1500:] or type(exc).__name__
 
 
-def _compile(ns: dict, ctx, target, backend, request: dict) -> str | None:
+def _compile(ns: dict, ctx, target, backend, request: dict, path: str) -> dict:
+    """The answer to one request: {"refused": the compiler's reason}, {"rule": why, "line": n} for a kernel that
+    reads or makes an address (judge.untrusted.addresses), or {} when it compiles."""
     from triton.compiler import ASTSource
     from triton.compiler.errors import CompilationError
 
     fn = _jit_function(ns.get(request.get("kernel")))
     if fn is None:
-        return None  # not a kernel of the file: the replay says so itself
+        return {}  # not a kernel of the file: the replay says so itself
     signature = {k: _tuples(v) for k, v in request["signature"].items()}
     constexprs = {tuple(path): _restore(v) for path, v in request["constexprs"]}
     attrs = {tuple(path): v for path, v in request["attrs"]}
     options = backend.parse_options(dict(request.get("options") or {}))
     try:
-        ASTSource(fn, signature, constexprs, attrs).make_ir(
+        module = ASTSource(fn, signature, constexprs, attrs).make_ir(
             target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx)
-        return None
     except CompilationError as exc:  # the compiler's refusal is the finding
-        return _describe(exc)
+        return {"refused": _describe(exc)}
     # Anything else is this check failing, not the kernel: main() reports it on stderr and lets the launch run.
+    return _address_rule(request.get("kernel"), str(module), path)
+
+
+def _address_rule(kernel: str, ir_text: str, path: str) -> dict:
+    import linecache
+
+    from judge.untrusted import addresses
+
+    found = addresses.conversions(ir_text, path)
+    if not found:
+        return {}
+    message = addresses.refusal(kernel, ir_text, path, lambda n: linecache.getline(path, n))
+    line = next((n for n, _ in sorted(found, key=lambda x: (x[0] is None, x[0] or 0))), None)
+    return {"rule": message, "line": line}
 
 
 def main() -> int:
@@ -191,13 +239,14 @@ def main() -> int:
     ctx = ir.context()
     ir.load_dialects(ctx)
     backend.load_dialects(ctx)
+    path = os.path.realpath(sys.argv[1])
     for line in sys.stdin:
         try:
-            refused = _compile(ns, ctx, target, backend, json.loads(line))
+            answer = _compile(ns, ctx, target, backend, json.loads(line), path)
         except Exception as exc:  # noqa: BLE001 - a request this side cannot carry out: not a finding
             print(f"frontend: {type(exc).__name__}: {exc}", file=sys.stderr)
-            refused = None
-        sys.stdout.write(json.dumps({"refused": refused}) + "\n")
+            answer = {}
+        sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
     return 0
 

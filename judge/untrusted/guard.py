@@ -29,10 +29,12 @@ import time
 from collections import Counter
 
 from judge.shared.tracing import REPLAYED
-from judge.untrusted import compile_lock, constants, own_ops
+from judge.untrusted import addresses, compile_lock, constants, own_ops, streams
 
 # Operators a wrapper may use around its kernels: they allocate, describe or
-# move data but compute nothing from it.
+# move data but compute nothing from it. (detach_: torch.tensor ends with it, and inside an operator of the
+# file's own, run below autograd (judge.untrusted.own_ops), the watch sees it; it changes autograd's metadata
+# alone.)
 ALLOWED_OPS = frozenset(
     """
     arange empty empty_like empty_strided new_empty new_empty_strided
@@ -40,7 +42,7 @@ ALLOWED_OPS = frozenset(
     fill_ zero_
     view _unsafe_view reshape _reshape_alias as_strided permute transpose t
     expand expand_as select slice unsqueeze squeeze flatten unflatten narrow
-    split split_with_sizes chunk unbind detach alias view_as movedim
+    split split_with_sizes chunk unbind detach detach_ alias view_as movedim
     lift_fresh lift_fresh_copy contiguous clone copy_ _to_copy to cat stack
     sym_size sym_stride sym_numel sym_storage_offset is_contiguous
     """.split()
@@ -475,9 +477,20 @@ def _wrap_compile(jit_cls) -> bool:
         constants.check(fn, name, "as it was compiled")
         try:
             with compile_lock.held(self, args, kwargs):  # the submission's other workers compile it once
-                return original(self, *args, **kwargs)
+                kernel = original(self, *args, **kwargs)
         finally:  # the compiler may call code of the file's (a constexpr function): held after it too
             constants.check(fn, name, "after it was compiled")
+        try:
+            # Before it runs: a kernel that reads or makes an address is refused (judge.untrusted.addresses), and
+            # not left in the cache for the next launch.
+            addresses.check_compiled(name, kernel, _state.submission)
+        except addresses.AddressRefused:
+            try:
+                self.device_caches[args[2] if len(args) > 2 else kwargs.get("device")][0].pop(args[0], None)
+            except Exception:  # noqa: BLE001 - another Triton's cache: the replay refuses it as well
+                pass
+            raise
+        return kernel
 
     _do_compile._judge_wrapped = True
     jit_cls._do_compile = _do_compile
@@ -493,6 +506,8 @@ def _wrap_launcher(cls, count: bool):
         event = None
         own = None
         if count and not kwargs.get("warmup", False):
+            if not _state.benchmarking:  # (an autotuner's timing runs are its own, on whatever stream it times)
+                streams.at_launch(getattr(getattr(self, "fn", None), "__name__", "?"))
             args, kwargs = _plain_arguments(self, args, kwargs)
             _record_launch(self, args, kwargs)
             own = _hold_constants(self)
@@ -882,6 +897,7 @@ def watch_file(submission_path: str, namespace: str = "", compiling: bool = Fals
     _state.submission = os.path.realpath(submission_path) if submission_path else ""
     _state.namespace = namespace
     _state.compiling = compiling
+    streams.target(_state.submission)
     own_ops.target(namespace, _state.submission)
     if namespace:
         own_ops.watch_libraries()
@@ -930,6 +946,7 @@ def install(submission_path: str, interpret: bool = False, namespace: str = "", 
     _watch_redispatch()
     _watch_callbacks()
     _mark_printing()
+    streams.watch_captures()
     os.environ["KINETO_LOG_LEVEL"] = "9"  # the profiler prints a line at every start and stop below this
     _state.record_ok = _probe()
     watch_file(submission_path, namespace, compiling)
@@ -968,10 +985,12 @@ def counting():
             self.watch = Watch()
             _state.watch = self.watch
             _state.depth = 0
+            streams.begin()
             return self.watch
 
         def __exit__(self, *exc):
             _state.watch = None
+            streams.end()
             return False
 
     return _Ctx()
@@ -1012,6 +1031,8 @@ def watching(verify: bool = False, inputs=None, device: str = "cpu"):
                 return own_ops.expand(self, func, args, kwargs)
             if watch is None or _state.quiet:
                 return func(*args, **kwargs)
+            if streams._state.on and not _state.benchmarking:
+                streams.at_op(_op_name(func))
             trace = watch.trace
             replayed = (trace is not None and not _state.benchmarking
                         and func.overloadpacket.__name__ in REPLAYED and getattr(func, "namespace", None) == "aten")
@@ -1051,6 +1072,7 @@ def watching(verify: bool = False, inputs=None, device: str = "cpu"):
             self.record = _Record() if verify and _state.record_ok else None
             if self.record is not None:
                 self.record.start()
+            streams.begin()
             self.mode = _OpWatch()
             self.mode.__enter__()
             if self.record is not None:
@@ -1064,6 +1086,7 @@ def watching(verify: bool = False, inputs=None, device: str = "cpu"):
                 self.mode.__exit__(*exc)
             finally:
                 _state.watch = None
+                streams.end()
                 if self.record is not None:
                     self.record.finish(self.watch, self.mode.seen)
             return False

@@ -100,6 +100,8 @@ WHOLE = [
     "triton.runtime.interpreter", "time", "os", "threading", "_thread",
     "judge.shared.wire", "judge.untrusted.outputs", "judge.untrusted.guard", "judge.untrusted.integrity", "judge.untrusted.runner",
     "judge.untrusted.own_ops", "judge.untrusted.own_ops._State", "judge.untrusted.calls", "judge.untrusted.compiled",
+    "judge.untrusted.streams", "judge.untrusted.streams._State", "judge.untrusted.streams.judges",
+    "judge.untrusted.lockdown", "judge.untrusted.addresses", "torch.cuda.graphs.CUDAGraph",
     "judge.untrusted.bench", "judge.untrusted.bench.BenchState", "judge.untrusted.profiling",
     # The second clock (judge.untrusted.profiling): the profiler, its ranges and its records.
     "torch.profiler", "torch.profiler.profiler", "torch.autograd.profiler", "torch.autograd.profiler.profile",

@@ -21,8 +21,10 @@ def kind_of(result) -> str:
     return f"{type(result).__module__}.{type(result).__qualname__}"
 
 
-def describe_outputs(result) -> tuple[list[dict], list[bytes]]:
-    """(one descriptor per returned item, the raw bytes of each returned tensor)."""
+def describe_outputs(result, copy: bool = False) -> tuple[list[dict], list[bytes]]:
+    """(one descriptor per returned item, the raw bytes of each returned tensor). ``copy``: the bytes copied now,
+    never a view of a tensor's own memory (wire.tensor_to_wire sends a CPU tensor laid out row-major as it is),
+    for outputs read before more of the file's code runs (a grad group's backward) that could rewrite them."""
     import torch
 
     items = list(result) if type(result) in (tuple, list) else [result]
@@ -41,7 +43,8 @@ def describe_outputs(result) -> tuple[list[dict], list[bytes]]:
             "device": str(item.device),
             "ptr_range": (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None,
         })
-        tensors.append(wire.tensor_to_wire(item))
+        desc, raw = wire.tensor_to_wire(item)
+        tensors.append((desc, bytes(raw) if copy else raw))
     if len(items) > MAX_ITEMS:
         outputs.append({"kind": "other", "type": f"... {len(items) - MAX_ITEMS} more items"})
     return outputs, tensors

@@ -144,6 +144,8 @@ def _prepare_interpreted(ns: dict) -> None:
 
 # --------------------------------------------------------------------------- one replay
 
+ADDRESS_CHECKED: dict = {}  # id(compiled kernel) -> it: the GPU kernels whose IR was read (Replay._addresses)
+
 
 def _refs(value, found: set) -> set:
     if isinstance(value, dict):
@@ -184,6 +186,14 @@ class CompileRefused(Exception):
     """The GPU compiler's front end refused a launched kernel."""
 
 
+class RuleRefused(Exception):
+    """A launched kernel reads or makes an address (judge.untrusted.addresses)."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
 class Replay:
     def __init__(self, ns: dict, kernels: list[str], device: str, path: str, frontend=None):
         self.frontend = frontend
@@ -193,6 +203,7 @@ class Replay:
         self.path = path
         self.storages: dict = {}  # id -> torch.UntypedStorage
         self.sizes: dict = {}  # id -> nbytes the record gives
+        self.address_checked = ADDRESS_CHECKED  # compiled kernels (GPU) whose IR was read for address operations
 
     # values --------------------------------------------------------------
 
@@ -229,6 +240,11 @@ class Replay:
             import triton.language as tl
 
             return tl.constexpr(self.value(x, depth + 1))
+        if tag == "float":
+            try:
+                return tracing.bits_float(x)
+            except ValueError as exc:
+                raise ReplayError(str(exc)) from None
         if tag == "tensor_descriptor" and isinstance(x, dict):
             from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -286,9 +302,41 @@ class Replay:
         kwargs = {k: self.value(v) for k, v in event.get("kwargs", {}).items()}
         if self.frontend is not None:
             refused = self.frontend.check(name, kernel, args, kwargs)
+            if refused is not None and refused[0] == "rule":
+                raise RuleRefused(refused[1], refused[2])
             if refused is not None:
-                raise CompileRefused(refused)
-        kernel[tuple(grid)](*args, **kwargs)
+                raise CompileRefused(refused[1])
+        from triton.runtime.jit import JITFunction
+
+        if isinstance(kernel, JITFunction) and not any(_is_dtype(a) for a in list(args) + list(kwargs.values())):
+            # On a GPU the kernel is compiled (or found compiled) first, and its IR read, before it runs.
+            try:
+                ahead = kernel.warmup(*args, grid=tuple(grid), **kwargs)
+            except Exception:  # noqa: BLE001 - the launch below compiles it, and says what fails
+                ahead = None
+            self._addresses(name, ahead)
+        compiled = kernel[tuple(grid)](*args, **kwargs)
+        self._addresses(name, compiled)
+
+    def _addresses(self, name: str, compiled) -> None:
+        """On a GPU, the Triton IR of a kernel the launch compiled (or found compiled), read once for operations
+        that read or make an address (judge.untrusted.addresses; the interpreter's front end does so itself)."""
+        asm = getattr(compiled, "asm", None)
+        if not isinstance(asm, dict) or id(compiled) in self.address_checked:
+            return
+        self.address_checked[id(compiled)] = compiled  # (held: its id is not reused while it is known)
+        ir_text = asm.get("ttir")
+        if not isinstance(ir_text, str):
+            return
+        import linecache
+
+        from judge.untrusted import addresses
+
+        message = addresses.refusal(name, ir_text, self.path, lambda n: linecache.getline(self.path, n))
+        if message is not None:
+            self.address_checked.pop(id(compiled), None)  # refused again at its next launch
+            found = addresses.conversions(ir_text, self.path)
+            raise RuleRefused(message, next((n for n, _ in found if n is not None), None))
 
     # the request ---------------------------------------------------------
 
@@ -340,6 +388,11 @@ class Replay:
                 return self._failed(k, "record", "ReplayError", str(exc))
             except CompileRefused as exc:
                 return self._failed(k, "compile", "CompilationError", str(exc))
+            except RuleRefused as exc:
+                import linecache
+
+                code = linecache.getline(self.path, exc.line).strip() if exc.line else ""
+                return self._failed(k, "rule", "AddressOperation", str(exc), exc.line, code)
             except Exception as exc:  # noqa: BLE001 - the kernel or operator failed on fresh inputs
                 from judge.untrusted.runner import classify
 
@@ -564,6 +617,9 @@ def main() -> int:
     warm_compiler(interpret)
     if back is not None:
         back()  # imported: the normal priority again, before any replay is asked of this worker
+    from judge.untrusted import lockdown
+
+    lockdown.apply()  # (after the priority is back: that is a write to /proc/self/autogroup)
 
     def reply(message: dict, tensors=None):
         message["nonce"] = nonce

@@ -67,10 +67,23 @@ def _innermost_file(exc: BaseException) -> str:
 GPU_ALLOWED: list = [None]  # this worker's GPU memory cap in bytes, once prepare set it (None: the device's)
 
 
+def _text_of(exc: BaseException) -> str:
+    """An exception's message; a neutral one where its own ``__str__`` fails or returns no string (it is the
+    submission's code: a red team's raised, and the worker's error handling, which printed the judge's own
+    traceback as if the submission had, died with it)."""
+    try:
+        text = str.__str__(str(exc))
+    except BaseException:  # noqa: BLE001 - whatever its __str__ raises
+        text = None
+    if text is None:
+        return f"an exception of type {type(exc).__name__} whose message could not be shown (its __str__ failed)"
+    return text
+
+
 def classify(exc: BaseException, path: str) -> dict:
     """Describe an exception as data: its category decides the verdict in the judge."""
     category = "runtime"
-    message = str(exc)
+    message = _text_of(exc)
     kind = type(exc).__name__
     line = None
     root = exc
@@ -78,13 +91,23 @@ def classify(exc: BaseException, path: str) -> dict:
     while kind == "InterpreterError" and root.__cause__ is not None:
         root = root.__cause__
         kind = type(root).__name__
-        message = str(root)
+        message = _text_of(root)
     try:
         from triton.compiler.errors import CompilationError
     except Exception:  # noqa: BLE001
         CompilationError = ()  # noqa: N806
     message = with_device_view(message, GPU_ALLOWED[0])  # a CUDA error of a full device: its figures added
-    if device_full(message):  # not this worker's use, by its own account (judge.shared.oom, judge.rules)
+    from judge.untrusted.addresses import AddressRefused
+
+    if isinstance(root, AddressRefused):  # a compiled kernel of the file reads or makes an address
+        category = "rule"
+        line = root.line
+    elif isinstance(root, PermissionError) and str(getattr(root, "filename", "") or "").startswith("/proc/"):
+        # What the worker's lockdown refuses (judge.untrusted.lockdown), or another process's files: a rule.
+        category = "rule"
+        message = (f"access to {root.filename} was refused: a submission may not write beneath /proc (its own "
+                   "memory included: /proc/self/mem) nor read other processes' files there")
+    elif device_full(message):  # not this worker's use, by its own account (judge.shared.oom, judge.rules)
         category = "capacity"
     elif isinstance(root, MemoryError) or "out of memory" in message.lower() or "can't allocate memory" in message:
         category = "memory"
@@ -298,7 +321,7 @@ class Worker:
         wait. Diagnostics only: nothing is decided on them."""
         import threading
 
-        from judge.untrusted import calls, constants, guard, integrity, own_ops
+        from judge.untrusted import calls, constants, guard, integrity, own_ops, streams
 
         torch = self.torch
         cuda = self.device.startswith("cuda")
@@ -324,7 +347,7 @@ class Worker:
             trace, snapshots = watch.trace.finish(result)
             # The outputs as the call left them, read before the judge's work after it: a grad group's backward
             # is the file's code too, unwatched, and must not be able to rewrite the forward's answer.
-            early = describe_outputs(result) if mode.derives else None
+            early = describe_outputs(result, copy=True) if mode.derives else None
             derived = mode.finish(result, args, extra)  # the judge's again (autograd), outside the watch
         except calls.ContractError as exc:
             Worker.reply(self, {"type": "result", "id": case_id, "status": "error", "error": exc.as_error(),
@@ -355,7 +378,7 @@ class Worker:
         evidence = _evidence(watch)
         evidence["threads_left"] = _new_threads(threads_before, self.path)
         evidence["tampered"] = (integrity.changed(self.baseline) + integrity.rewired(self.kernels, self.source, self.path)
-                                + constants.take() + own_ops.take_libraries())
+                                + constants.take() + own_ops.take_libraries() + streams.take())
         evidence["started"] = guard.take_events()
         evidence["compile"] = guard.compile_stats()
         for out in outputs:
@@ -453,8 +476,8 @@ def _register(entry, namespace: str, path: str):
     try:
         return calls.register(entry, namespace), None
     except TypeError as exc:
-        if "register(namespace) must return" in str(exc):
-            return None, {"category": "compile", "type": "BadEntryPoint", "message": str(exc), "line": None,
+        if "register(namespace) must return" in _text_of(exc):
+            return None, {"category": "compile", "type": "BadEntryPoint", "message": _text_of(exc), "line": None,
                           "frames": []}
         err = classify(exc, path)
     except BaseException as exc:  # noqa: BLE001 - the submission's registration failed
@@ -479,7 +502,6 @@ def _bench(worker, msg) -> bool:
             Worker.reply(worker, reply, tensors)
         return True
     except BaseException as exc:  # noqa: BLE001 - the submission raised while timed
-        traceback.print_exc()
         err = classify(exc, worker.path)
         kind = {"bench": "bench_result", "bench_trim": "bench_trimmed"}.get(msg["type"], "bench_outputs")
         Worker.reply(worker, {"type": kind,
@@ -560,7 +582,12 @@ def _exit_now() -> None:
 def main() -> int:
     import time
 
+    from judge.untrusted import lockdown
+
     t0 = time.perf_counter()
+    # Before anything else runs (every thread started later inherits it): no write to this process's memory
+    # behind the dispatcher's back (/proc/self/mem, process_vm_writev, ptrace).
+    lockdown.apply()
     proto_in, proto_out = _take_protocol_fds()
     reader = wire.Reader(proto_in)
     prep = prepare(reader)
@@ -570,7 +597,7 @@ def main() -> int:
     import torch
     import triton
 
-    from judge.untrusted import constants, guard, integrity
+    from judge.untrusted import constants, guard, integrity, streams
 
     # Up to here nothing of any submission has run: a failure before this message is the judge's
     # environment's. A pooled worker waits here, for as long as it takes, for its one submission.
@@ -601,7 +628,8 @@ def main() -> int:
     if err is None:
         worker.kernels = integrity.kernels_of(vars(sys.modules.get("submission") or object()))
         constants.watch(worker.path, worker.source, vars(sys.modules.get("submission") or object()))
-        tampered = integrity.changed(worker.baseline) + integrity.rewired(worker.kernels, worker.source, worker.path)
+        tampered = (integrity.changed(worker.baseline) + integrity.rewired(worker.kernels, worker.source, worker.path)
+                    + streams.take())
         libraries = own_ops.take_libraries()
         started = guard.take_events()
         if libraries:
@@ -646,7 +674,7 @@ def main() -> int:
                 handler = Worker.run_case if msg["type"] == "case" else Worker.refill
                 alive = handler(worker, msg, payloads)
             except BaseException as exc:  # noqa: BLE001 - e.g. an output object that breaks on inspection
-                traceback.print_exc()
+                # (Its traceback is the worker's, not the submission's: not printed where the submission's prints go.)
                 err = classify(exc, worker.path)
                 err["message"] = f"while the worker handled the result: {err['message']}"
                 Worker.reply(worker, {"type": "result", "id": msg.get("id"), "status": "error", "error": err})

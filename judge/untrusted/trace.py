@@ -132,12 +132,16 @@ class Recorder:
     def value(self, v, depth: int = 0):
         import torch
 
-        if v is None or isinstance(v, (bool, str)):
-            return v if not isinstance(v, str) else v[: tracing.MAX_NAME]
+        if v is None or isinstance(v, bool):
+            return v
+        if isinstance(v, str):
+            if len(v) > tracing.MAX_STRING:
+                return {"opaque": f"string of {len(v)} characters (at most {tracing.MAX_STRING} are recorded)"}
+            return str.__str__(v)
         if isinstance(v, int):
             return int(v) if -(1 << 64) < v < (1 << 64) else {"opaque": "an integer over 64 bits"}
         if isinstance(v, float):
-            return float(v)
+            return {"float": tracing.float_bits(float.__float__(v))}  # exactly: a NaN's payload too
         if isinstance(v, torch.Tensor):
             try:
                 return self.ref(v)

@@ -21,12 +21,13 @@ def honest_add(x, y):
 
 
 ALLOWED = {"PATH", "HOME", "TMPDIR", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED",
-           "PYTHONSAFEPATH", "LANG", "TRITON_CACHE_DIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+           "PYTHONSAFEPATH", "PYTHONHASHSEED", "LANG", "TRITON_CACHE_DIR", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
            "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "PYTHONNOUSERSITE", "TRITON_INTERPRET",
            "LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH", "HOSTNAME",
            "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "LC_ALL", "TERM",
            "PWD", "TORCHINDUCTOR_CACHE_DIR",  # set by bwrap's --chdir and by torch itself
-           "KINETO_LOG_LEVEL"}  # the worker's own, on a GPU: quiets the profiler of the judge's second clock
+           "KINETO_LOG_LEVEL",  # the worker's own, on a GPU: quiets the profiler of the judge's second clock
+           "HYPOTHESIS_NO_PLUGINS"}  # set by the judge package itself as the worker imports it (judge/__init__.py)
 
 
 def add(x, y):

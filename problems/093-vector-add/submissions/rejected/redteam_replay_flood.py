@@ -1,10 +1,10 @@
 # The replay-only cheat of exploit2_noop_proc_mem_tensor.py (the sums computed in plain
 # Python from the inputs' bytes, read through /proc/self/mem, then copied into the output
 # a do-nothing kernel is handed), plus 5000 allowed in-place fills of a scratch buffer, so
-# that the record of every call overflows its bound: a record cut short is not replayed
-# (a note), so a submission could opt out of the replay check. A group none of whose
-# passing cases could be replayed is RJ instead.
-# expect-cpu: none of this group's passing cases could be replayed
+# that the record of every call overflows its bound: a record cut short cannot be replayed,
+# so a submission could opt out of the replay check. Every passing case must be proven by a
+# replay (judge.proofs): its case is run again, and a case not replayable twice is RJ.
+# expect-cpu: could not be replayed alone on fresh inputs, twice
 # On a GPU the copy from the host tensor into the device output crosses devices, which the operator
 # watch does not allow: RJ there before any replay (H200, tests/gpu/logs/2026-12-01c/call2/corpus.txt).
 # expect-gpu: PyTorch operators (torch copy_)
