@@ -2,7 +2,7 @@
 # Issue 39: judges in company on one GPU (judge.gpu_admission). PARTS picks and orders them (default: all but
 # tp), each under its own limit (about 4 minutes on an H100 of 16 cores; tp about 6), the whole under DEADLINE
 # (540 s); a summary table last. Reports and timelines packed into $OUT/results.tar.gz.
-#   alone      each reference (93-98) judged alone, fresh copies, speed on: verdict, wall, speedup (~2 min)
+#   alone      each reference (93-98, or ALONE_IDS) judged alone, fresh copies, speed on: verdict, wall, speedup (~4 min cold)
 #   t8         8 `judge submit` at once (the six, 94 and 95 twice): AC, speedups within 3% of alone's
 #   t16        the same with 16
 #   bomb       94's device-memory bomb beside the six references: the bomb MLE (or RJ), the others AC
@@ -31,7 +31,7 @@ print("ledger", len(e), "held", sum(x.held for x in e), "GiB", round(sum(x.bytes
 sampler=$!
 for p in ${PARTS:-alone t8 t16 bomb mixed outside lockcheck}; do
   case $p in
-    alone) part alone 300 $co alone ;;
+    alone) part alone 300 $co alone ${ALONE_IDS:+--ids $ALONE_IDS} ;;
     t8) part t8 240 $co together --n 8 ;;
     t16) part t16 300 $co together --n 16 ;;
     bomb) part bomb 240 $co bomb ;;
