@@ -32,7 +32,7 @@ sampler=$!
 for p in ${PARTS:-alone t8 t16 bomb mixed outside lockcheck}; do
   case $p in
     alone) part alone 300 $co alone ${ALONE_IDS:+--ids $ALONE_IDS} ;;
-    t8) part t8 240 $co together --n 8 ;;
+    t8) part t8 300 $co together --n 8 ;;
     t16) part t16 300 $co together --n 16 ;;
     bomb) part bomb 240 $co bomb ;;
     mixed) part mixed 300 $co mixed ;;
