@@ -1,0 +1,150 @@
+"""The limits' promises, on real submission files judged in Triton's interpreter.
+
+- A case that runs past the per-case limit (`--time-limit`, a problem's `case_seconds`) is TLE within that limit
+  plus a margin, long before the start-up limit or the run's limit could end it.
+- After a group ends in TLE, MLE, OLE or RJ, the later (larger) groups are "not run"; after a WA they run.
+- The limits a run gets are the problem's, for its mode, with the command line's overrides on top.
+
+Each file below is right on contiguous inputs and misbehaves only on views (a storage offset or a stride), so the
+problem's first two groups pass and its third ("views") is the first to fail, with two groups after it.
+"""
+
+import time
+from pathlib import Path
+
+import pytest
+
+from judge.options import Options, limits_for
+from judge.problems import find_problem
+from judge.session import Session
+from judge.verdicts import Verdict
+
+VECTOR_ADD = find_problem("93")
+
+HEAD = '''
+import time
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+def add(x, y):
+    if not (x.is_contiguous() and y.is_contiguous() and x.storage_offset() == 0 and y.storage_offset() == 0):
+        return on_views(x, y)
+    out = torch.empty_like(x)
+    _add[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+    return out
+
+'''
+ON_VIEWS = {
+    "TLE": "def on_views(x, y):\n    time.sleep(10 ** 6)\n",
+    # A request no host can grant, refused at once (nothing is touched): the worker's MemoryError.
+    "MLE": "def on_views(x, y):\n    return bytearray(1 << 46)\n",
+    "OLE": "def on_views(x, y):\n    while True:\n        print('still adding ' * 40)\n",
+    "RJ": "def on_views(x, y):\n    return x + y  # PyTorch's add, not a kernel\n",
+    # Its kernel adds x to itself: a wrong answer, computed by a kernel of the file's own.
+    "WA": "def on_views(x, y):\n    out = torch.empty(x.shape, dtype=x.dtype)\n"
+          "    _add[(triton.cdiv(x.numel(), 1024),)](x, x, out, x.numel(), BLOCK=1024)\n    return out\n",
+}
+CASE_SECONDS = 3.0
+# What a case may take past its limit before the judge calls it: the kill, the worker's end, the group's books.
+MARGIN = 12.0
+# The start-up and run limits are far above both, so that a wait with either of them instead shows.
+STARTUP_SECONDS = 90.0
+RUN_SECONDS = 400.0
+
+
+def _judge(tmp_path: Path, misbehaviour: str):
+    path = tmp_path / f"add_{misbehaviour.lower()}_on_views.py"
+    path.write_text(HEAD + ON_VIEWS[misbehaviour])
+    limits = {"case_seconds_interpret": CASE_SECONDS, "startup_seconds": STARTUP_SECONDS,
+              "run_seconds_interpret": RUN_SECONDS}
+    options = Options(sandbox="process", seed=4, workers=1, max_examples=1, limits=limits, speed=False)
+    t0 = time.monotonic()
+    report = Session(VECTOR_ADD, path, options).run()
+    return report, time.monotonic() - t0
+
+
+def _by_name(report):
+    return {g.name: g for g in report.groups}
+
+
+@pytest.mark.corpus
+@pytest.mark.parametrize("verdict", ["TLE", "MLE", "OLE", "RJ"])
+def test_after_a_group_that_ends_the_run_the_later_groups_are_not_run(tmp_path, verdict):
+    report, _ = _judge(tmp_path, verdict)
+    names = [g.name for g in VECTOR_ADD.groups]
+    assert names[2] == "views" and len(names) == 5
+    groups = _by_name(report)
+    assert report.verdict is Verdict(verdict), (report.verdict, report.message)
+    assert groups["small-ragged"].passed and groups["block-edges"].passed
+    views = groups["views"]
+    assert not views.passed and views.verdict is Verdict(verdict) and views.cases_run >= 1 and not views.skipped
+    for name in names[3:]:
+        later = groups[name]
+        assert later.cases_run == 0 and not later.passed, (name, later)
+        assert later.skipped.startswith("not run") and verdict in later.skipped, later.skipped
+    # The report says so too.
+    as_json = {g["name"]: g for g in report.to_json()["groups"]}
+    assert all(as_json[n]["skipped"].startswith("not run") for n in names[3:])
+    # The groups that passed keep their points, except under RJ, which scores 0.
+    assert report.score == (0 if verdict == "RJ" else 20 + 15)
+
+
+@pytest.mark.corpus
+def test_after_a_wrong_answer_the_later_groups_still_run(tmp_path):
+    report, _ = _judge(tmp_path, "WA")
+    groups = _by_name(report)
+    assert report.verdict is Verdict.WA
+    assert groups["views"].verdict is Verdict.WA and not groups["views"].passed
+    for name in ("extreme-values", "large"):
+        assert groups[name].cases_run >= 1 and groups[name].passed and not groups[name].skipped, groups[name]
+    assert report.score == 20 + 15 + 10 + 10
+
+
+@pytest.mark.corpus
+def test_a_case_past_the_per_case_limit_is_tle_within_that_limit_not_the_run_limit(tmp_path):
+    report, elapsed = _judge(tmp_path, "TLE")
+    assert report.verdict is Verdict.TLE
+    views = _by_name(report)["views"]
+    assert views.verdict is Verdict.TLE and f"{CASE_SECONDS:g} s" in views.message, views.message
+    # The group that hung took the case's limit and the margin, not the start-up's or the run's limit.
+    hung = report.timing["group_seconds"]["views"]
+    assert CASE_SECONDS <= hung < CASE_SECONDS + MARGIN, report.timing["group_seconds"]
+    assert elapsed < STARTUP_SECONDS, elapsed
+
+
+# ---------------------------------------------------------------------- the limits a run gets
+
+
+def test_a_run_gets_its_modes_limits_with_the_command_lines_on_top():
+    problem = find_problem("93")
+    spec = dict(problem.limits)
+    interp = limits_for(problem, Options(interpret=True))
+    gpu = limits_for(problem, Options(interpret=False, device="cuda"))
+    assert interp.case_seconds == spec["case_seconds_interpret"] and gpu.case_seconds == spec["case_seconds"]
+    assert interp.run_seconds == spec["run_seconds_interpret"] and gpu.run_seconds == spec["run_seconds"]
+    assert interp.memory_mb == gpu.memory_mb == spec["memory_mb"]
+    assert interp.output_bytes == spec["output_kb"] * 1024
+    # --time-limit sets both case limits (judge.cli); an option left unset (None) changes nothing.
+    opts = Options(interpret=True, limits={"case_seconds": 7, "case_seconds_interpret": 7, "memory_mb": None})
+    assert limits_for(problem, opts).case_seconds == 7
+    assert limits_for(problem, opts).memory_mb == spec["memory_mb"]
+
+
+def test_a_problem_without_a_mode_specific_limit_falls_back_to_its_general_one():
+    class Bare:
+        limits = {"case_seconds": 11, "run_seconds": 222}
+
+    interp = limits_for(Bare(), Options(interpret=True))
+    assert (interp.case_seconds, interp.run_seconds) == (11, 222)
+    defaults = limits_for(type("Empty", (), {"limits": {}})(), Options(interpret=False, device="cuda"))
+    assert defaults.case_seconds > 0 and defaults.run_seconds > defaults.case_seconds
+    assert defaults.startup_seconds > 0 and defaults.memory_mb > 0 and defaults.output_bytes > 0
