@@ -57,7 +57,6 @@ FORBIDDEN_MODULES = {
     "codeop": "compiles generated code",
     "types": "builds functions and code objects",
     "operator": "reaches attributes by computed names",
-    "torch.library": "defines operators the judge would take for PyTorch's own",
     "pydoc": "reaches attributes by computed names (pydoc.locate)",
     "pkgutil": "imports modules by computed names",
     "runpy": "runs other code",
