@@ -1,0 +1,260 @@
+"""The course rubric's promises (judge.grading.rubric), called in-process (tests/test_grading.py checks the same
+errors through the command line).
+
+- A grade is the judge's report scored under the rubric: its points per group, RJ and IE score 0.
+- A student sees only what the rubric lets them see now: a hidden group keeps its name alone, its points are
+  counted apart, and neither the verdict nor the message leaks from it.
+- The secret seed never reaches a student: only a per-problem digest of it reaches the judge.
+- A wrong rubric is one line (RubricError), never a traceback.
+"""
+
+import datetime as dt
+
+import pytest
+
+from judge.grading.rubric import (ProblemRubric, Rubric, RubricError, grade, load_rubric, speed_points,
+                                  student_view, visibility)
+from judge.problems import find_problem
+
+P93 = find_problem("93")  # small-ragged 20, block-edges 15, views 15, extreme-values 10, large 10; speed 30
+NAMES = [g.name for g in P93.groups]
+UTC = dt.timezone.utc
+
+
+def _report(verdict, passed, failed_verdict=None, speed=None, mode=None):
+    """A judge report of 93 whose groups in PASSED passed; the others failed with FAILED_VERDICT."""
+    groups = []
+    for name in NAMES:
+        ok = name in passed
+        groups.append({"name": name, "passed": ok, "verdict": "AC" if ok else (failed_verdict or verdict),
+                       "skipped": None,
+                       "failure": None if ok else {"message": f"{name} failed", "case": {"n": 1}}})
+    return {"verdict": verdict, "message": "the judge's message", "groups": groups,
+            "speed": speed or {"scored": False, "points": 0, "max_points": 30},
+            "mode": mode or {"device": "cuda", "interpret": False},
+            "submission": {"path": "/srv/course/roster/alice/add.py", "sha256": "x"}, "seed": 99}
+
+
+# ---------------------------------------------------------------------- grade
+
+
+def test_a_grade_counts_the_groups_that_passed_at_the_rubrics_points():
+    rubric = Rubric(problems={93: ProblemRubric(points={"large": 40.0, "extreme-values": 0.0})})
+    graded = grade(_report("WA", {"small-ragged", "large"}), P93, rubric)
+    by_name = {g["name"]: g for g in graded["groups"]}
+    assert by_name["large"]["points"] == 40 and by_name["large"]["earned"] == 40
+    assert by_name["small-ragged"]["earned"] == 20 and by_name["views"]["earned"] == 0
+    assert by_name["extreme-values"]["points"] == 0
+    assert graded["score"] == 60
+    assert graded["max_score"] == 20 + 15 + 15 + 0 + 40 + 30  # on a GPU speed is part of it
+    assert graded["verdict"] == "WA" and graded["message"] == "the judge's message"
+    assert "seed" not in graded and graded["submission"]["path"] == "add.py"
+
+
+@pytest.mark.parametrize("verdict", ["RJ", "IE"])
+def test_a_rejected_or_internal_error_grade_is_zero_with_groups_and_speed_passed(verdict):
+    speed = {"scored": True, "points": 30, "max_points": 30, "speedup": 1.2}
+    graded = grade(_report(verdict, set(NAMES), speed=speed), P93, Rubric())
+    assert graded["score"] == 0 and graded["speed"]["points"] == 0
+    assert all(g["earned"] == 0 and g["passed"] for g in graded["groups"])
+    assert graded["max_score"] == 100
+
+
+@pytest.mark.parametrize("verdict", ["WA", "TLE", "CE"])
+def test_other_verdicts_keep_what_passed(verdict):
+    graded = grade(_report(verdict, {"small-ragged", "block-edges"}), P93, Rubric())
+    assert graded["score"] == 35
+
+
+def test_a_group_missing_from_the_report_has_the_reports_verdict_and_earns_nothing():
+    report = _report("CE", set())
+    report["groups"] = []  # the file never loaded
+    graded = grade(report, P93, Rubric())
+    assert [g["verdict"] for g in graded["groups"]] == ["CE"] * 5 and graded["score"] == 0
+    assert grade({}, P93, Rubric())["verdict"] == "IE"
+
+
+def test_an_interpreter_or_quick_run_has_no_speed_in_its_maximum_unless_the_rubric_gives_it():
+    done = set(NAMES)
+    interp = grade(_report("AC", done, mode={"device": "cpu", "interpret": True}), P93, Rubric())
+    assert interp["max_score"] == 70 and interp["score"] == 70
+    quick = grade(_report("AC", done, mode={"device": "cuda", "interpret": False, "quick": True}), P93, Rubric())
+    assert quick["max_score"] == 70
+    given = Rubric(problems={93: ProblemRubric(speed={"max_points": 20})})
+    assert grade(_report("AC", done, mode={"device": "cpu", "interpret": True}), P93, given)["max_score"] == 90
+
+
+# ---------------------------------------------------------------------- speed under the rubric
+
+
+CURVE = ProblemRubric(speed={"max_points": 40, "curve": [[0.5, 0.0], [1.0, 0.5], [2.0, 1.0]]})
+
+
+@pytest.mark.parametrize("speedup,points", [
+    (0.1, 0.0), (0.5, 0.0), (0.75, 10.0), (1.0, 20.0), (1.5, 30.0), (2.0, 40.0), (5.0, 40.0)])
+def test_the_curve_maps_the_reported_speedup_piecewise_linearly_and_flat_outside(speedup, points):
+    speed = {"scored": True, "speedup": speedup, "points": 3, "max_points": 30}
+    assert speed_points(CURVE, speed, P93) == (points, 40.0)
+
+
+def test_a_curve_that_starts_above_zero_gives_its_first_fraction_below_it():
+    pr = ProblemRubric(speed={"max_points": 10, "curve": [[1.0, 0.2], [2.0, 0.6]]})
+    assert speed_points(pr, {"scored": True, "speedup": 0.3}, P93) == (2.0, 10.0)
+    assert speed_points(pr, {"scored": True, "speedup": 3.0}, P93) == (6.0, 10.0)
+
+
+def test_without_a_curve_the_reports_points_are_rescaled():
+    speed = {"scored": True, "points": 15, "max_points": 30, "speedup": 0.7}
+    assert speed_points(ProblemRubric(speed={"max_points": 10}), speed, P93) == (5.0, 10.0)
+    assert speed_points(ProblemRubric(), speed, P93) == (15.0, 30.0)
+    assert speed_points(ProblemRubric(), {**speed, "max_points": 0}, P93) == (0.0, 0.0)
+
+
+def test_unscored_speed_earns_nothing():
+    assert speed_points(CURVE, {"scored": False, "speedup": 2.0, "points": 30}, P93) == (0.0, 40.0)
+    assert speed_points(ProblemRubric(), {"scored": False}, P93) == (0.0, 30.0)
+    assert speed_points(ProblemRubric(), {"scored": False}, P93, measurable=False) == (0.0, 0.0)
+
+
+# ---------------------------------------------------------------------- what a student sees
+
+BEFORE = dt.datetime(2026, 12, 1, tzinfo=UTC)
+DEADLINE = dt.datetime(2026, 12, 15, 23, 59, tzinfo=UTC)
+AFTER = dt.datetime(2026, 12, 16, tzinfo=UTC)
+HIDING = Rubric(deadline=DEADLINE, problems={93: ProblemRubric(visible_before=["small-ragged", "block-edges"],
+                                                               visible_after=["small-ragged", "block-edges",
+                                                                              "views"])})
+
+
+def test_visibility_in_gradescopes_words():
+    pr = HIDING.problems[93]
+    assert [visibility(pr, n) for n in NAMES] == ["visible", "visible", "after_due_date", "hidden", "hidden"]
+    assert {visibility(ProblemRubric(), n) for n in NAMES} == {"visible"}
+
+
+def test_a_student_sees_hidden_groups_by_name_only_and_their_points_apart():
+    graded = grade(_report("TLE", {"small-ragged"}, failed_verdict="WA"), P93, HIDING)
+    graded["groups"][4]["verdict"] = "TLE"  # the hidden "large" group hung
+    before = student_view(graded, HIDING, now=BEFORE)
+    shown = {g["name"]: g for g in before["groups"]}
+    assert set(shown) == set(NAMES)
+    for name in ("views", "extreme-values", "large"):
+        assert shown[name].get("hidden") is True and set(shown[name]) == {"name", "hidden", "about"}
+    assert shown["views"]["about"] == "results shown after the deadline" and shown["large"]["about"] == "hidden"
+    assert before["hidden_points"] == 15 + 10 + 10
+    assert before["score"] == 20 and before["max_score"] == 20 + 15 + 30
+    # The verdict and message come from what is shown, not from the hidden group that hung.
+    assert before["verdict"] == "WA" and before["message"] == "block-edges: block-edges failed"
+    assert "large failed" not in str(before) and "TLE" not in str(before)
+    after = student_view(graded, HIDING, now=AFTER)
+    assert not {g["name"]: g for g in after["groups"]}["views"].get("hidden")
+    assert after["hidden_points"] == 20 and after["max_score"] == 20 + 15 + 15 + 30
+
+
+def test_when_only_passing_groups_are_shown_the_student_is_told_they_passed():
+    graded = grade(_report("WA", {"small-ragged", "block-edges"}), P93, HIDING)
+    view = student_view(graded, HIDING, now=BEFORE)
+    assert view["verdict"] == "AC" and view["message"] == "all shown tests passed"
+
+
+@pytest.mark.parametrize("verdict", ["CE", "RJ", "IE"])
+def test_a_verdict_about_the_whole_file_is_shown_as_it_is(verdict):
+    graded = grade(_report(verdict, set()), P93, HIDING)
+    assert student_view(graded, HIDING, now=BEFORE)["verdict"] == verdict
+
+
+def test_nothing_hidden_shows_the_judges_own_message():
+    rubric = Rubric()
+    graded = grade(_report("WA", {"small-ragged"}), P93, rubric)
+    view = student_view(graded, rubric)
+    assert view["message"] == "the judge's message" and view["hidden_points"] == 0 and view["verdict"] == "WA"
+    assert view["score"] == 20 and view["max_score"] == 100
+
+
+def test_the_deadline_passes_at_its_minute():
+    assert not HIDING.past_deadline(DEADLINE - dt.timedelta(seconds=1))
+    assert HIDING.past_deadline(DEADLINE)
+    assert Rubric().past_deadline(BEFORE)  # no deadline: everything visible after it is visible now
+
+
+# ---------------------------------------------------------------------- the secret seed
+
+
+def test_the_graded_seed_is_a_per_problem_digest_of_the_secret():
+    a = Rubric(secret_seed="correct horse battery")
+    b = Rubric(secret_seed="correct horse battery staple")
+    p94 = find_problem("94")
+    assert a.seed_for(P93) == a.seed_for(P93)  # the same for every student
+    assert a.seed_for(P93) != a.seed_for(p94) and a.seed_for(P93) != b.seed_for(P93)
+    assert 0 <= a.seed_for(P93) < 2 ** 31
+    assert Rubric().seed_for(P93) is None
+    assert "correct horse" not in repr(a)
+
+
+# ---------------------------------------------------------------------- a wrong rubric: one line
+
+
+@pytest.mark.parametrize("text,words", [
+    ("colour = 1\n", "unknown key(s) colour"),
+    ("deadline = 2026-01-01T00:00:00\n", "with a time zone"),
+    ("deadline = 'tomorrow'\n", "with a time zone"),
+    ("secret_seed = 'short'\n", "at least 8 characters"),
+    ("secret_seed = 'long enough'\nsecret_seed_env = 'X'\n", "not both"),
+    ("secret_seed_env = 'JUDGE_TEST_SURELY_UNSET_SECRET'\n", "which is not set"),
+    ("problems = 3\n", "must be a table of"),
+    ("[problems.999]\n", "unknown problem"),
+    ("[problems]\n93 = 1\n", "must be a table"),
+    ("[problems.93]\nbonus = 1\n", "unknown key(s) bonus"),
+    ("[problems.93]\npoints = 5\n", "points must be a table"),
+    ("[problems.93]\npoints = { nope = 3 }\n", "unknown group 'nope'"),
+    ("[problems.93]\npoints = { large = -1 }\n", "must be a number >= 0"),
+    ("[problems.93]\npoints = { large = true }\n", "must be a number >= 0"),
+    ("[problems.93]\npoints = { large = 'ten' }\n", "must be a number >= 0"),
+    ("[problems.93]\nvisible_before_deadline = 'some'\n", "list of group names"),
+    ("[problems.93]\nvisible_before_deadline = [1]\n", "list of group names"),
+    ("[problems.93]\nvisible_after_deadline = ['nope']\n", "unknown group 'nope'"),
+    ("[problems.93]\nvisible_before_deadline = ['large']\nvisible_after_deadline = ['views']\n",
+     "must stay visible after it"),
+    ("[problems.93]\nspeed = 1\n", "speed: must be a table"),
+    ("[problems.93.speed]\nmax_points = -5\n", "max_points: must be a number >= 0"),
+    ("[problems.93.speed]\nmax_points = 'all'\n", "max_points: must be a number >= 0"),
+    ("[problems.93.speed]\ncurve = [[1.0, 0.5]]\n", "increasing speedups"),
+    ("[problems.93.speed]\ncurve = [[2.0, 1.0], [1.0, 0.5]]\n", "increasing speedups"),
+    ("[problems.93.speed]\ncurve = [[1.0, 1.0], [1.0, 0.5]]\n", "increasing speedups"),
+    ("[problems.93.speed]\ncurve = [[0.5, 0.0], [1.0, 1.5]]\n", "fractions in [0, 1]"),
+    ("[problems.93.speed]\ncurve = [[0.5, -0.1], [1.0, 1.0]]\n", "fractions in [0, 1]"),
+    ("[problems.93.speed]\ncurve = [[0.5, 0.0, 1.0], [1.0, 1.0]]\n", "increasing speedups"),
+    ("[problems.93.speed]\ncurve = [[0.5, 'x'], [1.0, 1.0]]\n", "increasing speedups"),
+    ("[problems.93.speed]\ncurve = 'steep'\n", "increasing speedups"),
+    ("not toml = = =\n", "not valid TOML"),
+])
+def test_a_wrong_rubric_is_one_line(tmp_path, monkeypatch, text, words):
+    monkeypatch.delenv("JUDGE_TEST_SURELY_UNSET_SECRET", raising=False)
+    path = tmp_path / "rubric.toml"
+    path.write_text(text)
+    with pytest.raises(RubricError) as exc:
+        load_rubric(path)
+    assert words in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
+    assert str(path) in str(exc.value)
+
+
+def test_a_missing_rubric_file_is_one_line(tmp_path):
+    with pytest.raises(RubricError, match="cannot read the rubric"):
+        load_rubric(tmp_path / "nope.toml")
+
+
+def test_a_good_rubric_loads_every_key(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_SECRET_FOR_TEST", "a secret long enough")
+    path = tmp_path / "rubric.toml"
+    path.write_text("deadline = 2026-12-15T23:59:00Z\nsecret_seed_env = 'COURSE_SECRET_FOR_TEST'\n"
+                    "[problems.vector-add]\npoints = { large = 25, views = 0 }\n"
+                    "visible_before_deadline = ['small-ragged']\nvisible_after_deadline = 'all'\n"
+                    "[problems.vector-add.speed]\nmax_points = 0\ncurve = [[0.5, 0.0], [1.0, 1.0]]\n")
+    rubric = load_rubric(path)
+    assert rubric.deadline == DEADLINE and rubric.secret_seed == "a secret long enough"
+    pr = rubric.for_problem(P93)
+    assert pr.points == {"large": 25.0, "views": 0.0}
+    assert pr.visible_before == ["small-ragged"] and pr.visible_after == NAMES
+    assert pr.speed == {"max_points": 0, "curve": [[0.5, 0.0], [1.0, 1.0]]}
+    assert rubric.for_problem(find_problem("94")) == ProblemRubric()
+    assert load_rubric(None) == Rubric()
