@@ -124,27 +124,52 @@ def test_a_case_past_the_per_case_limit_is_tle_within_that_limit_not_the_run_lim
 # ---------------------------------------------------------------------- the limits a run gets
 
 
-def test_a_run_gets_its_modes_limits_with_the_command_lines_on_top():
-    problem = find_problem("93")
-    spec = dict(problem.limits)
-    interp = limits_for(problem, Options(interpret=True))
-    gpu = limits_for(problem, Options(interpret=False, device="cuda"))
-    assert interp.case_seconds == spec["case_seconds_interpret"] and gpu.case_seconds == spec["case_seconds"]
-    assert interp.run_seconds == spec["run_seconds_interpret"] and gpu.run_seconds == spec["run_seconds"]
-    assert interp.memory_mb == gpu.memory_mb == spec["memory_mb"]
-    assert interp.output_bytes == spec["output_kb"] * 1024
+class _Problem:
+    """A problem's [limits], each value distinct, so that one read for another shows."""
+
+    limits = {"case_seconds": 11, "case_seconds_interpret": 22, "run_seconds": 333, "run_seconds_interpret": 444,
+              "memory_mb": 555, "output_kb": 66, "processes": 77, "startup_seconds": 88, "gpu_memory_mb": 999}
+
+
+def test_a_run_gets_its_modes_limits():
+    gpu = limits_for(_Problem, Options(interpret=False, device="cuda"))
+    interp = limits_for(_Problem, Options(interpret=True))
+    assert (gpu.case_seconds, gpu.run_seconds) == (11, 333)
+    assert (interp.case_seconds, interp.run_seconds) == (22, 444)
+    for limits in (gpu, interp):
+        assert (limits.memory_mb, limits.output_bytes, limits.processes) == (555, 66 * 1024, 77)
+        assert (limits.startup_seconds, limits.gpu_memory_mb) == (88, 999)
+
+
+def test_the_command_lines_limits_go_on_top_and_an_unset_one_changes_nothing():
     # --time-limit sets both case limits (judge.cli); an option left unset (None) changes nothing.
-    opts = Options(interpret=True, limits={"case_seconds": 7, "case_seconds_interpret": 7, "memory_mb": None})
-    assert limits_for(problem, opts).case_seconds == 7
-    assert limits_for(problem, opts).memory_mb == spec["memory_mb"]
+    opts = Options(interpret=True, limits={"case_seconds": 7, "case_seconds_interpret": 7, "memory_mb": None,
+                                           "output_kb": 2})
+    limits = limits_for(_Problem, opts)
+    assert limits.case_seconds == 7 and limits.memory_mb == 555 and limits.output_bytes == 2048
+    assert limits.run_seconds == 444  # not overridden
+    assert _Problem.limits["case_seconds"] == 11  # the problem's own table is not changed
 
 
 def test_a_problem_without_a_mode_specific_limit_falls_back_to_its_general_one():
     class Bare:
         limits = {"case_seconds": 11, "run_seconds": 222}
 
-    interp = limits_for(Bare(), Options(interpret=True))
+    interp = limits_for(Bare, Options(interpret=True))
     assert (interp.case_seconds, interp.run_seconds) == (11, 222)
-    defaults = limits_for(type("Empty", (), {"limits": {}})(), Options(interpret=False, device="cuda"))
-    assert defaults.case_seconds > 0 and defaults.run_seconds > defaults.case_seconds
-    assert defaults.startup_seconds > 0 and defaults.memory_mb > 0 and defaults.output_bytes > 0
+
+
+def test_a_problem_without_limits_gets_the_documented_defaults():
+    from judge.options import GPU_MEMORY_MB
+
+    class Empty:
+        limits = {}
+
+    d = limits_for(Empty, Options(interpret=False, device="cuda"))
+    assert (d.case_seconds, d.run_seconds, d.memory_mb, d.output_bytes) == (60, 900, 8192, 1024 * 1024)
+    assert (d.processes, d.startup_seconds, d.gpu_memory_mb) == (256, 60, GPU_MEMORY_MB)
+    # A problem's gpu_memory_mb of 0 means "the default", not "none".
+    class Zero:
+        limits = {"gpu_memory_mb": 0}
+
+    assert limits_for(Zero, Options()).gpu_memory_mb == GPU_MEMORY_MB
