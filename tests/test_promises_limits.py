@@ -173,3 +173,85 @@ def test_a_problem_without_limits_gets_the_documented_defaults():
         limits = {"gpu_memory_mb": 0}
 
     assert limits_for(Zero, Options()).gpu_memory_mb == GPU_MEMORY_MB
+
+
+# ---------------------------------------------------------------------- how many workers a run gets
+
+
+@pytest.fixture
+def cores(monkeypatch):
+    monkeypatch.delenv("JUDGE_WORKERS", raising=False)
+
+    def set_cores(n):
+        monkeypatch.setattr("os.cpu_count", lambda: n)
+
+    return set_cores
+
+
+@pytest.mark.parametrize("n,workers", [(1, 1), (2, 1), (3, 2), (5, 4), (64, 4)])
+def test_in_the_interpreter_one_worker_per_core_but_one_at_most_four(cores, n, workers):
+    from judge.options import auto_workers
+
+    cores(n)
+    assert auto_workers("cpu", True) == workers
+    assert auto_workers("cuda", True, gpu_gib=80) == workers  # interpreted on a GPU host: the same
+    assert auto_workers("cpu", False) == workers
+
+
+@pytest.mark.parametrize("n,gib,cap_mb,workers", [
+    (16, 141, 8192, 12),  # one per core but four, at most 12
+    (16, 80, 8192, 10),  # one per cap's worth of the device: 80 GiB / 8 GiB
+    (8, 141, 8192, 4),  # one per core but four
+    (4, 141, 8192, 1),  # never fewer than one
+    (128, 141, 16384, 8),  # a problem's larger cap: fewer per device
+    (128, 4, 8192, 1),
+])
+def test_on_a_gpu_workers_follow_the_cores_and_the_devices_memory(cores, n, gib, cap_mb, workers):
+    from judge.options import auto_workers
+
+    cores(n)
+    assert auto_workers("cuda", False, gpu_gib=gib, gpu_memory_mb=cap_mb) == workers
+
+
+def test_judge_workers_overrides_the_count(monkeypatch):
+    from judge.options import auto_workers
+
+    monkeypatch.setenv("JUDGE_WORKERS", "3")
+    assert auto_workers("cpu", True) == 3
+    monkeypatch.setenv("JUDGE_WORKERS", "0")
+    assert auto_workers("cpu", True) == 1
+
+
+def test_without_a_visible_gpu_a_gpu_run_gets_one_worker(cores):
+    from judge.options import auto_workers
+
+    cores(64)
+    assert auto_workers("cuda", False) == 1  # torch sees no CUDA device here
+
+
+def test_a_run_never_starts_more_workers_than_its_largest_group_has_cases():
+    from judge.options import planned_cases, session_workers
+
+    p93 = find_problem("93")
+    views = next(g for g in p93.groups if g.name == "views")
+    assert planned_cases(views, Options(interpret=True)) == views.max_examples_interpret
+    assert planned_cases(views, Options(interpret=False, device="cuda")) == views.max_examples
+    assert planned_cases(views, Options(interpret=True, max_examples=9)) == 9
+    assert planned_cases(views, Options(interpret=True, max_examples=9, quick=True)) == 2  # a quick test: two
+    assert planned_cases(views, Options(interpret=True, max_examples=1, quick=True)) == 1
+    assert session_workers(p93, Options(workers=3, case={"n": 1}, group="views")) == 1  # one case: one worker
+    assert session_workers(p93, Options(workers=3)) == 3
+    # "views": 6 drawn cases and 2 examples in the interpreter; with max_examples=0 its 2 examples alone.
+    assert session_workers(p93, Options(workers=100, group="views")) == views.max_examples_interpret + 2
+    assert session_workers(p93, Options(workers=100, group="views", max_examples=0)) == 2
+    assert session_workers(p93, Options(workers=100, group="block-edges", max_examples=0)) == 1
+
+
+def test_a_jobs_gpu_is_its_own_processes_index_where_cuda_visible_devices_names_it(monkeypatch):
+    from judge.options import torch_device, torch_index
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert torch_index(5) == 1 and torch_index(3) == 0 and torch_device(5) == "cuda:1"
+    assert torch_index(7) == 7  # not among the visible ones: the host's index
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert torch_index(None) == 0 and torch_index(2) == 2
