@@ -157,6 +157,22 @@ def test_when_only_passing_groups_are_shown_the_student_is_told_they_passed():
     assert view["verdict"] == "AC" and view["message"] == "all shown tests passed"
 
 
+@pytest.mark.parametrize("verdict", ["WA", "TLE", "RTE"])
+def test_a_speed_runs_failure_tells_nothing_while_a_group_is_hidden_and_is_shown_when_all_are(verdict):
+    # Every group passed; the speed run then failed the file. It runs only when every group passes, so while a
+    # group is hidden its failure would tell that the hidden groups passed: the student is told over the shown
+    # groups. Once every group is shown, the verdict and the judge's message are shown as they are.
+    report = _report(verdict, set(NAMES), speed={"scored": True, "points": 0, "max_points": 30, "verdict": verdict})
+    report["message"] = "speed run: at bench shape n=4096: out: 3 of 4096 elements wrong"
+    later = Rubric(deadline=DEADLINE, problems={93: ProblemRubric(visible_before=["small-ragged"])})
+    for rubric, now in ((HIDING, BEFORE), (HIDING, AFTER), (later, BEFORE)):
+        view = student_view(grade(report, P93, rubric), rubric, now=now)
+        assert view["verdict"] == "AC" and view["message"] == "all shown tests passed", view
+        assert view["speed"]["withheld"] and not view["all_shown"]
+    view = student_view(grade(report, P93, later), later, now=AFTER)
+    assert view["all_shown"] and view["verdict"] == verdict and view["message"] == report["message"], view
+
+
 @pytest.mark.parametrize("verdict", ["CE", "RJ", "IE"])
 def test_a_verdict_about_the_whole_file_is_shown_as_it_is(verdict):
     graded = grade(_report(verdict, set()), P93, HIDING)
