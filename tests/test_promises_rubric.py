@@ -274,3 +274,21 @@ def test_a_good_rubric_loads_every_key(tmp_path, monkeypatch):
     assert pr.speed == {"max_points": 0, "curve": [[0.5, 0.0], [1.0, 1.0]]}
     assert rubric.for_problem(find_problem("94")) == ProblemRubric()
     assert load_rubric(None) == Rubric()
+
+
+def test_a_students_view_carries_the_problem_speed_and_file_and_rounds_to_hundredths():
+    rubric = Rubric(problems={93: ProblemRubric(points={"small-ragged": 1 / 3, "block-edges": 1 / 3},
+                                                visible_before=["small-ragged", "block-edges"])},
+                    deadline=DEADLINE)
+    speed = {"scored": True, "points": 10 / 3, "max_points": 30, "speedup": 0.6}
+    graded = grade(_report("AC", set(NAMES), speed=speed), P93, rubric)
+    view = student_view(graded, rubric, now=BEFORE)
+    assert view["problem"] == {"id": 93, "slug": "vector-add", "title": "Vector addition"}
+    assert view["speed"] == graded["speed"] and view["submission"]["path"] == "add.py"
+    assert view["score"] == 4.0 and view["max_score"] == 30.67 and view["verdict"] == "AC"
+
+
+def test_a_shown_failure_without_a_message_is_named_by_its_group():
+    graded = grade(_report("WA", {"small-ragged"}), P93, HIDING)
+    graded["groups"][1]["failure"] = {"case": {"n": 3}}
+    assert student_view(graded, HIDING, now=BEFORE)["message"] == "block-edges: "
