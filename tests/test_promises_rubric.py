@@ -292,3 +292,62 @@ def test_a_shown_failure_without_a_message_is_named_by_its_group():
     graded = grade(_report("WA", {"small-ragged"}), P93, HIDING)
     graded["groups"][1]["failure"] = {"case": {"n": 3}}
     assert student_view(graded, HIDING, now=BEFORE)["message"] == "block-edges: "
+
+
+def test_a_grade_and_a_students_view_in_full():
+    """Every field of a grade and of what a student sees, for one report, written out."""
+    report = _report("WA", {"small-ragged", "block-edges"},
+                     speed={"scored": False, "points": 0, "max_points": 30, "reason": "not every group passed"})
+    report["groups"][3]["skipped"] = "not run: an earlier group ended with TLE"
+    report.update(details={"error": "x"}, elapsed_seconds=3.5, notes=["a note"])
+    about = {g.name: g.about for g in P93.groups}
+    vis = ["visible", "visible", "after_due_date", "hidden", "hidden"]
+    graded = grade(report, P93, HIDING)
+    assert graded == {
+        "problem": {"id": 93, "slug": "vector-add", "title": "Vector addition"},
+        "verdict": "WA", "message": "the judge's message", "details": {"error": "x"},
+        "score": 35.0, "max_score": 100.0,
+        "groups": [{"name": n, "about": about[n], "points": p, "earned": p if i < 2 else 0.0, "passed": i < 2,
+                    "verdict": "AC" if i < 2 else "WA",
+                    "skipped": "not run: an earlier group ended with TLE" if n == "extreme-values" else None,
+                    "failure": None if i < 2 else {"message": f"{n} failed", "case": {"n": 1}},
+                    "visibility": vis[i]}
+                   for i, (n, p) in enumerate(zip(NAMES, (20.0, 15.0, 15.0, 10.0, 10.0)))],
+        "speed": {"scored": False, "points": 0.0, "max_points": 30.0, "speedup": None,
+                  "reason": "not every group passed"},
+        "submission": {"path": "add.py", "sha256": "x"},
+        "elapsed_seconds": 3.5, "notes": ["a note"],
+    }
+    view = student_view(graded, HIDING, now=BEFORE)
+    assert view == {
+        "problem": {"id": 93, "slug": "vector-add", "title": "Vector addition"},
+        "verdict": "AC", "message": "all shown tests passed",
+        "score": 35.0, "max_score": 65.0, "hidden_points": 35.0,
+        "groups": [{k: g[k] for k in ("name", "about", "points", "earned", "passed", "verdict", "skipped",
+                                      "failure")} for g in graded["groups"][:2]]
+        + [{"name": "views", "hidden": True, "about": "results shown after the deadline"},
+           {"name": "extreme-values", "hidden": True, "about": "hidden"},
+           {"name": "large", "hidden": True, "about": "hidden"}],
+        "speed": graded["speed"], "submission": {"path": "add.py", "sha256": "x"},
+    }
+
+
+def test_an_accepted_grade_adds_the_speed_points():
+    speed = {"scored": True, "points": 21.5, "max_points": 30, "speedup": 0.85, "reason": "0.85x"}
+    graded = grade(_report("AC", set(NAMES), speed=speed), P93, Rubric())
+    assert graded["score"] == 70 + 21.5 and graded["max_score"] == 100
+    assert graded["speed"] == {"scored": True, "points": 21.5, "max_points": 30.0, "speedup": 0.85,
+                               "reason": "0.85x"}
+
+
+def test_the_graded_seed_is_derived_as_documented_and_stays_the_same_across_versions():
+    from judge.cases import derive_seed
+
+    rubric = Rubric(secret_seed="correct horse battery")
+    assert rubric.seed_for(P93) == derive_seed("graded-run", "correct horse battery", 93) >> 1
+    assert rubric.seed_for(P93) == 287524051  # a course that regrades later gets the same cases
+
+
+def test_the_deadline_is_read_against_the_clock_when_no_time_is_given():
+    assert Rubric(deadline=dt.datetime(2000, 1, 1, tzinfo=UTC)).past_deadline() is True
+    assert Rubric(deadline=dt.datetime(2999, 1, 1, tzinfo=UTC)).past_deadline() is False

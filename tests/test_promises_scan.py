@@ -439,6 +439,7 @@ def test_each_rule_written_as_code(source, code, word):
         assert findings == [], findings
         return
     assert any(f.code == code and word in f.why for f in findings), [f.message() for f in findings]
+    assert all(f.line >= 1 for f in findings), [f.message() for f in findings]
 
 
 def test_every_rule_has_a_snippet():

@@ -43,7 +43,7 @@ def test_the_median_of_an_even_count_is_the_middle_twos_mean():
     assert stats.median([1.0, 2.0, 3.0, 100.0]) == 2.5
     assert stats.median([5.0]) == 5.0
     assert stats.median([7.0, 1.0]) == 4.0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^median of no samples$"):
         stats.median([])
 
 
@@ -81,9 +81,9 @@ def test_an_interval_from_logs_is_a_t_interval_around_their_mean():
                             "rounds": 5}
     one = stats.mean_interval([0.5])
     assert (one.low, one.high, one.rounds) == (0.0, math.inf, 1) and one.value == pytest.approx(math.exp(0.5))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^no rounds$"):
         stats.mean_interval([])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="^no rounds$"):
         stats.speedups([], clamp=8.0)
 
 
@@ -109,7 +109,7 @@ def test_geomean_of_positive_values_only():
     assert stats.geomean([1.0, 4.0, 16.0]) == pytest.approx(4.0)
     assert stats.geomean(iter([9.0])) == pytest.approx(9.0)
     for bad in ([], [1.0, -1.0], [0.0]):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match="^geometric mean needs positive values$"):
             stats.geomean(bad)
 
 
