@@ -351,3 +351,11 @@ def test_the_graded_seed_is_derived_as_documented_and_stays_the_same_across_vers
 def test_the_deadline_is_read_against_the_clock_when_no_time_is_given():
     assert Rubric(deadline=dt.datetime(2000, 1, 1, tzinfo=UTC)).past_deadline() is True
     assert Rubric(deadline=dt.datetime(2999, 1, 1, tzinfo=UTC)).past_deadline() is False
+
+
+def test_a_report_without_a_file_path_keeps_none():
+    report = _report("AC", set(NAMES))
+    report["submission"] = {"path": None, "sha256": "x"}
+    assert grade(report, P93, Rubric())["submission"] == {"path": None, "sha256": "x"}
+    report["submission"] = {"sha256": "x"}
+    assert grade(report, P93, Rubric())["submission"] == {"path": None, "sha256": "x"}

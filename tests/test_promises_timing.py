@@ -158,7 +158,8 @@ def test_a_problems_own_constants_shape_the_curve():
     {"speedup_clamp": 0.5},
 ])
 def test_constants_that_make_no_curve_are_refused(spec):
-    with pytest.raises(ValueError):
+    words = r"^\[score\] needs 0 < speed_zero_at < speed_full_at and speedup_clamp >= 1$"
+    with pytest.raises(ValueError, match=words):
         SpeedScore.from_spec(spec, 30)
 
 
