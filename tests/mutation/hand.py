@@ -43,7 +43,8 @@ STORE = "tests/test_promises_store.py"
 SCAN = "tests/test_promises_scan.py"
 TIMING = "tests/test_promises_timing.py"
 RUBRIC = "tests/test_promises_rubric.py"
-LIMITS_E2E = "tests/test_promises_limits.py::test_a_case_past_the_per_case_limit_is_tle_within_that_limit_not_the_run_limit"
+LIMITS_E2E = ("tests/test_promises_limits.py::"
+              "test_a_case_past_the_per_case_limit_is_tle_within_that_limit_not_the_run_limit")
 NOT_RUN_E2E = "tests/test_promises_limits.py::test_after_a_group_that_ends_the_run_the_later_groups_are_not_run"
 
 MUTANTS = [
@@ -91,7 +92,8 @@ MUTANTS = [
            "a worker that ran out of time is RTE", ("tests/test_judgement.py",)),
     Mutant("judge/rules/__init__.py", '"rule": Verdict.RJ,', '"rule": Verdict.RTE,',
            "a rule the worker found broken is RTE", ("tests/test_judgement.py",)),
-    Mutant("judge/staticscan.py", '    "eval": "runs generated code",\n', "", "the scan's eval() rule deleted", (SCAN,)),
+    Mutant("judge/staticscan.py", '    "eval": "runs generated code",\n', "", "the scan's eval() rule deleted",
+           (SCAN,)),
     Mutant("judge/staticscan.py", '    "f_back": "walks the call stack",\n', "", "the scan's f_back rule deleted",
            (SCAN,)),
     Mutant("judge/staticscan.py", '"time", "os", "sys", "math"', '"os", "sys", "math"',
