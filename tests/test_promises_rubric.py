@@ -222,13 +222,15 @@ def test_the_graded_seed_is_a_per_problem_digest_of_the_secret():
     ("[problems]\n93 = 1\n", "must be a table"),
     ("[problems.93]\nbonus = 1\n", "unknown key(s) bonus"),
     ("[problems.93]\npoints = 5\n", "points must be a table"),
-    ("[problems.93]\npoints = { nope = 3 }\n", "unknown group 'nope'"),
+    ("[problems.93]\npoints = { nope = 3 }\n",
+     "points: unknown group 'nope'; valid: small-ragged, block-edges, views, extreme-values, large"),
     ("[problems.93]\npoints = { large = -1 }\n", "must be a number >= 0"),
     ("[problems.93]\npoints = { large = true }\n", "must be a number >= 0"),
     ("[problems.93]\npoints = { large = 'ten' }\n", "must be a number >= 0"),
     ("[problems.93]\nvisible_before_deadline = 'some'\n", "list of group names"),
     ("[problems.93]\nvisible_before_deadline = [1]\n", "list of group names"),
-    ("[problems.93]\nvisible_after_deadline = ['nope']\n", "unknown group 'nope'"),
+    ("[problems.93]\nvisible_after_deadline = ['nope']\n",
+     "visible_after_deadline: unknown group 'nope'; valid: small-ragged, block-edges, views, extreme-values, large"),
     ("[problems.93]\nvisible_before_deadline = ['large']\nvisible_after_deadline = ['views']\n",
      "must stay visible after it"),
     ("[problems.93]\nspeed = 1\n", "speed: must be a table"),
@@ -359,3 +361,12 @@ def test_a_report_without_a_file_path_keeps_none():
     assert grade(report, P93, Rubric())["submission"] == {"path": None, "sha256": "x"}
     report["submission"] = {"sha256": "x"}
     assert grade(report, P93, Rubric())["submission"] == {"path": None, "sha256": "x"}
+
+
+def test_speed_points_without_a_curve_round_to_hundredths_and_count_missing_points_as_none():
+    pr = ProblemRubric(speed={"max_points": 7})
+    assert speed_points(pr, {"scored": True, "points": 10, "max_points": 30}, P93) == (2.33, 7.0)
+    assert speed_points(pr, {"scored": True, "points": 0, "max_points": 30}, P93) == (0.0, 7.0)
+    assert speed_points(pr, {"scored": True, "max_points": 30}, P93) == (0.0, 7.0)
+    curve = ProblemRubric(speed={"max_points": 7, "curve": [[0.0, 0.0], [3.0, 1.0]]})
+    assert speed_points(curve, {"scored": True, "speedup": 1.0}, P93) == (2.33, 7.0)

@@ -325,58 +325,81 @@ LANGUAGE_CLASSES = {
     "TensorHandle": "class H(interpreter.TensorHandle):\n    pass",
 }
 
-# The rules written as code rather than as a table entry: (snippet, the finding's code, a word of its reason).
+# Reasons the scan gives, written out (each is what a student reads beside the line it refuses).
+LIBRARY_WHY = 'replaces part of a library the judge relies on'
+PASSED_AROUND_WHY = 'passes a name-lookup or code-running built-in around'
+COMPUTED_NAME_WHY = 'reaches an attribute by a computed or private name'
+UNKNOWN_SUBJECT_WHY = 'may read an attribute the scan forbids (the subject is not a plain name)'
+PRIVATE_WHY = "reaches PyTorch's private internals"
+FORMAT_FIELD_WHY = 'a format string that reads a private or forbidden attribute'
+FORMAT_WHY = 'formats with a string the scan cannot read (a format string reads attributes by name)'
+WRAPS_WHY = 'sets attributes by the names it is given (a computed setattr)'
+
+# The rules written as code rather than as a table entry: (snippet, the finding's code, its reason).
 STRUCTURAL = [
-    ("from . import helpers", "a relative import", "outside the submission"),
-    ("import email", "import email", "imports only Triton, PyTorch"),  # installed, but not on the list
-    ("import torch\nr = torch.nn._reduction", "torch.nn._reduction", "private internals"),
-    ("import torch._prims", "import torch._prims", "private internals"),
-    ("from torch.nn import _reduction", "from torch.nn import _reduction", "private internals"),
-    ("s = fmt.format(x)", ".format", "format string"),
-    ("s = fmt.format_map(d)", ".format_map", "format string"),
-    ("data = open('/proc/self/mem', 'rb')", "/proc", "/proc"),
-    ("s = '{0.__class__}'.format(x)", "{...__class__}", "private or forbidden attribute"),
-    ("s = '{0:{1._secret}}'.format(x, y)", "{..._secret}", "private or forbidden attribute"),
-    ("match p:\n    case Point(a, b):\n        pass", "a positional class pattern", "__match_args__"),
-    ("match p:\n    case object(_secret=s):\n        pass", "case ...(_secret=...)", "private name"),
-    ("match p:\n    case object(__class__=k):\n        pass", "case ...(__class__=...)", "class hierarchy"),
-    ("import os\nmatch os:\n    case object(environ=e):\n        pass", "case ...(environ=...)",
-     "reads the environment"),
-    ("match f():\n    case object(environ=e):\n        pass", "case ...(environ=...)", "subject is not a plain name"),
-    ("run = exec", "exec", "passes a name-lookup or code-running built-in around"),
-    ("look = getattr", "getattr", "passes a name-lookup or code-running built-in around"),
-    ("import torch\nc = getattr(torch, '_' + 'C')", "getattr()", "computed or private name"),
-    ("ok = hasattr(x, '_secret')", "hasattr()", "computed or private name"),
-    ("k = getattr(x, '__class__')", "getattr()", "computed or private name"),
-    ("import os\nenv = getattr(os, 'environ')", "getattr()", "reads the environment"),
-    ("import functools\nw = functools.wraps(f, assigned=('__name__',))", "wraps(assigned=/updated=)",
-     "computed setattr"),
-    ("import functools\nw = functools.wraps(f, updated=())", "wraps(assigned=/updated=)", "computed setattr"),
-    ("def f():\n    global range\n    range = g", "global range", "rebinds a built-in name"),
-    ("def f():\n    global __builtins__", "global __builtins__", "reaches the built-ins"),
-    ("def __getattr__(name):\n    return 1", "def __getattr__", "computed names"),
-    ("class ForwardRef:\n    pass", "class ForwardRef", "evaluates a string as code"),
-    ("def f(x: 'not )( an expression'):\n    pass", "a string annotation", "not an expression"),
-    ("def f(x: 'os.environ'):\n    pass", "os.environ", "reads the environment"),
-    ("v: '__import__' = 1", "__import__", "passes a name-lookup or code-running built-in around"),
-    ("BLOCK.value = 64", "BLOCK.value = ...", "tl.constexpr's value"),
-    ("import torch as t\nt.manual_seed = f", "t.manual_seed = ...", "replaces part of a library"),
-    ("import torch\nc = torch.cuda\nc.synchronize = f", "c.synchronize = ...", "replaces part of a library"),
-    ("import time\nfor time.perf_counter in [f]:\n    pass", "time.perf_counter = ...",
-     "replaces part of a library"),
-    ("import time\nwith ctx() as time.perf_counter:\n    pass", "time.perf_counter = ...",
-     "replaces part of a library"),
-    ("import math\nmath.pi += 1", "math.pi = ...", "replaces part of a library"),
-    ("import math\ndel math.pi", "math.pi = ...", "replaces part of a library"),
-    ("import math\nmath.pi: float = 3.0", "math.pi = ...", "replaces part of a library"),
-    ("import time\nvals = [0 for time.perf_counter in [f]]", "time.perf_counter = ...",
-     "replaces part of a library"),
-    ("import os as o\nv = o.environ['JUDGE_SEED']", "o.environ", "reads the environment"),
-    ("from os import environ as e\nv = e['JUDGE_SEED']", "e", "reads the environment"),
-    ("import sys\nm = sys\nm.settrace(f)", "m.settrace", "traces the judge's code"),
-    ("from os import environ", "from os import environ", "reads the environment"),
-    ("from typing import __builtins__", "from typing import __builtins__", "reaches the built-ins"),
-    ("import sys.monitoring", "import sys.monitoring", None),  # sys is allowed; its monitoring is no module
+    ('from . import helpers', 'a relative import', 'imports from outside the submission file'),
+    ('import email', 'import email',
+     'a kernel exercise imports only Triton, PyTorch and a few standard modules (math, functools, ...)'),
+    ('import torch\nr = torch.nn._reduction', 'torch.nn._reduction', PRIVATE_WHY),
+    ('import torch._prims', 'import torch._prims', PRIVATE_WHY),
+    ('from torch.nn import _reduction', 'from torch.nn import _reduction', PRIVATE_WHY),
+    ('s = fmt.format(x)', '.format', FORMAT_WHY),
+    ('s = fmt.format_map(d)', '.format_map', FORMAT_WHY),
+    ("data = open('/proc/self/mem', 'rb')", '/proc', "reads the process's memory or descriptors through /proc"),
+    ("s = '{0.__class__}'.format(x)", '{...__class__}', FORMAT_FIELD_WHY),
+    ("s = '{0:{1._secret}}'.format(x, y)", '{..._secret}', FORMAT_FIELD_WHY),
+    ('match p:\n    case Point(a, b):\n        pass', 'a positional class pattern',
+     "reads the attributes the class's __match_args__ names"),
+    ('match p:\n    case object(_secret=s):\n        pass', 'case ...(_secret=...)',
+     'reads an attribute by a private name'),
+    ('match p:\n    case object(__class__=k):\n        pass', 'case ...(__class__=...)', 'walks the class hierarchy'),
+    ('import os\nmatch os:\n    case object(environ=e):\n        pass', 'case ...(environ=...)',
+     'reads the environment'),
+    ('match f():\n    case object(environ=e):\n        pass', 'case ...(environ=...)', UNKNOWN_SUBJECT_WHY),
+    ('import torch\nmatch torch:\n    case object(cuda=object(Stream=s)):\n        pass', 'case ...(Stream=...)',
+     'runs work on a side stream the timer may not see'),
+    ('import torch\nmatch torch:\n    case object(cuda=object(Stream=s) as c):\n        pass', 'case ...(Stream=...)',
+     'runs work on a side stream the timer may not see'),
+    ('import torch\nmatch torch:\n    case object(cuda=object(graph=g) | object(Stream=s)):\n        pass',
+     'case ...(Stream=...)', 'runs work on a side stream the timer may not see'),
+    ('import os\nmatch os:\n    case (object(environ=e) as found) if found:\n        pass', 'case ...(environ=...)',
+     'reads the environment'),
+    ('match pair:\n    case [object(environ=e), _]:\n        pass', 'case ...(environ=...)', UNKNOWN_SUBJECT_WHY),
+    ("match d:\n    case {'k': object(environ=e)}:\n        pass", 'case ...(environ=...)', UNKNOWN_SUBJECT_WHY),
+    ('match p:\n    case Point(x=object(_secret=s)):\n        pass', 'case ...(_secret=...)',
+     'reads an attribute by a private name'),
+    ('run = exec', 'exec', PASSED_AROUND_WHY),
+    ('look = getattr', 'getattr', PASSED_AROUND_WHY),
+    ("import torch\nc = getattr(torch, '_' + 'C')", 'getattr()', COMPUTED_NAME_WHY),
+    ("ok = hasattr(x, '_secret')", 'hasattr()', COMPUTED_NAME_WHY),
+    ("k = getattr(x, '__class__')", 'getattr()', COMPUTED_NAME_WHY),
+    ("import os\nenv = getattr(os, 'environ')", 'getattr()', 'reads the environment'),
+    ("import functools\nw = functools.wraps(f, assigned=('__name__',))", 'wraps(assigned=/updated=)', WRAPS_WHY),
+    ('import functools\nw = functools.wraps(f, updated=())', 'wraps(assigned=/updated=)', WRAPS_WHY),
+    ('def f():\n    global range\n    range = g', 'global range', 'rebinds a built-in name that kernels call'),
+    ('def f():\n    global __builtins__', 'global __builtins__', 'reaches the built-ins'),
+    ('def __getattr__(name):\n    return 1', 'def __getattr__', 'reaches attributes by computed names'),
+    ('class ForwardRef:\n    pass', 'class ForwardRef', 'evaluates a string as code'),
+    ("def f(x: 'not )( an expression'):\n    pass", 'a string annotation',
+     'is not an expression (typing would evaluate it)'),
+    ("def f(x: 'os.environ'):\n    pass", 'os.environ', 'reads the environment'),
+    ("v: '__import__' = 1", '__import__', PASSED_AROUND_WHY),
+    ('BLOCK.value = 64', 'BLOCK.value = ...',
+     "changes a tl.constexpr's value (a kernel reads your file's constants as its source sets them)"),
+    ('import torch as t\nt.manual_seed = f', 't.manual_seed = ...', LIBRARY_WHY),
+    ('import torch\nc = torch.cuda\nc.synchronize = f', 'c.synchronize = ...', LIBRARY_WHY),
+    ('import time\nfor time.perf_counter in [f]:\n    pass', 'time.perf_counter = ...', LIBRARY_WHY),
+    ('import time\nwith ctx() as time.perf_counter:\n    pass', 'time.perf_counter = ...', LIBRARY_WHY),
+    ('import math\nmath.pi += 1', 'math.pi = ...', LIBRARY_WHY),
+    ('import math\ndel math.pi', 'math.pi = ...', LIBRARY_WHY),
+    ('import math\nmath.pi: float = 3.0', 'math.pi = ...', LIBRARY_WHY),
+    ('import time\nvals = [0 for time.perf_counter in [f]]', 'time.perf_counter = ...', LIBRARY_WHY),
+    ("import os as o\nv = o.environ['JUDGE_SEED']", 'o.environ', 'reads the environment'),
+    ("from os import environ as e\nv = e['JUDGE_SEED']", 'e', 'reads the environment'),
+    ('import sys\nm = sys\nm.settrace(f)', 'm.settrace', "traces the judge's code"),
+    ('from os import environ', 'from os import environ', 'reads the environment'),
+    ('from typing import __builtins__', 'from typing import __builtins__', 'reaches the built-ins'),
+    ('import sys.monitoring', 'import sys.monitoring', None),  # sys is allowed; its monitoring is no module
 ]
 
 
@@ -414,7 +437,7 @@ def test_each_forbidden_name(name):
 def test_each_protected_module(root):
     source = PROTECTED[root]
     target = source.splitlines()[-1].split(" = ")[0]
-    _check(source, f"{target} = ...", "replaces part of a library the judge relies on")
+    _check(source, f"{target} = ...", LIBRARY_WHY)
 
 
 @pytest.mark.parametrize("method", list(LAUNCH_METHODS))
@@ -432,13 +455,13 @@ def test_each_language_class(cls):
                                           "compiler and the interpreter)")
 
 
-@pytest.mark.parametrize("source,code,word", STRUCTURAL, ids=[s[1] for s in STRUCTURAL])
-def test_each_rule_written_as_code(source, code, word):
+@pytest.mark.parametrize("source,code,why", STRUCTURAL, ids=[s[1] for s in STRUCTURAL])
+def test_each_rule_written_as_code(source, code, why):
     findings = scan(source)
-    if word is None:  # not refused: what the import does is left to the import itself
+    if why is None:  # not refused: what the import does is left to the import itself
         assert findings == [], findings
         return
-    assert any(f.code == code and word in f.why for f in findings), [f.message() for f in findings]
+    assert any(f.code == code and f.why == why for f in findings), [f.message() for f in findings]
     assert all(f.line >= 1 for f in findings), [f.message() for f in findings]
 
 

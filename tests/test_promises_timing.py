@@ -189,3 +189,9 @@ def _t_cdf(x: float, df: int) -> float:
 @pytest.mark.parametrize("df", list(range(1, 31)) + [31, 40, 60, 120, 500])
 def test_t975_is_students_two_sided_95_percent_quantile(df):
     assert _t_cdf(stats.t975(df), df) == pytest.approx(0.975, abs=2e-4 if df <= 30 else 1e-3)
+
+
+def test_at_full_speed_the_points_are_exactly_the_maximum():
+    s = SpeedScore(max_points=10.125, zero_at=0.5, full_at=1.0)
+    assert s.points(1.0) == 10.125 and s.points(1.5) == 10.125
+    assert s.points(0.5) == 0 and s.points(0.0) == 0
