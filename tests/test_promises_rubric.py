@@ -211,7 +211,8 @@ def test_the_graded_seed_is_a_per_problem_digest_of_the_secret():
 
 
 @pytest.mark.parametrize("text,words", [
-    ("colour = 1\n", "unknown key(s) colour"),
+    ("colour = 1\nflavour = 2\n",
+     "unknown key(s) colour, flavour; valid: deadline, problems, secret_seed, secret_seed_env"),
     ("deadline = 2026-01-01T00:00:00\n", "with a time zone"),
     ("deadline = 'tomorrow'\n", "with a time zone"),
     ("secret_seed = 'short'\n", "at least 8 characters"),
@@ -220,7 +221,8 @@ def test_the_graded_seed_is_a_per_problem_digest_of_the_secret():
     ("problems = 3\n", "must be a table of"),
     ("[problems.999]\n", "unknown problem"),
     ("[problems]\n93 = 1\n", "must be a table"),
-    ("[problems.93]\nbonus = 1\n", "unknown key(s) bonus"),
+    ("[problems.93]\nbonus = 1\nextra = 2\n",
+     "unknown key(s) bonus, extra; valid: points, speed, visible_after_deadline, visible_before_deadline"),
     ("[problems.93]\npoints = 5\n", "points must be a table"),
     ("[problems.93]\npoints = { nope = 3 }\n",
      "points: unknown group 'nope'; valid: small-ragged, block-edges, views, extreme-values, large"),
@@ -370,3 +372,12 @@ def test_speed_points_without_a_curve_round_to_hundredths_and_count_missing_poin
     assert speed_points(pr, {"scored": True, "max_points": 30}, P93) == (0.0, 7.0)
     curve = ProblemRubric(speed={"max_points": 7, "curve": [[0.0, 0.0], [3.0, 1.0]]})
     assert speed_points(curve, {"scored": True, "speedup": 1.0}, P93) == (2.33, 7.0)
+
+
+def test_groups_visible_before_the_deadline_and_more_after_it_load(tmp_path):
+    path = tmp_path / "rubric.toml"
+    path.write_text("[problems.93]\nvisible_before_deadline = ['small-ragged']\n"
+                    "visible_after_deadline = ['small-ragged', 'views']\n")
+    pr = load_rubric(path).for_problem(P93)
+    assert pr.visible_before == ["small-ragged"] and pr.visible_after == ["small-ragged", "views"]
+    assert [visibility(pr, n) for n in NAMES] == ["visible", "hidden", "after_due_date", "hidden", "hidden"]

@@ -368,6 +368,7 @@ STRUCTURAL = [
     ("match d:\n    case {'k': object(environ=e)}:\n        pass", 'case ...(environ=...)', UNKNOWN_SUBJECT_WHY),
     ('match p:\n    case Point(x=object(_secret=s)):\n        pass', 'case ...(_secret=...)',
      'reads an attribute by a private name'),
+    ('import os\nmatch x:\n    case os.environ:\n        pass', 'os.environ', 'reads the environment'),
     ('run = exec', 'exec', PASSED_AROUND_WHY),
     ('look = getattr', 'getattr', PASSED_AROUND_WHY),
     ("import torch\nc = getattr(torch, '_' + 'C')", 'getattr()', COMPUTED_NAME_WHY),
@@ -530,3 +531,13 @@ def test_a_lifted_rule_is_lifted_only_where_the_problem_lifts_it():
     assert scan("import ctypes", ("torch.library",)) != []
     # A lifted module may be imported (it is not "unlisted" either).
     assert scan("import pickle", ("pickle",)) == []
+
+
+def test_a_module_the_lookup_cannot_place_is_left_to_the_import(monkeypatch):
+    import importlib.util
+
+    def cannot(name, *args):
+        raise ValueError(f"{name}.__spec__ is None")
+
+    monkeypatch.setattr(importlib.util, "find_spec", cannot)
+    assert scan("import somethingodd") == []
