@@ -6,11 +6,14 @@ or malformed reply RJ. How an exception the worker reported maps: Triton's compi
 broken RJ, a call its group cannot make WA.
 """
 
+from types import MappingProxyType
+
 import pytest
 
 from judge import rules
 from judge.judgement import error_outcome
-from judge.replies import ErrorInfo
+from judge.replies import ErrorInfo, Evidence, Returned
+from judge.rules import Context
 from judge.verdicts import Verdict
 
 
@@ -46,3 +49,79 @@ def test_the_rules_run_in_the_documented_order():
     assert rules.RULES == ("tampering", "own_threads", "threads_left", "tensor_subclass", "torch_ops", "no_kernel",
                            "kernel_wrote", "custom_op")
     assert [m.__name__.rsplit(".", 1)[-1] for m in rules.rules()] == list(rules.RULES)
+
+
+# ---------------------------------------------------------------------- the anti-cheat rules over a call's evidence
+
+CASE = Context(file="mine.py")
+WARMUP = Context(file="mine.py", phase="warmup", where="at bench shape n=4096:")
+TIMED = Context(file="mine.py", phase="timed", where="at bench shape n=4096:")
+LAUNCHED = MappingProxyType({"_add": 1})
+
+
+def _ev(**kw):
+    return Evidence(**{"own_launches": LAUNCHED, **kw})
+
+
+def test_an_honest_calls_evidence_breaks_no_rule():
+    for ctx in (CASE, WARMUP, TIMED):
+        assert rules.violation(_ev(), (), ctx) is None
+        assert rules.violation(_ev(), (), ctx, stage="provenance") is None
+
+
+@pytest.mark.parametrize("evidence,ctx,message,details", [
+    (_ev(tampered=("torch.cuda.synchronize", "time.perf_counter")), CASE,
+     "the call changed what the judge relies on: torch.cuda.synchronize, time.perf_counter",
+     {"tampered": ["torch.cuda.synchronize", "time.perf_counter"]}),
+    (_ev(tampered=("time.perf_counter",)), TIMED,
+     "while timed, the submission changed what the judge relies on: time.perf_counter",
+     {"tampered": ["time.perf_counter"]}),
+    (_ev(started=MappingProxyType({"thread": 2, "process": 1})), CASE,
+     "the call started 1 process and 2 threads of its own: all work must be done by your Triton kernels, in this "
+     "process and on this thread", {"started": {"thread": 2, "process": 1}}),
+    (_ev(started=MappingProxyType({"thread": 1})), TIMED,
+     "at bench shape n=4096: the submission started 1 thread of its own while timed", {"started": {"thread": 1}}),
+    (_ev(started=MappingProxyType({"thread": 1})), Context(file="mine.py", phase="timed"),
+     "the submission started 1 thread of its own while timed", {"started": {"thread": 1}}),
+    (_ev(threads_left=("worker-1", "worker-2")), CASE,
+     "threads the submission started were still running after it returned (worker-1, worker-2): all work must be "
+     "done by then", {"threads_left": ["worker-1", "worker-2"]}),
+    (_ev(torch_ops=MappingProxyType({"mul": 1, "add": 2})), CASE,
+     "the answer was computed with PyTorch operators (torch add, torch mul); only allocation, views and copies may "
+     "run outside your Triton kernels", {"torch_ops": {"mul": 1, "add": 2}}),
+    (_ev(torch_ops=MappingProxyType({"add": 2})), TIMED,
+     "at bench shape n=4096: the answer was computed with PyTorch operators (torch add) in timed calls",
+     {"torch_ops": {"add": 2}}),
+    (_ev(torch_ops=MappingProxyType({"add": 2})), WARMUP,
+     "at bench shape n=4096: the answer was computed with PyTorch operators (torch add)", {"torch_ops": {"add": 2}}),
+    (Evidence(), CASE, "no Triton kernel defined in mine.py was launched",
+     {"other_launches": {}, "no_kernel": True}),
+    (Evidence(other_launches=MappingProxyType({"lib_add": 1, "lib_mul": 1})), WARMUP,
+     "at bench shape n=4096: no Triton kernel defined in mine.py was launched (it launched only kernels defined "
+     "elsewhere: lib_add, lib_mul)", {"other_launches": {"lib_add": 1, "lib_mul": 1}, "no_kernel": True}),
+    (_ev(calls_without_own_launch=3), TIMED, "at bench shape n=4096: 3 timed call(s) launched no Triton kernel of "
+     "mine.py", {}),
+])
+def test_each_rule_says_what_it_found(evidence, ctx, message, details):
+    found = rules.violation(evidence, (), ctx)
+    assert found is not None and found.verdict is Verdict.RJ
+    assert found.message == message and found.details == details
+
+
+def test_a_timed_call_is_judged_by_its_own_launch_count_and_a_compile_only_pass_by_none():
+    assert rules.violation(Evidence(), (), TIMED) is None  # each timed call's launches are counted apart
+    assert rules.violation(Evidence(), (), Context(file="mine.py", phase="compile-only")) is None
+
+
+def test_a_tensor_subclass_returned_is_named():
+    sub = Returned(kind="tensor", type="Mine", tensor_subclass=True)
+    found = rules.violation(_ev(), (Returned(kind="tensor", type="Tensor"), sub), CASE)
+    assert found.message == ("the result is a torch.Tensor subclass (Mine): results must be plain tensors (a "
+                             "subclass can compute inside the judge's checks)")
+
+
+def test_the_first_rule_broken_in_the_rulebooks_order_decides():
+    both = _ev(tampered=("time.perf_counter",), torch_ops=MappingProxyType({"add": 1}))
+    assert rules.violation(both, (), CASE).message.startswith("the call changed what the judge relies on")
+    assert rules.violation(_ev(torch_ops=MappingProxyType({"add": 1})), (), CASE,
+                           stage="provenance") is None  # an evidence rule is not a provenance rule
