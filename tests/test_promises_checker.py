@@ -153,3 +153,40 @@ def test_a_right_answer_in_another_dtype_is_compared_as_its_values():
     assert checker.compare("o", got, gold, gold, torch.bfloat16, "element", {}) is None
     assert checker.compare("o", torch.tensor([0.5, 0.5], dtype=torch.bfloat16), gold, gold, torch.bfloat16,
                            "element", {}).bad == 1
+
+
+class _OnTheGpu:
+    """A tensor as the comparison sees one on a GPU: its device says cuda, and .cpu() brings it back."""
+
+    def __init__(self, t):
+        self.t = t
+        self.device = torch.device("cuda", 0)
+
+    def cpu(self):
+        return self.t
+
+
+def test_a_comparison_with_no_room_on_the_gpu_runs_again_on_the_cpu(monkeypatch):
+    real = checker._compare
+    seen = []
+
+    def full_then_real(name, got, gold, naive, *rest):
+        seen.append(gold)
+        if isinstance(gold, _OnTheGpu):
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
+        return real(name, got, gold, naive, *rest)
+
+    monkeypatch.setattr(checker, "_compare", full_then_real)
+    gold = _t(1.0, 2.0)
+    wrong = checker.compare("o", _OnTheGpu(gold + 1), _OnTheGpu(gold), _OnTheGpu(gold), torch.float64, "element", {})
+    assert wrong is not None and wrong.bad == 2 and len(seen) == 2 and seen[1] is gold
+    assert checker.compare("o", _OnTheGpu(gold), _OnTheGpu(gold), _OnTheGpu(gold), torch.float64, "element",
+                           {}) is None
+
+
+def test_any_other_error_of_a_comparison_is_raised():
+    gold = _t(1.0, 2.0)
+    with pytest.raises(ValueError, match="unknown scope 'column'"):
+        checker.compare("o", gold, gold, gold, torch.float64, "column", {})
+    with pytest.raises(ValueError, match="naive model is not finite"):
+        checker.compare("o", gold, gold, _t(1.0, float("inf")), torch.float64, "element", {})
