@@ -9,6 +9,7 @@ and the tests that must fail with it. Issue 44's seven changes are the first sev
 
     python tests/mutation/hand.py            # all of them, in a copy of the tree (the tree is never changed)
     python tests/mutation/hand.py --fast     # without the ones that judge a file in the interpreter
+    python tests/mutation/hand.py median     # only those whose description says "median"
 
 Exit 0 when every mutant is killed; 1 when one survived (its test no longer guards its promise), or when an
 entry's text is no longer in its file (the code moved: update the entry).
@@ -43,6 +44,7 @@ STORE = "tests/test_promises_store.py"
 SCAN = "tests/test_promises_scan.py"
 TIMING = "tests/test_promises_timing.py"
 RUBRIC = "tests/test_promises_rubric.py"
+RULES = "tests/test_promises_rules.py"
 LIMITS_E2E = ("tests/test_promises_limits.py::"
               "test_a_case_past_the_per_case_limit_is_tle_within_that_limit_not_the_run_limit")
 NOT_RUN_E2E = "tests/test_promises_limits.py::test_after_a_group_that_ends_the_run_the_later_groups_are_not_run"
@@ -89,9 +91,9 @@ MUTANTS = [
     Mutant("judge/grading/store.py", "cached = ?, seed = NULL, ", "cached = ?, ",
            "a job's seed kept after it is done", (STORE,)),
     Mutant("judge/rules/__init__.py", '"timeout": Verdict.TLE,', '"timeout": Verdict.RTE,',
-           "a worker that ran out of time is RTE", ("tests/test_judgement.py",)),
+           "a worker that ran out of time is RTE", (RULES,)),
     Mutant("judge/rules/__init__.py", '"rule": Verdict.RJ,', '"rule": Verdict.RTE,',
-           "a rule the worker found broken is RTE", ("tests/test_judgement.py",)),
+           "a rule the worker found broken is RTE", (RULES,)),
     Mutant("judge/staticscan.py", '    "eval": "runs generated code",\n', "", "the scan's eval() rule deleted",
            (SCAN,)),
     Mutant("judge/staticscan.py", '    "f_back": "walks the call stack",\n', "", "the scan's f_back rule deleted",
@@ -141,5 +143,7 @@ def run(mutants: list[Mutant]) -> int:
 
 
 if __name__ == "__main__":
-    chosen = [m for m in MUTANTS if not (m.slow and "--fast" in sys.argv[1:])]
+    words = [a for a in sys.argv[1:] if not a.startswith("--")]
+    chosen = [m for m in MUTANTS if not (m.slow and "--fast" in sys.argv[1:])
+              and (not words or any(w in m.why for w in words))]
     sys.exit(run(chosen))
