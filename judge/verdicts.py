@@ -8,7 +8,7 @@ that passed, except that RJ, CE before any test, and IE score 0.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import Enum
 
 REPORT_VERSION = 1
@@ -217,7 +217,3 @@ class Report:
             "output": self.output,
             "elapsed_seconds": round(self.elapsed_seconds, 3),
         }
-
-
-def as_dict(obj) -> dict:
-    return asdict(obj)
