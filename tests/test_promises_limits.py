@@ -181,6 +181,7 @@ def test_a_problem_without_limits_gets_the_documented_defaults():
 @pytest.fixture
 def cores(monkeypatch):
     monkeypatch.delenv("JUDGE_WORKERS", raising=False)
+    monkeypatch.delenv("JUDGE_REPLAY_WORKERS", raising=False)
 
     def set_cores(n):
         monkeypatch.setattr("os.cpu_count", lambda: n)
@@ -255,3 +256,62 @@ def test_a_jobs_gpu_is_its_own_processes_index_where_cuda_visible_devices_names_
     assert torch_index(7) == 7  # not among the visible ones: the host's index
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert torch_index(None) == 0 and torch_index(2) == 2
+
+
+# ---------------------------------------------------------------------- whether a run measures speed
+
+
+GPU_SUBMIT = dict(device="cuda", interpret=False)
+
+
+@pytest.mark.parametrize("opts,verdict,why", [
+    (Options(**GPU_SUBMIT), None, None),
+    (Options(**GPU_SUBMIT), Verdict.AC, None),
+    (Options(**GPU_SUBMIT), Verdict.WA, "no speed points without correctness: not every test group passed"),
+    (Options(**GPU_SUBMIT, group="views"), None, "not measured: only part of the tests ran (--group/--case)"),
+    (Options(**GPU_SUBMIT, group="views", case={"n": 1}), None,
+     "not measured: only part of the tests ran (--group/--case)"),
+    (Options(**GPU_SUBMIT, speed=False), None, "not measured (--no-speed)"),
+    (Options(**GPU_SUBMIT, quick=True), None, "not measured by a quick test: submit measures it"),
+    (Options(device="cpu", interpret=True), None,
+     "speed is not scored in interpreter mode: kernels run one program at a time on the CPU, so their times say "
+     "nothing about a GPU (submit on a machine with a GPU to score it)"),
+    (Options(device="cuda", interpret=True), None, "speed is not scored in interpreter mode: kernels run one "
+     "program at a time on the CPU, so their times say nothing about a GPU (submit on a machine with a GPU to "
+     "score it)"),
+    # The first reason that holds is the one given: a quick test in the interpreter is a quick test.
+    (Options(device="cpu", interpret=True, quick=True, speed=False), Verdict.WA,
+     "not measured by a quick test: submit measures it"),
+    (Options(**GPU_SUBMIT, speed=False, group="views"), Verdict.WA, "not measured (--no-speed)"),
+])
+def test_why_a_run_measures_no_speed(opts, verdict, why):
+    from judge.options import no_speed_run
+
+    assert no_speed_run(VECTOR_ADD, opts, verdict) == why
+
+
+def test_a_problem_without_speed_points_measures_no_speed():
+    from judge.options import no_speed_run
+
+    answers = type("Answers", (), {"speed_points": 0})
+    assert no_speed_run(answers, Options(**GPU_SUBMIT)) == "this problem has no speed points"
+
+
+@pytest.mark.parametrize("device,interpret,lone,cores_n,workers", [
+    ("cuda", False, True, 16, 3), ("cuda", False, True, 12, 3), ("cuda", False, True, 11, 2),
+    ("cuda", False, False, 16, 1), ("cpu", True, True, 16, 1), ("cuda", True, True, 16, 1),
+])
+def test_replay_workers_a_lone_gpu_submit_gets_more(cores, device, interpret, lone, cores_n, workers):
+    from judge.options import replay_workers
+
+    cores(cores_n)
+    assert replay_workers(device, interpret, lone) == workers
+
+
+def test_judge_replay_workers_overrides_the_replay_count(monkeypatch):
+    from judge.options import replay_workers
+
+    monkeypatch.setenv("JUDGE_REPLAY_WORKERS", "5")
+    assert replay_workers("cpu", True, False) == 5
+    monkeypatch.setenv("JUDGE_REPLAY_WORKERS", "0")
+    assert replay_workers("cpu", True, False) == 1
