@@ -315,3 +315,45 @@ def test_judge_replay_workers_overrides_the_replay_count(monkeypatch):
     assert replay_workers("cpu", True, False) == 5
     monkeypatch.setenv("JUDGE_REPLAY_WORKERS", "0")
     assert replay_workers("cpu", True, False) == 1
+
+
+def test_on_a_gpu_the_devices_memory_is_read_from_torch_when_not_given(cores, monkeypatch):
+    import torch
+
+    from judge.options import auto_workers
+
+    def props(index):
+        assert index == 0  # the job's own GPU is torch's cuda:0
+        return type("Props", (), {"total_memory": 80 * 2**30})
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", props)
+    cores(16)
+    assert auto_workers("cuda", False, gpu_memory_mb=8192) == 10  # 80 GiB / 8 GiB
+    assert auto_workers("cuda", False, gpu_memory_mb=16384) == 5
+
+
+@pytest.mark.parametrize("n,gib,cap_mb,workers", [
+    (128, 141, 8192, 12),  # never more than 12, however many cores and caps
+    (128, 63.95, 8192, 7),  # whole caps only: 63.95 GiB holds 7 of 8 GiB
+    (128, 64, 8192, 8),
+])
+def test_a_gpus_workers_are_whole_caps_and_at_most_twelve(cores, n, gib, cap_mb, workers):
+    from judge.options import auto_workers
+
+    cores(n)
+    assert auto_workers("cuda", False, gpu_gib=gib, gpu_memory_mb=cap_mb) == workers
+
+
+def test_without_workers_given_a_session_takes_the_automatic_count(cores):
+    from judge.options import session_workers
+
+    p93 = find_problem("93")
+    cores(16)
+    assert session_workers(p93, Options(device="cpu", interpret=True)) == 4
+    # On a GPU: whole caps of the problem's gpu_memory_mb in the device's memory (12 GiB / 2 GiB).
+    gpu = Options(device="cuda", interpret=False, limits={"gpu_memory_mb": 2048})
+    assert session_workers(p93, gpu, gpu_gib=12) == 6
+    gpu = Options(device="cuda", interpret=False, limits={"gpu_memory_mb": 4096})
+    assert session_workers(p93, gpu, gpu_gib=12) == 3
+    # A group that is not there has no cases: one worker.
+    assert session_workers(p93, Options(workers=3, group="nope")) == 1

@@ -381,3 +381,29 @@ def test_groups_visible_before_the_deadline_and_more_after_it_load(tmp_path):
     pr = load_rubric(path).for_problem(P93)
     assert pr.visible_before == ["small-ragged"] and pr.visible_after == ["small-ragged", "views"]
     assert [visibility(pr, n) for n in NAMES] == ["visible", "hidden", "after_due_date", "hidden", "hidden"]
+
+
+@pytest.mark.parametrize("verdict", ["RJ", "IE"])
+def test_a_whole_file_verdict_from_a_hidden_group_is_shown_without_its_message(verdict):
+    # The hidden "large" group was rejected: the file scores 0 and the student sees why in a word, not the hidden
+    # group's name or case.
+    report = _report(verdict, {"small-ragged", "block-edges", "views", "extreme-values"})
+    graded = grade(report, P93, HIDING)
+    view = student_view(graded, HIDING, now=BEFORE)
+    assert view["verdict"] == verdict and view["message"] == verdict and view["score"] == 0
+    assert "large failed" not in str(view)
+
+
+def test_a_compile_error_is_shown_when_every_group_is_hidden():
+    everything_hidden = Rubric(deadline=DEADLINE, problems={93: ProblemRubric(visible_before=[], visible_after=[])})
+    graded = grade(_report("CE", set()), P93, everything_hidden)
+    assert student_view(graded, everything_hidden, now=BEFORE)["verdict"] == "CE"
+
+
+def test_the_message_is_the_shown_failure_of_the_verdict_shown():
+    rubric = Rubric(deadline=DEADLINE, problems={93: ProblemRubric(visible_before=NAMES[:4])})
+    report = _report("TLE", {"small-ragged"}, failed_verdict="WA")
+    report["groups"][2]["verdict"] = "TLE"  # views hung; block-edges and extreme-values were wrong
+    graded = grade(report, P93, rubric)
+    view = student_view(graded, rubric, now=BEFORE)
+    assert view["verdict"] == "TLE" and view["message"] == "views: views failed"

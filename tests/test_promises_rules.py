@@ -125,3 +125,36 @@ def test_the_first_rule_broken_in_the_rulebooks_order_decides():
     assert rules.violation(both, (), CASE).message.startswith("the call changed what the judge relies on")
     assert rules.violation(_ev(torch_ops=MappingProxyType({"add": 1})), (), CASE,
                            stage="provenance") is None  # an evidence rule is not a provenance rule
+
+
+class _Cuda:
+    """torch.cuda as the judge's own process sees a GPU: available, initialized, so much free."""
+
+    def __init__(self, free, initialized=True, error=None):
+        self.free, self.initialized, self.error = free, initialized, error
+
+    def is_available(self):
+        return True
+
+    def is_initialized(self):
+        return self.initialized
+
+    def mem_get_info(self):
+        if self.error:
+            raise self.error
+        return self.free, 80 << 30
+
+
+@pytest.mark.parametrize("cuda,full", [
+    (_Cuda(free=(2 << 30) - 1), True),  # under 2 GiB free: the judge sees the device full
+    (_Cuda(free=2 << 30), False),
+    (_Cuda(free=40 << 30), False),
+    (_Cuda(free=0, initialized=False), False),  # the judge's own process never used the GPU: it does not know
+    (_Cuda(free=0, error=RuntimeError("CUDA error: unknown")), False),  # no view of the device
+])
+def test_the_judge_sees_a_full_device_under_two_gib_free(monkeypatch, cuda, full):
+    import torch
+
+    for name in ("is_available", "is_initialized", "mem_get_info"):
+        monkeypatch.setattr(torch.cuda, name, getattr(cuda, name))
+    assert rules.gpu_full() is full
