@@ -336,6 +336,8 @@ def test_on_a_gpu_the_devices_memory_is_read_from_torch_when_not_given(cores, mo
     (128, 141, 8192, 12),  # never more than 12, however many cores and caps
     (128, 63.95, 8192, 7),  # whole caps only: 63.95 GiB holds 7 of 8 GiB
     (128, 64, 8192, 8),
+    (128, 0.01, 1, 10),  # a cap of 1 MB: 10 of them in 10.24 MB
+    (128, 0.01, 0, 10),  # a cap of 0 is counted as 1 MB, never a division by zero
 ])
 def test_a_gpus_workers_are_whole_caps_and_at_most_twelve(cores, n, gib, cap_mb, workers):
     from judge.options import auto_workers
