@@ -407,3 +407,21 @@ def test_the_message_is_the_shown_failure_of_the_verdict_shown():
     graded = grade(report, P93, rubric)
     view = student_view(graded, rubric, now=BEFORE)
     assert view["verdict"] == "TLE" and view["message"] == "views: views failed"
+
+
+def test_grades_and_views_round_to_hundredths():
+    rubric = Rubric(problems={93: ProblemRubric(points={"small-ragged": 1 / 3, "block-edges": 0, "views": 0,
+                                                        "extreme-values": 0, "large": 0},
+                                                speed={"max_points": 1 / 7})})
+    speed = {"scored": True, "points": 30, "max_points": 30, "speedup": 1.2}
+    graded = grade(_report("AC", set(NAMES), speed=speed), P93, rubric)
+    assert graded["speed"]["points"] == 0.14  # 1/7, rounded first
+    assert graded["score"] == 0.47 and graded["max_score"] == 0.48  # 1/3 + 0.14, and 1/3 + 1/7
+    view = student_view(graded, rubric)
+    assert view["score"] == 0.47 and view["max_score"] == 0.48
+
+
+def test_a_report_without_a_message_grades_with_an_empty_one():
+    report = _report("AC", set(NAMES))
+    del report["message"]
+    assert grade(report, P93, Rubric())["message"] == ""

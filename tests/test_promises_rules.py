@@ -158,3 +158,16 @@ def test_the_judge_sees_a_full_device_under_two_gib_free(monkeypatch, cuda, full
     for name in ("is_available", "is_initialized", "mem_get_info"):
         monkeypatch.setattr(torch.cuda, name, getattr(cuda, name))
     assert rules.gpu_full() is full
+
+
+def test_without_a_context_the_file_is_called_the_submission():
+    assert rules.violation(Evidence()).message == "no Triton kernel defined in the submission was launched"
+
+
+def test_a_rule_module_without_a_stage_is_an_evidence_rule(monkeypatch):
+    # problems/README.md, "Adding a rule": a module with a check() (and a STAGE); without one it runs with the
+    # evidence rules, before the values are looked at.
+    plain = type("Rule", (), {"check": staticmethod(lambda evidence, outputs, context: rules.Finding("mine"))})
+    monkeypatch.setattr(rules, "_loaded", [plain])
+    assert rules.violation(Evidence(), (), CASE).message == "mine"
+    assert rules.violation(Evidence(), (), CASE, stage="provenance") is None

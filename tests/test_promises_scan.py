@@ -541,3 +541,11 @@ def test_a_module_the_lookup_cannot_place_is_left_to_the_import(monkeypatch):
 
     monkeypatch.setattr(importlib.util, "find_spec", cannot)
     assert scan("import somethingodd") == []
+
+
+def test_a_module_loaded_in_the_judges_process_counts_as_installed(monkeypatch):
+    import sys
+    import types
+
+    monkeypatch.setitem(sys.modules, "judge_scan_probe", types.ModuleType("judge_scan_probe"))  # no __spec__
+    assert [f.why for f in scan("import judge_scan_probe")] == [UNLISTED_WHY]
