@@ -172,3 +172,20 @@ def test_a_compiled_graph_must_call_an_operator_of_the_given_namespace(graph, ho
                              f"the namespace register() was given (it holds: {holds})")
     assert custom_op.check(Evidence(graph_ops=("aten::empty", "<ns>::add")), (), ctx) is None
     assert custom_op.check(Evidence(), (), ctx) is None  # not a compiled call
+
+
+def test_a_wrong_value_gets_the_problems_hint_and_its_dimension_names():
+    """The check hands the case (its problem, parameters, inputs, device) and the output's place to the hints, and
+    the problem's dim_names to the pattern: softmax's masked-tail mistake is named, rows and cols by name."""
+    from judge import expected, kit
+    from judge.problems import find_problem
+
+    p94 = find_problem("94")
+    params = {"M": 3, "N": 100, "dtype": "float32", "layout": "contiguous", "values": "negative", "seed": 5}
+    inputs = p94.golden.make_inputs(dict(params), kit.generator(5))
+    answers = expected.for_inputs(p94, inputs, params, "cpu")
+    x = inputs[0].values.double()
+    got = torch.softmax(torch.cat([x, torch.zeros(3, 28, dtype=torch.float64)], -1), -1)[:, :100].float()
+    wrong = rule.check(p94, "torch.Tensor", [_out(got)], answers, "cpu")
+    assert wrong.details["hint_id"] == "mistake:masked_tail_other" and "28 masked lanes" in wrong.details["hint"]
+    assert wrong.details["pattern"] == "all rows (0-2); all cols (0-99)"
