@@ -189,3 +189,13 @@ def test_a_wrong_value_gets_the_problems_hint_and_its_dimension_names():
     wrong = rule.check(p94, "torch.Tensor", [_out(got)], answers, "cpu")
     assert wrong.details["hint_id"] == "mistake:masked_tail_other" and "28 masked lanes" in wrong.details["hint"]
     assert wrong.details["pattern"] == "all rows (0-2); all cols (0-99)"
+
+
+def test_the_pattern_uses_the_problems_own_dimension_names():
+    named = SimpleNamespace(**{**vars(ATTENTION), "check": {"dim_names": {"o": ["queries", "dims"]}}})
+    wrong_o = GOLD_O.float().clone()
+    wrong_o[1, 0] = 9.0
+    wrong = _check(named, "tuple", [_out(wrong_o), RIGHT[1]])
+    assert wrong.details["pattern"] == "queries 1 of 2; dims 0 of 2"
+    wrong_lse = _check(named, "tuple", [RIGHT[0], _out(GOLD_LSE.float() + 1)])
+    assert wrong_lse.details["pattern"] == "all elements (0-1)" and wrong_lse.details["output"] == "lse"
