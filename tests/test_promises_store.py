@@ -189,3 +189,26 @@ def test_the_store_survives_a_reopen(tmp_path):
         assert json.loads(json.dumps(again.rows()[0]["report"]))["verdict"] == "AC"
     finally:
         again.close()
+
+
+def test_the_store_makes_its_folders_and_times_its_jobs_in_utc(tmp_path):
+    import datetime as dt
+
+    s = Store(tmp_path / "course" / "state" / "results.sqlite")
+    try:
+        s.add_job("j1", "alice", 93, "add.py", "h1", b"x")
+        submitted = dt.datetime.fromisoformat(s.job("j1")["submitted_at"])
+        assert submitted.utcoffset() == dt.timedelta(0)
+    finally:
+        s.close()
+
+
+def test_the_services_threads_share_one_store(store):
+    import threading
+
+    store.add_job("j1", "alice", 93, "add.py", "h1", b"x")
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(store.claim_job()["id"]))
+    t.start()
+    t.join()
+    assert seen == ["j1"] and store.job("j1")["status"] == "running"
