@@ -210,52 +210,76 @@ def test_the_graded_seed_is_a_per_problem_digest_of_the_secret():
 # ---------------------------------------------------------------------- a wrong rubric: one line
 
 
-@pytest.mark.parametrize("text,words", [
+CURVE_WORDS = " [problems.93].speed.curve: must be [[speedup, fraction], ...] with increasing speedups and fractions " \
+              "in [0, 1]"
+GROUPS = "valid: small-ragged, block-edges, views, extreme-values, large"
+
+
+# (the rubric's text, its one line after the file's path: written out, since the line is what the staff read;
+# "..." at the end: the rest is the TOML parser's)
+@pytest.mark.parametrize("text,line", [
     ("colour = 1\nflavour = 2\n",
-     "unknown key(s) colour, flavour; valid: deadline, problems, secret_seed, secret_seed_env"),
-    ("deadline = 2026-01-01T00:00:00\n", "with a time zone"),
-    ("deadline = 'tomorrow'\n", "with a time zone"),
-    ("secret_seed = 'short'\n", "at least 8 characters"),
-    ("secret_seed = 'long enough'\nsecret_seed_env = 'X'\n", "not both"),
-    ("secret_seed_env = 'JUDGE_TEST_SURELY_UNSET_SECRET'\n", "which is not set"),
-    ("problems = 3\n", "must be a table of"),
-    ("[problems.999]\n", "unknown problem"),
-    ("[problems]\n93 = 1\n", "must be a table"),
+     ": unknown key(s) colour, flavour; valid: deadline, problems, secret_seed, secret_seed_env"),
+    ("deadline = 2026-01-01T00:00:00\n",
+     ": deadline must be a TOML date-time with a time zone, e.g. 2026-12-15T23:59:00Z"),
+    ("deadline = 'tomorrow'\n", ": deadline must be a TOML date-time with a time zone, e.g. 2026-12-15T23:59:00Z"),
+    ("secret_seed = 'seven77'\n",
+     ": the secret seed must be at least 8 characters (it must not be guessable)"),
+    ("secret_seed = 'long enough'\nsecret_seed_env = 'X'\n", ": give secret_seed or secret_seed_env, not both"),
+    ("secret_seed_env = 'JUDGE_TEST_SURELY_UNSET_SECRET'\n",
+     ": secret_seed_env names $JUDGE_TEST_SURELY_UNSET_SECRET, which is not set"),
+    ("problems = 3\n", ": [problems] must be a table of [problems.ID] tables"),
+    ("[problems.999]\n", ": [problems.999]: unknown problem"),
+    ("[problems]\n93 = 1\n", " [problems.93]: must be a table"),
     ("[problems.93]\nbonus = 1\nextra = 2\n",
-     "unknown key(s) bonus, extra; valid: points, speed, visible_after_deadline, visible_before_deadline"),
-    ("[problems.93]\npoints = 5\n", "points must be a table"),
-    ("[problems.93]\npoints = { nope = 3 }\n",
-     "points: unknown group 'nope'; valid: small-ragged, block-edges, views, extreme-values, large"),
-    ("[problems.93]\npoints = { large = -1 }\n", "must be a number >= 0"),
-    ("[problems.93]\npoints = { large = true }\n", "must be a number >= 0"),
-    ("[problems.93]\npoints = { large = 'ten' }\n", "must be a number >= 0"),
-    ("[problems.93]\nvisible_before_deadline = 'some'\n", "list of group names"),
-    ("[problems.93]\nvisible_before_deadline = [1]\n", "list of group names"),
+     " [problems.93]: unknown key(s) bonus, extra; valid: points, speed, visible_after_deadline, "
+     "visible_before_deadline"),
+    ("[problems.93]\npoints = 5\n", " [problems.93]: points must be a table of group = points"),
+    ("[problems.93]\npoints = { nope = 3 }\n", " [problems.93].points: unknown group 'nope'; " + GROUPS),
+    ("[problems.93]\npoints = { large = -1 }\n", " [problems.93].points.large: must be a number >= 0"),
+    ("[problems.93]\npoints = { large = true }\n", " [problems.93].points.large: must be a number >= 0"),
+    ("[problems.93]\npoints = { large = 'ten' }\n", " [problems.93].points.large: must be a number >= 0"),
+    ("[problems.93]\nvisible_before_deadline = 'some'\n",
+     ' [problems.93].visible_before_deadline: must be a list of group names or "all"'),
+    ("[problems.93]\nvisible_before_deadline = [1]\n",
+     ' [problems.93].visible_before_deadline: must be a list of group names or "all"'),
     ("[problems.93]\nvisible_after_deadline = ['nope']\n",
-     "visible_after_deadline: unknown group 'nope'; valid: small-ragged, block-edges, views, extreme-values, large"),
-    ("[problems.93]\nvisible_before_deadline = ['large']\nvisible_after_deadline = ['views']\n",
-     "must stay visible after it"),
-    ("[problems.93]\nspeed = 1\n", "speed: must be a table"),
-    ("[problems.93.speed]\nmax_points = -5\n", "max_points: must be a number >= 0"),
-    ("[problems.93.speed]\nmax_points = 'all'\n", "max_points: must be a number >= 0"),
-    ("[problems.93.speed]\ncurve = [[1.0, 0.5]]\n", "increasing speedups"),
-    ("[problems.93.speed]\ncurve = [[2.0, 1.0], [1.0, 0.5]]\n", "increasing speedups"),
-    ("[problems.93.speed]\ncurve = [[1.0, 1.0], [1.0, 0.5]]\n", "increasing speedups"),
-    ("[problems.93.speed]\ncurve = [[0.5, 0.0], [1.0, 1.5]]\n", "fractions in [0, 1]"),
-    ("[problems.93.speed]\ncurve = [[0.5, -0.1], [1.0, 1.0]]\n", "fractions in [0, 1]"),
-    ("[problems.93.speed]\ncurve = [[0.5, 0.0, 1.0], [1.0, 1.0]]\n", "increasing speedups"),
-    ("[problems.93.speed]\ncurve = [[0.5, 'x'], [1.0, 1.0]]\n", "increasing speedups"),
-    ("[problems.93.speed]\ncurve = 'steep'\n", "increasing speedups"),
-    ("not toml = = =\n", "not valid TOML"),
+     " [problems.93].visible_after_deadline: unknown group 'nope'; " + GROUPS),
+    ("[problems.93]\nvisible_before_deadline = ['large', 'views']\nvisible_after_deadline = ['small-ragged']\n",
+     " [problems.93]: group(s) large, views visible before the deadline must stay visible after it"),
+    ("[problems.93]\nspeed = 1\n", " [problems.93].speed: must be a table"),
+    ("[problems.93.speed]\nmax_points = -5\n", " [problems.93].speed.max_points: must be a number >= 0"),
+    ("[problems.93.speed]\nmax_points = 'all'\n", " [problems.93].speed.max_points: must be a number >= 0"),
+    ("[problems.93.speed]\ncurve = [[1.0, 0.5]]\n", CURVE_WORDS),
+    ("[problems.93.speed]\ncurve = [[2.0, 1.0], [1.0, 0.5]]\n", CURVE_WORDS),
+    ("[problems.93.speed]\ncurve = [[2.0, 0.0], [1.0, 0.5]]\n", CURVE_WORDS),
+    ("[problems.93.speed]\ncurve = [[1.0, 1.0], [1.0, 0.5]]\n", CURVE_WORDS),
+    ("[problems.93.speed]\ncurve = [[0.5, 0.0], [1.0, 1.5]]\n", CURVE_WORDS),
+    ("[problems.93.speed]\ncurve = [[0.5, -0.1], [1.0, 1.0]]\n", CURVE_WORDS),
+    ("[problems.93.speed]\ncurve = [[0.5, 0.0, 1.0], [1.0, 1.0]]\n", CURVE_WORDS),
+    ("[problems.93.speed]\ncurve = [[0.5, 'x'], [1.0, 1.0]]\n", CURVE_WORDS),
+    ("[problems.93.speed]\ncurve = 'steep'\n", CURVE_WORDS),
+    ("not toml = = =\n", ": not valid TOML: ..."),
 ])
-def test_a_wrong_rubric_is_one_line(tmp_path, monkeypatch, text, words):
+def test_a_wrong_rubric_is_one_line(tmp_path, monkeypatch, text, line):
     monkeypatch.delenv("JUDGE_TEST_SURELY_UNSET_SECRET", raising=False)
     path = tmp_path / "rubric.toml"
     path.write_text(text)
     with pytest.raises(RubricError) as exc:
         load_rubric(path)
-    assert words in str(exc.value) and "\n" not in str(exc.value), str(exc.value)
-    assert str(path) in str(exc.value)
+    message = str(exc.value)
+    assert "\n" not in message
+    if line.endswith("..."):
+        assert message.startswith(f"{path}{line[:-3]}"), message
+    else:
+        assert message == f"{path}{line}"
+
+
+def test_a_secret_of_eight_characters_is_long_enough(tmp_path):
+    path = tmp_path / "rubric.toml"
+    path.write_text("secret_seed = 'eight888'\n")
+    rubric = load_rubric(path)
+    assert rubric.secret_seed == "eight888" and rubric.problems == {} and rubric.source == str(path)
 
 
 def test_a_missing_rubric_file_is_one_line(tmp_path):
