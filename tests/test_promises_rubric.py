@@ -141,14 +141,15 @@ def test_a_student_sees_hidden_groups_by_name_only_and_their_points_apart():
     for name in ("views", "extreme-values", "large"):
         assert shown[name].get("hidden") is True and set(shown[name]) == {"name", "hidden", "about"}
     assert shown["views"]["about"] == "results shown after the deadline" and shown["large"]["about"] == "hidden"
-    assert before["hidden_points"] == 15 + 10 + 10
-    assert before["score"] == 20 and before["max_score"] == 20 + 15 + 30
+    # While a group is hidden the speed part is withheld too: its points count with the hidden ones.
+    assert before["hidden_points"] == 15 + 10 + 10 + 30 and before["speed"]["withheld"]
+    assert before["score"] == 20 and before["max_score"] == 20 + 15 and not before["all_shown"]
     # The verdict and message come from what is shown, not from the hidden group that hung.
     assert before["verdict"] == "WA" and before["message"] == "block-edges: block-edges failed"
     assert "large failed" not in str(before) and "TLE" not in str(before)
     after = student_view(graded, HIDING, now=AFTER)
     assert not {g["name"]: g for g in after["groups"]}["views"].get("hidden")
-    assert after["hidden_points"] == 20 and after["max_score"] == 20 + 15 + 15 + 30
+    assert after["hidden_points"] == 20 + 30 and after["max_score"] == 20 + 15 + 15
 
 
 def test_when_only_passing_groups_are_shown_the_student_is_told_they_passed():
@@ -175,8 +176,10 @@ def test_a_speed_runs_failure_tells_nothing_while_a_group_is_hidden_and_is_shown
 
 @pytest.mark.parametrize("verdict", ["CE", "RJ", "IE"])
 def test_a_verdict_about_the_whole_file_is_shown_as_it_is(verdict):
-    graded = grade(_report(verdict, set()), P93, HIDING)
-    assert student_view(graded, HIDING, now=BEFORE)["verdict"] == verdict
+    report = _report(verdict, set())
+    report["groups"] = []  # decided before any group ran (a compile error, the scan's refusal, the judge failing)
+    view = student_view(grade(report, P93, HIDING), HIDING, now=BEFORE)
+    assert view["verdict"] == verdict and view["message"] == "the judge's message"
 
 
 def test_nothing_hidden_shows_the_judges_own_message():
@@ -310,16 +313,18 @@ def test_a_students_view_carries_the_problem_speed_and_file_and_rounds_to_hundre
                     deadline=DEADLINE)
     speed = {"scored": True, "points": 10 / 3, "max_points": 30, "speedup": 0.6}
     graded = grade(_report("AC", set(NAMES), speed=speed), P93, rubric)
-    view = student_view(graded, rubric, now=BEFORE)
+    view = student_view(graded, rubric, now=AFTER)  # every group is shown after the deadline
     assert view["problem"] == {"id": 93, "slug": "vector-add", "title": "Vector addition"}
-    assert view["speed"] == graded["speed"] and view["submission"]["path"] == "add.py"
-    assert view["score"] == 4.0 and view["max_score"] == 30.67 and view["verdict"] == "AC"
+    assert view["speed"] == graded["speed"] and view["submission"]["path"] == "add.py" and view["all_shown"]
+    assert view["score"] == 39.0 and view["max_score"] == 65.67 and view["verdict"] == "AC"
+    before = student_view(graded, rubric, now=BEFORE)  # two groups shown, the speed part withheld
+    assert before["score"] == 0.67 and before["max_score"] == 0.67 and before["hidden_points"] == 65.0
 
 
-def test_a_shown_failure_without_a_message_is_named_by_its_group():
+def test_a_shown_failure_without_a_message_is_told_by_its_verdicts_meaning():
     graded = grade(_report("WA", {"small-ragged"}), P93, HIDING)
     graded["groups"][1]["failure"] = {"case": {"n": 3}}
-    assert student_view(graded, HIDING, now=BEFORE)["message"] == "block-edges: "
+    assert student_view(graded, HIDING, now=BEFORE)["message"] == "wrong answer"
 
 
 def test_a_grade_and_a_students_view_in_full():
@@ -350,13 +355,15 @@ def test_a_grade_and_a_students_view_in_full():
     assert view == {
         "problem": {"id": 93, "slug": "vector-add", "title": "Vector addition"},
         "verdict": "AC", "message": "all shown tests passed",
-        "score": 35.0, "max_score": 65.0, "hidden_points": 35.0,
+        "score": 35.0, "max_score": 35.0, "hidden_points": 65.0,
         "groups": [{k: g[k] for k in ("name", "about", "points", "earned", "passed", "verdict", "skipped",
                                       "failure")} for g in graded["groups"][:2]]
         + [{"name": "views", "hidden": True, "about": "results shown after the deadline"},
            {"name": "extreme-values", "hidden": True, "about": "hidden"},
            {"name": "large", "hidden": True, "about": "hidden"}],
-        "speed": graded["speed"], "submission": {"path": "add.py", "sha256": "x"},
+        "speed": {"scored": False, "points": 0.0, "max_points": 0.0, "speedup": None, "withheld": True,
+                  "reason": "shown when every test group is shown (the speed run happens only when all of them pass)"},
+        "submission": {"path": "add.py", "sha256": "x"}, "all_shown": False,
     }
 
 
@@ -401,10 +408,10 @@ def test_speed_points_without_a_curve_round_to_hundredths_and_count_missing_poin
 def test_groups_visible_before_the_deadline_and_more_after_it_load(tmp_path):
     path = tmp_path / "rubric.toml"
     path.write_text("[problems.93]\nvisible_before_deadline = ['small-ragged']\n"
-                    "visible_after_deadline = ['small-ragged', 'views']\n")
+                    "visible_after_deadline = ['small-ragged', 'block-edges', 'views']\n")
     pr = load_rubric(path).for_problem(P93)
-    assert pr.visible_before == ["small-ragged"] and pr.visible_after == ["small-ragged", "views"]
-    assert [visibility(pr, n) for n in NAMES] == ["visible", "hidden", "after_due_date", "hidden", "hidden"]
+    assert pr.visible_before == ["small-ragged"] and pr.visible_after == ["small-ragged", "block-edges", "views"]
+    assert [visibility(pr, n) for n in NAMES] == ["visible", "after_due_date", "after_due_date", "hidden", "hidden"]
 
 
 @pytest.mark.parametrize("verdict", ["RJ", "IE"])
@@ -414,14 +421,19 @@ def test_a_whole_file_verdict_from_a_hidden_group_is_shown_without_its_message(v
     report = _report(verdict, {"small-ragged", "block-edges", "views", "extreme-values"})
     graded = grade(report, P93, HIDING)
     view = student_view(graded, HIDING, now=BEFORE)
-    assert view["verdict"] == verdict and view["message"] == verdict and view["score"] == 0
-    assert "large failed" not in str(view)
+    meaning = {"RJ": "rejected (rule violation)", "IE": "internal error of the judge"}[verdict]
+    assert view["verdict"] == verdict and view["score"] == 0
+    assert view["message"] == f"{meaning}, in a test whose results are shown after the deadline"
+    assert "large" not in view["message"] and "large failed" not in str(view)
 
 
 def test_a_compile_error_is_shown_when_every_group_is_hidden():
     everything_hidden = Rubric(deadline=DEADLINE, problems={93: ProblemRubric(visible_before=[], visible_after=[])})
-    graded = grade(_report("CE", set()), P93, everything_hidden)
-    assert student_view(graded, everything_hidden, now=BEFORE)["verdict"] == "CE"
+    report = _report("CE", set())
+    report["groups"] = []  # the file never loaded: no group ran
+    graded = grade(report, P93, everything_hidden)
+    view = student_view(graded, everything_hidden, now=BEFORE)
+    assert view["verdict"] == "CE" and view["message"] == "the judge's message" and view["max_score"] == 0
 
 
 def test_the_message_is_the_shown_failure_of_the_verdict_shown():
