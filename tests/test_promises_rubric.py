@@ -213,6 +213,8 @@ def test_the_graded_seed_is_a_per_problem_digest_of_the_secret():
 # ---------------------------------------------------------------------- a wrong rubric: one line
 
 
+ORDER = ("a failure there can stop the later groups, which would show it; show the groups in the problem's "
+         "order (small-ragged, block-edges, views, extreme-values, large)")
 CURVE_WORDS = " [problems.93].speed.curve: must be [[speedup, fraction], ...] with increasing speedups and fractions " \
               "in [0, 1]"
 GROUPS = "valid: small-ragged, block-edges, views, extreme-values, large"
@@ -250,6 +252,10 @@ GROUPS = "valid: small-ragged, block-edges, views, extreme-values, large"
      " [problems.93].visible_after_deadline: unknown group 'nope'; " + GROUPS),
     ("[problems.93]\nvisible_before_deadline = ['large', 'views']\nvisible_after_deadline = ['small-ragged']\n",
      " [problems.93]: group(s) large, views visible before the deadline must stay visible after it"),
+    ("[problems.93]\nvisible_before_deadline = ['small-ragged', 'views']\n",
+     " [problems.93].visible_before_deadline: 'views' is shown but comes after 'block-edges', which is not: " + ORDER),
+    ("[problems.93]\nvisible_before_deadline = ['small-ragged']\nvisible_after_deadline = ['small-ragged', 'large']\n",
+     " [problems.93].visible_after_deadline: 'large' is shown but comes after 'block-edges', which is not: " + ORDER),
     ("[problems.93]\nspeed = 1\n", " [problems.93].speed: must be a table"),
     ("[problems.93.speed]\nmax_points = -5\n", " [problems.93].speed.max_points: must be a number >= 0"),
     ("[problems.93.speed]\nmax_points = 'all'\n", " [problems.93].speed.max_points: must be a number >= 0"),
@@ -308,7 +314,7 @@ def test_a_good_rubric_loads_every_key(tmp_path, monkeypatch):
 
 
 def test_a_students_view_carries_the_problem_speed_and_file_and_rounds_to_hundredths():
-    rubric = Rubric(problems={93: ProblemRubric(points={"small-ragged": 1 / 3, "block-edges": 1 / 3},
+    rubric = Rubric(problems={93: ProblemRubric(points={"small-ragged": 1 / 3, "block-edges": 1 / 3, "large": 1 / 3},
                                                 visible_before=["small-ragged", "block-edges"])},
                     deadline=DEADLINE)
     speed = {"scored": True, "points": 10 / 3, "max_points": 30, "speedup": 0.6}
@@ -316,9 +322,9 @@ def test_a_students_view_carries_the_problem_speed_and_file_and_rounds_to_hundre
     view = student_view(graded, rubric, now=AFTER)  # every group is shown after the deadline
     assert view["problem"] == {"id": 93, "slug": "vector-add", "title": "Vector addition"}
     assert view["speed"] == graded["speed"] and view["submission"]["path"] == "add.py" and view["all_shown"]
-    assert view["score"] == 39.0 and view["max_score"] == 65.67 and view["verdict"] == "AC"
+    assert view["score"] == 29.33 and view["max_score"] == 56.0 and view["verdict"] == "AC"
     before = student_view(graded, rubric, now=BEFORE)  # two groups shown, the speed part withheld
-    assert before["score"] == 0.67 and before["max_score"] == 0.67 and before["hidden_points"] == 65.0
+    assert before["score"] == 0.67 and before["max_score"] == 0.67 and before["hidden_points"] == 55.33
 
 
 def test_a_shown_failure_without_a_message_is_told_by_its_verdicts_meaning():
@@ -425,6 +431,23 @@ def test_a_whole_file_verdict_from_a_hidden_group_is_shown_without_its_message(v
     assert view["verdict"] == verdict and view["score"] == 0
     assert view["message"] == f"{meaning}, in a test whose results are shown after the deadline"
     assert "large" not in view["message"] and "large failed" not in str(view)
+
+
+def test_a_rejection_after_groups_ran_is_told_by_the_shown_groups_own_failures():
+    # No group passed, but the groups ran (each has a failure of its own): not a verdict about the whole file
+    # decided before them, so the message is a shown group's, not the judge's (which could name a hidden one).
+    report = _report("RJ", set())
+    report["message"] = "large: the judge's message about a hidden group"
+    view = student_view(grade(report, P93, HIDING), HIDING, now=BEFORE)
+    assert view["verdict"] == "RJ" and view["message"] == "small-ragged: small-ragged failed", view
+
+
+def test_groups_of_a_problem_answered_by_hand_may_be_shown_in_any_order(tmp_path):
+    # Only a kernel's run stops at a failed group; the groups of an answers problem are all marked.
+    path = tmp_path / "rubric.toml"
+    path.write_text("[problems.101]\nvisible_before_deadline = ['oob_bytes']\n")
+    pr = load_rubric(path).for_problem(find_problem("101"))
+    assert pr.visible_before == ["oob_bytes"] and pr.visible_after is None
 
 
 def test_a_compile_error_is_shown_when_every_group_is_hidden():

@@ -6,6 +6,8 @@
   (IE), which the next run judges again and replaces.
 - The job's seed and the report's seed are never kept once the job is done.
 - The queue is fair between students, and a service that stopped finds the jobs it left running queued again.
+- A store is brought to the last schema version when it is opened, each step in one transaction: a step that
+  fails leaves the store as it was.
 """
 
 import json
@@ -212,3 +214,51 @@ def test_the_services_threads_share_one_store(store):
     t.start()
     t.join()
     assert seen == ["j1"] and store.job("j1")["status"] == "running"
+
+
+def test_a_migrations_statements_are_split_where_sqlite_says_one_ends():
+    from judge.grading.store import _statements
+
+    script = """CREATE TABLE a (x TEXT); -- a comment; with a semicolon
+    CREATE TRIGGER t AFTER INSERT ON a BEGIN
+        INSERT INTO a VALUES ('from the trigger;
+    still the string');
+    END;
+    INSERT INTO a VALUES ('last, with no semicolon')"""
+    parts = _statements(script)
+    assert [p.split()[:2] for p in parts] == [["CREATE", "TABLE"], ["CREATE", "TRIGGER"], ["INSERT", "INTO"]]
+    assert "comment" not in parts[0] and parts[1].endswith("END;") and parts[2].endswith("no semicolon')")
+    import sqlite3
+
+    db = sqlite3.connect(":memory:")
+    for p in parts:
+        db.execute(p)
+    assert db.execute("SELECT COUNT(*) FROM a").fetchone()[0] == 2
+
+
+def test_a_store_is_at_the_last_schema_version_and_a_failed_migration_changes_nothing(tmp_path):
+    import sqlite3
+    from pathlib import Path
+
+    from judge.grading.store import MIGRATIONS, SCHEMA_VERSION
+
+    fresh = Store(tmp_path / "fresh.sqlite")
+    assert fresh.db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == len(MIGRATIONS)
+    fresh.close()
+    # An old store that a migration cannot bring up to date (a column it adds is there already): the step is one
+    # transaction, so the store is left as it was, at its old version, and the error is raised.
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript((Path(__file__).parent / "data" / "store_schema_v0.sql").read_text())
+    db.execute("ALTER TABLE results ADD COLUMN regrade INTEGER")
+    db.commit()
+    db.close()
+    with pytest.raises(sqlite3.OperationalError, match="duplicate column name: regrade"):
+        Store(path)
+    db = sqlite3.connect(path)
+    try:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == 0
+        assert "own_seed" not in {row[1] for row in db.execute("PRAGMA table_info(jobs)")}
+        assert db.execute("SELECT name FROM sqlite_master WHERE name = 'regrades'").fetchone() is None
+    finally:
+        db.close()
