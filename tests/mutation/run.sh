@@ -6,7 +6,8 @@
 # module, leaves out the ones listed in tests/mutation/equivalent.toml (changes that cannot change behaviour, each
 # with its reason) and fails below 90% of the others killed.
 #
-#   tests/mutation/run.sh            # 2 workers, at nice 15 (the machine is shared); about half an hour on 2 cores
+#   tests/mutation/run.sh            # 2 workers, at nice 15 (the machine is shared); long on 2 cores: the docs
+#                                    # ("Mutation testing") say how to run a sample of the mutants
 #   tests/mutation/run.sh 4          # more workers where there are cores to spare
 #   tests/mutation/run.sh 2 judge.verdicts.x_worst__mutmut_1   # only these mutants (after a first run)
 #
