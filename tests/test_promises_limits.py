@@ -72,14 +72,26 @@ def _judge(tmp_path: Path, misbehaviour: str):
     return report, time.monotonic() - t0
 
 
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory):
+    """Each file judged once in this module (two tests read the TLE file's report)."""
+    cache = {}
+
+    def get(misbehaviour):
+        if misbehaviour not in cache:
+            cache[misbehaviour] = _judge(tmp_path_factory.mktemp(misbehaviour.lower()), misbehaviour)
+        return cache[misbehaviour]
+    return get
+
+
 def _by_name(report):
     return {g.name: g for g in report.groups}
 
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("verdict", ["TLE", "MLE", "OLE", "RJ"])
-def test_after_a_group_that_ends_the_run_the_later_groups_are_not_run(tmp_path, verdict):
-    report, _ = _judge(tmp_path, verdict)
+def test_after_a_group_that_ends_the_run_the_later_groups_are_not_run(judged, verdict):
+    report, _ = judged(verdict)
     names = [g.name for g in VECTOR_ADD.groups]
     assert names[2] == "views" and len(names) == 5
     groups = _by_name(report)
@@ -99,8 +111,8 @@ def test_after_a_group_that_ends_the_run_the_later_groups_are_not_run(tmp_path, 
 
 
 @pytest.mark.corpus
-def test_after_a_wrong_answer_the_later_groups_still_run(tmp_path):
-    report, _ = _judge(tmp_path, "WA")
+def test_after_a_wrong_answer_the_later_groups_still_run(judged):
+    report, _ = judged("WA")
     groups = _by_name(report)
     assert report.verdict is Verdict.WA
     assert groups["views"].verdict is Verdict.WA and not groups["views"].passed
@@ -110,8 +122,8 @@ def test_after_a_wrong_answer_the_later_groups_still_run(tmp_path):
 
 
 @pytest.mark.corpus
-def test_a_case_past_the_per_case_limit_is_tle_within_that_limit_not_the_run_limit(tmp_path):
-    report, elapsed = _judge(tmp_path, "TLE")
+def test_a_case_past_the_per_case_limit_is_tle_within_that_limit_not_the_run_limit(judged):
+    report, elapsed = judged("TLE")
     assert report.verdict is Verdict.TLE
     views = _by_name(report)["views"]
     assert views.verdict is Verdict.TLE and f"{CASE_SECONDS:g} s" in views.message, views.message
