@@ -424,6 +424,27 @@ def test_a_running_job_reports_its_group_then_finishes(course):
     assert doc["verdict"] == "WA" and failing["failure"]["reproduce"].startswith("python -m judge test 93 add.py")
 
 
+def test_the_services_job_processes_yield_the_cpu_to_it():
+    """Job processes (a spare and one started for its job) run at the service's JOB_NICENESS above the
+    service's own, so that judging on a small host does not hold up the status calls."""
+    from judge.grading.job import Spares, spawn_job
+    from judge.service.server import JOB_NICENESS
+
+    assert JOB_NICENESS > 0
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    spares = Spares(nice=JOB_NICENESS)
+    procs = [spawn_job(nice=JOB_NICENESS), spawn_job()]
+    try:
+        spares.refill(None, 1)
+        procs.append(spares.take(None))
+        assert [os.getpriority(os.PRIO_PROCESS, p.pid) - own for p in procs] == [JOB_NICENESS, 0, JOB_NICENESS]
+    finally:
+        spares.close()
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("how", ["kill", pytest.param("term", marks=pytest.mark.full)])
 def test_kill_the_service_mid_job_then_restart(tmp_path, how):

@@ -80,13 +80,14 @@ class LocalExecutor:
     """N jobs at once on this host: one slot per GPU (exclusive), or N interpreter slots on the CPU.
 
     ``pool``: warm workers kept per kind of worker (judge.pool), handed to the jobs; 0: none, each job starts
-    its own."""
+    its own. ``nice``: the job processes' CPU niceness (judge.grading.job.spawn_job)."""
 
     name = "local"
 
-    def __init__(self, slots: list[int | None], timeout: float, pool: int = 0, log=None):
+    def __init__(self, slots: list[int | None], timeout: float, pool: int = 0, log=None, nice: int = 0):
         self.slots = slots
         self.timeout = timeout
+        self.nice = nice
         self.pool = pool
         self.log = log
         self.pool_stats: dict | None = None
@@ -117,7 +118,7 @@ class LocalExecutor:
         env = server.environ() if server is not None else None
         # The job processes: one started ahead for each slot, so that the next job finds its process's imports
         # done (JUDGE_JOB_SPARES=0: each job starts its own when it comes).
-        spares = Spares(workers=workers, env=env) if os.environ.get("JUDGE_JOB_SPARES", "1") != "0" else None
+        spares = Spares(workers=workers, env=env, nice=self.nice) if os.environ.get("JUDGE_JOB_SPARES", "1") != "0" else None
         per_gpu = Counter(self.slots)
         total = len(jobs) if hasattr(jobs, "__len__") else None
         begun = {"n": 0}
@@ -140,7 +141,8 @@ class LocalExecutor:
                         spares.refill(gpu, want)
                     except OSError:
                         pass  # no process to spare now (fork failed): the next job starts its own
-                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc)
+                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc,
+                                      nice=self.nice)
             finally:
                 free.put(gpu)
 

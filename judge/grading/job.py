@@ -22,6 +22,7 @@ verdict; exit 2 with one line on stderr for a bad job; 3 for an internal error.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -64,7 +65,8 @@ def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | Non
     return report
 
 
-def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict | None = None) -> subprocess.Popen:
+def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict | None = None,
+              nice: int = 0) -> subprocess.Popen:
     """A child ``python -m judge.grading.job``, started now; it loads the judge and torch, then waits for its job
     on stdin (run_subprocess sends it). So a process started ahead of its job (Spares) has its start done when
     the job comes.
@@ -72,7 +74,8 @@ def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict |
     With a GPU, the child sees only that GPU (CUDA_VISIBLE_DEVICES, in PCI bus
     order as the judge's workers use): the golden model, computed in the
     judge's own process on "cuda", then runs on the job's GPU too. ``env``: more of the child's environment
-    (the driver's worker pool, judge.pool).
+    (the driver's worker pool, judge.pool). ``nice``: the child's CPU niceness, which the processes it starts
+    for its job inherit (they start only once the job comes, after it is set).
     """
     extra, env = env or {}, dict(os.environ)
     env.update(extra)
@@ -84,6 +87,9 @@ def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict |
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     proc = subprocess.Popen([sys.executable, "-m", "judge.grading.job"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO_ROOT))
+    if nice:
+        with contextlib.suppress(OSError):  # (it may have died already: its job's report says so)
+            os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
     with _children_lock:
         _children.add(proc)
     return proc
@@ -98,9 +104,10 @@ class Spares:
     (:meth:`take`). A spare that gets no job is ended by :meth:`close`. Each spare is a fresh process that
     serves one job only, as any job's process."""
 
-    def __init__(self, *, workers: int | None = None, env: dict | None = None):
+    def __init__(self, *, workers: int | None = None, env: dict | None = None, nice: int = 0):
         self.workers = workers
         self.env = env
+        self.nice = nice
         self._ready: dict[int | None, list[subprocess.Popen]] = {}
         self._lock = threading.Lock()
         self.stats = {"taken": 0, "started": 0, "unused": 0}
@@ -127,7 +134,7 @@ class Spares:
         with self._lock:
             ready = self._ready.setdefault(gpu, [])
             while len(ready) < want:
-                ready.append(spawn_job(gpu=gpu, workers=self.workers, env=self.env))
+                ready.append(spawn_job(gpu=gpu, workers=self.workers, env=self.env, nice=self.nice))
                 self.stats["started"] += 1
 
     def close(self) -> None:
@@ -151,13 +158,13 @@ def _forget(proc: subprocess.Popen) -> None:
 
 
 def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, workers: int | None = None,
-                   env: dict | None = None, proc: subprocess.Popen | None = None) -> dict:
+                   env: dict | None = None, proc: subprocess.Popen | None = None, nice: int = 0) -> dict:
     """Run one job in a child ``python -m judge.grading.job`` (spawn_job's; ``proc``: one started ahead with the
     same ``gpu``, ``workers`` and ``env``); always returns a report (IE on failure)."""
     if gpu is not None:
         spec = dict(spec, gpu=gpu)
     started = time.monotonic()
-    proc = proc or spawn_job(gpu=gpu, workers=workers, env=env)
+    proc = proc or spawn_job(gpu=gpu, workers=workers, env=env, nice=nice)
     try:
         try:
             stdout, stderr = proc.communicate(json.dumps(spec), timeout=timeout)

@@ -14,6 +14,9 @@ from pathlib import Path
 
 from judge.service.config import ServiceConfig
 
+# The CPU niceness of the service's job processes (and so of their workers): below the service's own, so that
+# a full queue on a small host does not hold up the students' status calls and pages.
+JOB_NICENESS = 10
 
 class ServeError(Exception):
     """The service cannot start as asked: a usage error, one line."""
@@ -62,7 +65,9 @@ def open_service(config: ServiceConfig, log=print) -> Service:
             executor = RayExecutor(address=config.ray_address, slots=config.slots, use_gpu=config.device == "cuda",
                                    timeout=config.job_timeout)
         else:
-            executor = LocalExecutor(config.slots, timeout=config.job_timeout, pool=config.pool, log=log)
+            # Judging is batch work and the pages are not: the jobs yield the CPU to the service's answers.
+            executor = LocalExecutor(config.slots, timeout=config.job_timeout, pool=config.pool, log=log,
+                                     nice=JOB_NICENESS)
     except ExecutorError as exc:
         store.close()
         raise ServeError(str(exc)) from None
