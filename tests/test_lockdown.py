@@ -56,6 +56,20 @@ def test_the_lockdown_refuses_writes_to_proc_and_process_vm_writev_and_nothing_e
     assert "pvw -1 1 True" in lines, lines  # EPERM, nothing written
 
 
+def test_where_cuda_is_in_reach_the_worker_is_not_locked_down(tmp_path):
+    """CUDA did not start under the lockdown (every GPU worker IE): where the driver's control device is in
+    reach, apply() says why it did not lock down, and a write to /proc/self/mem still opens."""
+    fake = tmp_path / "nvidiactl"
+    fake.write_text("")
+    child = CHILD.replace("from judge.untrusted import lockdown\n",
+                          f"from judge.untrusted import lockdown\nlockdown.NVIDIA_CONTROL = {str(fake)!r}\n")
+    out = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    lines = out.stdout.splitlines()
+    assert out.returncode == 0, out.stderr
+    assert "not applied" in lines[0] and "proc write open" in lines, lines
+
+
 @pytest.mark.corpus
 @pytest.mark.parametrize("backend", ["process", "bwrap", "docker"])
 def test_a_file_that_writes_its_own_memory_is_contained_in_every_backend(backend):

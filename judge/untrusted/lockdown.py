@@ -40,6 +40,7 @@ SECCOMP_FILTER_FLAG_TSYNC = 1
 SECCOMP_RET_ALLOW = 0x7FFF0000
 SECCOMP_RET_ERRNO = 0x00050000
 EPERM = 1
+NVIDIA_CONTROL = "/dev/nvidiactl"  # the driver's control device: CUDA can start here
 
 LANDLOCK_ACCESS_FS_WRITE_FILE = 1 << 1
 LANDLOCK_ACCESS_FS_TRUNCATE = 1 << 14  # ABI 3
@@ -121,6 +122,12 @@ def _landlock(libc, arch: str) -> str:
 def apply() -> dict[str, str]:
     """Lock this process (and what it starts) down; {"landlock": why not, "seccomp": why not}, "" where it holds.
     Never raises: a mechanism the kernel lacks is said, not fatal."""
+    if os.path.exists(NVIDIA_CONTROL):
+        # Where the NVIDIA driver is in reach, CUDA failed to start under the lockdown (cuInit: "OS call
+        # failed", every worker IE). Until tests/gpu/calls/17-lockdown-cuda.sh finds which part CUDA needs, such a
+        # worker runs as before the lockdown: an honest file's IE is worse than this channel left to the replay.
+        why = f"not applied: {NVIDIA_CONTROL} is in reach (CUDA does not start under it yet)"
+        return {"landlock": why, "seccomp": why}
     arch = platform.machine()
     if arch not in _ARCH:
         return {"landlock": f"not on {arch}", "seccomp": f"not on {arch}"}
