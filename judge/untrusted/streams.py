@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import sys
 
-_JUDGE_DIR = os.path.dirname(os.path.realpath(__file__)) + os.sep  # judge/untrusted: the worker's own code
+_WORKER_CODE_DIR = os.path.dirname(os.path.realpath(__file__)) + os.sep  # judge/untrusted: the worker's own code
 
 
 class _State:
@@ -195,7 +195,7 @@ def _from_file() -> str | None:
         if path == _state.submission:
             code = linecache.getline(path, f.f_lineno).strip()
             return f"line {f.f_lineno}: {code}" if code else f"line {f.f_lineno}"
-        if path.startswith(_JUDGE_DIR):
+        if path.startswith(_WORKER_CODE_DIR):
             return None
         f = f.f_back
     return None
