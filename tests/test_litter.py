@@ -120,22 +120,17 @@ def test_a_litter_serves_the_one_file_placed_in_it(name, tmp_path):
 
 
 # Under bwrap a child cannot reach its parent's report stream (its processes are not dumpable, and it has no
-# capability); the process backend runs the children as the judge's own user, so there it can.
-@pytest.mark.parametrize("name", ["process"])
-def test_a_report_forged_by_a_child_ends_the_litter(name, tmp_path):
-    sub, procs, readers = _litter(name, tmp_path, source=FORGES)
+# capability); in the process backend the children run as the judge's own user, and what stops them is the
+# worker's lockdown (judge.untrusted.lockdown): opening /proc/PPID/fd/1 for writing is refused, a rule.
+def test_a_child_cannot_forge_its_parents_report(tmp_path):
+    sub, procs, readers = _litter("process", tmp_path, source=FORGES)
     litter = procs[0].litter
-    pids = [litter.host_pid(p.i) for p in procs]
     wire.send(procs[0].stdin, {"type": "setup", "nonce": procs[0].nonce, "submission": procs[0].place(sub),
                                "entry": "add", "arity": 2, "threads": 1})
-    # The forged "exited" for child 1 parses; the next line does not, and every child is killed with the sandbox.
-    for p in procs:
-        assert p.wait(30) is not None
-    assert "does not parse" in litter.failure
-    deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(_alive(pid) for pid in pids), "a child outlived the litter's end"
+    hello, _ = readers[0].recv(60)
+    assert hello["type"] == "hello" and hello["status"] == "error", hello
+    assert hello["error"]["category"] == "rule" and "was refused" in hello["error"]["message"], hello
+    assert not litter.failure and all(p.wait(0) is None for p in procs[1:])  # no forged line reached the parent
     for p in procs:
         p.close()
 
@@ -170,25 +165,6 @@ def test_a_bwrap_litters_children_cannot_reach_each_other_or_their_parent(tmp_pa
     for p, r in zip(procs, readers):
         hello = _hello(p, r, sub)
         assert hello["type"] == "hello" and hello["status"] == "ok", hello
-    for p in procs:
-        p.close()
-
-
-def test_a_child_reported_ended_by_a_forgery_is_still_killed(tmp_path):
-    # The forged line alone: child 1 is reported ended while it runs; closing it must still kill it.
-    sub, procs, readers = _litter("process", tmp_path, source=FORGES.replace('\\n{"this": "is not a report"}', ""))
-    litter = procs[0].litter
-    one = litter.host_pid(1)
-    wire.send(procs[0].stdin, {"type": "setup", "nonce": procs[0].nonce, "submission": procs[0].place(sub),
-                               "entry": "add", "arity": 2, "threads": 1})
-    assert procs[1].wait(30) == 0  # what the forgery says
-    assert _alive(one)
-    procs[1].close()
-    deadline = time.monotonic() + 10
-    while _alive(one) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(one), "a child reported ended by a forgery was left running"
-    assert not litter.failure and procs[0].wait(0) is None  # its siblings were not touched
     for p in procs:
         p.close()
 
