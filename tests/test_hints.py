@@ -49,6 +49,7 @@ FITS = {
     "093-vector-add/submissions/wrong_answer/ignores_strides.py": {"strides_as_contiguous"},
     "093-vector-add/submissions/wrong_answer/nan_to_zero.py": {"nonfinite_expected"},
     "093-vector-add/submissions/wrong_answer/tail_dropped.py": {"unwritten"},
+    "093-vector-add/submissions/wrong_answer/exploit7_flag_written_through_proc_mem.py": {"unwritten"},
     "094-softmax/submissions/wrong_answer/block_capped_no_loop.py": {"unwritten"},  # columns from 1024 on
     "094-softmax/submissions/wrong_answer/ignores_row_stride.py": {"strides_as_contiguous"},
     "094-softmax/submissions/wrong_answer/no_max_subtraction.py": {"mistake:max_subtraction"},
