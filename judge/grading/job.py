@@ -74,8 +74,8 @@ def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict |
     With a GPU, the child sees only that GPU (CUDA_VISIBLE_DEVICES, in PCI bus
     order as the judge's workers use): the golden model, computed in the
     judge's own process on "cuda", then runs on the job's GPU too. ``env``: more of the child's environment
-    (the driver's worker pool, judge.pool). ``nice``: the child's CPU niceness, which the processes it starts
-    for its job inherit (they start only once the job comes, after it is set).
+    (the driver's worker pool, judge.pool). ``nice``: how much nicer than this process the child runs, which
+    the processes it starts for its job inherit (they start only once the job comes, after it is set).
     """
     extra, env = env or {}, dict(os.environ)
     env.update(extra)
@@ -89,7 +89,7 @@ def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict |
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO_ROOT))
     if nice:
         with contextlib.suppress(OSError):  # (it may have died already: its job's report says so)
-            os.setpriority(os.PRIO_PROCESS, proc.pid, nice)
+            os.setpriority(os.PRIO_PROCESS, proc.pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice))
     with _children_lock:
         _children.add(proc)
     return proc
