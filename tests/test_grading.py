@@ -458,7 +458,7 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
 
     fail = {"spawn": False}
 
-    def spawn(*, gpu=None, workers=None, env=None):
+    def spawn(*, gpu=None, workers=None, env=None, nice=0):
         if fail["spawn"]:
             raise OSError(24, "Too many open files")
         proc = FakeProc(gpu)
@@ -466,7 +466,7 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
             job_mod._children.add(proc)
         return proc
 
-    def run(spec, *, timeout, gpu=None, workers=None, env=None, proc=None):
+    def run(spec, *, timeout, gpu=None, workers=None, env=None, proc=None, nice=0):
         time_mod.sleep(0.02 * (1 + spec["i"] % 3))
         if proc is not None:
             assert proc.gpu == gpu  # a spare serves a job on the GPU it was started for
