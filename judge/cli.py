@@ -23,6 +23,7 @@ import click
 
 from judge import timeline
 from judge.grading.cli import register as register_grading
+from judge.settings import SettingError, settings
 from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
                               err, internal_error, leave, named_on_command_line, problem_or_exit, sandbox_help,
                               sandbox_or_exit, usage, write_new_file)
@@ -247,9 +248,8 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         from judge.judging import judge_file
 
         # A lone submit on a GPU (its own head start: no pool of a batch's) has the machine to itself: its speed
-        # run's workers start with the session, not after the first group (JUDGE_SPEED_EARLY=0: after it).
-        speed_early = (early is not None and device == "cuda" and not interpret
-                       and os.environ.get("JUDGE_SPEED_EARLY", "1") != "0")
+        # run's workers start with the session, not after the first group.
+        speed_early = early is not None and device == "cuda" and not interpret
         options = options_for(device, interpret, log=say, progress=shown, speed_early=speed_early)
         before = timeline.process_age()
         report = judge_file(p, file, options)
@@ -268,7 +268,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - any bug of ours is IE, reported in one line
         shown.close()
-        if os.environ.get("JUDGE_DEBUG"):
+        if settings().debug:
             raise
         message = f"{type(exc).__name__}: {exc}"
         if as_json:
@@ -327,8 +327,14 @@ def _print_report(report, as_json: bool) -> None:
 @click.option("--pytorch", "with_pytorch", is_flag=True,
               help="Time the PyTorch baseline in the speed run too (no points; `judge bench` always does).")
 @_speed_options
-def submit(problem, file, no_speed, with_pytorch, ci_target, speed_budget, max_rounds, plot_path, **kw):
+@click.option("--pool-socket", hidden=True, default=None,
+              help="Take the workers from this worker pool (selftest --jobs N --pool gives its children its own).")
+def submit(problem, file, no_speed, with_pytorch, ci_target, speed_budget, max_rounds, plot_path, pool_socket, **kw):
     """Judge FILE for PROBLEM (id or slug): every test group, then speed on a GPU; a verdict and a score."""
+    if pool_socket:
+        from judge import pool as worker_pool
+
+        worker_pool.use(pool_socket)
     _run(problem, file, quick=False, speed=not no_speed, plot_path=plot_path,
          bench=_bench_overrides(ci_target, speed_budget, max_rounds, torch_baseline=True if with_pytorch else None),
          **kw)
@@ -407,7 +413,7 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
         sys.exit(130)
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
         shown.close()
-        if os.environ.get("JUDGE_DEBUG"):
+        if settings().debug:
             raise
         err(f"{internal_error(exc)} (set JUDGE_DEBUG=1 for the traceback)")
         sys.exit(EXIT_INTERNAL)
@@ -474,18 +480,18 @@ def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool=
         usage(f"--pool {pool}: give a number of workers (0 or more), auto or off")
     if size == 0:
         return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
-    # The files are judged here (--jobs 1) or by `submit` children (--jobs N), which find the pool in their
-    # environment (judge.pool.ENV).
+    # The files are judged here (--jobs 1) or by `submit` children (--jobs N), which are given the pool's socket
+    # (judge.selftest.judge_via_cli).
     try:
         server = worker_pool.PoolServer(size, log=err)
     except OSError as exc:
         err(f"worker pool: not started ({exc}); every file starts its own workers")
         return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
-    os.environ.update(server.environ())
+    worker_pool.use(server.path)
     try:
         return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
     finally:
-        os.environ.pop(worker_pool.ENV, None)
+        worker_pool.use(None)
         server.close()
         err(f"worker pool: {server.stats['taken']} workers handed out, {server.stats['missed']} started by "
             f"their jobs, {server.stats['wasted']} warmed and not used")
@@ -591,6 +597,10 @@ register_grading(cli)
 
 
 def main():
+    try:
+        settings()  # a bad JUDGE_* value is a usage error, said before anything runs
+    except SettingError as exc:
+        usage(str(exc))
     try:
         cli(standalone_mode=False)
     except click.exceptions.Abort:

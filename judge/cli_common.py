@@ -26,7 +26,7 @@ def leave(code: int):
     By then the workers have been ended and the scratch folders removed (judge.session, judge.pool), and
     nothing but daemon threads is left; what the teardown would still do is free torch's and every module's
     objects one by one: 0.55-0.67 s of a 4.5 s ``submit 94`` on the 2-core CPU machine
-    (tests/bench/RESULTS.md, 2026-12-02 fourth session). JUDGE_FAST_EXIT=0 exits the ordinary way.
+    (tests/bench/RESULTS.md, 2026-12-02 fourth session).
     """
     import os
 
@@ -35,8 +35,6 @@ def leave(code: int):
             stream.flush()
         except (OSError, ValueError):  # a closed or broken pipe: nothing more can be said on it
             pass
-    if os.environ.get("JUDGE_FAST_EXIT", "1") == "0":
-        sys.exit(code)
     os._exit(code)
 
 

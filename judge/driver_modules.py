@@ -17,7 +17,7 @@ theirs, are copied into it (judge.pool.copy_entries: regular files only, bounded
 the destination and moved in). Nothing ever goes the other way. The ``process`` backend isolates nothing: a
 file judged with it can write the cache root as the judge can, these caches included, so a cache root
 shared with it serves no sandboxed judging. A copied module that does not load is built again by Triton, as
-without it. ``JUDGE_SEED_DRIVER_MODULES=0`` turns it off.
+without it.
 """
 
 from __future__ import annotations
@@ -48,8 +48,6 @@ def trusted_caches(root: Path) -> list[Path]:
 
 def seed(cache: Path, root: Path | None = None) -> int:
     """Copy the trusted caches' module entries into the submission cache ``cache``; how many were copied."""
-    if os.environ.get("JUDGE_SEED_DRIVER_MODULES", "1") == "0":
-        return 0
     from judge.pool import copy_entries, entry_names
 
     if root is None:

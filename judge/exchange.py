@@ -9,7 +9,6 @@ reply comes back through judge.channel as a typed record of judge.replies.
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -209,10 +208,7 @@ class Workers:
         first (98's reference on the H200: 520 compiles by 8 workers, 397 s summed, 2026-12-04). The
         judge copies the new entries (plain files of a bounded size: judge.pool.copy_entries) into the
         other workers' directories and the content's; all of them are the same submission's, so no
-        submission can plant a kernel another would load. JUDGE_SHARE_COMPILES=0 turns it off (to
-        measure what it saves). How many entries it copied."""
-        if os.environ.get("JUDGE_SHARE_COMPILES", "1") == "0":
-            return 0
+        submission can plant a kernel another would load. How many entries it copied."""
         t0 = time.monotonic()
         src = source.kernel_cache()
         if src is None:

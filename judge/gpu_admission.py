@@ -65,7 +65,9 @@ class Entry:
 
 def base_dir() -> Path:
     """Where the host's GPU locks live (the timing lock's place, judge.timing.lock.lock_path)."""
-    return Path(os.environ.get("JUDGE_LOCK_DIR") or os.environ.get("XDG_RUNTIME_DIR") or "/tmp")
+    from judge.settings import settings
+
+    return settings().lock_dir
 
 
 def device_memory(gpu: int) -> tuple[int, int] | None:

@@ -120,7 +120,7 @@ def kernel_cache(submission: Path, device: str, interpret: bool) -> Path | None:
     re-submission of the same bytes) shares it, so each kernel variant is
     compiled once; a file of other bytes never sees it, so no submission can
     plant a compiled kernel that another would load. The replay worker keeps
-    its own (judge.replay). ``JUDGE_CACHE_DIR`` moves the root
+    its own (judge.replay). The cache root is judge.settings' ``cache_dir``
     (judge.timing.ceilings.cache_dir).
     """
     if interpret or device != "cuda":

@@ -42,10 +42,13 @@ import threading
 import time
 from pathlib import Path
 
-KEEP_GB = 20.0  # the content caches' total on disk, by default (JUDGE_KERNEL_CACHE_GB)
+from judge.settings import Settings
+
+KEEP_GB = Settings.kernel_cache_gb  # the content caches' total on disk, by default (JUDGE_KERNEL_CACHE_GB)
 IDLE_SECONDS = 3600.0  # a directory used more recently than this is never pruned (a session runs for minutes)
 PRUNE_EVERY_SECONDS = 600.0  # at most one pruning per cache root in this time
-SUBMISSION_MAX_GB = 4.0  # a worker's cache past this: killed (OLE); a content's past it: dropped at its end
+# A worker's cache past this: killed (OLE); a content's past it: dropped at its end (JUDGE_SUBMISSION_CACHE_GB).
+SUBMISSION_MAX_GB = Settings.submission_cache_gb
 SUBMISSION_MAX_ITEMS = 200_000  # its files and directories: 98's reference makes about 4,000 (550 variants)
 WATCH_EVERY_SECONDS = 1.0  # how often a running worker's cache is measured: a walk of 98's (3,300 files) takes 16 ms
 
@@ -55,23 +58,20 @@ LOCK = ".prune.lock"
 TRASH = ".trash-"
 
 
-def _gb(name: str, default: float) -> float:
-    text = os.environ.get(name, "").strip()
-    try:
-        return max(0.0, float(text)) if text else default
-    except ValueError:
-        return default
-
-
 def submission_max_bytes() -> int:
-    """What one worker's kernel cache may take on disk: JUDGE_SUBMISSION_CACHE_GB, else SUBMISSION_MAX_GB."""
-    return int(_gb("JUDGE_SUBMISSION_CACHE_GB", SUBMISSION_MAX_GB) * 1e9)
+    """What one worker's kernel cache may take on disk (judge.settings: JUDGE_SUBMISSION_CACHE_GB, else
+    SUBMISSION_MAX_GB)."""
+    from judge.settings import settings
+
+    return int(settings().submission_cache_gb * 1e9)
 
 
 def keep_bytes() -> int:
-    """The budget: JUDGE_KERNEL_CACHE_GB (a number of GB, 0 keeps only what was used in the last hour), else
-    KEEP_GB."""
-    return int(_gb("JUDGE_KERNEL_CACHE_GB", KEEP_GB) * 1e9)
+    """The budget (judge.settings: JUDGE_KERNEL_CACHE_GB, a number of GB, 0 keeps only what was used in the last
+    hour; else KEEP_GB)."""
+    from judge.settings import settings
+
+    return int(settings().kernel_cache_gb * 1e9)
 
 
 MAX_DEPTH = 8  # directory levels below a cache: Triton's entries are one (judge.pool.ENTRY_MAX_DEPTH: 4)

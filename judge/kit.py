@@ -11,7 +11,6 @@ worker receives exactly those bytes.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from dataclasses import dataclass
 
@@ -103,22 +102,14 @@ def heavy(fn, *tensors):
 RELEASE_ABOVE = 1 << 30  # cached GPU bytes a process keeps past a computation (release_cached)
 
 
-SHORT_BELOW = 8 << 30  # free device bytes under which JUDGE_CASE_RELEASE=short releases after a case
-
-
 def release_after_case() -> None:
-    """After each case of the test groups (judge.session): :func:`release_cached` (JUDGE_CASE_RELEASE=always, the
-    default), only while the device has less than SHORT_BELOW free (short), or never (off). With it, 16 softmax
-    jobs on an 80 GB H100 gave the declared verdicts (with a start rule per job, which the GPU's admission
-    replaced: judge.gpu_admission); without, accepted files failed beside judges holding 0.6-5.5 GiB each. But a case's mean time rose from 0.19 to
-    0.27-0.28 s in those rosters (the allocator's memory asked of the driver again; confounded by the rosters'
-    different pressure): tests/gpu/RESULTS.md, 2026-12-06, ninth session. ``short`` is the side to measure."""
-    mode = os.environ.get("JUDGE_CASE_RELEASE", "always")  # (any other value: always)
-    if mode == "off" or not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+    """After each case of the test groups (judge.session): :func:`release_cached`, so that what a judge's largest
+    case cached is not kept from the other judges sharing the GPU: without it, accepted files failed beside
+    judges that each held gigabytes of cached blocks. It costs a case the allocator's memory asked of the
+    driver again."""
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
         return
     try:
-        if mode == "short" and torch.cuda.mem_get_info()[0] >= SHORT_BELOW:
-            return
         release_cached()
     except Exception:  # noqa: BLE001 - a release is a courtesy to the other jobs: never the case's error
         pass

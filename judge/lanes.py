@@ -14,7 +14,7 @@ a failure may stop the later groups (judge.verdicts: stops_later_groups), and sh
 worker, so the lanes pause rather than compete with it. What they ran ahead for a group that is then not
 run is dropped; the verdicts are the ones the groups would have had one after another, since every case's
 outcome depends on the case alone (that is what the corpus's `same verdicts with one worker` check holds
-the judge to). JUDGE_RUN_AHEAD=0 keeps the lanes within the group being judged, to measure what this saves.
+the judge to).
 
 One case is taken out of its turn (:meth:`Lanes.early`): the last group's first case, by the first lane but
 the first worker's to ask, as soon as its plan is drawn. Every problem's last group is its largest inputs
@@ -23,12 +23,11 @@ that case and its refill were the longest chain of the tests, run when every oth
 H200, softmax's reference had 11 lanes idle from 10.7-11.9 s while the twelfth ran that case and its refill
 to 14.1 s (tests/gpu/RESULTS.md, 2026-12-05 sixth session). Taken first, it runs beside the first group's
 cases. It follows the rules of a case run ahead (dropped when its group is not judged; not taken once an
-earlier case has failed); never on the first worker, which shrinking needs. JUDGE_LAST_EARLY=0 turns it off.
+earlier case has failed); never on the first worker, which shrinking needs.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from dataclasses import dataclass
 
@@ -55,14 +54,6 @@ class Plan:
         return self.frozen or self.failed_at is not None
 
 
-def run_ahead() -> bool:
-    return os.environ.get("JUDGE_RUN_AHEAD", "1") != "0"
-
-
-def last_early() -> bool:
-    return run_ahead() and os.environ.get("JUDGE_LAST_EARLY", "1") != "0"
-
-
 class Lanes:
     """The lane threads of one session's test groups.
 
@@ -70,11 +61,10 @@ class Lanes:
     caches it); ``started(ex)`` waits for worker ``ex`` to be up (False: it could not start, so its lane
     ends); ``counted()`` is told each case whose group is the one being judged (the progress line)."""
 
-    def __init__(self, workers: list, run, started, counted, *, ahead: bool | None = None):
+    def __init__(self, workers: list, run, started, counted):
         self._run = run
         self._started = started
         self._counted = counted
-        self._ahead = run_ahead() if ahead is None else ahead
         self._cond = threading.Condition()
         self._plans: list[Plan] = []
         self._current = 0  # the plan being judged
@@ -113,9 +103,8 @@ class Lanes:
         """Plan ``index``'s first case goes, ahead of its turn, to the first lane but the first worker's that
         asks for a case, while no case of the plans before it has failed (see the module's docstring)."""
         with self._cond:
-            if self._ahead:
-                self._early = index
-                self._cond.notify_all()
+            self._early = index
+            self._cond.notify_all()
 
     def wait(self, index: int) -> None:
         """Until plan ``index`` has nothing left to hand out and none of its cases is running."""
@@ -158,7 +147,7 @@ class Lanes:
                 plan.running += 1
                 self.ran_ahead += plan.index != self._current
                 return plan, i
-            if plan.failed() or not self._ahead:
+            if plan.failed():
                 return None
         return None
 

@@ -23,7 +23,7 @@ class Options:
     limits: dict = field(default_factory=dict)  # overrides of the spec's limits
     static_scan: bool = True  # reject tampering found in the source (off only to test the sandboxes)
     speed: bool = True  # measure speed after every group passed (GPU only; submit --no-speed turns it off)
-    replay: bool = True  # the replay check (judge.replay); off only to measure what it costs (JUDGE_REPLAY=0)
+    replay: bool = True  # the replay check (judge.replay); off only in tests that show what it alone catches
     bench: dict = field(default_factory=dict)  # overrides of the problem's [bench] settings
     log: object = None  # callable(str) for progress lines on stderr (the GPU lock's wait), or None
     workers: int | None = None  # workers a submission's cases are spread over (None: judge.options.auto_workers)
@@ -77,13 +77,15 @@ def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None,
     lane's 27-31 s compiling on the H200, tests/gpu/RESULTS.md, 2026-12-05 third session), so one per core
     but four (the judge's own process, its golden answers and checks, and the ptxas children), at most
     MAX_GPU_WORKERS, and no more than one per ``gpu_memory_mb`` (the problem's per-worker cap) of the
-    device's memory. ``JUDGE_WORKERS`` overrides it. ``gpu_gib``: the device's memory when already known
-    (judge.pool.head_start reads it without torch, from nvidia-smi).
+    device's memory. The ``workers`` setting (judge.settings: JUDGE_WORKERS) overrides it. ``gpu_gib``: the
+    device's memory when already known (judge.pool.head_start reads it without torch, from nvidia-smi).
     """
     import os
 
-    if os.environ.get("JUDGE_WORKERS"):
-        return max(1, int(os.environ["JUDGE_WORKERS"]))
+    from judge.settings import settings
+
+    if settings().workers:
+        return settings().workers
     cores = os.cpu_count() or 1
     if interpret or device != "cuda":
         return max(1, min(cores - 1, 4))
@@ -120,7 +122,7 @@ def no_speed_run(problem, opts: Options, verdict=None) -> str | None:
 def replay_workers(device: str, interpret: bool, lone: bool) -> int:
     """Replay workers for one run: for a lone submit on a GPU (its host's cores are its own) three on a host of
     12 cores or more, else two; one otherwise (``judge grade`` runs several jobs per GPU, each with its own).
-    JUDGE_REPLAY_WORKERS overrides it.
+    The ``replay_workers`` setting (judge.settings: JUDGE_REPLAY_WORKERS) overrides it.
 
     Why three: each replay compiles the file's kernels for its case before it runs (1-4 s a replay for
     flash-backward), so two replay workers fell behind 98's twelve test workers, and its groups waited
@@ -129,8 +131,10 @@ def replay_workers(device: str, interpret: bool, lone: bool) -> int:
     tests/gpu/RESULTS.md, 2026-12-06."""
     import os
 
-    if os.environ.get("JUDGE_REPLAY_WORKERS"):
-        return max(1, int(os.environ["JUDGE_REPLAY_WORKERS"]))
+    from judge.settings import settings
+
+    if settings().replay_workers:
+        return settings().replay_workers
     if device == "cuda" and not interpret and lone:
         return 3 if (os.cpu_count() or 1) >= 12 else 2
     return 1

@@ -56,7 +56,6 @@ from judge import timeline
 from judge.sandbox.base import REPLAY_MODULE, Job, Limits, Proc, make_cache
 from judge.untrusted.compile_lock import LOCK_DIR
 
-ENV = "JUDGE_POOL_SOCKET"  # the socket of the driver's pool, in the environment of its job processes
 MAX_MESSAGE = 1 << 16
 DEFAULT_SIZE = 4  # at most this many warm workers of each kind, unless --pool says otherwise
 SPAWN_WAIT_SECONDS = 5.0  # head_start's wait for its spawns before the judge imports torch (they take ~0.05 s each)
@@ -174,10 +173,6 @@ class PoolServer:
 
     # ------------------------------------------------------------------ life
 
-    def environ(self) -> dict[str, str]:
-        """What a job process's environment needs to use this pool."""
-        return {ENV: self.path}
-
     def drain(self) -> None:
         """No more jobs are coming: spawn no more (the workers already warm stay for the jobs in flight)."""
         with self._lock:
@@ -272,7 +267,7 @@ class PoolServer:
         from judge.sandbox import litter
 
         key = self._keys.get(kt) or {}
-        return (self.litters and litter.enabled() and key.get("module") == "judge.untrusted"
+        return (self.litters and key.get("module") == "judge.untrusted"
                 and key.get("backend") in litter.BACKENDS and kt not in self._fixed)
 
     def _spawn_litter(self, kt: str, n: int) -> None:
@@ -839,11 +834,27 @@ def _copy_file(src_fd: int, name: str, seen, dest: Path, budget: dict) -> bool:
         os.close(fd)
 
 
+_socket: str | None = None  # the socket of the pool this process takes its workers from (use)
+
+
+def use(socket_path: str | None) -> None:
+    """Take this process's workers from the pool serving at ``socket_path`` from now on (None: from none).
+    A job process is told its driver's on its command line (judge.grading.job), a ``submit`` child of
+    ``selftest --pool`` by --pool-socket; a head start (below) serves its own process."""
+    global _socket
+    _socket = socket_path
+
+
+def serving() -> str | None:
+    """The socket of the pool this process takes its workers from (None: none)."""
+    return _socket
+
+
 def take(backend, job: Job) -> Lease | None:
-    """A warm worker for ``job`` from the driver's pool (``$JUDGE_POOL_SOCKET``); a Lease without one when the
-    pool has none of this kind warm; None with no pool (or one that does not answer). Without a worker the
-    caller spawns its own."""
-    path = os.environ.get(ENV)
+    """A warm worker for ``job`` from this process's pool (:func:`use`); a Lease without one when the pool has
+    none of this kind warm; None with no pool (or one that does not answer). Without a worker the caller
+    spawns its own."""
+    path = _socket
     if not path or job.submission is None:
         return None
     key = key_of(backend, job)
@@ -906,14 +917,12 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
     """
     from judge import intake
     from judge.options import limits_for, session_workers
+    from judge.settings import settings
 
-    # JUDGE_HEAD_START=0 turns it off, to measure what it saves (tests/bench/judge_latency.py --ab).
-    if os.environ.get("JUDGE_HEAD_START", "1") == "0":
-        return None
-    if os.environ.get(ENV) or options.device not in ("cpu", "cuda") or getattr(problem, "kind", "kernel") != "kernel":
+    if _socket or options.device not in ("cpu", "cuda") or getattr(problem, "kind", "kernel") != "kernel":
         return None
     gpu_gib = None
-    if options.device == "cuda" and not options.workers and not os.environ.get("JUDGE_WORKERS"):
+    if options.device == "cuda" and not options.workers and not settings().workers:
         from judge.cli_common import gpu_memory_gib
 
         gpu_gib = gpu_memory_gib(options.gpu)
@@ -954,18 +963,14 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
     # a kernel variant one of them compiles is there for the others, and two that need it at once compile it
     # once (judge.untrusted.compile_lock) instead of once each in caches of their own (the first wave of
     # cases; 98's reference, 2026-12-04: 488 compiles and loads for about 222 variants). The replay worker
-    # keeps a cache of its own (judge.replay). JUDGE_HEAD_START_CACHE=0: a cache of their own each, filled
-    # and merged as a grading pool's are (to measure what sharing saves).
-    # JUDGE_LITTER=0: each imports torch itself (judge.sandbox.litter says what a litter is).
-    server.warm(backend, job, n=count, own_cache=os.environ.get("JUDGE_HEAD_START_CACHE", "1") != "0",
-                litter=True)
-    if options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0":
+    # keeps a cache of its own (judge.replay). They are forked as a litter (judge.sandbox.litter).
+    server.warm(backend, job, n=count, own_cache=True, litter=True)
+    if options.replay:
         server.warm(backend, replace(job, module=REPLAY_MODULE))
     server.drain()
-    # JUDGE_HEAD_START_WAIT=0: the torch import at once, beside the spawns (to measure what waiting saves).
-    if os.environ.get("JUDGE_HEAD_START_WAIT", "1") != "0":
-        server.wait_spawned(timeout=SPAWN_WAIT_SECONDS)
-    os.environ[ENV] = server.path
+    # The judge's torch import waits for the spawns (wait_spawned says why).
+    server.wait_spawned(timeout=SPAWN_WAIT_SECONDS)
+    use(server.path)
     return server
 
 
@@ -974,5 +979,5 @@ def end_head_start(server: PoolServer | None) -> None:
 
     drop_handed()  # (a claim no session took: the command failed before its session)
     if server is not None:
-        os.environ.pop(ENV, None)
+        use(None)
         server.close()

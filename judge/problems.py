@@ -26,18 +26,16 @@ from __future__ import annotations
 
 import importlib.util
 import math
-import os
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge import problem_schema
+from judge.settings import REPO_ROOT, settings
 from judge.verdicts import Verdict
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-PROBLEMS_DIR = Path(os.environ.get("JUDGE_PROBLEMS", REPO_ROOT / "problems"))
-REFERENCE_DIR = Path(os.environ.get("JUDGE_REFERENCE", REPO_ROOT / "reference"))
+REFERENCE_DIR = REPO_ROOT / "reference"
 
 DTYPES = ("float32", "float16", "bfloat16")
 # corpus folder -> the verdict its submissions must get (judge.verdicts.VERDICTS)
@@ -345,10 +343,15 @@ def _load_answers(spec: dict, directory: Path, where: str) -> Problem:
     return problem
 
 
+def problems_dir() -> Path:
+    """The folder of problem packages (judge.settings: JUDGE_PROBLEMS, else problems/)."""
+    return settings().problems
+
+
 def all_problems() -> list[Problem]:
     problems = []
-    if PROBLEMS_DIR.is_dir():
-        for d in sorted(PROBLEMS_DIR.iterdir()):
+    if problems_dir().is_dir():
+        for d in sorted(problems_dir().iterdir()):
             if (d / "problem.toml").is_file():
                 problems.append(load_problem(d))
     return sorted(problems, key=lambda p: p.id)
@@ -357,9 +360,9 @@ def all_problems() -> list[Problem]:
 def find_problem(key: str) -> Problem | None:
     """Look a problem up by id ("95") or slug ("matmul"); loads only that problem."""
     key = str(key).strip().lower()
-    if not PROBLEMS_DIR.is_dir():
+    if not problems_dir().is_dir():
         return None
-    for d in sorted(PROBLEMS_DIR.iterdir()):
+    for d in sorted(problems_dir().iterdir()):
         num, _, slug = d.name.partition("-")
         if (d / "problem.toml").is_file() and key in (d.name, slug, num, num.lstrip("0")):
             problem = load_problem(d)

@@ -10,7 +10,6 @@ interpreter mode / compiled on a GPU (some checks can only fire in one).
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -103,13 +102,14 @@ def judge_one(problem: Problem, expected: str, path: Path, base: Options) -> Che
 
 def child_workers(base: Options, jobs: int, gpu_gib: float | None = None) -> int | None:
     """The workers each of ``jobs`` files judged at once spreads its cases over: the host's share
-    (judge.options.auto_workers, split between them), or None when JUDGE_WORKERS already says. Each child
+    (judge.options.auto_workers, split between them), or None when the ``workers`` setting already says. Each child
     would otherwise take a whole host's worth: 12 on the H200's 16 cores, 96 compiling at once for
     ``selftest --jobs 8``, where a case's compiles then run past its time limit. ``gpu_gib``: the device's
     memory when known (else auto_workers asks torch)."""
     from judge.options import auto_workers
+    from judge.settings import settings
 
-    if os.environ.get("JUDGE_WORKERS"):
+    if settings().workers:
         return None
     return max(1, auto_workers(base.device, base.interpret, gpu_gib) // max(1, jobs))
 
@@ -131,6 +131,10 @@ def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options, wo
         argv += ["--startup-limit", str(limits["startup_seconds"])]
     if workers is not None:
         argv += ["--workers", str(workers)]
+    from judge import pool
+
+    if pool.serving():
+        argv += ["--pool-socket", pool.serving()]
     t = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
     try:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import shlex
 import shutil
 import tempfile
@@ -33,7 +32,7 @@ from judge.gpu_claim import GpuClaim, Refused, handed_over
 from judge.groups import CaseFailed, draw_cases, run_cases, run_group
 from judge.judgement import death_outcome, judge_case, judge_refill
 from judge.kit import generator
-from judge.lanes import LaneOutcome, Lanes, Plan, last_early
+from judge.lanes import LaneOutcome, Lanes, Plan
 from judge.options import (Options, limits_for, no_speed_run, planned_cases, replay_workers, session_workers,
                            torch_device, torch_index)
 from judge.problems import Group, Problem
@@ -75,8 +74,7 @@ class Session:
         self._first: dict[str, str] = {}  # group -> its first case (canonical): refilled
         # Every passing case's replay (judge.proofs): run beside the lanes, settled at the group's end.
         self.replays: Proofs | None = None
-        # JUDGE_REPLAY=0 turns the replay check off, to measure what it costs (tests/bench/RESULTS.md).
-        self.replay_on = options.replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
+        self.replay_on = options.replay
         # Live progress (judge.progress): what runs now, reported from whichever thread runs it.
         self.progress = options.progress or NO_PROGRESS
         self._shrinking = False  # the group's first failure was found: its cases now are Hypothesis's tries
@@ -208,7 +206,7 @@ class Session:
             self._lanes = Lanes(self.workers.all, self._lane_case, self.workers.up, self.progress.case_done)
         try:
             last = len(self._selected_groups()) - 1
-            if self._lanes is not None and last > 0 and last_early():
+            if self._lanes is not None and last > 0:
                 # Every group's cases drawn now (the lanes start on the first group's as soon as it is drawn),
                 # so that the last group's first case can go first (judge.lanes: Lanes.early).
                 self._plan(last)
@@ -244,9 +242,8 @@ class Session:
         return results
 
     def _defer_replays(self) -> bool:
-        """Whether a passing group's replays may be settled later (JUDGE_DEFER_REPLAYS=0: at its end, for
-        measuring what deferring saves)."""
-        return self.replays is not None and os.environ.get("JUDGE_DEFER_REPLAYS", "1") != "0"
+        """Whether a passing group's replays may be settled later."""
+        return self.replays is not None
 
     def _selected_groups(self) -> list[Group]:
         if self.options.group is None:
@@ -703,9 +700,8 @@ class Session:
         them lazily, and every lane's first case waited for it at once: each lane's first golden answer took
         1.04 s (94, H200) and 1.51 s (94, H100), against under 0.01 s for the later ones; 98's first inputs
         0.41-0.48 s (tests/gpu/RESULTS.md, 2026-12-05 fourth session). Under the GPU lock shared, as a case:
-        nothing runs on the GPU while another judge times. JUDGE_EARLY_CUDA=0 turns it off (to measure it)."""
-        if (self.options.device != "cuda" or self.options.interpret
-                or os.environ.get("JUDGE_EARLY_CUDA", "1") == "0"):
+        nothing runs on the GPU while another judge times."""
+        if self.options.device != "cuda" or self.options.interpret:
             return None
 
         def warm() -> None:
@@ -754,9 +750,8 @@ class Session:
         """Spawn the speed run's workers once the first test group has passed, so that their start (8.8-11.5 s
         each on the H200, in parallel: tests/gpu/RESULTS.md) overlaps the later groups instead of following
         them. Not before (unless options.speed_early: a lone submit on a GPU): a submission that fails its
-        first group, as most wrong ones do, costs no speed workers. JUDGE_SPEED_PRESTART=0 turns it off (to
-        measure what it saves)."""
-        if self._speed_run is not None or os.environ.get("JUDGE_SPEED_PRESTART", "1") == "0":
+        first group, as most wrong ones do, costs no speed workers."""
+        if self._speed_run is not None:
             return
         if no_speed_run(self.problem, self.options, Verdict.AC) is not None:
             return

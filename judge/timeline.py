@@ -20,8 +20,6 @@ import threading
 import time
 from pathlib import Path
 
-ENV = "JUDGE_TIMELINE"
-
 _events: list[dict] = []
 _lock = threading.Lock()
 _path: str | None = None
@@ -42,9 +40,13 @@ def process_age() -> float | None:
 
 
 def start(path: str | None = None) -> bool:
-    """Record from now on when ``path`` (else $JUDGE_TIMELINE) is set; whether it is on."""
+    """Record from now on when ``path`` (else the ``timeline`` setting, JUDGE_TIMELINE: judge.settings) is set;
+    whether it is on."""
     global _path, _origin
-    path = path or os.environ.get(ENV)
+    if not path:
+        from judge.settings import settings
+
+        path = settings().timeline
     if not path:
         return False
     with _lock:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge import precheck
-from judge.problems import PROBLEMS_DIR, ProblemError, load_problem
+from judge.problems import ProblemError, load_problem, problems_dir
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,8 @@ class Step:
 
 def problem_dirs(keys: list[str]) -> list[Path]:
     """The directories to verify: those matching KEYS (id, zero-padded id, slug or directory name), else all."""
-    dirs = sorted(d for d in PROBLEMS_DIR.iterdir() if (d / "problem.toml").is_file()) if PROBLEMS_DIR.is_dir() else []
+    root = problems_dir()
+    dirs = sorted(d for d in root.iterdir() if (d / "problem.toml").is_file()) if root.is_dir() else []
     if not keys:
         return dirs
     wanted = []

@@ -16,6 +16,18 @@ os.environ.setdefault("JUDGE_TEST_DEVICE", "cpu")
 os.environ.setdefault("JUDGE_WORKERS", "1")
 
 
+@pytest.fixture(autouse=True)
+def _fresh_settings():
+    """judge.settings reads the environment once per process: each test starts and ends with it unread, so a
+    JUDGE_* variable a test sets (monkeypatch.setenv) before the judge reads it is what the judge sees. A test
+    that changes one after the judge has read them calls ``settings.cache_clear()`` itself."""
+    from judge.settings import settings
+
+    settings.cache_clear()
+    yield
+    settings.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT

@@ -398,14 +398,13 @@ def test_interpreter_reports_earn_no_speed_points_unless_the_rubric_says_so():
     assert on_gpu["max_score"] == 100
 
 
-def test_job_processes_started_ahead_serve_one_job_each_and_none_is_left(monkeypatch):
+def test_job_processes_started_ahead_serve_one_job_each_and_none_is_left():
     # judge.grading.job.Spares: the next job's process is started while a job runs, so its imports are done
     # when the slot frees. Each process gets exactly one job (each job's own problem comes back in its own
     # report), a roster of three on one slot takes two spares, and no process is left at the end.
     from judge.grading import job as job_mod
     from judge.grading.executors import LocalExecutor
 
-    monkeypatch.delenv("JUDGE_JOB_SPARES", raising=False)
     specs = [(i, {"problem": f"no-such-problem-{i}", "path": "x", "device": "cpu"}) for i in range(3)]
     got = {}
     executor = LocalExecutor([None], timeout=120)
@@ -415,10 +414,6 @@ def test_job_processes_started_ahead_serve_one_job_each_and_none_is_left(monkeyp
         assert report["verdict"] == "IE" and f"unknown problem 'no-such-problem-{key}'" in report["message"]
     assert executor.spare_stats == {"taken": 2, "started": 2, "unused": 0}
     assert not job_mod._children
-    monkeypatch.setenv("JUDGE_JOB_SPARES", "0")
-    off = LocalExecutor([None], timeout=120)
-    off.run(specs[:1], lambda key, report: None)
-    assert off.spare_stats is None
 
 
 def test_a_spare_job_process_that_died_waiting_is_not_handed_a_job():
@@ -458,7 +453,7 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
 
     fail = {"spawn": False}
 
-    def spawn(*, gpu=None, workers=None, env=None, nice=0):
+    def spawn(*, gpu=None, workers=None, pool=None, nice=0):
         if fail["spawn"]:
             raise OSError(24, "Too many open files")
         proc = FakeProc(gpu)
@@ -466,14 +461,13 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
             job_mod._children.add(proc)
         return proc
 
-    def run(spec, *, timeout, gpu=None, workers=None, env=None, proc=None, nice=0):
+    def run(spec, *, timeout, gpu=None, workers=None, pool=None, proc=None, nice=0):
         time_mod.sleep(0.02 * (1 + spec["i"] % 3))
         if proc is not None:
             assert proc.gpu == gpu  # a spare serves a job on the GPU it was started for
             job_mod._forget(proc)
         return {"verdict": "AC", "spare": proc is not None}
 
-    monkeypatch.delenv("JUDGE_JOB_SPARES", raising=False)
     monkeypatch.setattr(job_mod, "spawn_job", spawn)
     monkeypatch.setattr(ex, "run_subprocess", run)
     for slots, n in (([0, 1], 3), (list(range(8)), 9), ([0, 0, 1, 1], 5), ([None], 4)):

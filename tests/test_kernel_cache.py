@@ -10,6 +10,7 @@ import pytest
 from judge import intake
 from judge.channel import WorkerChannel
 from judge.sandbox import Job, Limits, get_backend
+from judge.settings import settings
 
 WRITES_THE_CACHE = '''import os
 with open(os.path.join(os.environ["TRITON_CACHE_DIR"], "planted"), "w") as f:
@@ -97,7 +98,7 @@ def test_a_pooled_worker_gets_the_contents_cache_and_gives_back_what_it_compiled
     (cache / "seeded").mkdir(parents=True)
     (cache / "seeded" / "kernel.json").write_text("compiled before")
     server = pool.PoolServer(size=1)
-    monkeypatch.setenv(pool.ENV, server.path)
+    monkeypatch.setattr(pool, "_socket", server.path)
     try:
         server.warm(backend, job)
         deadline = time.monotonic() + 60
@@ -130,13 +131,13 @@ def add(x, y):
 
 
 def _warm_pool(backend, job, monkeypatch, n: int, litters: bool = True, **warm):
-    """A pool of ``n`` warm workers of ``job``'s kind (its socket in this test's environment), once they are up."""
+    """A pool of ``n`` warm workers of ``job`'s kind (this process takes its workers from it), once they are up."""
     import time
 
     from judge import pool
 
     server = pool.PoolServer(size=n, litters=litters)
-    monkeypatch.setenv(pool.ENV, server.path)
+    monkeypatch.setattr(pool, "_socket", server.path)
     server.warm(backend, job, n=n, **warm)
     deadline = time.monotonic() + 60
     while server.idle() < n and time.monotonic() < deadline:
@@ -331,6 +332,7 @@ def test_a_worker_that_fills_its_kernel_cache_is_killed_and_ole(name, pooled, tm
 
     backend = _usable(name)
     monkeypatch.setenv("JUDGE_SUBMISSION_CACHE_GB", "0.008")
+    settings.cache_clear()  # (read again: _usable may have read them)
     job = _job(tmp_path, FILLS_THE_CACHE)
     server = _warm_pool(backend, job, monkeypatch, 1, litters=False) if pooled else None
     try:
@@ -415,6 +417,7 @@ def test_a_worker_that_hides_what_it_writes_in_its_cache_is_killed_all_the_same(
 
     backend = _usable(name)
     monkeypatch.setenv("JUDGE_SUBMISSION_CACHE_GB", "0.02")
+    settings.cache_clear()  # (read again: _usable may have read them)
     job = _job(tmp_path, HIDES_WHAT_IT_WRITES[trick] + "\n\ndef add(x, y):\n    return x\n")
     channel = WorkerChannel(backend, job)
     try:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from judge import kernel_store
 from judge.sandbox.base import Job, Limits, prepare_cache
+from judge.settings import settings
 
 HOUR = 3600.0
 
@@ -87,6 +88,7 @@ def test_the_budget_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("JUDGE_KERNEL_CACHE_GB", "2.5")
     assert kernel_store.keep_bytes() == 2_500_000_000
     monkeypatch.setenv("JUDGE_KERNEL_CACHE_GB", "lots")
+    settings.cache_clear()  # (the settings are read once: read them again)
     assert kernel_store.keep_bytes() == int(kernel_store.KEEP_GB * 1e9)
 
 

@@ -43,8 +43,8 @@ def _until(predicate):
         time.sleep(0.005)
 
 
-def _lanes(script, n=2, ahead=True):
-    return Lanes(list(range(n)), script.run, lambda ex: True, script.count, ahead=ahead)
+def _lanes(script, n=2):
+    return Lanes(list(range(n)), script.run, lambda ex: True, script.count)
 
 
 def test_an_idle_lane_takes_the_next_groups_cases_while_a_slow_case_runs():
@@ -68,24 +68,6 @@ def test_an_idle_lane_takes_the_next_groups_cases_while_a_slow_case_runs():
     assert script.counted == 5
     lanes.wait(1)
     lanes.close()
-
-
-def test_without_run_ahead_the_lanes_wait_for_the_groups_turn():
-    script = Script(held=[(0, 0)])
-    lanes = _lanes(script, ahead=False)
-    lanes.add(Plan(0, "g0", [{}, {}]))
-    lanes.begin(0)
-    lanes.add(Plan(1, "g1", [{}, {}, {}]))
-    assert script.started[(0, 0)].wait(WAIT)
-    _until(lambda: (0, 1) in script.ran)
-    time.sleep(0.2)
-    assert sorted(script.ran) == [(0, 0), (0, 1)]
-    script.held[(0, 0)].set()
-    lanes.wait(0)
-    lanes.begin(1)
-    lanes.wait(1)
-    lanes.close()
-    assert sorted(script.ran)[2:] == [(1, 0), (1, 1), (1, 2)] and lanes.ran_ahead == 0
 
 
 def test_no_lane_goes_past_a_failure():

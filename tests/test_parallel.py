@@ -15,6 +15,7 @@ import pytest
 from judge.options import Options
 from judge.problems import find_problem
 from judge.session import Session
+from judge.settings import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 S93 = ROOT / "problems" / "093-vector-add" / "submissions"
@@ -153,6 +154,7 @@ def test_the_number_of_gpu_workers_follows_the_cores_and_the_devices_memory_at_t
     monkeypatch.setattr("os.cpu_count", lambda: cores)
     assert options.auto_workers("cuda", False, gib, cap_mb) == expected
     monkeypatch.setenv("JUDGE_WORKERS", "3")
+    settings.cache_clear()  # (the settings are read once: read them again)
     assert options.auto_workers("cuda", False, gib, cap_mb) == 3
 
 
@@ -188,6 +190,7 @@ def test_files_judged_at_once_share_the_hosts_workers(cores, device, interpret, 
     base = Options(device=device, interpret=interpret)
     assert selftest.child_workers(base, jobs, 139.8) == expected
     monkeypatch.setenv("JUDGE_WORKERS", "3")
+    settings.cache_clear()  # (the settings are read once: read them again)
     assert selftest.child_workers(base, jobs, 139.8) is None
 
 
@@ -204,6 +207,7 @@ def test_a_grading_commands_judge_workers_gives_every_job_that_many(monkeypatch)
     assert workers_per_job([0]) is None  # one job at a time: it decides, as a lone submit does
     assert workers_per_job([0, 1]) == 4  # two GPUs, a job on each: the cores split between them
     monkeypatch.setenv("JUDGE_WORKERS", "2")
+    settings.cache_clear()  # (the settings are read once: read them again)
     assert workers_per_job([0] * 12) == 2
 
 

@@ -53,7 +53,7 @@ def server(monkeypatch):
     # Workers spawned one by one: these tests hand them to several files from one process, where a litter's
     # workers would all go to the first (tests/test_litter.py tests the pool's litters).
     srv = pool.PoolServer(size=2, litters=False)
-    monkeypatch.setenv(pool.ENV, srv.path)
+    monkeypatch.setattr(pool, "_socket", srv.path)
     yield srv
     srv.close()
 
@@ -186,7 +186,7 @@ def test_the_pool_gives_the_verdicts_the_judge_gives_without_it(name, tmp_path, 
     options = Options(sandbox=name, seed=7, device="cpu", interpret=True, speed=False, workers=1)
     without = {p.name: Session(P93, p, options).run() for _, p in CORPUS}
     srv = pool.PoolServer(size=2)
-    monkeypatch.setenv(pool.ENV, srv.path)
+    monkeypatch.setattr(pool, "_socket", srv.path)
     try:
         backend = get_backend(name)
         job = Job(submission=CORPUS[0][1], scratch=tmp_path, device="cpu", interpret=True,
@@ -234,7 +234,7 @@ def test_submit_in_the_interpreter_hands_its_head_start_workers_to_the_session(t
 
     # A temporary directory of the command's own (short: the pool's socket path must fit a Unix socket's).
     own_tmp = Path(tempfile.mkdtemp(prefix="hs-", dir="/tmp"))
-    env = {**{k: v for k, v in os.environ.items() if k != pool.ENV}, "TMPDIR": str(own_tmp)}
+    env = {**os.environ, "TMPDIR": str(own_tmp)}
     proc = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(P93.reference_path), "--device", "cpu",
                            "--sandbox", "process", "--seed", "1", "--json", "--workers", "1", "--max-examples", "2"],
                           cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)

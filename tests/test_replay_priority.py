@@ -32,14 +32,10 @@ def _autogroups_on():
 
 def test_only_the_interpreters_replay_worker_under_process_or_bwrap_on_an_idle_host_yields(monkeypatch):
     monkeypatch.setattr(base, "_idle_cores", lambda: True)
-    monkeypatch.delenv("JUDGE_REPLAY_YIELD", raising=False)
     assert base.yields_cores(_job(), "process") and base.yields_cores(_job(), "bwrap")
     assert not base.yields_cores(_job(), "docker")
     assert not base.yields_cores(_job(module="judge.untrusted"), "process")  # the case worker
     assert not base.yields_cores(_job(device="cuda", interpret=False), "process")  # its compiles are waited for
-    monkeypatch.setenv("JUDGE_REPLAY_YIELD", "0")
-    assert not base.yields_cores(_job(), "process")
-    monkeypatch.delenv("JUDGE_REPLAY_YIELD")
     monkeypatch.setattr(base, "_idle_cores", lambda: False)  # a busy host: there it would only wait
     assert not base.yields_cores(_job(), "process")
 
@@ -94,8 +90,6 @@ def test_the_replay_worker_imports_low_and_serves_at_the_normal_priority(name, m
         pytest.skip(why)
     monkeypatch.setattr(base, "_idle_cores", lambda: True)  # (the test suite's other workers load the host)
     monkeypatch.setattr(base, "YIELD_SECONDS", 60.0)  # only the end of its imports gives it back here
-    monkeypatch.delenv("JUDGE_REPLAY_YIELD", raising=False)
-    monkeypatch.delenv("JUDGE_POOL_SOCKET", raising=False)
     replayer = Replayer(find_problem("93"), _job(), backend, threads=1, golden_device="cpu")
     try:
         replayer.prestart()
@@ -154,7 +148,6 @@ def test_a_closed_replayer_starts_no_worker_again(monkeypatch):
     from judge.replay import Replayer
     from judge.sandbox.process import ProcessBackend
 
-    monkeypatch.delenv("JUDGE_POOL_SOCKET", raising=False)
     replayer = Replayer(find_problem("93"), _job(), ProcessBackend(), threads=1, golden_device="cpu")
     replayer.prestart()
     proc = replayer.channel.proc

@@ -149,7 +149,7 @@ def _contained(backend_name, path, monkeypatch, pooled: bool, litter: bool = Fal
         monkeypatch.setattr(intake, "backend_for", lambda name, device: (backend, None))
         monkeypatch.setattr(pool, "_backend_for", lambda key: backend)
         server = pool.PoolServer(size=2 if litter else 1)
-        monkeypatch.setenv(pool.ENV, server.path)
+        monkeypatch.setattr(pool, "_socket", server.path)
     else:
         monkeypatch.setattr(intake, "backend_for", lambda name, device: (recording, None))
     try:

@@ -20,7 +20,7 @@ import torch
 from judge import replies
 from judge.options import Options
 from judge.problems import find_problem
-from judge.timing import checks, stats
+from judge.timing import checks, speedrun, stats
 from judge.timing.lock import gpu_lock
 from judge.timing.speedrun import NOT_A_CLAIM, BenchConfig, SpeedRun, BenchFailed, config_for
 from judge.timing.score import SpeedScore
@@ -282,24 +282,6 @@ def test_a_waiting_speed_run_goes_next_and_no_case_slips_in_between_two(tmp_path
             assert started == [True], "the case started before the waiting speed run, or never"
 
 
-def test_a_downgraded_speed_run_lets_cases_in_and_the_next_speed_run_waits_for_it(tmp_path, monkeypatch, repo_root):
-    # judge.timing.lock.downgrade: from exclusive to shared with nobody in between; then cases run beside it
-    # and a speed run that asks waits for it, as for any case in flight.
-    from judge.timing import lock
-
-    monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
-    with contextlib.ExitStack() as stack:
-        with lock.gpu_lock(3, timeout=5):
-            lock.downgrade(3)
-            assert _held(lock.lock_path(3)) == "shared"
-            with _holding(tmp_path, repo_root, "shared", "case") as (case_held, _):
-                assert _wait_for(case_held), "a case could not start beside the downgraded hold"
-            other_held, _ = stack.enter_context(_holding(tmp_path, repo_root, "exclusive", "other"))
-            time.sleep(1.0)
-            assert not other_held.exists(), "another speed run took the GPU while it was held shared"
-        assert _wait_for(other_held), "the other speed run never got the GPU after the hold ended"
-
-
 def test_the_speed_runs_own_process_is_not_held_up_by_its_own_lock(tmp_path, monkeypatch):
     from judge.timing.lock import gpu_shared
 
@@ -411,7 +393,7 @@ CHEAT = textwrap.dedent('''
 ''')
 
 
-def _speed_run(problem_id, path, tmp_path, shapes=1, replay_workers=1, **config) -> SpeedRun:
+def _speed_run(problem_id, path, tmp_path, shapes=1, replay_workers=1, replay=True, **config) -> SpeedRun:
     from judge.sandbox import Limits
     from judge.sandbox.process import ProcessBackend
 
@@ -422,7 +404,16 @@ def _speed_run(problem_id, path, tmp_path, shapes=1, replay_workers=1, **config)
     limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
                     startup_seconds=120)
     return SpeedRun(p, path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(), limits=limits,
-                    scratch=tmp_path, config=cfg, replay_workers=replay_workers)
+                    scratch=tmp_path, config=cfg, replay=replay, replay_workers=replay_workers)
+
+
+def _check_ahead(monkeypatch, on: bool = True) -> None:
+    """The warm-up's checks ahead of the lock in the interpreter too, as on a GPU (on); ``on=False``: as
+    :func:`judge.timing.speedrun.checks_ahead` has it (in the interpreter, none)."""
+    monkeypatch.setattr(speedrun, "checks_ahead", (lambda cuda: True) if on else CHECKS_AHEAD)
+
+
+CHECKS_AHEAD = speedrun.checks_ahead
 
 
 def _bench(problem_id, path, tmp_path, shapes=1, prewarm=False, **config):
@@ -519,8 +510,7 @@ def test_a_timed_call_computed_outside_its_kernels_is_caught_by_the_replay(tmp_p
     assert exc.value.verdict == "RJ" and "the replay check" in exc.value.message, exc.value.message
     assert "data from outside your kernels reached out" in exc.value.message
     # Nothing else in the speed run sees it: the replay of the checked timed call is the check.
-    monkeypatch.setenv("JUDGE_REPLAY", "0")
-    speed = _bench("93", path, tmp_path / "off", torch_baseline=False)
+    speed = _bench("93", path, tmp_path / "off", torch_baseline=False, replay=False)
     assert speed["shapes"][0]["checked_calls"] and "replays" not in speed["phases"]
 
 
@@ -547,9 +537,8 @@ def test_a_replays_finding_comes_before_a_later_shapes_wrong_output(tmp_path, mo
         _bench("93", path, tmp_path, shapes=2, torch_baseline=False, replay_workers=replay_workers)
     assert exc.value.verdict == "RJ" and "n=3000" in exc.value.message, exc.value.message
     # Without the replay, the second shape's wrong outputs are what is found.
-    monkeypatch.setenv("JUDGE_REPLAY", "0")
     with pytest.raises(BenchFailed) as exc:
-        _bench("93", path, tmp_path / "off", shapes=2, torch_baseline=False)
+        _bench("93", path, tmp_path / "off", shapes=2, torch_baseline=False, replay=False)
     assert exc.value.verdict == "WA" and "n=777" in exc.value.message, exc.value.message
 
 
@@ -681,16 +670,16 @@ def test_a_timed_call_wrong_on_the_replays_inputs_is_a_wrong_answer(tmp_path, mo
 
 
 def test_a_warm_up_call_is_checked_and_replayed_ahead_when_asked(tmp_path, monkeypatch):
-    # On a GPU (and here with JUDGE_CHECK_AHEAD=1) the prewarm checks one of its warm-up calls per shape and
+    # On a GPU (and here when asked, _check_ahead) the prewarm checks one of its warm-up calls per shape and
     # replays it, beside the tests: the replay worker compiles the bench shapes' kernels then, not after the
     # rounds. The timed call is checked and replayed after the rounds as before.
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    _check_ahead(monkeypatch)
     p = find_problem("93")
     phases = _bench("93", p.reference_path, tmp_path, prewarm=True, torch_baseline=False)["phases"]
     assert phases["ahead_replays"] == 1 and phases["replays"] == 2, phases  # the replays' figures are totals
     assert 0 < phases["ahead_replay_seconds"] <= phases["replay_seconds"] and phases["ahead_check_seconds"] > 0
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")  # interpreter mode's default: nothing ahead to compile
+    _check_ahead(monkeypatch, False)  # interpreter mode's default: nothing ahead to compile
     phases = _bench("93", p.reference_path, tmp_path / "off", prewarm=True, torch_baseline=False)["phases"]
     assert phases["replays"] == 1 and "ahead_replays" not in phases, phases
 
@@ -700,7 +689,7 @@ def test_the_checks_ahead_not_begun_when_the_run_needs_the_warm_up_are_skipped(t
     # run's wait (vector add's reference on the H200: 5.3 s): what is not begun is skipped; the timed calls
     # are checked and replayed after the rounds as always.
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    _check_ahead(monkeypatch)
     p = find_problem("93")
     run = _speed_run("93", p.reference_path, tmp_path, shapes=2, torch_baseline=False)
     real = SpeedRun._warm_up
@@ -717,14 +706,6 @@ def test_the_checks_ahead_not_begun_when_the_run_needs_the_warm_up_are_skipped(t
     phases = speed["phases"]
     assert phases["ahead_checks_skipped"] == 2 and phases["ahead_check_seconds"] == 0, phases
     assert phases["replays"] == 2 and all(row["checked_calls"] for row in speed["shapes"]), phases
-    # JUDGE_AHEAD_CUT=0: the run waits for all of it, as before.
-    monkeypatch.setenv("JUDGE_AHEAD_CUT", "0")
-    gate.clear()
-    run = _speed_run("93", p.reference_path, tmp_path / "kept", shapes=2, torch_baseline=False)
-    run.prewarm()
-    threading.Timer(0.5, gate.set).start()
-    phases = run.run()["phases"]
-    assert "ahead_checks_skipped" not in phases and phases["ahead_replays"] == 2 and phases["replays"] == 4, phases
 
 
 # Half done in the warm-up's two timed samples alone (its second and third calls at a shape), right otherwise.
@@ -748,13 +729,14 @@ def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rules(tmp_pat
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "warm_cheat.py"
     path.write_text(source)
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    _check_ahead(monkeypatch)
     with pytest.raises(BenchFailed) as exc:
         _bench("93", path, tmp_path, prewarm=True, torch_baseline=False)
     assert exc.value.verdict == verdict and exc.value.message.startswith("warm-up call "), exc.value.message
     assert all(words in exc.value.message for words in says), exc.value.message
-    # Not checked ahead, its warm-up calls are never looked at: its timed calls are right.
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "0")
+    # Not checked ahead (the interpreter's default), its warm-up calls are never looked at: its timed calls are
+    # right.
+    _check_ahead(monkeypatch, False)
     speed = _bench("93", path, tmp_path / "off", prewarm=True, torch_baseline=False)
     assert speed["measured"] and speed["shapes"][0]["checked_calls"]
 
@@ -769,7 +751,7 @@ def test_a_discarded_runs_replay_waiting_for_the_gpu_starts_no_worker(tmp_path, 
 
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")
+    _check_ahead(monkeypatch)
     waiting = threading.Event()
     spawned = []
     spawn = judge.replay.Replayer._spawn
@@ -1520,19 +1502,15 @@ def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, mo
     assert len(procs) == 3 and all(proc.popen.poll() is not None for proc in procs)  # submission, reference, replay
 
 
-@pytest.mark.parametrize("outside", ["0", "1", "once"])
-def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judges_for_its_checks_when_asked(
-        tmp_path, monkeypatch, outside):
+def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judges_for_its_checks(tmp_path,
+                                                                                                  monkeypatch):
     # The lock's real files (judge.timing.lock), probed from another open file description the way another
-    # judge would take it: the rounds (and, outside, the profiler clock) hold it exclusively; with
-    # JUDGE_CHECKS_OUTSIDE_LOCK=1 each check and replay holds it shared (the ``shared`` _finish is given),
-    # beside other judges' cases, and between them the run holds nothing another judge's speed run waits for.
+    # judge would take it: the rounds and the profiler clock hold it exclusively; each check and replay holds
+    # it shared (the ``shared`` _finish is given), beside other judges' cases, and between them the run holds
+    # nothing another judge's speed run waits for.
     from judge.timing import lock
 
-    # "once" (JUDGE_CHECKS_HOLD=once): the checks run under one shared hold, the exclusive one downgraded.
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
-    monkeypatch.setenv("JUDGE_CHECKS_OUTSIDE_LOCK", "1" if outside == "once" else outside)
-    monkeypatch.setenv("JUDGE_CHECKS_HOLD", "once" if outside == "once" else "each")
     p = find_problem("93")
     run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
                    scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
@@ -1542,8 +1520,8 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
 
     seen = {}
 
-    def timed(*, profile_now):
-        seen["timed"], seen["profile_now"] = held(), profile_now
+    def timed():
+        seen["timed"] = held()
         return {"state": 1}
 
     def finish(state, shared=contextlib.nullcontext):
@@ -1557,12 +1535,11 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
     monkeypatch.setattr(run, "_finish", finish)
     monkeypatch.setattr(run, "_close", lambda: seen.setdefault("closed", held()))
     assert run.run() == {"finished": {"state": 1}}
-    assert seen["timed"] == "exclusive" and seen["profile_now"] == (outside != "0")
-    # Checked outside, the run lets go of its rounds' memory before it gives the GPU back (_trim).
-    assert seen.get("trim") == ("exclusive" if outside != "0" else None)
-    assert seen["finish"] == {"0": "exclusive", "1": "free", "once": "shared"}[outside]
-    assert seen["each check"] == {"0": "exclusive", "1": "shared", "once": "shared"}[outside]
-    assert seen["closed"] == seen["finish"] and held() == "free"  # the workers end under the same lock
+    assert seen["timed"] == "exclusive"
+    # The run lets go of its rounds' memory before it gives the GPU back (_trim).
+    assert seen["trim"] == "exclusive"
+    assert seen["finish"] == "free" and seen["each check"] == "shared"
+    assert seen["closed"] == "free" and held() == "free"  # the workers end after the checks, beside the others
 
 
 def _held(path) -> str:
@@ -1591,7 +1568,6 @@ def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_pa
     from judge.timing import lock
 
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
-    monkeypatch.delenv("JUDGE_SPEED_PREWARM", raising=False)
     p = find_problem("93")
     shapes = [{"n": 8, "dtype": "float32"}, {"n": 16, "dtype": "float32"}]
     run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
@@ -1771,7 +1747,7 @@ def test_after_the_warm_up_ahead_every_speed_worker_lets_go_of_its_bench_memory(
     # ahead and its checks are done (a real worker, asked for a kept warm-up call afterwards: missing), and the
     # run under the lock warms up and times as before.
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("JUDGE_CHECK_AHEAD", "1")  # the warm-up keeps its calls' outputs for the check ahead
+    _check_ahead(monkeypatch)  # the warm-up keeps its calls' outputs for the check ahead
     p = find_problem("93")
     run = _speed_run("93", p.reference_path, tmp_path, torch_baseline=False)
     asked = []
@@ -1826,8 +1802,6 @@ def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(
     assert thread is not None and thread.name == "judge-cuda-warm"
     thread.join(timeout=60)
     assert not thread.is_alive() and uncaught == []
-    monkeypatch.setenv("JUDGE_EARLY_CUDA", "0")
-    assert session._warm_golden_device() is None
     interp = Session(find_problem("94"), find_problem("94").reference_path, Options(device="cpu", interpret=True))
     assert interp._warm_golden_device() is None
 

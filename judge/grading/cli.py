@@ -14,6 +14,7 @@ import click
 
 from judge.cli_common import (EXIT_INTERNAL, err, output_folder, problem_or_exit, sandbox_help, sandbox_or_exit,
                               usage)
+from judge.settings import settings
 
 
 def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None,
@@ -69,7 +70,7 @@ def _pool_size(text, executor: str) -> int:
     from judge.pool import parse_size
 
     given = text is not None
-    text = text if given else os.environ.get("JUDGE_POOL", "auto")
+    text = text if given else settings().pool
     try:
         size = parse_size(text)
     except ValueError:
@@ -97,7 +98,7 @@ def _token(token_file: Path | None) -> str | None:
             return token_file.read_text().strip() or None
         except OSError as exc:
             usage(f"cannot read the token file {token_file}: {exc.strerror}")
-    return os.environ.get("JUDGE_FORWARD_TOKEN") or None
+    return settings().serve_token
 
 
 @click.command()
@@ -227,7 +228,7 @@ def _platform_options(fn):
         click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None),
         click.option("--forward", default=None, help="Post the submission to this grading service instead."),
         click.option("--token-file", type=click.Path(path_type=Path), default=None,
-                     help="The service's token (else $JUDGE_FORWARD_TOKEN)."),
+                     help="The service's staff token (else $JUDGE_SERVE_TOKEN)."),
         click.option("--seed", type=int, default=None, help="Default: from the rubric's secret, else random."),
         click.option("--timeout", type=float, default=1800, show_default=True, help="Seconds for the judging."),
     ]
@@ -369,7 +370,7 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
     asked = device
     device, slots = _device_and_slots(device, gpus, jobs, fallback=True)
     token = _token(token_file) if token_file is not None else None  # read here for the checks below only
-    env_token = None if token_file is not None else os.environ.get("JUDGE_SERVE_TOKEN") or None
+    env_token = None if token_file is not None else settings().serve_token
     token = token or env_token
     if token is None and tokens_file is None and host not in ("127.0.0.1", "localhost", "::1"):
         usage(f"--host {host} exposes the service beyond this machine: give it tokens "

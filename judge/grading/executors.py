@@ -59,10 +59,12 @@ def jobs_on_cpu() -> int:
 
 def workers_per_job(slots: list) -> int | None:
     """Workers each job spreads its cases over when several jobs share a GPU: the host's cores split
-    between them (None: the job decides, judge.options.auto_workers). JUDGE_WORKERS, set for the grading
-    command, gives every job that many instead."""
-    if os.environ.get("JUDGE_WORKERS"):
-        return max(1, int(os.environ["JUDGE_WORKERS"]))
+    between them (None: the job decides, judge.options.auto_workers). The ``workers`` setting (JUDGE_WORKERS,
+    judge.settings), set for the grading command, gives every job that many instead."""
+    from judge.settings import settings
+
+    if settings().workers:
+        return settings().workers
     gpu_slots = [s for s in slots if s is not None]
     if len(gpu_slots) <= 1:
         # One job at a time (or none on a GPU): the host is its own, as for a lone submit, which picks from
@@ -115,10 +117,10 @@ class LocalExecutor:
         for slot in self.slots:
             free.put(slot)
         workers = workers_per_job(self.slots)
-        env = server.environ() if server is not None else None
+        pool_socket = server.path if server is not None else None
         # The job processes: one started ahead for each slot, so that the next job finds its process's imports
-        # done (JUDGE_JOB_SPARES=0: each job starts its own when it comes).
-        spares = Spares(workers=workers, env=env, nice=self.nice) if os.environ.get("JUDGE_JOB_SPARES", "1") != "0" else None
+        # done.
+        spares = Spares(workers=workers, pool=pool_socket, nice=self.nice)
         per_gpu = Counter(self.slots)
         total = len(jobs) if hasattr(jobs, "__len__") else None
         begun = {"n": 0}
@@ -127,31 +129,28 @@ class LocalExecutor:
         def one(spec):
             gpu = free.get()  # a slot is held by exactly one job at a time (a GPU has --jobs slots)
             try:
-                proc = None
-                if spares is not None:
-                    proc = spares.take(gpu)
-                    with begun_lock:
-                        begun["n"] += 1
-                        left = None if total is None else total - begun["n"]
-                    # The next jobs' processes on this GPU, while this one runs: one per slot, and none started
-                    # while as many wait on the other GPUs as jobs are left (which GPU the next job gets is not
-                    # known: with several GPUs a roster's end can leave some unused, at most one a slot).
-                    want = per_gpu[gpu] if left is None else max(0, min(per_gpu[gpu], left - spares.waiting(gpu)))
-                    try:
-                        spares.refill(gpu, want)
-                    except OSError:
-                        pass  # no process to spare now (fork failed): the next job starts its own
-                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, env=env, proc=proc,
-                                      nice=self.nice)
+                proc = spares.take(gpu)
+                with begun_lock:
+                    begun["n"] += 1
+                    left = None if total is None else total - begun["n"]
+                # The next jobs' processes on this GPU, while this one runs: one per slot, and none started
+                # while as many wait on the other GPUs as jobs are left (which GPU the next job gets is not
+                # known: with several GPUs a roster's end can leave some unused, at most one a slot).
+                want = per_gpu[gpu] if left is None else max(0, min(per_gpu[gpu], left - spares.waiting(gpu)))
+                try:
+                    spares.refill(gpu, want)
+                except OSError:
+                    pass  # no process to spare now (fork failed): the next job starts its own
+                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, pool=pool_socket,
+                                      proc=proc, nice=self.nice)
             finally:
                 free.put(gpu)
 
         try:
             self._dispatch(jobs, on_result, server, one, total)
         finally:
-            if spares is not None:
-                spares.close()
-                self.spare_stats = dict(spares.stats)
+            spares.close()
+            self.spare_stats = dict(spares.stats)
 
     def _dispatch(self, jobs: Jobs, on_result: OnResult, server, one, total) -> None:
         source, more = iter(jobs), True

@@ -60,12 +60,11 @@ INSTALL_FORWARD = ("/autograder/venv/bin/pip install -q --no-deps -e /autograder
                    "/autograder/venv/bin/pip install -q 'click>=8.1' 'rich>=13'")
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
-# Run by Gradescope for each submission. AUTOGRADER_ROOT and JUDGE_PYTHON exist for local tests.
+# Run by Gradescope for each submission. AUTOGRADER_ROOT exists for local tests.
 set -u
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
-PY="${{JUDGE_PYTHON:-$ROOT/venv/bin/python}}"
 cd "$ROOT/source/triton-judge"
-exec "$PY" -m judge gradescope run --root "$ROOT" {args}
+exec "$ROOT/venv/bin/python" -m judge gradescope run --root "$ROOT" {args}
 """
 
 

@@ -1,4 +1,6 @@
-"""One judging job in a process of its own: ``python -m judge.grading.job`` reads a job on stdin.
+"""One judging job in a process of its own: ``python -m judge.grading.job [--workers N] [--pool SOCKET]`` reads a
+job on stdin (``--workers``: the cases' workers, this job's share of the host; ``--pool``: the driver's worker
+pool, judge.pool).
 
 Why a process per job: a judge that crashes, leaks memory or hangs takes only
 its own job with it; the driver records an IE for that job and carries on.
@@ -65,7 +67,7 @@ def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | Non
     return report
 
 
-def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict | None = None,
+def spawn_job(*, gpu: int | None = None, workers: int | None = None, pool: str | None = None,
               nice: int = 0) -> subprocess.Popen:
     """A child ``python -m judge.grading.job``, started now; it loads the judge and torch, then waits for its job
     on stdin (run_subprocess sends it). So a process started ahead of its job (Spares) has its start done when
@@ -73,19 +75,22 @@ def spawn_job(*, gpu: int | None = None, workers: int | None = None, env: dict |
 
     With a GPU, the child sees only that GPU (CUDA_VISIBLE_DEVICES, in PCI bus
     order as the judge's workers use): the golden model, computed in the
-    judge's own process on "cuda", then runs on the job's GPU too. ``env``: more of the child's environment
-    (the driver's worker pool, judge.pool). ``nice``: how much nicer than this process the child runs, which
-    the processes it starts for its job inherit (they start only once the job comes, after it is set).
+    judge's own process on "cuda", then runs on the job's GPU too. ``workers``: the workers its cases are spread
+    over (this job's share of the host; None: the job decides, judge.options.auto_workers). ``pool``: the
+    socket of the driver's worker pool (judge.pool). ``nice``: how much nicer than this process the child runs,
+    which the processes it starts for its job inherit (they start only once the job comes, after it is set).
     """
-    extra, env = env or {}, dict(os.environ)
-    env.update(extra)
+    env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT), *filter(None, [env.get("PYTHONPATH")])])
-    if workers is not None:
-        env["JUDGE_WORKERS"] = str(workers)  # judge.options.auto_workers: this job's share of the host
     if gpu is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu)
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    proc = subprocess.Popen([sys.executable, "-m", "judge.grading.job"], stdin=subprocess.PIPE,
+    argv = [sys.executable, "-m", "judge.grading.job"]
+    if workers is not None:
+        argv += ["--workers", str(workers)]
+    if pool is not None:
+        argv += ["--pool", pool]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO_ROOT))
     if nice:
         with contextlib.suppress(OSError):  # (it may have died already: its job's report says so)
@@ -104,9 +109,9 @@ class Spares:
     (:meth:`take`). A spare that gets no job is ended by :meth:`close`. Each spare is a fresh process that
     serves one job only, as any job's process."""
 
-    def __init__(self, *, workers: int | None = None, env: dict | None = None, nice: int = 0):
+    def __init__(self, *, workers: int | None = None, pool: str | None = None, nice: int = 0):
         self.workers = workers
-        self.env = env
+        self.pool = pool
         self.nice = nice
         self._ready: dict[int | None, list[subprocess.Popen]] = {}
         self._lock = threading.Lock()
@@ -134,7 +139,7 @@ class Spares:
         with self._lock:
             ready = self._ready.setdefault(gpu, [])
             while len(ready) < want:
-                ready.append(spawn_job(gpu=gpu, workers=self.workers, env=self.env, nice=self.nice))
+                ready.append(spawn_job(gpu=gpu, workers=self.workers, pool=self.pool, nice=self.nice))
                 self.stats["started"] += 1
 
     def close(self) -> None:
@@ -158,13 +163,13 @@ def _forget(proc: subprocess.Popen) -> None:
 
 
 def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, workers: int | None = None,
-                   env: dict | None = None, proc: subprocess.Popen | None = None, nice: int = 0) -> dict:
+                   pool: str | None = None, proc: subprocess.Popen | None = None, nice: int = 0) -> dict:
     """Run one job in a child ``python -m judge.grading.job`` (spawn_job's; ``proc``: one started ahead with the
-    same ``gpu``, ``workers`` and ``env``); always returns a report (IE on failure)."""
+    same ``gpu``, ``workers`` and ``pool``); always returns a report (IE on failure)."""
     if gpu is not None:
         spec = dict(spec, gpu=gpu)
     started = time.monotonic()
-    proc = proc or spawn_job(gpu=gpu, workers=workers, env=env, nice=nice)
+    proc = proc or spawn_job(gpu=gpu, workers=workers, pool=pool, nice=nice)
     try:
         try:
             stdout, stderr = proc.communicate(json.dumps(spec), timeout=timeout)
@@ -259,7 +264,19 @@ def _fail(code: int, message: str):
     sys.exit(code)
 
 
+def _arguments() -> tuple[int | None, str | None]:
+    """``--workers N`` and ``--pool SOCKET`` from the command line (spawn_job's)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m judge.grading.job")
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--pool", default=None)
+    args = parser.parse_args()
+    return args.workers, args.pool
+
+
 def main() -> None:
+    workers, pool = _arguments()
     parent = os.getppid()
     _die_with_parent()
     # SIGTERM unwinds (SystemExit) so the session's finally stops its worker.
@@ -274,6 +291,7 @@ def main() -> None:
     except ValueError as exc:
         _fail(2, f"bad job: {exc}")
 
+    from judge import pool as worker_pool
     from judge.judging import judge_file
     from judge.problems import find_problem
     from judge.report import finite_json
@@ -301,10 +319,11 @@ def main() -> None:
     options = Options(device=device, interpret=bool(spec.get("interpret", device == "cpu")),
                       sandbox=str(spec.get("sandbox", "auto")), seed=int(spec.get("seed", 0)),
                       gpu=spec.get("gpu"), progress=Events(progress) if progress else None, max_examples=max_examples,
-                      log=(lambda line: progress({"wait": str(line)})) if progress else None)
+                      log=(lambda line: progress({"wait": str(line)})) if progress else None, workers=workers)
+    worker_pool.use(pool)
     from judge import timeline
 
-    timeline.start()  # JUDGE_TIMELINE (a folder: a file per job): where this job's time went
+    timeline.start()  # the timeline setting (a folder: a file per job): where this job's time went
     try:
         report = judge_file(problem, path, options)
         out = finite_json(report.to_json())

@@ -57,8 +57,7 @@ class Context:
     """Where the evidence comes from: the submission's file name, and the phase."""
 
     file: str
-    phase: str = "case"  # "case" (a judged call), "warmup" (the watched call before timing), "timed", or
-    # "compile-only" (the speed run's first pass on meta inputs, judge.timing.speedrun.compile_first)
+    phase: str = "case"  # "case" (a judged call), "warmup" (the watched call before timing) or "timed"
     where: str = ""  # e.g. "at bench shape n=4096, dtype=float32", prefixed to messages of the speed run
     output_names: tuple = ()  # the problem's output names, in order
 

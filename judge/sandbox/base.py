@@ -67,10 +67,9 @@ def yields_cores(job: Job, backend: str) -> bool:
     where the replay worker's compiles are what the groups' end waits for, and not in docker. Plain
     ``nice`` would weigh nothing: each worker runs in a session of its own, and with the kernel's autogroups
     (sched_autogroup_enabled, on in most distributions) sessions compete as groups, each with its group's
-    nice; so the worker sets its session's (/proc/self/autogroup). JUDGE_REPLAY_YIELD=0 turns it off (to
-    measure it)."""
+    nice; so the worker sets its session's (/proc/self/autogroup)."""
     return (job.module == REPLAY_MODULE and bool(job.interpret) and backend in ("process", "bwrap")
-            and os.environ.get("JUDGE_REPLAY_YIELD", "1") != "0" and _idle_cores())
+            and _idle_cores())
 
 
 def _idle_cores() -> bool:
@@ -156,9 +155,9 @@ class Backend:
 
     def spawn(self, job: Job) -> Proc:
         """Start the worker of ``job``. The process and bwrap backends also take ``extra_fds`` (descriptors
-        the worker inherits, at the same numbers), ``extra_env`` (added to its environment) and ``share`` (how
-        many workers will live in this one sandbox: its memory, processes and scratch are that many workers'),
-        which judge.sandbox.litter uses."""
+        the worker inherits, at the same numbers), ``args`` (the worker module's command-line arguments) and
+        ``share`` (how many workers will live in this one sandbox: its memory, processes and scratch are that
+        many workers'), which judge.sandbox.litter uses."""
         raise NotImplementedError
 
 
@@ -221,8 +220,6 @@ def worker_env(job: Job, *, code_root: str, scratch: str, cache: str | None = No
     for key in ("LD_LIBRARY_PATH", "CUDA_HOME", "TRITON_PTXAS_PATH", "TRITON_LIBCUDA_PATH"):
         if key in os.environ:
             env[key] = os.environ[key]
-    if os.environ.get("JUDGE_COMPILE_LOCK") == "0":  # for measuring what it saves (judge.untrusted.compile_lock)
-        env["JUDGE_COMPILE_LOCK"] = "0"
     if job.device == "cuda":
         env["CUDA_VISIBLE_DEVICES"] = str(job.gpu if job.gpu is not None else 0)
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"

@@ -155,7 +155,7 @@ class BwrapBackend(Backend):
             self.use_userns = probe.returncode == 0
         return ["--unshare-user", "--uid", "65534", "--gid", "65534"] if self.use_userns else []
 
-    def argv(self, job: Job, code: Path, folder: Path, env: dict, share: int = 1) -> list[str]:
+    def argv(self, job: Job, code: Path, folder: Path, env: dict, share: int = 1, module_args=()) -> list[str]:
         scratch_bytes = int(job.limits.scratch_mb) << 20
         args = [bwrap_path(), "--unshare-all", *self._userns_args(), "--die-with-parent", "--new-session",
                 "--clearenv", "--cap-drop", "ALL", *_system_binds(),
@@ -193,14 +193,13 @@ class BwrapBackend(Backend):
         # read-only too: only /scratch and /tmp can be written.
         args += ["--remount-ro", "/"]
         # sys.executable, not its real path: a venv is recognised by the path it is run from.
-        return args + ["--", sys.executable, "-P", "-m", job.module]
+        return args + ["--", sys.executable, "-P", "-m", job.module, *module_args]
 
-    def spawn(self, job: Job, *, extra_fds=(), extra_env=None, share: int = 1) -> Proc:
+    def spawn(self, job: Job, *, extra_fds=(), args=(), share: int = 1) -> Proc:
         stage, code, folder = new_stage("judge-bwrap-")
         prepare_cache(job)
         env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH, cache=job.cache_inside(INSIDE_CACHE))
         env["PYTHONNOUSERSITE"] = "1"
-        env.update(extra_env or {})
         share = max(1, int(share))
         # (A litter's, shared by its children, holds a cgroup for each: judge.sandbox.litter.)
         cgroup = Cgroup.create((job.limits.memory_mb << 20) * share, job.limits.processes * share, nested=share > 1,
@@ -215,7 +214,7 @@ class BwrapBackend(Backend):
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))
 
-        popen = subprocess.Popen(self.argv(job, code, folder, env, share), stdin=subprocess.PIPE,
+        popen = subprocess.Popen(self.argv(job, code, folder, env, share, args), stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=enter,
                                  env={"PATH": "/usr/bin:/bin"}, pass_fds=tuple(extra_fds))
         proc = _BwrapProc(popen, folder, cgroup, stage)

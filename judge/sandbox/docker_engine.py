@@ -35,7 +35,9 @@ IMAGE_PATH = "/opt/judge/bin:/usr/local/bin:/usr/bin:/bin"
 
 
 def default_image(device: str) -> str:
-    return os.environ.get("JUDGE_DOCKER_IMAGE") or IMAGES["cuda" if device == "cuda" else "cpu"]
+    from judge.settings import settings
+
+    return settings().docker_image or IMAGES["cuda" if device == "cuda" else "cpu"]
 
 
 _client = None

@@ -47,11 +47,6 @@ FIND_SECONDS = 2.0  # how long a kill looks for a child it cannot find among the
 REPORT_SECONDS = 1.0  # how long after the host saw a child end its parent has to say how
 
 
-def enabled() -> bool:
-    """JUDGE_LITTER=0 turns litters off (each worker imports torch itself), to measure what they save."""
-    return os.environ.get("JUDGE_LITTER", "1") != "0"
-
-
 class Litter:
     """The sandbox and its parent process; its children are :attr:`procs`."""
 
@@ -85,11 +80,9 @@ class Litter:
             theirs.append((r_in, w_out, w_err))
         spec = ";".join(",".join(str(fd) for fd in s) for s in theirs)
         passed = [fd for s in theirs for fd in s]
-        from judge.untrusted.litter import FDS_ENV, INTERPRET_ENV
-
         try:
             self.proc = backend.spawn(replace(job, module=MODULE), extra_fds=passed, share=n,
-                                      extra_env={FDS_ENV: spec, INTERPRET_ENV: "1" if job.interpret else "0"})
+                                      args=(spec, "1" if job.interpret else "0"))
         except BaseException:
             for fd in passed + [fd for s in ours for fd in s]:
                 os.close(fd)
@@ -482,7 +475,7 @@ def spawn_litter(backend, job: Job, n: int, log=None) -> list[LitterProc] | None
     cannot be had here, and the caller spawns them one by one. Returns at once: the parent imports and forks
     while the judge goes on; a litter that fails shows as workers that died before they were ready (the pool
     drops those it holds, and the job then spawns its own)."""
-    if n < 2 or not enabled() or getattr(backend, "name", "") not in BACKENDS:
+    if n < 2 or getattr(backend, "name", "") not in BACKENDS:
         return None
     try:
         litter = Litter(backend, job, n, log)

@@ -74,13 +74,12 @@ class ProcessBackend(Backend):
     def caveat(self) -> str | None:
         return "sandbox 'process': the submission ran as you, with nothing isolated (use it for your own code)"
 
-    def spawn(self, job: Job, *, extra_fds=(), extra_env=None, share: int = 1) -> Proc:
+    def spawn(self, job: Job, *, extra_fds=(), args=(), share: int = 1) -> Proc:
         prepare_cache(job)
         env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch),
                          cache=str(job.cache) if job.cache is not None else None)
-        env.update(extra_env or {})
         popen = subprocess.Popen(
-            [sys.executable, "-P", "-m", job.module],
+            [sys.executable, "-P", "-m", job.module, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

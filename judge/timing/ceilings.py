@@ -21,7 +21,10 @@ VERSION = 1
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("JUDGE_CACHE_DIR") or Path.home() / ".cache" / "triton-judge")
+    """The judge's cache root (judge.settings: JUDGE_CACHE_DIR)."""
+    from judge.settings import settings
+
+    return settings().cache_dir
 
 
 def driver_version() -> str:

@@ -40,12 +40,12 @@ from judge import timeline
 
 _held: dict[int, int] = {}  # GPU index -> how many gpu_lock blocks of this process hold it exclusively
 _held_lock = threading.Lock()
-_fds: dict[int, tuple[int, int]] = {}  # GPU index -> (intent, GPU) descriptors of this process's exclusive hold
 
 
 def lock_path(gpu: int) -> Path:
-    base = os.environ.get("JUDGE_LOCK_DIR") or os.environ.get("XDG_RUNTIME_DIR") or "/tmp"
-    return Path(base) / f"triton-judge-gpu{int(gpu)}.lock"
+    from judge.settings import settings
+
+    return settings().lock_dir / f"triton-judge-gpu{int(gpu)}.lock"
 
 
 def intent_path(gpu: int) -> Path:
@@ -136,27 +136,14 @@ def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: floa
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         with _held_lock:
             _held[int(gpu)] = _held.get(int(gpu), 0) + 1
-            _fds[int(gpu)] = (intent, fd)
         try:
             yield path
         finally:
             with _held_lock:
                 _held[int(gpu)] -= 1
-                _fds.pop(int(gpu), None)
     finally:
         for fd in reversed(fds):
             os.close(fd)  # closing the descriptors releases the locks
-
-
-def downgrade(gpu: int) -> None:
-    """Within a gpu_lock block: hold GPU ``gpu`` shared from now on, as a case does, for the rest of the block.
-    The GPU's lock goes from exclusive to shared while the intent is still held exclusively, so nobody takes
-    the GPU in between; then the intent is let go, and the next speed run may ask (it waits for this hold,
-    as for any case in flight). A speed run's checks after its rounds, so held, never wait for another's."""
-    with _held_lock:
-        intent, fd = _fds[int(gpu)]
-    fcntl.flock(fd, fcntl.LOCK_SH)  # a conversion: only this process holds the GPU file, and it holds the intent
-    fcntl.flock(intent, fcntl.LOCK_UN)
 
 
 @contextlib.contextmanager

@@ -27,8 +27,7 @@ does: the warm-up, during the session's later test groups (prewarm; on a GPU
 with a warm-up call of every shape checked and replayed, so that the replay
 worker's compiles are done by the time the timed calls are replayed), and the
 output checks with their replays, after the profiler clock, which runs right
-after the rounds (JUDGE_CHECKS_OUTSIDE_LOCK=0 keeps the checks under the lock,
-before the profiler). The result is the report's ``speed`` section.
+after the rounds. The result is the report's ``speed`` section.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-import os
 import secrets
 import threading
 import time
@@ -149,8 +147,8 @@ class SpeedRun:
         self.host_gaps: dict = {}  # (contender, shape) -> its first "host clock far ahead of the events"
         self.score = SpeedScore.from_spec(problem.spec.get("score", {}), problem.speed_points)
         # The replay check of the timed calls whose outputs are checked (judge.replay): a second sandboxed
-        # process that never imports the submission. JUDGE_REPLAY=0 turns it off, as in the test groups.
-        self.replay = replay and os.environ.get("JUDGE_REPLAY", "1") != "0"
+        # process that never imports the submission.
+        self.replay = replay
         # How many: each replays one checked call at a time (judge.options.replay_workers: three for a lone
         # submit on a GPU host of 12 cores or more, else two). With one, the timed calls' replays after the rounds ran one after another while
         # the report waited: softmax's reference on the H200 spent 2.0 s there (0.75, 0.29, 0.73 and 0.06 s),
@@ -217,9 +215,8 @@ class SpeedRun:
         before it takes the lock, then warms each shape up again (:meth:`_plan`), now without compiles: the
         watched call's evidence through the rulebook, the autotuners' choices made afresh and the paces measured
         on the GPU held alone, so the plan is made from the same figures as before. What it raises is raised by
-        run(), which then closes the workers; a run that is discarded (a later group failed) drops it.
-        JUDGE_SPEED_PREWARM=0 turns it off."""
-        if self._prewarm is not None or os.environ.get("JUDGE_SPEED_PREWARM", "1") == "0":
+        run(), which then closes the workers; a run that is discarded (a later group failed) drops it."""
+        if self._prewarm is not None:
             return
         self.spawn()
         given = shared
@@ -240,8 +237,6 @@ class SpeedRun:
                             return
 
                         def warm(s=s, params=params) -> None:
-                            if compile_first(self.cuda):
-                                self._compile_first(s, params)
                             with shared(), timeline.span(f"speed run: warm-up ahead, shape {s + 1}"):
                                 self._warm_up(s, params, keep=ahead)
 
@@ -280,9 +275,7 @@ class SpeedRun:
         under the lock allocates them again). Its compiled kernels stay. A warmed-up run may wait minutes for
         the lock behind other judges' speed runs: with 12 softmax jobs on the H200, the waiting ones' workers
         held a bench set each while the GPU ran out of memory (tests/gpu/RESULTS.md, 2026-12-05 second
-        session, call 2). JUDGE_PREWARM_TRIM=0 keeps them."""
-        if os.environ.get("JUDGE_PREWARM_TRIM", "1") == "0":
-            return
+        session, call 2)."""
         for c in self.contenders:
             if self._stopping.is_set():
                 return
@@ -455,29 +448,6 @@ class SpeedRun:
         return reply, wall
 
     # ------------------------------------------------------------------ one shape
-
-    def _compile_first(self, s: int, params: dict) -> None:
-        """JUDGE_WARMUP_COMPILE_FIRST=1: before the warm-up ahead takes the GPU shared for shape s, the
-        submission's worker calls the entry point once with its launches compiling and running nothing, on
-        inputs of PyTorch's meta device (judge.untrusted.bench.BenchState.compile_only). That warm-up's first call
-        held the GPU 5.8 s (median) in an H100 roster of 36 softmax files, and was what 8 of the 20 waits of
-        the other jobs' speed runs waited for last (tests/gpu/RESULTS.md, 2026-12-05 fifth session). Its
-        evidence is ruled (what the file changed, threads it started, torch doing the work); a call that
-        raised on meta inputs is only noted in the timeline."""
-        sub = next((c for c in self.contenders if c.name == "submission"), None)
-        if sub is None or self._stopping.is_set():
-            return
-        specs = self.problem.golden.bench_args(dict(params))
-        msg = {"type": "bench", "id": f"{s}-compile", "shape": s, "args": specs, "compile_only": True,
-               "seed": 0}
-        with timeline.span(f"speed run: compile first, shape {s + 1}") as about:
-            reply, _ = self._request(sub, msg)
-            about["failed"] = reply.extra.get("compile_only_failed")
-        context = rules.Context(file=self.submission.name, phase="compile-only",
-                                where=f"at bench shape {_shape_label(params)}")
-        found = rules.violation(reply.evidence, (), context)
-        if found is not None:
-            raise BenchFailed(found.verdict.value, found.message, found.details)
 
     def _warm_up(self, s: int, params: dict, *, retune: bool = False, keep: bool = False) -> tuple[dict, int]:
         """Every worker's warm-up on shape s: one untimed call under the full watch (it compiles, autotunes, and
@@ -683,9 +653,9 @@ class SpeedRun:
         if not self.cuda:
             try:
                 self._join_prewarm()
-                # As on a GPU by default: the profiler clock (in the interpreter, only its rules) right after the
-                # rounds, then the trim and the checks.
-                state = self._timed(profile_now=True)
+                # As on a GPU: the profiler clock (in the interpreter, only its rules) right after the rounds,
+                # then the trim and the checks.
+                state = self._timed()
                 self._trim(state)
                 return self._finish(state)
             finally:
@@ -701,7 +671,6 @@ class SpeedRun:
         except BaseException:
             self._close()  # the warm-up ahead failed: its workers end here, as a failed warm-up's did in the lock
             raise
-        outside = checks_outside_lock()
         t1 = time.monotonic()
         with lock.gpu_lock(self.gpu, on_wait=waiting), self._timed_region():
             # What the run waited for before its timed work: the warm-up ahead (its compiles, its checks), then
@@ -710,33 +679,19 @@ class SpeedRun:
                            "lock_wait_seconds": round(time.monotonic() - t1, 3)}
             timeline.add("speed run: wait for the warm-up ahead", t0, t1)
             timeline.add("speed run: wait for the GPU lock", t1, time.monotonic())
-            once = outside and checks_hold() == "once"
             try:
-                state = self._timed(profile_now=outside)
-                if not outside:
-                    return self._finish(state)
+                state = self._timed()
                 self._trim(state)
-                if once:
-                    # JUDGE_CHECKS_HOLD=once: the GPU held shared from the rounds' end to the checks' end, one
-                    # hold the next judge's speed run waits for, but the checks never wait for it.
-                    lock.downgrade(self.gpu)
-                    return self._finish(state)
             except BaseException:
-                if outside and not once:
-                    self._close()
+                self._close()
                 raise
-            finally:
-                if not outside or once:
-                    self._close()  # the workers end (their CUDA contexts too) before another judge times
-        # Outside: the workers live on into _finish, beside other judges' cases and, should another judge's
-        # speed run take the GPU first, idle through it (their memory held, no work of theirs running).
-        # JUDGE_CHECKS_OUTSIDE_LOCK=1: the timed rounds and the profiler clock are over, and what is left (the
-        # output checks, the bench replays, the workers' exit) is correctness work: it runs beside other
-        # judges' cases, as theirs do, and the next judge's speed run need not wait for it. Each check and
-        # each replay takes the GPU shared for itself, as a case does, not the whole of them at once: held
-        # around all of them (the span "speed run: output checks", 5.5 s median, 1.9-9.0 s, in the
-        # timelines of 12 softmax jobs on the H200, tests/gpu/logs/2026-12-05d/call3), they were one more
-        # thing in flight for the next judge's speed run to wait for.
+        # The workers live on into _finish, beside other judges' cases and, should another judge's speed run
+        # take the GPU first, idle through it (their memory held, no work of theirs running). The timed rounds
+        # and the profiler clock are over, and what is left (the output checks, the bench replays, the
+        # workers' exit) is correctness work: it runs beside other judges' cases, as theirs do, and the next
+        # judge's speed run need not wait for it. Each check and each replay takes the GPU shared for itself,
+        # as a case does, not the whole of them at once: held around all of them, they were one more thing in
+        # flight for the next judge's speed run to wait for.
         try:
             return self._finish(state, shared=lambda cancel=None: lock.gpu_shared(self.gpu, on_wait=waiting))
         finally:
@@ -761,8 +716,7 @@ class SpeedRun:
         if self._prewarm is None:
             return
         if self._prewarm.is_alive():
-            if os.environ.get("JUDGE_AHEAD_CUT", "1") != "0":
-                self._ahead_cut.set()  # what is not begun of its checks and replays ahead is skipped
+            self._ahead_cut.set()  # what is not begun of its checks and replays ahead is skipped
             self._phase("warming up (compiling the bench shapes' kernels)")
             self._prewarm.join()
         if self._prewarm_failed is not None:
@@ -771,9 +725,9 @@ class SpeedRun:
     def _phase(self, text: str) -> None:
         self.progress.stage(f"speed run: {text}")
 
-    def _timed(self, *, profile_now: bool) -> dict:
-        """Start the workers, warm up, time the rounds (and with ``profile_now``, the profiler clock): what
-        needs the GPU to itself. What _finish needs, with the phases' seconds so far."""
+    def _timed(self) -> dict:
+        """Start the workers, warm up, time the rounds and the profiler clock: what needs the GPU to itself.
+        What _finish needs, with the phases' seconds so far."""
         t_start = time.monotonic()
         n = len(self.config.shapes)
         if self.cuda:
@@ -821,10 +775,10 @@ class SpeedRun:
             phases["prewarm_seconds"] = self._prewarm_seconds
             phases["prewarmed_shapes"] = len(self._warm)
         phases.update(self._ahead_phases)  # of the warm-up ahead, its calls' checks and replays
-        if profile_now:  # the profiler's requests never replace the timed calls' outputs the checks read
-            with timeline.span("speed run: profiler clock"):
-                self._profiles(plans)
-            phases["profile_seconds"] = round(time.monotonic() - timed, 3)
+        # (The profiler's requests never replace the timed calls' outputs the checks read.)
+        with timeline.span("speed run: profiler clock"):
+            self._profiles(plans)
+        phases["profile_seconds"] = round(time.monotonic() - timed, 3)
         return {"plans": plans, "rounds": rounds, "torch_times": torch_times, "stopped": stopped,
                 "phases": phases}
 
@@ -874,8 +828,8 @@ class SpeedRun:
         return [left.pop(secrets.randbelow(len(left))) for _ in range(min(self.config.checks_per_shape, len(left)))]
 
     def _finish(self, state: dict, shared=contextlib.nullcontext) -> dict:
-        """The output checks and their replays, then (unless _timed ran it) the profiler clock; the result.
-        ``shared``: held around each check and each replay (the GPU taken shared, after the lock)."""
+        """The output checks and their replays; the result. ``shared``: held around each check and each replay
+        (the GPU taken shared, after the lock)."""
         plans = state["plans"]
         t0 = time.monotonic()
         checked = self._checks(plans, state.get("picked"), state.get("fetched"), shared=shared)
@@ -884,11 +838,6 @@ class SpeedRun:
         if self.replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
             phases.update({k: (round(v, 3) if isinstance(v, float) else v)
                            for k, v in self.replayer.timing.items() if k.startswith("replay")})
-        if "profile_seconds" not in phases:
-            t0 = time.monotonic()
-            with timeline.span("speed run: profiler clock"):
-                self._profiles(plans)
-            phases["profile_seconds"] = round(time.monotonic() - t0, 3)
         return self._result(plans, state["rounds"], state["torch_times"], state["stopped"], checked, phases)
 
     # ------------------------------------------------------------------ after timing
@@ -1252,34 +1201,9 @@ class _Replays:
 
 def checks_ahead(cuda: bool) -> bool:
     """Whether the speed run checks a warm-up call of every shape ahead of the lock (SpeedRun._check_ahead): on a
-    GPU, where it gets the replay worker's compiles done beside the tests; JUDGE_CHECK_AHEAD=0 or 1 decides
-    (1 in interpreter mode too, where it compiles nothing: for tests)."""
-    flag = os.environ.get("JUDGE_CHECK_AHEAD", "")
-    return flag == "1" if flag in ("0", "1") else cuda
-
-
-def compile_first(cuda: bool) -> bool:
-    """Whether the warm-up ahead first has the submission's kernels compiled without running them
-    (SpeedRun._compile_first): on a GPU with JUDGE_WARMUP_COMPILE_FIRST=1. Off by default until measured
-    side by side (tests/gpu/RESULTS.md, "Next device session")."""
-    return cuda and os.environ.get("JUDGE_WARMUP_COMPILE_FIRST", "0") == "1"
-
-
-def checks_hold() -> str:
-    """How a speed run's checks after its lock hold the GPU shared: "each" (the default) check and replay for
-    itself, so the next judge's speed run never waits for them but they wait behind it; "once"
-    (JUDGE_CHECKS_HOLD=once), one hold from the lock's end, downgraded from it (judge.timing.lock.downgrade):
-    the checks never wait, the next speed run waits for them. On an H100 roster of 36 softmax files the first
-    left the checks at 10.1 s (median) against 3.6 s for the second's forerunner, and the roster's rate
-    where it was (tests/gpu/RESULTS.md, 2026-12-05 fifth session): which is better is for a side-by-side run."""
-    return "once" if os.environ.get("JUDGE_CHECKS_HOLD", "each") == "once" else "each"
-
-
-def checks_outside_lock() -> bool:
-    """Whether a speed run on a GPU gives the GPU back before its output checks and bench replays (the
-    default; JUDGE_CHECKS_OUTSIDE_LOCK=0 keeps them under the lock, as before 2026-12-03: a softmax roster's
-    speed runs held the GPU 3.4-4.3 s of their 11-13 s for them beside other judges, tests/gpu/RESULTS.md)."""
-    return os.environ.get("JUDGE_CHECKS_OUTSIDE_LOCK", "1") != "0"
+    GPU, where it gets the replay worker's compiles done beside the tests (not in the interpreter, which
+    compiles nothing; tests there patch this to run it)."""
+    return cuda
 
 
 def _own_kernels(c: Contender) -> list[dict]:

@@ -204,51 +204,10 @@ class BenchState:
 
     # ------------------------------------------------------------------ request
 
-    def compile_only(self, msg: dict) -> dict:
-        """A bench request with ``compile_only``: one call of the entry point on shape ``shape``'s inputs allocated
-        on PyTorch's ``meta`` device (shapes, dtypes and strides, no memory: its torch operators do nothing),
-        its launches compiling the file's kernels and running none (judge.untrusted.guard.compiling_only).
-        Made by the judge before the warm-up ahead takes the GPU shared, so that the warm-up's first call finds
-        its kernels compiled. Watched as any call: its evidence (and what the file changed meanwhile) goes back,
-        for the judge's rules. A call that raises (say, on a ``meta`` tensor's missing values) is said, not
-        fatal: the warm-up compiles what is missing, as before."""
-        from judge.untrusted import constants, guard, integrity
-
-        torch = self.torch
-        wall0 = time.perf_counter()
-        shape, specs = int(msg["shape"]), msg["args"]
-        if not self.worker.device.startswith("cuda"):  # the interpreter compiles nothing: nothing to do ahead
-            return {"type": "bench_result", "id": msg.get("id"), "status": "ok", "shape": shape, "mode": "cpu",
-                    "checkable": [], "compile_only_failed": "not on a GPU",
-                    "worker_wall": time.perf_counter() - wall0}
-        saved = determinism.switch(torch, False)
-        baseline = integrity.snapshot()
-        failed = None
-        try:
-            args = bench_inputs.allocate(specs, "meta")
-            with guard.compiling_only(), guard.watching() as watch:
-                try:
-                    out = self.worker.fn(*args)
-                    del out
-                except Exception as exc:  # noqa: BLE001 - see the docstring
-                    failed = f"{type(exc).__name__}: {exc}"[:200]
-            evidence = {"own_launches": dict(watch.own_launches), "other_launches": dict(watch.other_launches),
-                        "torch_ops": dict(watch.ops), "calls_without_own_launch": 0,
-                        "started": guard.take_events(),
-                        "tampered": integrity.changed(baseline) + constants.take() + streams.take()}
-        finally:
-            determinism.restore(torch, saved)
-        return {"type": "bench_result", "id": msg.get("id"), "status": "ok", "shape": shape, "mode": "events",
-                "per_sample": 1, "out_bytes": 0, "checkable": [], "evidence": evidence,
-                "kernels": guard.kernels(watch.kernel_ids), "compile": guard.compile_stats(),
-                "compile_only_failed": failed, "worker_wall": time.perf_counter() - wall0}
-
     def run(self, msg: dict) -> dict:
         """Handle one bench request; returns the reply (without tensors)."""
         from judge.untrusted import constants, guard, integrity, profiling
 
-        if msg.get("compile_only"):
-            return self.compile_only(msg)
         torch = self.torch
         wall0 = time.perf_counter()
         self.timed_ops = Counter()

@@ -53,10 +53,9 @@ def variant_name(jit_fn, args: tuple, kwargs: dict) -> str | None:
 
 @contextlib.contextmanager
 def held(jit_fn, args: tuple, kwargs: dict):
-    """Hold the variant's lock around a compile (a no-op where there is no cache directory to hold it in,
-    or JUDGE_COMPILE_LOCK=0: for measuring what the lock saves)."""
+    """Hold the variant's lock around a compile (a no-op where there is no cache directory to hold it in)."""
     base = _cache_dir()
-    name = variant_name(jit_fn, args, kwargs) if base and os.environ.get("JUDGE_COMPILE_LOCK", "1") != "0" else None
+    name = variant_name(jit_fn, args, kwargs) if base else None
     fd = None
     if name is not None:
         try:

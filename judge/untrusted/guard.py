@@ -20,7 +20,6 @@ of this.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import sys
@@ -105,7 +104,6 @@ class _State:
     interpret = False  # kernels run in Triton's interpreter (set by install())
     language_at_compile = False  # Triton's language is compared where a compiled kernel compiles (_wrap_compile)
     compiling = False  # the judge torch.compiles the entry point's calls (set by watch_file())
-    compile_only = False  # the file's launches compile and do not run (compiling_only(): a speed run's first pass)
 
 
 _state = _State()
@@ -386,31 +384,6 @@ def _traced_op(trace, func, args, kwargs):
 _tuned: "weakref.WeakSet" = None  # the autotuners that timed their configs in this worker (forget_tuning)
 
 
-class CompileOnlySkipped(Exception):
-    """A compile-only call met what it cannot do without running kernels (an autotuner that writes its
-    timings to disk): the call is left to the warm-up, which compiles it as before."""
-
-
-@contextlib.contextmanager
-def compiling_only():
-    """For the block, a launch of the file's kernels compiles them (Triton's ``warmup=True``), builds their
-    launchers and loads their modules, and runs nothing; an autotuner's timing of a config is one such launch,
-    every config equal. A speed run's warm-up ahead calls the entry point so once, on inputs of PyTorch's
-    ``meta`` device, before it takes the GPU (judge.untrusted.bench.BenchState.compile_only): the compiles that
-    held the GPU shared in that warm-up's first call are then done."""
-    _state.compile_only = True
-    try:
-        yield
-    finally:
-        _state.compile_only = False
-
-
-def _init_handles(kernel) -> None:
-    init = getattr(kernel, "_init_handles", None)
-    if callable(init):
-        init()
-
-
 def forget_tuning() -> int:
     """Make every autotuner that has timed its configs here time them again at its next call: its choices were
     made beside other work (a speed run's warm-up ahead of the GPU's lock). Its compiled kernels stay.
@@ -440,17 +413,7 @@ def _wrap_bench(autotuner_cls) -> None:
             pass
         _state.benchmarking += 1
         try:
-            if not _state.compile_only:
-                return original(self, *args, **kwargs)
-            # Compile only: the config's launch once (it compiles), no timing; every config then ties.
-            if getattr(self, "cache_results", False) or not hasattr(self, "_do_bench"):
-                raise CompileOnlySkipped("an autotuner whose timings cannot be left out")
-            saved = self.__dict__.get("_do_bench")
-            self._do_bench = lambda kernel_call, quantiles: (kernel_call(), [1.0] * len(quantiles))[1]
-            try:
-                return original(self, *args, **kwargs)
-            finally:
-                self._do_bench = saved
+            return original(self, *args, **kwargs)
         finally:
             _state.benchmarking -= 1
 
@@ -519,12 +482,7 @@ def _wrap_launcher(cls, count: bool):
                 return original(self, *args, **kwargs)
             before = len(_state.kernels)
             start = time.perf_counter()
-            if _state.compile_only:
-                kernel = original(self, *args, **{**kwargs, "warmup": True})
-                if kernel is not None:
-                    _init_handles(kernel)
-            else:
-                kernel = original(self, *args, **kwargs)
+            kernel = original(self, *args, **kwargs)
             if own is not None:
                 # (in the interpreter Triton's language and what the launch calls too: an object's method
                 # set inside the launch and removed after it is seen here)

@@ -8,7 +8,7 @@ starts this module in one sandbox for the workers of one submission: they share 
 one submission they all run, and nothing of anybody else's.
 
 The parent runs nothing of any submission: it imports, forks each child onto its pipes (the judge made them
-and passed them in; JUDGE_LITTER_FDS names them), reports each child's PID, reaps them and reports how each
+and passed them in; its first argument names them), reports each child's PID, reaps them and reports how each
 ended. Each child closes every descriptor but its own three pipes, leads a session of its own, and from there
 on is an ordinary worker (judge.untrusted.runner.main): it reads "prepare" (its imports are done, so that is
 its CUDA context and the guard's hooks), then "setup", and so on.
@@ -24,8 +24,8 @@ import json
 import os
 import sys
 
-FDS_ENV = "JUDGE_LITTER_FDS"  # "in,out,err;in,out,err;...": each child's three pipe ends
-INTERPRET_ENV = "JUDGE_LITTER_INTERPRET"  # "1": the children run Triton's interpreter (set before triton loads)
+# Its command line (judge.sandbox.litter): "in,out,err;in,out,err;..." (each child's three pipe ends), then "1"
+# where the children run Triton's interpreter (set before triton loads), else "0".
 
 
 def _say(message: dict) -> None:
@@ -96,14 +96,15 @@ def _child(index: int, mine: tuple[int, int, int], everyone: list[int]) -> None:
 
 
 def main() -> int:
+    spec, interpret = (sys.argv[1:] + ["", ""])[:2]
     try:
-        sets = [tuple(int(x) for x in part.split(",")) for part in os.environ.get(FDS_ENV, "").split(";") if part]
+        sets = [tuple(int(x) for x in part.split(",")) for part in spec.split(";") if part]
     except ValueError:
         sets = []
     if not sets or any(len(s) != 3 for s in sets):
         _say({"failed": "no pipes named"})
         return 2
-    if os.environ.get(INTERPRET_ENV) == "1":
+    if interpret == "1":
         os.environ["TRITON_INTERPRET"] = "1"
     else:
         os.environ.pop("TRITON_INTERPRET", None)
@@ -115,7 +116,7 @@ def main() -> int:
         from judge.untrusted import (bench, calls, constants, determinism, guard, integrity,  # noqa: F401
                                      outputs, own_ops, runner, trace)
 
-        runner.warm_compiler(os.environ.get(INTERPRET_ENV) == "1")
+        runner.warm_compiler(interpret == "1")
     except BaseException as exc:  # noqa: BLE001 - the judge starts its workers one by one instead
         _say({"failed": f"import: {type(exc).__name__}: {exc}"[:300]})
         return 2

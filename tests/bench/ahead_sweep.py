@@ -2,9 +2,9 @@
 """The accepted corpus through a speed run whose warm-up is checked ahead: no false findings.
 
 Every accepted file of 93-98 gets a speed run as a session gives it (the warm-up ahead, prewarm, then run())
-with JUDGE_CHECK_AHEAD=1, in interpreter mode on the problem's interpret_shapes, one round: a warm-up call of
-every shape checked against the golden model and replayed (judge.timing.speedrun.SpeedRun._check_ahead),
-then the timed call's check and replay as always. Prints one line per file (the warm-up's replays, all the
+with the checks ahead on (as on a GPU), in interpreter mode on the problem's interpret_shapes, one round: a
+warm-up call of every shape checked against the golden model and replayed
+(judge.timing.speedrun.SpeedRun._check_ahead), then the timed call's check and replay as always. Prints one line per file (the warm-up's replays, all the
 replays, seconds) and the count of files that failed, which must be 0.
 
     python tests/bench/ahead_sweep.py
@@ -16,14 +16,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-os.environ["JUDGE_CHECK_AHEAD"] = "1"
 from pathlib import Path
 from judge.problems import find_problem
-from judge.timing import stats
+from judge.timing import speedrun, stats
 from judge.timing.speedrun import BenchConfig, SpeedRun, BenchFailed
 from judge.sandbox import Limits
 from judge.sandbox.process import ProcessBackend
 
+speedrun.checks_ahead = lambda cuda: True  # (the interpreter's default is none: nothing there to compile)
 limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
                 startup_seconds=120)
 bad = 0

@@ -16,10 +16,9 @@ on a GPU.
 run also measures the GPU's ceilings and compiles the reference's kernels into the trusted cache (once per
 machine), which would fall on whichever variant goes first.
 
---ab VAR measures a switch side by side: each problem is judged with VAR=0 and with VAR=1 in turn, N rounds,
-the order swapped every round (JUDGE_SPEED_PRESTART: the speed run's workers spawned during the tests or
-after them; JUDGE_REPLAY: the replay check off or on). --ab VAR=A,B judges VAR=A and VAR=B instead
-(JUDGE_WORKERS=8,14: a count of workers against another).
+--ab VAR measures an environment variable side by side: each problem is judged with VAR=0 and with VAR=1 in turn,
+N rounds, the order swapped every round. --ab VAR=A,B judges VAR=A and VAR=B instead (JUDGE_WORKERS=8,14: a count
+of workers against another; the settings are in docs/staff/settings.md).
 
 --fresh judges, each time, a copy of the reference with a comment of its own appended (a file of new bytes,
 so a kernel cache of its own, empty: judge.intake.kernel_cache), as a student's newly edited file is: its

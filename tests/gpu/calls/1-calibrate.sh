@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device call 1 of 2026-12-01 (evening): the speed clock with the timed calls recorded and replayed (issues 11
 # and 12). A smoke bench first (one shape of 93: is the speed run's replay AC on the GPU?); if it is not, the
-# calibration still runs, with JUDGE_REPLAY=0, and says so. Then tests/bench/calibrate.py over all six problems.
+# call stops there and says so. Then tests/bench/calibrate.py over all six problems.
 #   tests/gpu/calls/1-calibrate.sh          (OUT: where the logs go)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -20,8 +20,8 @@ echo "smoke: exit $? after $(( $(date +%s) - start )) s"
 verdict=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["verdict"]); print(r["message"], r["speed"].get("phases"), file=sys.stderr)' "$out/smoke.json" 2>>"$out/env.txt" || echo none)
 tail -1 "$out/env.txt"
 if [ "$verdict" != AC ]; then
-  echo "smoke bench is $verdict: calibrating with JUDGE_REPLAY=0"; tail -20 "$out/smoke.err"
-  export JUDGE_REPLAY=0
+  echo "smoke bench is $verdict: not calibrating"; tail -20 "$out/smoke.err"
+  exit 1
 fi
 left=$(( ${DEADLINE:-545} - ($(date +%s) - start) ))
 python3 tests/bench/calibrate.py --problems ${PROBLEMS:-93 94 95 96 97 98} --budget "${BUDGET:-2.5}" \

@@ -2,12 +2,9 @@
 # Device calls of 2026-12-05, second session (logs in 9edee07:tests/gpu/logs/2026-12-05b/): issue 13 with the lanes
 # running ahead into the next group (judge.lanes), the speed run's trim and the capacity errors of the first
 # session, and the shared process table. Each part under its own limit, the whole under DEADLINE (540 s);
-# PARTS picks and orders them (default "latency lanes98"):
+# PARTS picks and orders them (default "latency"):
 #   latency     judge_latency.py IDS (default "94 98 97 95 93 96") --warm --fresh, speed on, bwrap, the defaults:
 #               issue 13's Done-when figures, from files no kernel cache has seen
-#   lanes98     judge_latency.py 98 --fresh --ab JUDGE_RUN_AHEAD --rounds ROUNDS (1): the lanes within the group
-#               being judged (=0) against running ahead into the next (=1), one order then the other
-#   lanes94     the same on 94
 #   replay98    judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds ROUNDS: one replay worker against
 #               two (a lone submit's default on a GPU), one order then the other
 #   throughput  grade_throughput.py --fresh --warm (WARM= leaves it out): a softmax roster of N (24), bwrap, pool auto, JOBS (12,8)
@@ -22,11 +19,9 @@ export PYTHONUNBUFFERED=1 BENCH_REPORTS="$out/reports" PART_TAIL=14
 source tests/gpu/calls/lib.sh
 write_env
 lat="python3 tests/bench/judge_latency.py --device cuda --sandbox bwrap"  # (timeout runs programs, not functions)
-for p in ${PARTS:-latency lanes98}; do
+for p in ${PARTS:-latency}; do
   case $p in
     latency) part latency 330 $lat ${IDS:-94 98 97 95 93 96} --warm --fresh ;;
-    lanes98) part lanes98 240 $lat 98 --fresh --ab JUDGE_RUN_AHEAD --rounds "${ROUNDS:-1}" ;;
-    lanes94) part lanes94 120 $lat 94 --fresh --ab JUDGE_RUN_AHEAD --rounds "${ROUNDS:-1}" ;;
     replay98) part replay98 240 $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds "${ROUNDS:-1}" ;;
     throughput) part throughput "${LIMIT:-520}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
                   --executors local --pool auto --sandbox bwrap -n "${N:-24}" ${WARM---warm} --fresh --jobs "${JOBS:-12,8}" ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Device calls of 2026-12-05, third session (logs in 9edee07:tests/gpu/logs/2026-12-05c/): issue 13 on a warm machine.
-# PARTS picks and orders them (default "warm tp tp_keep"); each part under its own limit, the whole under
+# PARTS picks and orders them (default "warm tp"); each part under its own limit, the whole under
 # DEADLINE (560 s):
 #   warm      one `submit 94` of the reference (bwrap, speed on): the machine's caches, the GPU's ceilings and
 #             the reference's trusted kernels are made before anything below is measured
@@ -8,14 +8,11 @@
 #             (judge/timeline.py) under results/timelines, for tests/bench/timeline_summary.py
 #   tp        grade_throughput.py: a softmax roster of N (24), bwrap, pool auto, JOBS (12) at once, no --warm
 #             (the warm part did that); its verdicts must be the roster's declared ones (exit 1 if not)
-#   tp_keep   the same with JUDGE_PREWARM_TRIM=0 (the speed workers keep their warm-up's memory until the lock)
 #   startup   tests/bench/worker_start_cost.py --many 12: a worker's start, step by step, alone and 12 at once
 #   latency   judge_latency.py IDS (default "94 98 97 95 93 96") --fresh, speed on, bwrap, the defaults, each
 #             submit's timeline under results/timelines (as trace)
 #   trees     judge_latency.py TRACE_IDS (default "94 98") --warm --fresh --trees out/base . (out/base: an older
 #             tree, carried), timelines as trace: the two trees side by side on one machine
-#   seed      judge_latency.py TRACE_IDS (default "94 98") --fresh --ab JUDGE_SEED_DRIVER_MODULES --rounds ROUNDS
-#             (1), timelines as trace: new caches with Triton's C modules from the trusted caches, or without
 #   replay98  judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds ROUNDS (1)
 #   wrong     judge selftest --only /wrong_answer/ of CORPUS_IDS (95 96 97 98 99), 5 jobs, seed 1, process sandbox
 #             (WORKERS=1 sets JUDGE_WORKERS=1: one worker per job, for the same verdicts)
@@ -28,22 +25,18 @@ source tests/gpu/calls/lib.sh
 write_env
 lat="python3 tests/bench/judge_latency.py --device cuda --sandbox bwrap"
 tp="python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto --sandbox bwrap"
-for p in ${PARTS:-warm tp tp_keep}; do
+for p in ${PARTS:-warm tp}; do
   case $p in
     warm) part warm 90 python3 -m judge submit 94 reference/094-softmax.py --device cuda --sandbox bwrap --json ;;
     trace) mkdir -p "$out/timelines"
            part trace 150 env JUDGE_TIMELINE="$out/timelines" $lat ${TRACE_IDS:-94 98} --fresh ;;
     tp) part tp "${LIMIT:-230}" $tp -n "${N:-24}" --fresh --jobs "${JOBS:-12}" ;;
-    tp_keep) part tp_keep "${LIMIT:-230}" env JUDGE_PREWARM_TRIM=0 $tp -n "${N:-24}" --fresh --jobs "${JOBS:-12}" ;;
     startup) part startup 60 python3 tests/bench/worker_start_cost.py --many 12 ;;
     latency) mkdir -p "$out/timelines"
              part latency 330 env JUDGE_TIMELINE="$out/timelines" $lat ${IDS:-94 98 97 95 93 96} --fresh ;;
     trees) mkdir -p "$out/timelines"
            part trees 300 env JUDGE_TIMELINE="$out/timelines" $lat ${TRACE_IDS:-94 98} --warm --fresh \
              --trees out/base . --rounds "${ROUNDS:-1}" ;;
-    seed) mkdir -p "$out/timelines"
-          part seed 300 env JUDGE_TIMELINE="$out/timelines" $lat ${TRACE_IDS:-94 98} --fresh \
-            --ab JUDGE_SEED_DRIVER_MODULES --rounds "${ROUNDS:-1}" ;;
     replay98) part replay98 240 $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=1,2 --rounds "${ROUNDS:-1}" ;;
     wrong) part "wrong${WORKERS:+-w$WORKERS}" "${CORPUS_LIMIT:-520}" env ${WORKERS:+JUDGE_WORKERS=$WORKERS} \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 97 98 99} \

@@ -10,11 +10,8 @@
 #             ROUNDS (1) rounds, each submit's timeline under results/timelines
 #   latency   judge_latency.py IDS (default "97 95 93 96") --fresh, speed on, bwrap, the defaults, timelines
 #             (at most LAT_LIMIT s, default 200)
-#   seed      judge_latency.py 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES, ROUNDS rounds, timelines
-#   cuda      judge_latency.py 94 98 --fresh --ab JUDGE_EARLY_CUDA, ROUNDS rounds, timelines: the judge's CUDA
-#             context made beside the workers' handover (each lane's first golden answer: 1.0-1.5 s on 94)
-#   ab        judge_latency.py AIDS (default "94 98") --fresh --ab LAB (default JUDGE_LAST_EARLY: off, then on),
-#             ROUNDS rounds, timelines, at most AB_LIMIT s (240)
+#   ab        judge_latency.py AIDS (default "94 98") --fresh --ab LAB (a setting's two values, e.g.
+#             JUDGE_REPLAY_WORKERS=2,3: required), ROUNDS rounds, timelines, at most AB_LIMIT s (240)
 #   replay    judge_latency.py 98 --fresh --ab JUDGE_REPLAY_WORKERS=2,3, ROUNDS rounds, timelines: with 12 test
 #             workers 98's last replays settled 5.5 s after its groups (2.3 s with 8)
 #   tp        grade_throughput.py: a softmax roster of N (40) per configuration, bwrap, pool auto, JOBS ("12")
@@ -22,8 +19,8 @@
 #             under results/tp-timelines; its verdicts must be the roster's declared ones (exit 1 if not)
 #   tpw       grade_throughput.py as tp, no timelines, N (24) per configuration, JOBS jobs at once, each with
 #             JW ("1,2") test workers (--job-workers: JUDGE_WORKERS for the grading command), side by side
-#   tpab      grade_throughput.py as tpw with each job's default workers and --ab "$AB" (e.g.
-#             JUDGE_CHECKS_HOLD=each,once), N (24) per value, side by side, REPEAT (1) rounds interleaved,
+#   tpab      grade_throughput.py as tpw with each job's default workers and --ab "$AB" (a setting's two values,
+#             required), N (24) per value, side by side, REPEAT (1) rounds interleaved,
 #             each grading job's timeline under results/tp-timelines (one pair of 24 is not enough: the same
 #             setting gave 575 and 439 an hour in two calls on one H200, 2026-12-05 sixth session)
 #   wrong     judge selftest CORPUS_IDS (95 96 99) --only /wrong_answer/, CJOBS (4) files at once, seed 1,
@@ -54,15 +51,14 @@ if [[ "${GPUMEM:-0}" == 1 ]]; then
       nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits; done ) > "$out/gpumem.txt" 2>&1 &
   gpumem=$!
 fi
-for p in ${PARTS:-warm workers latency seed}; do
+for p in ${PARTS:-warm workers latency}; do
   case $p in
     warm) part warm 90 python3 -m judge submit 94 reference/094-softmax.py --device cuda --sandbox bwrap --json ;;
     workers) part workers 240 $tl $lat ${WIDS:-94 98} --fresh --ab JUDGE_WORKERS=8,12 --rounds "${ROUNDS:-1}" ;;
     latency) part latency "${LAT_LIMIT:-200}" $tl $lat ${IDS:-97 95 93 96} --fresh ;;
-    cuda) part cuda 240 $tl $lat 94 98 --fresh --ab JUDGE_EARLY_CUDA --rounds "${ROUNDS:-1}" ;;
-    ab) part ab "${AB_LIMIT:-240}" $tl $lat ${AIDS:-94 98} --fresh --ab "${LAB:-JUDGE_LAST_EARLY}" --rounds "${ROUNDS:-1}" ;;
+    ab) part ab "${AB_LIMIT:-240}" $tl $lat ${AIDS:-94 98} --fresh \
+          --ab "${LAB:?ab needs LAB, e.g. LAB=JUDGE_REPLAY_WORKERS=2,3}" --rounds "${ROUNDS:-1}" ;;
     replay) part replay 240 $tl $lat 98 --fresh --ab JUDGE_REPLAY_WORKERS=2,3 --rounds "${ROUNDS:-1}" ;;
-    seed) part seed 200 $tl $lat 94 98 --fresh --ab JUDGE_SEED_DRIVER_MODULES --rounds "${ROUNDS:-1}" ;;
     tp) mkdir -p "$out/tp-timelines"
         part tp "${LIMIT:-540}" env JUDGE_TIMELINE="$out/tp-timelines" python3 tests/bench/grade_throughput.py \
           --device cuda --problem 94 --executors local --pool auto --sandbox bwrap -n "${N:-40}" --fresh \
@@ -73,7 +69,8 @@ for p in ${PARTS:-warm workers latency seed}; do
     tpab) mkdir -p "$out/tp-timelines"
           part tpab "${LIMIT:-540}" env JUDGE_TIMELINE="$out/tp-timelines" python3 tests/bench/grade_throughput.py \
             --device cuda --problem 94 --executors local --pool auto --sandbox bwrap -n "${N:-24}" --fresh \
-            --jobs "${JOBS:-12}" --ab "${AB:-JUDGE_CHECKS_HOLD=each,once}" --repeat "${REPEAT:-1}" ;;
+            --jobs "${JOBS:-12}" --ab "${AB:?tpab needs AB, e.g. AB=JUDGE_REPLAY_WORKERS=1,2}" \
+            --repeat "${REPEAT:-1}" ;;
     wrong) part "wrong-w${WORKERS:-4}" "${CORPUS_LIMIT:-260}" env JUDGE_WORKERS="${WORKERS:-4}" \
              python3 -m judge selftest ${CORPUS_IDS:-95 96 99} --only /wrong_answer/ --device cuda \
              --jobs "${CJOBS:-4}" --pool auto --seed 1 --sandbox process ;;

@@ -25,10 +25,6 @@ for p in ${PARTS:-attention warm latency_ab}; do
     latency_ab) part latency_ab "${AB_LIMIT:-400}" python3 tests/bench/judge_latency.py ${AB_IDS:-94 98} --device cuda \
                   --sandbox bwrap --trees out/base . --rounds "${AB_ROUNDS:-2}" ;;
     latency) part latency "${LATENCY_LIMIT:-300}" python3 tests/bench/judge_latency.py ${IDS:-93 95 96 97} --device cuda --sandbox bwrap ;;
-    throughput_ab) part throughput_ab "$(( 3 * ${THROUGHPUT_LIMIT:-170} ))" bash -c 'for v in warm 0 1; do
-                 echo "== JUDGE_CHECKS_OUTSIDE_LOCK=$v"; JUDGE_CHECKS_OUTSIDE_LOCK=${v/warm/0} timeout -k 10 "$1" python3 \
-                 tests/bench/grade_throughput.py --device cuda --problem 94 -n "$2" --executors local --pool auto \
-                 --sandbox bwrap; done' _ "${THROUGHPUT_LIMIT:-170}" "${N:-12}" ;;
   esac
 done
 echo "done at $(( $(date +%s) - start )) s"

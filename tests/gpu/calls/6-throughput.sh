@@ -11,8 +11,6 @@
 #                      tree before the change) in turn, AB_ROUNDS rounds (default 1), the order swapped each round;
 #                      every distinct file graded once first, not counted (--warm), so that no tree pays the first
 #                      compiles (2026-12-03 call 3 warmed 4 files only: the first tree paid the rest)
-#   spares_ab.txt      the roster with JUDGE_JOB_SPARES=0, =1, =0, =1 (the first after --warm; SPARES_WARM= to
-#                      skip it), as long as AB_LIMIT allows
 #   latency.txt        judge_latency.py over IDS (default "93 95 96 97"), this tree (LATENCY_LIMIT s)
 #   constants.txt      tests/bench/constants_check.py: what the worker's hold on a kernel's globals and Triton's
 #                      language costs a check here
@@ -35,9 +33,6 @@ for p in ${PARTS:-throughput latency}; do
     throughput_ab) part throughput_ab "${AB_LIMIT:-560}" python3 tests/bench/grade_throughput.py --device cuda --problem 94 \
                      --executors local --pool auto --sandbox bwrap -n "${N:-24}" --warm --trees ${AB_TREES:-out/base .} \
                      --repeat "${AB_ROUNDS:-1}" ;;
-    spares_ab) part spares_ab "${AB_LIMIT:-560}" bash -c 'w=$2; for v in 0 1 0 1; do echo "== JUDGE_JOB_SPARES=$v"; JUDGE_JOB_SPARES=$v \
-                 python3 tests/bench/grade_throughput.py --device cuda --problem 94 --executors local --pool auto \
-                 --sandbox bwrap -n "$1" $w; w=; done' _ "${N:-24}" "${SPARES_WARM---warm}" ;;
     latency) part latency "${LATENCY_LIMIT:-300}" python3 tests/bench/judge_latency.py ${IDS:-93 95 96 97} --device cuda --sandbox bwrap ;;
     constants) part constants 60 python3 tests/bench/constants_check.py ;;
     noscan) part noscan "${NOSCAN_LIMIT:-240}" python3 tests/gpu/probes/judge_without_scan.py \
