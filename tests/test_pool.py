@@ -251,6 +251,49 @@ def test_submit_in_the_interpreter_hands_its_head_start_workers_to_the_session(t
     shutil.rmtree(own_tmp, ignore_errors=True)
 
 
+def test_a_submit_child_takes_its_workers_from_the_pool_named_on_its_command_line(server, tmp_path):
+    # `selftest --jobs N --pool auto` judges its files in `submit` children and hands each its pool's socket on
+    # the command line (submit's --pool-socket): the child takes its case worker and its replay worker there,
+    # and gives itself no head start of its own.
+    import json
+    import subprocess
+    import sys
+
+    backend = usable("process")
+    options = Options(sandbox="process", device="cpu", interpret=True)
+    job = Job(submission=P93.reference_path, scratch=tmp_path, device="cpu", interpret=True,
+              limits=limits_for(P93, options))
+    _warm(server, backend, job)
+    assert server.warm(backend, Job(**{**job.__dict__, "module": "judge.untrusted.replay"}))
+    deadline = time.monotonic() + 120
+    while server.idle() < 2:  # the case worker and the replay worker, both up
+        assert time.monotonic() < deadline, "the pool spawned no replay worker"
+        time.sleep(0.1)
+    proc = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(P93.reference_path), "--device", "cpu",
+                           "--sandbox", "process", "--seed", "1", "--json", "--workers", "1", "--max-examples", "2",
+                           "--pool-socket", server.path], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    report = json.loads(proc.stdout)
+    assert report["verdict"] == "AC", report["message"]
+    assert report["timing"].get("pooled_starts") == 1 and report["timing"].get("replay_pooled") == 1, report["timing"]
+    assert server.stats["taken"] == 2
+
+
+def test_selftest_names_its_pool_to_its_submit_children(monkeypatch):
+    import subprocess
+
+    from judge import selftest
+
+    argvs = []
+    monkeypatch.setattr(selftest.subprocess, "run",
+                        lambda argv, **kw: argvs.append(argv) or subprocess.CompletedProcess(argv, 0, "{}", ""))
+    base = Options(sandbox="process", device="cpu", interpret=True)
+    selftest.judge_via_cli(P93, "AC", P93.reference_path, base, workers=1)
+    monkeypatch.setattr(pool, "_socket", "/run/judge-pool-x/pool.sock")
+    selftest.judge_via_cli(P93, "AC", P93.reference_path, base, workers=1)
+    assert "--pool-socket" not in argvs[0]
+    assert argvs[1][argvs[1].index("--pool-socket") + 1] == "/run/judge-pool-x/pool.sock"
+
+
 def test_wait_spawned_returns_once_every_ordered_spawn_is_over(server, tmp_path):
     # head_start waits here before the judge imports torch (whose import would hold the GIL the spawns need).
     backend = usable("process")

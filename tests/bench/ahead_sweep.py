@@ -4,8 +4,9 @@
 Every accepted file of 93-98 gets a speed run as a session gives it (the warm-up ahead, prewarm, then run())
 with the checks ahead on (as on a GPU), in interpreter mode on the problem's interpret_shapes, one round: a
 warm-up call of every shape checked against the golden model and replayed
-(judge.timing.speedrun.SpeedRun._check_ahead), then the timed call's check and replay as always. Prints one line per file (the warm-up's replays, all the
-replays, seconds) and the count of files that failed, which must be 0.
+(judge.timing.speedrun.SpeedRun._check_ahead), then the timed call's check and replay as always. Prints one
+line per file (the warm-up's replays, all the replays, seconds) and the count of files that failed, which must
+be 0.
 
     python tests/bench/ahead_sweep.py
 """
