@@ -652,7 +652,7 @@ class Session:
         why_not = no_speed_run(self.problem, opts, verdict)
         if why_not:
             return {**base, "reason": why_not}, None
-        from judge.timing.speedrun import BenchFailed
+        from judge.timing.findings import BenchFailed
 
         self.progress.stage("speed run: stopping the test workers")
         t_stop = time.monotonic()

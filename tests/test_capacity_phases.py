@@ -29,7 +29,8 @@ def _worker_error(message: str) -> replies.ErrorInfo:
 
 def _speed_request(name: str, trusted: bool, message: str):
     """The speed run's request to a timed worker whose reply is that error: its BenchFailed, or None."""
-    from judge.timing.speedrun import BenchFailed, Contender, SpeedRun
+    from judge.timing.contenders import Contender, request
+    from judge.timing.findings import BenchFailed
     from judge.untrusted.runner import classify
 
     wire = {"type": "bench_result", "id": "0", "status": "error",
@@ -42,9 +43,8 @@ def _speed_request(name: str, trusted: bool, message: str):
         def receive(self, parse, timeout=None, max_bytes=None):
             return parse(wire, [])
 
-    run = SpeedRun.__new__(SpeedRun)
     try:
-        run._request(Contender(name, Client(), trusted, 10.0), {"type": "bench", "id": "0"})
+        request(Contender(name, Client(), trusted, 10.0), {"type": "bench", "id": "0"})
     except BenchFailed as exc:
         return exc
     return None
@@ -83,8 +83,8 @@ def test_a_files_own_allocations_over_its_cap_stay_its_mle_in_every_phase(monkey
 
 
 def test_the_pytorch_baseline_running_out_of_memory_is_dropped_not_a_verdict(monkeypatch):
-    from judge.timing.speedrun import _BaselineLost
+    from judge.timing.findings import BaselineLost
 
     monkeypatch.setattr(rules, "gpu_full", lambda: True)
-    with pytest.raises(_BaselineLost):
+    with pytest.raises(BaselineLost):
         _speed_request("pytorch", True, FULL)

@@ -20,9 +20,12 @@ import torch
 from judge import replies
 from judge.options import Options
 from judge.problems import find_problem
-from judge.timing import checks, speedrun, stats
+from judge.timing import checks, speedrun, stats, verify
+from judge.timing.contenders import request
 from judge.timing.lock import gpu_lock
-from judge.timing.speedrun import NOT_A_CLAIM, BenchConfig, SpeedRun, BenchFailed, config_for
+from judge.timing.findings import BenchFailed
+from judge.timing.result import NOT_A_CLAIM
+from judge.timing.speedrun import BenchConfig, SpeedRun, config_for
 from judge.timing.score import SpeedScore
 from judge.shared import bench_inputs
 
@@ -409,11 +412,11 @@ def _speed_run(problem_id, path, tmp_path, shapes=1, replay_workers=1, replay=Tr
 
 def _check_ahead(monkeypatch, on: bool = True) -> None:
     """The warm-up's checks ahead of the lock in the interpreter too, as on a GPU (on); ``on=False``: as
-    :func:`judge.timing.speedrun.checks_ahead` has it (in the interpreter, none)."""
-    monkeypatch.setattr(speedrun, "checks_ahead", (lambda cuda: True) if on else CHECKS_AHEAD)
+    judge.timing.verify.checks_ahead has it (in the interpreter, none)."""
+    monkeypatch.setattr(verify, "checks_ahead", (lambda cuda: True) if on else CHECKS_AHEAD)
 
 
-CHECKS_AHEAD = speedrun.checks_ahead
+CHECKS_AHEAD = verify.checks_ahead
 
 
 def _bench(problem_id, path, tmp_path, shapes=1, prewarm=False, **config):
@@ -527,9 +530,9 @@ assert TWO_SHAPE_CHEAT != TIMED_BYTES_CHEAT
 
 @pytest.mark.parametrize("replay_workers", [1, 2])
 def test_a_replays_finding_comes_before_a_later_shapes_wrong_output(tmp_path, monkeypatch, replay_workers):
-    # The replays run beside the later shapes' checks (SpeedRun._checks); what they find is taken in the
-    # calls' order, as if each had been waited for in turn: with two replay workers too, where the second
-    # shape's replay may end first.
+    # The replays run beside the later shapes' checks (judge.timing.verify.Verifier.checks); what they find is
+    # taken in the calls' order, as if each had been waited for in turn: with two replay workers too, where the
+    # second shape's replay may end first.
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "cheat.py"
     path.write_text(TWO_SHAPE_CHEAT)
@@ -636,7 +639,7 @@ RARELY_WRONG = textwrap.dedent('''
 
 def test_a_timed_call_wrong_on_the_replays_inputs_is_a_wrong_answer(tmp_path, monkeypatch):
     import judge.replay
-    import judge.timing.speedrun
+    from judge.timing import measure, plan
 
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "rarely_wrong.py"
@@ -662,7 +665,8 @@ def test_a_timed_call_wrong_on_the_replays_inputs_is_a_wrong_answer(tmp_path, mo
             return getattr(secrets, name)
 
     monkeypatch.setattr(judge.replay, "secrets", Fixed(base))  # the replay's fresh seed
-    monkeypatch.setattr(judge.timing.speedrun, "secrets", Fixed(ok))
+    for module in (plan, measure):  # the warm-up's seeds and the timed calls'
+        monkeypatch.setattr(module, "secrets", Fixed(ok))
     with pytest.raises(BenchFailed) as exc:
         _bench("93", path, tmp_path, torch_baseline=False)
     assert exc.value.verdict == "WA" and "on new inputs" in exc.value.message, exc.value.message
@@ -692,14 +696,16 @@ def test_the_checks_ahead_not_begun_when_the_run_needs_the_warm_up_are_skipped(t
     _check_ahead(monkeypatch)
     p = find_problem("93")
     run = _speed_run("93", p.reference_path, tmp_path, shapes=2, torch_baseline=False)
-    real = SpeedRun._warm_up
+    from judge.timing.plan import Planner
+
+    real = Planner.warm_up
     gate = threading.Event()
 
     def warm_up(self, s, params, **kwargs):
         gate.wait(60)  # the first shape's warm-up ahead is still on when run() begins
         return real(self, s, params, **kwargs)
 
-    monkeypatch.setattr(SpeedRun, "_warm_up", warm_up)
+    monkeypatch.setattr(Planner, "warm_up", warm_up)
     run.prewarm()
     threading.Timer(0.5, gate.set).start()
     speed = run.run()
@@ -779,7 +785,7 @@ def test_a_discarded_runs_replay_waiting_for_the_gpu_starts_no_worker(tmp_path, 
             run.prewarm(shared=shared)
             assert waiting.wait(120), "the warm-up's replay never asked for the GPU"
             time.sleep(0.2)
-            replayer = run.replayer
+            replayer = run.workers.replayer
             before = len(spawned)
             t0 = time.monotonic()
             run.discard()
@@ -898,25 +904,25 @@ def test_work_left_on_another_stream_is_counted():
     import dataclasses
 
     from judge.replies import BenchResult
-    from judge.timing.speedrun import _net_times, late_work_calls
+    from judge.timing.measure import late_work_calls, net_times
 
     reply = BenchResult(mode="events", times=(100e-6,) * 3, device_times=(515e-6, 515e-6, 115e-6),
                         sync_gaps=(14e-6, 15e-6, 16e-6), overhead=(0.0,))
-    assert _net_times(reply) == pytest.approx([500e-6, 500e-6, 100e-6])
+    assert net_times(reply) == pytest.approx([500e-6, 500e-6, 100e-6])
     assert late_work_calls(reply) == 3
     honest = dataclasses.replace(reply, device_times=(115e-6, 116e-6, 114e-6))
-    assert late_work_calls(honest) == 0 and _net_times(honest) == pytest.approx([100e-6] * 3)
+    assert late_work_calls(honest) == 0 and net_times(honest) == pytest.approx([100e-6] * 3)
 
 
 def test_a_host_hiccup_in_one_sample_is_not_counted_as_work():
     # One sample's device-wide end came 300 us late (the host saw the sync return late):
     # judged by the median sample, that is not work left on another stream.
     from judge.replies import BenchResult
-    from judge.timing.speedrun import _net_times, late_work_calls
+    from judge.timing.measure import late_work_calls, net_times
 
     reply = BenchResult(mode="events", times=(100e-6,) * 5, device_times=(115e-6, 116e-6, 415e-6, 114e-6, 115e-6),
                         sync_gaps=(14e-6, 15e-6, 16e-6), overhead=(0.0,))
-    assert late_work_calls(reply) == 0 and _net_times(reply) == pytest.approx([100e-6] * 5)
+    assert late_work_calls(reply) == 0 and net_times(reply) == pytest.approx([100e-6] * 5)
 
 
 # ---------------------------------------------------------------------- the clock's bookkeeping
@@ -932,31 +938,31 @@ def _reply(**kw):
 
 
 def test_samples_of_k_calls_are_divided_by_k_after_the_overhead():
-    from judge.timing.speedrun import _net_times
+    from judge.timing.measure import net_times
 
     # 4 calls of 2 us per sample plus 1 us of empty-region overhead.
     reply = dict(times=[9e-6, 9e-6, 9.4e-6], per_sample=4, overhead=[1e-6, 1e-6, 1.2e-6],
                  device_times=[20e-6, 20e-6, 21e-6], sync_gaps=[11e-6, 11e-6, 12e-6])
-    assert _net_times(_reply(**reply)) == pytest.approx([2e-6, 2e-6, 2.1e-6])
+    assert net_times(_reply(**reply)) == pytest.approx([2e-6, 2e-6, 2.1e-6])
     # Never below half the raw time, whatever the overhead says.
-    assert _net_times(_reply(**dict(reply, overhead=[50e-6]))) == pytest.approx([9e-6 / 8, 9e-6 / 8, 9.4e-6 / 8])
+    assert net_times(_reply(**dict(reply, overhead=[50e-6]))) == pytest.approx([9e-6 / 8, 9e-6 / 8, 9.4e-6 / 8])
 
 
 def test_invalid_samples_are_left_out_unless_all_are():
-    from judge.timing.speedrun import _net_times
+    from judge.timing.measure import net_times
 
     reply = dict(times=[10e-6, 90e-6, 10e-6], valid=[True, False, True], per_sample=1)
-    assert _net_times(_reply(**reply)) == pytest.approx([10e-6, 10e-6])  # the idle-GPU sample is dropped
-    assert _net_times(_reply(**dict(reply, valid=[False, False, False]))) == pytest.approx([10e-6, 90e-6, 10e-6])
-    assert _net_times(_reply(**dict(reply, valid=[True]))) == pytest.approx([10e-6, 90e-6, 10e-6])  # ignored
+    assert net_times(_reply(**reply)) == pytest.approx([10e-6, 10e-6])  # the idle-GPU sample is dropped
+    assert net_times(_reply(**dict(reply, valid=[False, False, False]))) == pytest.approx([10e-6, 90e-6, 10e-6])
+    assert net_times(_reply(**dict(reply, valid=[True]))) == pytest.approx([10e-6, 90e-6, 10e-6])  # ignored
 
 
 def test_late_work_on_another_stream_is_counted_per_sample_then_divided():
-    from judge.timing.speedrun import _net_times, late_work_calls
+    from judge.timing.measure import late_work_calls, net_times
 
     reply = _reply(times=[200e-6] * 3, device_times=[615e-6, 215e-6, 615e-6], sync_gaps=[15e-6, 15e-6],
                    per_sample=2)
-    assert _net_times(reply) == pytest.approx([300e-6, 100e-6, 300e-6])
+    assert net_times(reply) == pytest.approx([300e-6, 100e-6, 300e-6])
     assert late_work_calls(reply) == 3
 
 
@@ -1065,7 +1071,7 @@ def test_invalid_samples_are_retried_and_accounted_through_a_fake_gpu():
 
 
 def test_per_sample_is_chosen_for_100_us_of_work_and_the_sets_that_fit():
-    from judge.timing.speedrun import choose_per_sample
+    from judge.timing.plan import choose_per_sample
 
     assert choose_per_sample(250e-6) == 1 and choose_per_sample(100e-6) == 1
     assert choose_per_sample(2e-6) == 50
@@ -1171,7 +1177,7 @@ def test_kineto_events_are_read_with_old_and_new_method_names():
 
 
 def test_profile_summary_is_per_call():
-    from judge.timing.speedrun import profile_summary
+    from judge.timing.measure import profile_summary
 
     reply = _reply(per_sample=4, times=[40e-6, 41e-6], overhead=[0.0],
                    profile={"status": "ok", "method": "linked", "samples": [
@@ -1229,7 +1235,7 @@ def test_without_correlations_the_gpu_order_between_hold_and_marker_is_used():
 
 
 def test_profiled_samples_the_gpu_started_early_are_not_used():
-    from judge.timing.speedrun import profile_summary
+    from judge.timing.measure import profile_summary
 
     sample = {"span_s": 10e-6, "busy_s": 9e-6, "kernels": 2, "calls": [10e-6]}
     idle = {"span_s": 80e-6, "busy_s": 9e-6, "kernels": 2, "calls": [80e-6]}
@@ -1241,20 +1247,22 @@ def test_profiled_samples_the_gpu_started_early_are_not_used():
 
 
 def _result_with_profiles(tmp_path, sub_prof, ref_prof, host_gap=None):
-    from judge.timing.speedrun import Contender
+    from judge.timing.contenders import Contender
+    from judge.timing.result import speed_section
 
     p = find_problem("93")
     cfg = BenchConfig(shapes=[{"n": 4096, "dtype": "float32"}], profile_samples=0)
     run = SpeedRun(p, p.reference_path, device="cpu", interpret=True, gpu=None, backend=None, limits=None,
                    scratch=tmp_path, config=cfg)
-    run.contenders = [Contender("submission", None, False, 1.0), Contender("reference", None, True, 1.0)]
-    run.profiles = {("submission", 0): {"status": "ok", "time_s": sub_prof},
+    contenders = [Contender("submission", None, False, 1.0), Contender("reference", None, True, 1.0)]
+    run.measure.profiles = {("submission", 0): {"status": "ok", "time_s": sub_prof},
                     ("reference", 0): {"status": "ok", "time_s": ref_prof}}
     plan = {"mode": "events", "per_sample": 50, "calls": 10, "flush_bytes": 1, "specs": []}
     rounds = [{0: ([2.0e-6] * 10, [1.0e-6] * 10)} for _ in range(3)]
     for who, gap in (host_gap or {}).items():
-        run.host_gaps[(who, 0)] = gap
-    return run._result([plan], rounds, {0: []}, "ci", [{"calls": [0]}], {})
+        run.measure.host_gaps[(who, 0)] = gap
+    return speed_section(p, cfg, run.score, run.measure, contenders, run.notes, cuda=False, ceilings={}, plans=[plan],
+                         rounds=rounds, torch_times={0: []}, stopped="ci", checked=[{"calls": [0]}], phases={})
 
 
 def test_a_host_clock_far_ahead_of_the_events_is_held_against_the_profiler(tmp_path):
@@ -1318,7 +1326,7 @@ def test_the_clock_fields_of_a_bench_reply_are_parsed_with_bounds():
 
 
 def test_graph_plan_times_submission_and_reference_the_same_way():
-    from judge.timing.speedrun import graph_plan
+    from judge.timing.plan import graph_plan
 
     assert graph_plan({"submission": True, "reference": True, "pytorch": False}) == {
         "submission": True, "reference": True, "pytorch": False}
@@ -1416,15 +1424,16 @@ def _spied_session(monkeypatch, path, events, **extra):
     spawn, discard, run_group = SpeedRun.spawn, SpeedRun.discard, session_mod.Session._run_group
 
     def spied_spawn(self):
-        if self._spawned is None:  # the spawn itself (later calls, from prewarm and run, are no-ops)
+        if self.workers.spawned is None:  # the spawn itself (later calls, from prewarm and run, are no-ops)
             events.append(("spawn", self))
         spawn(self)
 
     def spied_discard(self):
         # Spawned, and greeted by the warm-up thread (prewarm) or not yet; and the replay worker.
-        procs = [client.proc for _, client, _, _ in self._spawned or []] + [c.client.proc for c in self.contenders]
-        if self.replayer is not None and self.replayer.channel is not None:
-            procs.append(self.replayer.channel.proc)
+        workers = self.workers
+        procs = [client.proc for _, client, _, _ in workers.spawned or []] + [c.client.proc for c in workers.contenders]
+        if workers.replayer is not None and workers.replayer.channel is not None:
+            procs.append(workers.replayer.channel.proc)
         events.append(("discard", self, procs))
         discard(self)
 
@@ -1452,7 +1461,7 @@ def test_the_speed_runs_workers_are_spawned_once_the_first_group_passed(tmp_path
     # One SpeedRun: the one spawned during the tests is the one that ran (its start calls spawn, a no-op).
     assert len({id(e[1]) for e in events if e[0] == "spawn"}) == 1
     run = events[1][1]
-    assert not run._spawned and all(c.client.proc.popen.poll() is not None for c in run.contenders)
+    assert not run.workers.spawned and all(c.client.proc.popen.poll() is not None for c in run.workers.contenders)
     # Their warm-up ran ahead too, beside the later groups: every shape, before the speed run proper.
     phases = report.speed["phases"]
     assert phases["prewarmed_shapes"] == len(run.config.shapes) and phases["prewarm_seconds"] > 0, phases
@@ -1481,7 +1490,7 @@ def test_a_lone_submits_speed_workers_start_with_the_session_and_stop_when_it_fa
     assert kinds[0] == "spawn" and kinds.index("discard") < later, events
     assert len({id(e[1]) for e in events if e[0] in ("spawn", "discard")}) == 1
     run, procs = next(e for e in events if e[0] == "discard")[1:]
-    assert len(procs) == 3 and not run.contenders and all(proc.popen.poll() is not None for proc in procs)
+    assert len(procs) == 3 and not run.workers.contenders and all(proc.popen.poll() is not None for proc in procs)
 
 
 def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, monkeypatch):
@@ -1498,7 +1507,7 @@ def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, mo
     kinds = [e[0] for e in events]
     assert kinds.count("spawn") == 1 and kinds[-1] == "discard" and kinds.index("spawn") == 1, kinds
     run, procs = events[-1][1], events[-1][2]
-    assert run._spawned == [] and run.replayer is None and not run.contenders
+    assert run.workers.spawned == [] and run.workers.replayer is None and not run.workers.contenders
     assert len(procs) == 3 and all(proc.popen.poll() is not None for proc in procs)  # submission, reference, replay
 
 
@@ -1572,7 +1581,7 @@ def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_pa
     shapes = [{"n": 8, "dtype": "float32"}, {"n": 16, "dtype": "float32"}]
     run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
                    scratch=tmp_path, config=BenchConfig(shapes=shapes))
-    run.ceilings = {"l2_bytes": 1 << 20}  # no GPU here to read it from
+    run.planner.ceilings = {"l2_bytes": 1 << 20}  # no GPU here to read it from
     seen = []
 
     def warm_up(s, params, *, retune=False, keep=False):
@@ -1580,32 +1589,33 @@ def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_pa
         return {"submission": 1e-3, "reference": 1e-3}, 4 * params["n"]
 
     monkeypatch.setattr(run, "spawn", lambda: None)
-    monkeypatch.setattr(run, "_start", lambda: None)
-    monkeypatch.setattr(run, "_warm_up", warm_up)
+    monkeypatch.setattr(run.workers, "start", lambda: None)
+    monkeypatch.setattr(run.planner, "warm_up", warm_up)
     run.prewarm(shared=lambda cancel=None: lock.gpu_shared(0, cancel=cancel))
     run._join_prewarm()
     assert seen == [(0, False, "shared", "judge-speed-prewarm"), (1, False, "shared", "judge-speed-prewarm")]
-    assert run._prewarm_seconds is not None and sorted(run._warm) == [0, 1]
+    assert run._prewarm_seconds is not None and sorted(run.planner.warmed) == [0, 1]
     seen.clear()
     with lock.gpu_lock(0):
-        plans = [run._plan(s, params) for s, params in enumerate(shapes)]
+        plans = [run.planner.plan(s, params) for s, params in enumerate(shapes)]
     # Under the lock each prewarmed shape is warmed up again (compiled by now), its autotuners asked to tune anew.
     assert seen == [(0, True, "exclusive", "MainThread"), (1, True, "exclusive", "MainThread")]
     assert all(plan["per_sample"] == 1 and plan["estimates"]["submission"] == 1e-3 for plan in plans)
 
 
-def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to_tune_again(tmp_path):
+def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to_tune_again(tmp_path, monkeypatch):
     # What the submission does during the warm-up under the lock is judged as at any warm-up: a timer swapped
     # there (and left in place for the rounds) is RJ. The request asks every worker to forget its autotuners'
     # choices (made beside other work) and tune again.
     from judge import replies
-    from judge.timing.speedrun import Contender
+    from judge.timing import plan
+    from judge.timing.contenders import Contender
 
     p = find_problem("93")
     run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
                    scratch=tmp_path, config=BenchConfig(shapes=[{"n": 4096, "dtype": "float32"}], graphs=False))
-    run.ceilings = {"l2_bytes": 50 << 20}
-    run.contenders = [Contender("submission", None, False, 60), Contender("reference", None, True, 60)]
+    run.planner.ceilings = {"l2_bytes": 50 << 20}
+    run.workers.contenders = [Contender("submission", None, False, 60), Contender("reference", None, True, 60)]
     sent = []
 
     def request(c, msg, parse=None):
@@ -1614,10 +1624,10 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
         return replies.BenchResult(mode="events", times=(5e-6, 5e-6), evidence=replies.Evidence(tampered=tampered),
                                    out_bytes=16384), 0.01
 
-    run._request = request
-    run._warm.add(0)  # warmed up ahead
+    monkeypatch.setattr(plan, "request", request)
+    run.planner.warmed.add(0)  # warmed up ahead
     with pytest.raises(BenchFailed) as failed:
-        run._plan(0, run.config.shapes[0])
+        run.planner.plan(0, run.config.shapes[0])
     assert failed.value.verdict == "RJ" and "elapsed_time" in failed.value.message
     assert sent == [("submission", True, True)]
 
@@ -1648,19 +1658,19 @@ def test_what_the_warm_up_ahead_raises_is_the_speed_runs_failure_and_a_discarded
     for discarded in (False, True):
         run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
                        scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
-        run.ceilings = {"l2_bytes": 1 << 20}
+        run.planner.ceilings = {"l2_bytes": 1 << 20}
 
         def warm_up(s, params, *, retune=False, keep=False):
             raise BenchFailed("RJ", "no kernel of the file ran at the warm-up")
 
         monkeypatch.setattr(run, "spawn", lambda: None)
-        monkeypatch.setattr(run, "_start", lambda: None)
-        monkeypatch.setattr(run, "_warm_up", warm_up)
+        monkeypatch.setattr(run.workers, "start", lambda: None)
+        monkeypatch.setattr(run.planner, "warm_up", warm_up)
         monkeypatch.setattr(run, "_timed", lambda **kw: made.append("timed"))
         run.prewarm()
         if discarded:
             run.discard()  # a later group failed: the run is dropped, and what the warm-up found with it
-            assert not run.contenders and not (run._prewarm and run._prewarm.is_alive())
+            assert not run.workers.contenders and not (run._prewarm and run._prewarm.is_alive())
             continue
         closed = []
         monkeypatch.setattr(run, "_close", lambda: closed.append(True))
@@ -1715,13 +1725,13 @@ def test_before_its_checks_a_speed_run_fetches_the_drawn_calls_then_its_workers_
     seen = {}
 
     def probe(state):
-        sub = next(c for c in run.contenders if c.name == "submission")
+        sub = next(c for c in run.workers.contenders if c.name == "submission")
         (drawn,) = state["picked"][0]
         assert state["fetched"][0][drawn].present
-        answer, _ = run._request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": drawn},
+        answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": drawn},
                                  parse=replies.parse_bench_outputs)
         assert not answer.present
-        seen["ended"] = sorted(c.name for c in run.contenders if c.client in run._ended)
+        seen["ended"] = sorted(c.name for c in run.workers.contenders if c.client in run.workers.ended)
         seen["drawn"] = drawn
         return finish(state)
 
@@ -1751,18 +1761,17 @@ def test_after_the_warm_up_ahead_every_speed_worker_lets_go_of_its_bench_memory(
     p = find_problem("93")
     run = _speed_run("93", p.reference_path, tmp_path, torch_baseline=False)
     asked = []
-    request = run._request
 
     def spy(c, msg, **kw):
         asked.append((c.name, msg["type"]))
         return request(c, msg, **kw)
 
-    monkeypatch.setattr(run, "_request", spy)
+    monkeypatch.setattr(speedrun, "request", spy)  # the trim after the warm-up ahead
     run.prewarm()
     run._prewarm.join(120)
     assert run._prewarm_failed is None
     assert sorted(n for n, t in asked if t == "bench_trim") == ["reference", "submission"]
-    sub = next(c for c in run.contenders if c.name == "submission")
+    sub = next(c for c in run.workers.contenders if c.name == "submission")
     answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": 0},
                         parse=replies.parse_bench_outputs)
     assert not answer.present
@@ -1786,7 +1795,7 @@ def test_a_spawned_speed_run_is_stopped_as_soon_as_a_group_fails_not_after_the_l
     assert kinds[:2] == [names[0], "spawn"], kinds
     assert kinds[kinds.index("views") + 1] == "discard" and kinds[kinds.index("views") + 2:] == names[3:], kinds
     run, procs = next(e for e in events if e[0] == "discard")[1:]
-    assert not run.contenders and all(proc.popen.poll() is not None for proc in procs)
+    assert not run.workers.contenders and all(proc.popen.poll() is not None for proc in procs)
 
 
 def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(monkeypatch):

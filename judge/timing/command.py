@@ -49,7 +49,8 @@ def refused(problem, submission: Path, options: Options) -> dict | None:
 def bench(problem, submission: Path, options: Options) -> dict:
     """A report dict: version, verdict ("AC" when measured), message, problem, submission, mode, speed."""
     from judge.gpu_claim import GpuClaim, Refused
-    from judge.timing.speedrun import BenchFailed, SpeedRun, config_for
+    from judge.timing.findings import BenchFailed
+    from judge.timing.speedrun import SpeedRun, config_for
 
     started = time.monotonic()
     found = refused(problem, submission, options)
