@@ -8,7 +8,7 @@ the judge enforces, plus the CUDA context a process has besides:
 * the judge's own process (inputs, golden answers, checks): the same figure, capped the same way here
   (:func:`cap_own_process`); its work that does not fit goes to the CPU (judge.expected, judge.kit, judge.checker);
 * the speed run's timed workers (the submission's, the reference's, PyTorch's): that cap plus TIMED_EXTRA_BYTES,
-  which the plan keeps to by construction (judge.timing.speedrun: TIMED_SETS_BYTES and TIMED_KEEP_BYTES are
+  which the plan keeps to by construction (judge.timing.plan: TIMED_SETS_BYTES and TIMED_KEEP_BYTES are
   its totals over the bench shapes, not per shape). That extra is in use only while the speed run holds the
   GPU's lock exclusively, so it is reserved as the ledger's shared *timed* region, not as bytes of its own.
 """
@@ -20,7 +20,7 @@ import threading
 MIB, GIB = 1 << 20, 1 << 30
 # A CUDA process's own device memory outside PyTorch's cap: its context, Triton's launcher, the driver's pools.
 PROCESS_BYTES = 768 * MIB
-# What a timed worker may hold for timing, over all bench shapes (judge.timing.speedrun._plan): its input sets,
+# What a timed worker may hold for timing, over all bench shapes (judge.timing.plan.Planner.plan): its input sets,
 # the outputs of its last request per shape (which the checks after the rounds draw from), and the flush buffer
 # with what a plan's floor of three samples may add over the outputs' share.
 TIMED_SETS_BYTES = 4 * GIB

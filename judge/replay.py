@@ -78,7 +78,7 @@ class Skipped:
     note: str
     counts: bool = True
     # The replay itself ran out of time, memory or output (not the record's doing): the speed run, which
-    # replays one timed call per shape, lets such a shape go with a note (judge.timing.speedrun); a test
+    # replays one timed call per shape, lets such a shape go with a note (judge.timing.verify); a test
     # case gets the verdict its kernels earned alone (judge.proofs).
     limits: bool = False
     reason: str = ""  # of a limit: "timeout", "memory", "output", or "run" (the run's own limit came first)
@@ -409,7 +409,7 @@ class Replayer:
 
     def check_bench(self, params: dict, specs: list, outputs: replies.BenchOutputs, device: str,
                     shared=contextlib.nullcontext) -> Outcome | Skipped | None:
-        """Replay a timed call of the speed run (judge.timing.speedrun) on fresh bench inputs, as :meth:`check`
+        """Replay a timed call of the speed run (judge.timing.verify) on fresh bench inputs, as :meth:`check`
         does a case: RJ (or IE) Outcome, Skipped, or None. A wrong answer carries ``case`` = {"bench_seed": S}:
         the speed run asks the submission's worker for a call on the same inputs (a bench request with seed S)."""
         self.precompile(outputs.trace)

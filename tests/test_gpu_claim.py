@@ -37,7 +37,7 @@ def test_the_figures_are_the_caps_the_sandbox_enforces():
     limits = limits_for(find_problem("94"), GPU)
     per = gpu_budget.process_bytes(limits)
     assert per == limits.gpu_memory_mb * (1 << 20) + gpu_budget.PROCESS_BYTES
-    # The timed workers' PyTorch cap (judge.timing.speedrun: the submission's and the trusted ones alike).
+    # The timed workers' PyTorch cap (judge.timing.contenders: the submission's and the trusted ones alike).
     assert gpu_budget.timed_cap_mb(limits) << 20 == (limits.gpu_memory_mb << 20) + gpu_budget.TIMED_EXTRA_BYTES
     assert gpu_budget.speed_bytes(limits, replays=1, baseline=False) == (3 * per, 2 * gpu_budget.TIMED_EXTRA_BYTES)
     assert gpu_budget.speed_bytes(limits, replays=3, baseline=True) == (6 * per, 3 * gpu_budget.TIMED_EXTRA_BYTES)

@@ -61,7 +61,7 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
       the H200 a loaded host put 1.55 ms of host time around 0.19 ms of GPU
       work (tests/gpu/logs/2026-12-01c/call2/bench.txt). The speed run asks
       for it alone (``host_gap``) and settles it after timing, against the
-      reference's host clock and the profiler's (judge.timing.speedrun).
+      reference's host clock and the profiler's (judge.timing.result).
     """
     problems = []
     slack = 1e-3 + 0.01 * judge_wall

@@ -4,7 +4,7 @@
 Every accepted file of 93-98 gets a speed run as a session gives it (the warm-up ahead, prewarm, then run())
 with the checks ahead on (as on a GPU), in interpreter mode on the problem's interpret_shapes, one round: a
 warm-up call of every shape checked against the golden model and replayed
-(judge.timing.speedrun.SpeedRun._check_ahead), then the timed call's check and replay as always. Prints one
+(judge.timing.verify.Verifier.check_ahead), then the timed call's check and replay as always. Prints one
 line per file (the warm-up's replays, all the replays, seconds) and the count of files that failed, which must
 be 0.
 
@@ -19,12 +19,13 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 from pathlib import Path
 from judge.problems import find_problem
-from judge.timing import speedrun, stats
-from judge.timing.speedrun import BenchConfig, SpeedRun, BenchFailed
+from judge.timing import stats, verify
+from judge.timing.findings import BenchFailed
+from judge.timing.speedrun import BenchConfig, SpeedRun
 from judge.sandbox import Limits
 from judge.sandbox.process import ProcessBackend
 
-speedrun.checks_ahead = lambda cuda: True  # (the interpreter's default is none: nothing there to compile)
+verify.checks_ahead = lambda cuda: True  # (the interpreter's default is none: nothing there to compile)
 limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
                 startup_seconds=120)
 bad = 0

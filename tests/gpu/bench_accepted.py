@@ -3,7 +3,7 @@
 
 `judge selftest` judges verdicts without speed (a speed run per file would queue
 every job on the GPU lock), so the replay of the checked timed calls
-(judge.timing.speedrun `_check` -> judge.replay) is not in it. This runs
+(judge.timing.verify `Verifier.check` -> judge.replay) is not in it. This runs
 `python -m judge bench ID FILE --json --no-pytorch` for each accepted file,
 with a short timing budget (the clock is not the point here: the verdict
 is), and prints one line per file: the verdict (AC expected: a false RJ

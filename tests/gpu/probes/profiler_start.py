@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the speed run's profiler clock pays to start and stop the profiler, the first time in a process and after.
 
-The profiler clock (judge.timing.speedrun.SpeedRun._profiles) sends one profiled request per bench shape to each
+The profiler clock (judge.timing.measure.Measure.profile) sends one profiled request per bench shape to each
 worker, under the GPU lock: on the H200 it took 0.75-1.3 s of a softmax speed run's 3.7-5.5 s alone on the GPU
 (9edee07:tests/gpu/RESULTS.md, 2026-12-04c call 3), 10 requests. If CUPTI's first start in a process is most of that,
 one profiled request ahead of the lock (beside the tests, as the warm-up is) would take it off the lock.
