@@ -48,7 +48,7 @@ class Frame:
 
 @dataclass(frozen=True)
 class ErrorInfo:
-    """An exception in the worker, described as data (judge.untrusted.runner.classify)."""
+    """An exception in the worker, described as data (judge.untrusted.errors.classify)."""
 
     category: str  # compile, memory, runtime, rule or contract: the verdict it leads to (judge.rules)
     type: str

@@ -2,7 +2,7 @@
 figures (judge.shared.oom), the judge's own view of the device (judge.rules.gpu_full), the phase's IE in the
 judge's words, and the retry of every command that judges a file (judge.judging). The CPU cannot run out of
 device memory, so these are the decisions, on the replies the worker really sends for PyTorch's real messages
-(judge.untrusted.runner.classify, parsed by judge.replies); tests/gpu/calls/15-company.sh (part outside) fills a
+(judge.untrusted.errors.classify, parsed by judge.replies); tests/gpu/calls/15-company.sh (part outside) fills a
 real GPU during each phase."""
 
 import pytest
@@ -22,7 +22,7 @@ OWN = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capaci
 
 def _worker_error(message: str) -> replies.ErrorInfo:
     """What the judge reads of a worker's out-of-memory error: the worker's classification, parsed on arrival."""
-    from judge.untrusted.runner import classify
+    from judge.untrusted.errors import classify
 
     return replies.parse_error(classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py"))
 
@@ -31,7 +31,7 @@ def _speed_request(name: str, trusted: bool, message: str):
     """The speed run's request to a timed worker whose reply is that error: its BenchFailed, or None."""
     from judge.timing.contenders import Contender, request
     from judge.timing.findings import BenchFailed
-    from judge.untrusted.runner import classify
+    from judge.untrusted.errors import classify
 
     wire = {"type": "bench_result", "id": "0", "status": "error",
             "error": classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py")}

@@ -50,15 +50,15 @@ def test_no_cache_directory_no_lock(tmp_path, monkeypatch):
 
 
 def test_a_gpu_worker_computes_tritons_build_key_before_any_submission_and_the_interpreter_does_not(monkeypatch):
-    # judge.untrusted.runner.warm_compiler, called by every worker's and replay worker's prepare: the key Triton's
+    # judge.untrusted.worker_start.warm_compiler, called by every worker's and replay worker's prepare: the key Triton's
     # first compile computes (its sources and libtriton hashed, 0.7 s here), taken while a pooled worker waits.
     from triton.runtime import cache
 
-    from judge.untrusted import runner
+    from judge.untrusted import worker_start
 
     calls = []
     monkeypatch.setattr(cache, "triton_key", lambda: calls.append(1) or "key")
-    runner.warm_compiler(True)
+    worker_start.warm_compiler(True)
     assert calls == []
-    runner.warm_compiler(False)
+    worker_start.warm_compiler(False)
     assert calls == [1]

@@ -79,7 +79,7 @@ def test_an_out_of_memory_on_the_cpu_is_not_retried(monkeypatch):
 def test_a_jobs_own_gpu_out_of_memory_is_mle(error):
     """In the worker ([limits] gpu_memory_mb caps PyTorch's allocator there): MLE for that job alone."""
     from judge import rules
-    from judge.untrusted.runner import classify
+    from judge.untrusted.errors import classify
 
     err = classify(error, "/nowhere/submission.py")
     assert err["category"] == "memory"
@@ -112,7 +112,7 @@ def test_an_out_of_memory_within_the_workers_own_cap_is_the_judges_failure_not_t
     while the worker was inside its cap. That is IE (judged again by the next run), never MLE against the file,
     when the judge sees the device full itself; on the worker's word alone (forgeable) it stays MLE."""
     from judge import rules
-    from judge.untrusted.runner import classify
+    from judge.untrusted.errors import classify
 
     err = classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py")
     assert err["category"] == category
@@ -200,7 +200,7 @@ def test_a_cuda_error_of_a_full_device_carries_the_figures_the_judge_reads(messa
 def test_a_worker_says_capacity_for_a_cuda_error_only_where_it_saw_the_device_full(monkeypatch):
     from judge import rules
     from judge.shared import oom
-    from judge.untrusted.runner import classify
+    from judge.untrusted.errors import classify
 
     error = _accelerator_error("CUDA error: out of memory")
     monkeypatch.setattr(oom, "_figures", lambda: (100 << 20, 80 * GIB, 600 << 20))

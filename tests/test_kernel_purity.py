@@ -108,7 +108,7 @@ def retypes_pointer(x_ptr, n, BLOCK: tl.constexpr):
 def test_the_compile_check_takes_triton_and_refuses_python(tmp_path, monkeypatch):
     torch = pytest.importorskip("torch")
     from judge.untrusted.frontend import Checker
-    from judge.untrusted.replay import load_kernels
+    from judge.untrusted.kernel_namespace import load_kernels
 
     path = tmp_path / "k.py"
     path.write_text(GOOD)

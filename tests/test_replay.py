@@ -401,7 +401,8 @@ def test_the_compile_pass_stands_in_for_tensors_with_their_dtype_and_alignment(r
     # replay (judge.untrusted.replay.CompilePass) gives each tensor reference a stand-in with both, the
     # offset's bytes on an aligned base, as the replay's fresh allocations are. (Its compiles need a GPU: the
     # device calls count what the replays still compiled after it, replay_compiled_in_run.)
-    from judge.untrusted.replay import CompilePass, ReplayError, load_kernels
+    from judge.untrusted.kernel_namespace import load_kernels
+    from judge.untrusted.replay import CompilePass, ReplayError
 
     path, out = recorded
     record = encode(replies.parse_trace(out["entry"]["record"], []))[0]

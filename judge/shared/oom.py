@@ -10,7 +10,7 @@ the file.
 
 PyTorch's message says what the process held when the allocation failed ("Tried to allocate 512.00 MiB ...
 this process has 15.30 GiB memory in use. 32.00 GiB allowed"); this module reads it. The worker says it
-(judge.untrusted.runner.classify) and the judge reads a replay's message the same way: both are the
+(judge.untrusted.errors.classify) and the judge reads a replay's message the same way: both are the
 submission's side of the boundary, and a forged one would turn any failure into an IE, which PrairieLearn
 grades as "not graded, no attempt used" (a free look at the hidden tests). So the judge believes it only while
 it sees the device full itself (judge.rules.gpu_full); otherwise the error stays MLE (RJ in a replay).

@@ -54,7 +54,7 @@ def watch(path: str, source: str | None, namespace: dict) -> None:
                 _names[name] = namespace.get(name, _MISSING)
     if source is None:
         return
-    from judge.untrusted.replay import constant_values
+    from judge.untrusted.kernel_namespace import constant_values
 
     try:
         _expected.update(constant_values(path, source))

@@ -232,7 +232,7 @@ def main() -> int:
     os.environ.pop("TRITON_INTERPRET", None)
     from triton._C.libtriton import ir
 
-    from judge.untrusted.replay import load_kernels
+    from judge.untrusted.kernel_namespace import load_kernels
 
     ns, _, _ = load_kernels(sys.argv[1], interpret=False)
     target, backend = _target()

@@ -114,9 +114,9 @@ def main() -> int:
 
         # What every worker imports before it says "ready" and while it judges, so the children find it done.
         from judge.untrusted import (bench, calls, constants, determinism, guard, integrity,  # noqa: F401
-                                     outputs, own_ops, runner, trace)
+                                     outputs, own_ops, runner, trace, worker_start)
 
-        runner.warm_compiler(interpret == "1")
+        worker_start.warm_compiler(interpret == "1")
     except BaseException as exc:  # noqa: BLE001 - the judge starts its workers one by one instead
         _say({"failed": f"import: {type(exc).__name__}: {exc}"[:300]})
         return 2
