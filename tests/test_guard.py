@@ -50,7 +50,7 @@ DRIVER = textwrap.dedent("""
     os.environ["TRITON_INTERPRET"] = "1"
     sys.path.insert(0, sys.argv[2])
     import torch, triton, importlib.util
-    from judge.untrusted import guard
+    from judge.untrusted import guard, spawns
     guard.install(sys.argv[1], interpret=True)
     spec = importlib.util.spec_from_file_location("submission", sys.argv[1])
     sub = importlib.util.module_from_spec(spec); spec.loader.exec_module(sub)
@@ -62,9 +62,9 @@ DRIVER = textwrap.dedent("""
     with guard.watching() as w:
         sub.cheat(x, y)
     out["cheat"] = {"own": dict(w.own_launches), "ops": dict(w.ops)}
-    guard.take_events()
+    spawns.take_events()
     sub.spawn()
-    out["spawn"] = guard.take_events()
+    out["spawn"] = spawns.take_events()
     print(json.dumps(out))
 """)
 
@@ -87,7 +87,7 @@ RECORD_DRIVER = textwrap.dedent("""
     import json, os, sys
     sys.path.insert(0, sys.argv[2])
     import torch
-    from judge.untrusted import guard
+    from judge.untrusted import guard, watch_state
     guard.install(sys.argv[1], interpret=True)
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
@@ -113,7 +113,7 @@ RECORD_DRIVER = textwrap.dedent("""
         print(out[:3], table, file=open(os.devnull, "w"))
         return torch.cat([out, x.to(torch.float32)]).clone()
 
-    out = {"record_ok": guard._state.record_ok}
+    out = {"record_ok": watch_state._state.record_ok}
     for fn in (excluded, redispatched, per_element, left_off, wrapper_work):
         try:
             with guard.watching(verify=True) as w:
@@ -263,14 +263,14 @@ LIGHT_DRIVER = textwrap.dedent("""
     os.environ["TRITON_INTERPRET"] = "1"
     sys.path.insert(0, sys.argv[2])
     import torch
-    from judge.untrusted import determinism, guard
+    from judge.untrusted import determinism, guard, watch_state
     out = {}
     determinism.switch(torch, True)
     guard.install(sys.argv[1], interpret=True)
     x = torch.randn(100)
     with guard.watching(verify=True) as w:
         torch.add(x, 1)
-    out["before"] = {"ops": dict(w.ops), "record_ok": guard._state.record_ok,
+    out["before"] = {"ops": dict(w.ops), "record_ok": watch_state._state.record_ok,
                      "deterministic": torch.are_deterministic_algorithms_enabled(),
                      "fill": torch.utils.deterministic.fill_uninitialized_memory,
                      "fresh_is_nan": bool(torch.empty(8).isnan().all()),

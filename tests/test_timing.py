@@ -1633,7 +1633,7 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
 
 
 def test_forget_tuning_makes_the_autotuners_that_timed_their_configs_tune_again():
-    from judge.untrusted import guard
+    from judge.untrusted import launches
 
     class Tuner:  # the two parts of triton.runtime.autotuner.Autotuner the worker's guard uses
         def __init__(self):
@@ -1642,12 +1642,12 @@ def test_forget_tuning_makes_the_autotuners_that_timed_their_configs_tune_again(
         def _bench(self, *args, config=None):
             return 1.0
 
-    guard._wrap_bench(Tuner)
+    launches._wrap_bench(Tuner)
     timed, untimed = Tuner(), Tuner()
     timed._bench(config="a")
     timed.cache[("n", 4096)] = "config a"
     untimed.cache[("n", 8)] = "only config"  # never benchmarked: a single config, say
-    assert guard.forget_tuning() == 1
+    assert launches.forget_tuning() == 1
     assert timed.cache == {} and untimed.cache == {("n", 8): "only config"}
 
 

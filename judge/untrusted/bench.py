@@ -206,7 +206,7 @@ class BenchState:
 
     def run(self, msg: dict) -> dict:
         """Handle one bench request; returns the reply (without tensors)."""
-        from judge.untrusted import constants, guard, integrity, profiling
+        from judge.untrusted import constants, guard, integrity, launches, profiling, spawns
 
         torch = self.torch
         wall0 = time.perf_counter()
@@ -221,7 +221,7 @@ class BenchState:
         keep = bool(msg.get("keep"))
         self.prepare = bool(msg.get("prepare"))
         if msg.get("retune"):
-            guard.forget_tuning()  # the watched call below tunes again, on the GPU the judge now holds alone
+            launches.forget_tuning()  # the watched call below tunes again, on the GPU the judge now holds alone
         self.tracing = bool(msg.get("trace")) and not profile  # (kept only with the outputs, below)
         cuda = self.worker.device.startswith("cuda")
         mode = "events" if cuda else "cpu"
@@ -271,7 +271,7 @@ class BenchState:
                 merged = Counter(evidence.get("torch_ops") or {})
                 merged.update(self.timed_ops)
                 evidence["torch_ops"] = dict(merged)
-            evidence["started"] = guard.take_events()
+            evidence["started"] = spawns.take_events()
             evidence["tampered"] = integrity.changed(baseline) + constants.take() + streams.take()
             if not profile:
                 self.kept[shape] = kept if keep else {}
@@ -280,7 +280,7 @@ class BenchState:
                 mode = result.pop("mode")
             reply.update(mode=mode, per_sample=per_sample, out_bytes=self.out_bytes, **(result or {}),
                          checkable=sorted(self.kept.get(shape, {})) if not profile else [],
-                         evidence=evidence, kernels=guard.kernels(ids), compile=guard.compile_stats())
+                         evidence=evidence, kernels=launches.kernels(ids), compile=launches.compile_stats())
         finally:
             if prof is not None:
                 recs, why_not = profiling.stop(prof)

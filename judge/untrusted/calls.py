@@ -107,7 +107,7 @@ class Compile(Direct):
         compiled copy of the file's kernels (JITFunction.run never sees it) and computes its own operators,
         so those count as the call's launches and operators, and an output the lowered graph took from a
         kernel of the file as written by it."""
-        from judge.untrusted.guard import ALLOWED_OPS
+        from judge.untrusted.operators import ALLOWED_OPS
 
         evidence.update(self.evidence)
         lowered = self.evidence.get("lowered") or []

@@ -199,7 +199,7 @@ class Worker:
         wait. Diagnostics only: nothing is decided on them."""
         import threading
 
-        from judge.untrusted import calls, constants, guard, integrity, own_ops, streams
+        from judge.untrusted import calls, constants, guard, integrity, launches, own_ops, spawns, streams
 
         torch = self.torch
         cuda = self.device.startswith("cuda")
@@ -257,8 +257,8 @@ class Worker:
         evidence["threads_left"] = _new_threads(threads_before, self.path)
         evidence["tampered"] = (integrity.changed(self.baseline) + integrity.rewired(self.kernels, self.source, self.path)
                                 + constants.take() + own_ops.take_libraries() + streams.take())
-        evidence["started"] = guard.take_events()
-        evidence["compile"] = guard.compile_stats()
+        evidence["started"] = spawns.take_events()
+        evidence["compile"] = launches.compile_stats()
         for out in outputs:
             if out.get("ptr_range"):
                 lo, hi = out.pop("ptr_range")
@@ -459,7 +459,7 @@ def main() -> int:
     import torch
     import triton
 
-    from judge.untrusted import constants, guard, integrity, streams
+    from judge.untrusted import constants, guard, integrity, spawns, streams, watch_state
 
     # Up to here nothing of any submission has run: a failure before this message is the judge's
     # environment's. A pooled worker waits here, for as long as it takes, for its one submission.
@@ -479,7 +479,7 @@ def main() -> int:
     worker = Worker(reader, proto_out, setup)
     from judge.untrusted import own_ops
 
-    objects = {"worker": worker, "reader": reader, "guard state": guard._state, "own ops": own_ops._state}
+    objects = {"worker": worker, "reader": reader, "guard state": watch_state._state, "own ops": own_ops._state}
     # Taken before the submission is imported, and compared after it.
     worker.baseline = integrity.snapshot(objects)
     constants.take_language()
@@ -493,7 +493,7 @@ def main() -> int:
         tampered = (integrity.changed(worker.baseline) + integrity.rewired(worker.kernels, worker.source, worker.path)
                     + streams.take())
         libraries = own_ops.take_libraries()
-        started = guard.take_events()
+        started = spawns.take_events()
         if libraries:
             err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
                    "message": "loading the submission (its import and register()) opened " + ", ".join(libraries)}
