@@ -967,7 +967,7 @@ def test_late_work_on_another_stream_is_counted_per_sample_then_divided():
 
 
 def test_a_sample_is_redone_with_a_doubled_hold_until_it_was_queued():
-    from judge.untrusted.bench import Attempt, held_sample
+    from judge.untrusted.samples import Attempt, held_sample
 
     script = iter([False, False, True])
     tried = []
@@ -986,7 +986,7 @@ def test_a_sample_is_redone_with_a_doubled_hold_until_it_was_queued():
 
 
 def test_the_next_hold_follows_what_the_host_needed():
-    from judge.untrusted.bench import HOLD_MARGIN, HOLD_PAD, MIN_HOLD, next_hold
+    from judge.untrusted.samples import HOLD_MARGIN, HOLD_PAD, MIN_HOLD, next_hold
 
     assert next_hold(4e-3, [1e-3, 1.2e-3], retried=True) == 4e-3  # a doubled hold is kept
     assert next_hold(4e-3, [1e-3, 1.2e-3], retried=False) == pytest.approx(max(HOLD_MARGIN * 1.2e-3 + HOLD_PAD, 2e-3))
@@ -1041,7 +1041,7 @@ def _fake_cuda_state(fn):
 
 
 def test_invalid_samples_are_retried_and_accounted_through_a_fake_gpu():
-    from judge.untrusted.bench import MAX_HOLD, MAX_RETRIES, MIN_HOLD, OVERHEAD_SAMPLES
+    from judge.untrusted.samples import MAX_HOLD, MAX_RETRIES, MIN_HOLD, OVERHEAD_SAMPLES
 
     p = find_problem("93")
     specs = p.golden.bench_args({"n": 64, "dtype": "float32"})
@@ -1339,7 +1339,7 @@ def test_graph_plan_times_submission_and_reference_the_same_way():
 def test_a_replayed_sample_keeps_copies_of_its_outputs():
     import torch
 
-    from judge.untrusted.bench import _copied
+    from judge.untrusted.samples import _copied
 
     a, b = torch.ones(3), torch.zeros(2)
     got = _copied((a, [b]))

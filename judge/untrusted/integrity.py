@@ -107,7 +107,8 @@ WHOLE = [
     "judge.untrusted.own_ops", "judge.untrusted.own_ops._State", "judge.untrusted.calls", "judge.untrusted.compiled",
     "judge.untrusted.streams", "judge.untrusted.streams._State", "judge.untrusted.streams.judges",
     "judge.untrusted.lockdown", "judge.untrusted.addresses", "torch.cuda.graphs.CUDAGraph",
-    "judge.untrusted.bench", "judge.untrusted.bench.BenchState", "judge.untrusted.profiling",
+    "judge.untrusted.bench", "judge.untrusted.bench.BenchState", "judge.untrusted.samples",
+    "judge.untrusted.samples.Sampling", "judge.untrusted.profiling",
     # The second clock (judge.untrusted.profiling): the profiler, its ranges and its records.
     "torch.profiler", "torch.profiler.profiler", "torch.autograd.profiler", "torch.autograd.profiler.profile",
     "torch.autograd.profiler_util", "torch._C._profiler", "torch._C._autograd", "torch._C._autograd._KinetoEvent",
