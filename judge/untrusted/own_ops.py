@@ -30,7 +30,7 @@ import sys
 class _State:
     namespace = ""  # the namespace the judge gave the submission ("" for other problems: nothing changes)
     submission = ""  # the submission's path
-    real_redispatch = None  # OpOverload.redispatch as PyTorch defines it (set by judge.untrusted.guard)
+    real_redispatch = None  # OpOverload.redispatch as PyTorch defines it (set by judge.untrusted.operators)
 
 
 _state = _State()  # the worker compares its attributes after every call (judge.untrusted.integrity)

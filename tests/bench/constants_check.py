@@ -45,7 +45,7 @@ def main() -> None:
         short = (time.perf_counter() - t) / args.calls
         found = constants.take()
         # A launch in the interpreter: two full checks (before it, after a callable grid) and one without the
-        # language (after it). On a GPU (judge.untrusted.guard._wrap_compile) only a launch that compiles pays,
+        # language (after it). On a GPU (judge.untrusted.launches._wrap_compile) only a launch that compiles pays,
         # two full checks (before and after the compile); "from the cache" is what every launch paid before
         # 2026-12-04 (three without the language).
         print(f"{ref}: {len(constants._expected)} constants, {len(constants._kernels)} kernels, "

@@ -2,7 +2,7 @@
 tests/gpu/probes/judge_without_scan.py). On a GPU Triton reads a kernel's language once, when it compiles;
 this file swaps tl.store for a do-nothing builtin just around its first launch (the one that compiles) and
 puts it back before returning, so the cached kernel stores nothing while the language looks untouched after
-every call. The worker compares Triton's language where a kernel compiles (guard._wrap_compile): RJ."""
+every call. The worker compares Triton's language where a kernel compiles (launches._wrap_compile): RJ."""
 # expect-gpu: triton.language.store (Triton's language
 import torch
 import triton
