@@ -8,7 +8,6 @@ from __future__ import annotations
 from judge.untrusted import own_ops
 from judge.untrusted.watch_state import _state
 
-
 # Operators a wrapper may use around its kernels: they allocate, describe or
 # move data but compute nothing from it. (detach_: torch.tensor ends with it, and inside an operator of the
 # file's own, run below autograd (judge.untrusted.own_ops), the watch sees it; it changes autograd's metadata

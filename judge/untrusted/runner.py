@@ -23,7 +23,6 @@ from judge.untrusted.errors import GPU_ALLOWED, classify, text_of
 from judge.untrusted.outputs import describe_outputs, kind_of
 from judge.untrusted.worker_start import take_protocol_fds, warm_compiler
 
-
 # --------------------------------------------------------------------------- loading
 
 
