@@ -6,9 +6,10 @@ mounts and limits, and speaks the same protocol (judge.shared.wire). It never
 imports the submission. It reads the file's source and compiles, from it,
 only the top-level ``@triton.jit`` functions, ``@triton.constexpr_function``
 helpers and constants (judge.shared.kernel_source; defined by
-judge.untrusted.kernel_namespace), in a namespace that holds nothing but ``triton``, ``triton.language``, ``math`` and a few harmless
-built-ins: in the interpreter a kernel body is Python, and this namespace is
-all it can reach by name.
+judge.untrusted.kernel_namespace), in a namespace that holds nothing but
+``triton``, ``triton.language``, ``math`` and a few harmless built-ins: in
+the interpreter a kernel body is Python, and this namespace is all it can
+reach by name.
 
 For each request it allocates fresh memory: the inputs hold the values the
 judge sent (drawn from a new secret seed), memory from outside the call holds
