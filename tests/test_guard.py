@@ -196,6 +196,42 @@ def test_integrity_sees_a_function_replaced_at_its_own_address():
     assert len(got["replaced"]) >= 10 and set(got["replaced"]) <= set(got["reported"]), got
 
 
+# The watch, the worker's errors and its timing live in several modules: each is held whole, as the one module
+# they came from was, and so is each module's binding of the watch's shared state. Run in a process of its own
+# (it rebinds the judge's own functions).
+SPLIT_MODULES_HELD = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, sys.argv[1])
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch, triton
+    from judge.untrusted import (errors, guard, integrity, launches, op_record, operators, samples, spawns,
+                                 watch_state, worker_start)
+    guard.install("", interpret=True)
+    before = integrity.snapshot({"guard state": watch_state._state})
+    Function = type(lambda: 0)
+    replaced = []
+    for space in (launches, operators, op_record, spawns, watch_state, errors, worker_start, samples,
+                  samples.Sampling):
+        label = space.__name__ if isinstance(space, type(sys)) else f"{space.__module__}.{space.__qualname__}"
+        for name in [n for n, v in vars(space).items() if type(v) is Function and not n.startswith("__")]:
+            setattr(space, name, lambda *a, **k: None)
+            replaced.append(f"{label}.{name}")
+    for space in (guard, launches, operators, op_record, spawns):
+        space._state = object()
+        replaced.append(f"{space.__name__}._state")
+    print(json.dumps({"replaced": replaced, "reported": integrity.changed(before)}))
+""")
+
+
+def test_integrity_holds_every_module_the_watch_and_the_timing_are_split_into():
+    r = subprocess.run([sys.executable, "-c", SPLIT_MODULES_HELD, str(ROOT)], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    assert len(got["replaced"]) >= 60, got
+    assert sorted(set(got["replaced"]) - set(got["reported"])) == [], got
+
+
 # changed() compares without a fresh snapshot (the same object: nothing computed); its oracle here is the
 # straightforward way, a fresh snapshot held against the old one name by name. Each mutation in a process of
 # its own (they rebind torch's and the judge's own objects).
