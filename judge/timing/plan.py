@@ -45,7 +45,7 @@ class Planner:
         """Every worker's warm-up on shape s: one untimed call under the full watch (it compiles, autotunes, and
         its evidence goes through the rulebook) and two timed samples. (Each contender's pace, the submission's
         output bytes.) ``retune``: each worker first forgets the configs its autotuners chose (they were timed
-        beside other work, by the warm-up ahead of the lock: judge.untrusted.guard.forget_tuning), so that the
+        beside other work, by the warm-up ahead of the lock: judge.untrusted.launches.forget_tuning), so that the
         call tunes them again on the GPU held alone; the compiled kernels stay. ``keep``: the submission's
         worker holds its samples' outputs and records, to be checked (judge.timing.verify.Verifier.check_ahead)."""
         specs = self.problem.golden.bench_args(dict(params))
