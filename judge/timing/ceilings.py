@@ -1,13 +1,14 @@
 """The GPU's measured ceilings: copy bandwidth and dense matmul rates.
 
-Datasheet numbers are leads, not facts (an H200's copy reaches ~4.3 TB/s of
-the 4.8 on paper), so the roofline and the physical floor use rates measured
-on this GPU: a device-to-device copy of a 1 GiB buffer (bytes read plus bytes
-written), and torch.matmul (cuBLAS) on random 8192^3 fp16/bf16 operands and
-4096^3 float32 operands, with TF32 on (what tl.dot does with float32 by
-default) and off. They are measured once per GPU model, driver and torch
-version and cached as JSON under ~/.cache/triton-judge/ (JUDGE_CACHE_DIR
-overrides); the judge measures them under the GPU lock, in its own process.
+Datasheet numbers are leads, not facts (a copy reaches well under the paper
+bandwidth: docs/measurements, clock calibration), so the roofline and the
+physical floor use rates measured on this GPU: a device-to-device copy of a
+1 GiB buffer (bytes read plus bytes written), and torch.matmul (cuBLAS) on
+random 8192^3 fp16/bf16 operands and 4096^3 float32 operands, with TF32 on
+(what tl.dot does with float32 by default) and off. They are measured once per
+GPU model, driver and torch version and cached as JSON under
+~/.cache/triton-judge/ (JUDGE_CACHE_DIR overrides); the judge measures them
+under the GPU lock, in its own process.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _median_seconds(fn, reps: int) -> float:
 
 
 def measure(gpu: int) -> dict:
-    """Measure every ceiling now (about 2 s on an H200)."""
+    """Measure every ceiling now (seconds of GPU work: the result is cached per GPU model)."""
     import torch
 
     dev = torch.device("cuda", gpu)

@@ -57,9 +57,8 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
       event is queued, and launch and sync latency: under 0.3 ms in practice),
       so an ``elapsed_time`` that reports a fraction of the truth shows up.
       This one is a suspicion, not a finding: a host whose cores are all busy
-      (a batch judging beside the speed run) wakes from the sync late, and on
-      the H200 a loaded host put 1.55 ms of host time around 0.19 ms of GPU
-      work (tests/gpu/logs/2026-12-01c/call2/bench.txt). The speed run asks
+      (a batch judging beside the speed run) wakes from the sync late, by
+      several times the GPU's work (docs/measurements: clock calibration). The speed run asks
       for it alone (``host_gap``) and settles it after timing, against the
       reference's host clock and the profiler's (judge.timing.result).
     """

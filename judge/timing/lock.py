@@ -17,10 +17,9 @@ its case limit), not for a stream of new ones.
 A third file queues speed runs behind one another: a speed run takes it shared while it waits for the
 GPU, and a case starts only when it can take it exclusively for an instant (no speed run waits). So when
 one speed run ends and another is waiting, the second one starts at once, instead of after a batch of
-cases that slipped in between the two and had to drain first: with 12 softmax jobs on the H200, a speed
-run waited 3.0 s (median) for the cases in flight (tests/gpu/RESULTS.md, 2026-12-05 fourth session, call 3).
-With the queue and the replays' compile pass (judge.replay.Replayer.precompile), a roster's waits summed
-56.5 s against 75.2 s before, side by side on an H100 (2026-12-05 fifth session).
+cases that slipped in between the two and had to drain first: seconds a speed run with a dozen judges on
+one GPU. The queue and the replays' compile pass (judge.replay.Replayer.precompile) cut a roster's lock waits
+by a quarter (docs/measurements: the speed run's schedule).
 
 The kernel releases the locks when the process exits, however it exits, so a
 crashed judge never leaves a GPU locked. Within the process that holds a GPU

@@ -70,8 +70,8 @@ class Measure:
     def time(self, c: Contender, s: int, plan: dict) -> tuple[list[float], dict]:
         # Every contender keeps its outputs until the next request, not only the
         # submission (whose outputs the judge may check): a worker that frees them
-        # writes each sample's outputs into the memory of the last one, and on the
-        # H200 that alone moved a 2 us call by 5-8% against an identical copy.
+        # writes each sample's outputs into the memory of the last one, which alone
+        # moves a microsecond call by several percent (docs/measurements: clock calibration).
         seed = secrets.randbits(62)
         msg = {"type": "bench", "id": f"{s}", "shape": s, "args": plan["specs"], "samples": plan["calls"],
                "per_sample": plan["per_sample"], "seed": seed, "sets": plan["sets"],
@@ -182,8 +182,8 @@ def _late(reply: replies.BenchResult) -> list[bool]:
     Decided for the request as a whole, by the median sample: the device-wide
     end also carries the host's latency to see the sync return, and one sample
     in a few has a host hiccup (a page fault, the scheduler) far above the
-    usual gap. Judged sample by sample, those hiccups were counted as work (on
-    the H200, a 3 us RMSNorm's rounds spread by +-12%). Work a submission
+    usual gap. Judged sample by sample, those hiccups count as work (a
+    microsecond call's rounds then spread by a tenth: docs/measurements, clock calibration). Work a submission
     leaves behind in most of its samples moves the median; work left in a few
     cannot move the median time either.
     """

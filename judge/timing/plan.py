@@ -139,8 +139,8 @@ class Planner:
 
         A launch-bound call (K > 1) is timed by replaying a graph of the
         sample's calls: launched from a stream, the GPU's gap between
-        back-to-back kernels differed by up to 5.5% between identical processes
-        on the H200, replayed from a graph by 0.3-0.7% (tests/bench/launch_gaps.py).
+        back-to-back kernels differs by several percent between identical
+        processes, replayed from a graph by under one (docs/measurements: clock calibration).
         The submission and the reference are timed the same way: if either
         cannot be captured, both are timed from the stream (a note says why).
         The PyTorch baseline goes its own way (it earns no points).

@@ -111,17 +111,15 @@ class SpeedRun:
         self._stopping = threading.Event()
         # Set once run() waits for the warm-up ahead: the checks and replays ahead not yet begun are skipped
         # (Verifier.ahead_skipped). Their purpose was to get work done beside the tests; once the tests are
-        # over and the run waits for them, they are the run's wait instead: vector add's reference on the H200
-        # waited 5.3 s for its checks and replays ahead of shapes 2-4 (tests/gpu/RESULTS.md, 2026-12-05 sixth
-        # session). Skipped, the timed calls are checked and replayed after the rounds as always, and a replay
+        # over and the run waits for them, they are the run's wait instead (docs/measurements: the speed run's
+        # schedule). Skipped, the timed calls are checked and replayed after the rounds as always, and a replay
         # compiles what it lacks in its compile pass (judge.replay.Replayer.precompile).
         self._ahead_cut = threading.Event()
         # ``replay``: the replay check of the timed calls whose outputs are checked (judge.replay), a second
         # sandboxed process that never imports the submission. ``replay_workers``: how many, each replaying
         # one checked call at a time (judge.options.replay_workers: three for a lone submit on a GPU host of
-        # 12 cores or more, else two). With one, the timed calls' replays after the rounds ran one after
-        # another while the report waited: softmax's reference on the H200 spent 2.0 s there (0.75, 0.29,
-        # 0.73 and 0.06 s), flash-backward's 3.9-4.0 s (tests/gpu/RESULTS.md, 2026-12-05 sixth session, call 1).
+        # 12 cores or more, else two). With one, the timed calls' replays after the rounds run one after
+        # another while the report waits, seconds of it (docs/measurements: the speed run's schedule).
         self.workers = Workers(problem, self.submission, device=device, interpret=interpret, gpu=self.gpu,
                                backend=backend, limits=limits, scratch=scratch, torch_baseline=config.torch_baseline,
                                replay=replay, replay_workers=max(1, int(replay_workers)), compute=self._compute,
@@ -156,9 +154,9 @@ class SpeedRun:
         its own, while the session's later test groups run; return at once.
 
         A warm-up call compiles the kernels of the bench shapes, autotunes and runs under the full watch: work a
-        correctness case does, not timed work. Done here it overlaps the tests (on a GPU after a warm kernel
-        cache, 1.6 s of softmax's speed run alone, 4-5 s of it beside other judges' cases; tests/gpu/RESULTS.md,
-        2026-12-03) and no longer holds the GPU to itself: each warm-up request takes the GPU shared, as a
+        correctness case does, not timed work. Done here it overlaps the tests (seconds of a speed run even
+        after a warm kernel cache, more beside other judges' cases: docs/measurements, the speed run's schedule)
+        and no longer holds the GPU to itself: each warm-up request takes the GPU shared, as a
         case does (``shared``: a context manager factory taking ``cancel``, an event that ends its wait, as
         judge.timing.lock.gpu_shared does: discard() sets it). run() waits for it before it takes the lock,
         then warms each shape up again (judge.timing.plan.Planner.plan), now without compiles: the
@@ -225,9 +223,8 @@ class SpeedRun:
         """After the warm-up ahead (and its checks), every worker lets go of what it holds for timing: the
         shapes' input sets, the flush buffer, the warm-up calls' outputs (bench_trim; the run's own warm-up
         under the lock allocates them again). Its compiled kernels stay. A warmed-up run may wait minutes for
-        the lock behind other judges' speed runs: with 12 softmax jobs on the H200, the waiting ones' workers
-        held a bench set each while the GPU ran out of memory (tests/gpu/RESULTS.md, 2026-12-05 second
-        session, call 2)."""
+        the lock behind other judges' speed runs, and a dozen waiting judges' workers each holding a bench set
+        can fill the GPU they share."""
         for c in self.workers.contenders:
             if self._stopping.is_set():
                 return
@@ -375,15 +372,15 @@ class SpeedRun:
 
         The rounds leave every worker holding gigabytes: input sets, a flush buffer, and in the submission's
         worker the outputs of every call of its last request per shape (its share of TIMED_KEEP_BYTES). Checked outside
-        the lock, beside other judges' cases and the next judge's rounds, that much per speed run filled the
-        H200 at 12 softmax submissions at once (tests/gpu/RESULTS.md, 2026-12-05 call 2: five accepted files
-        IE, MLE or RJ from CUDA out-of-memory errors). So the calls to check are drawn here (after the last timed
+        the lock, beside other judges' cases and the next judge's rounds, that much per speed run fills a
+        GPU shared by a dozen softmax judges (accepted files then get IE, MLE or RJ from CUDA out-of-memory
+        errors: docs/measurements, grading throughput). So the calls to check are drawn here (after the last timed
         request, as before: nothing it timed could know), their outputs and records are fetched now, the trusted
         workers are asked to exit (the profiler clock, their last use, is over), and only then does the
         submission's worker let go of everything it held, the drawn calls' outputs included. Fetched first: a
         worker told to keep some calls and drop the rest learns which are checked while its own code can still
         run (a finalizer on each output runs when it is dropped), and repaired the kept ones from copied inputs
-        before they were read (a red-team helper, 2026-12-05, in the interpreter: wrong timed calls passed)."""
+        before they were read (a red-team file did, in the interpreter: wrong timed calls passed)."""
         from judge.channel import request_exits
 
         t0 = time.monotonic()

@@ -75,12 +75,11 @@ class Verifier:
         seed; its outputs, then its replay, queued), as a timed call's is checked after the rounds
         (:meth:`check`, :meth:`replay`: the same rules), with the GPU taken shared.
 
-        Its purpose is the replay worker's compiles: the replays after timing run the bench shapes' kernels,
-        which the replay worker, compiling from the file's source into a cache of its own, had not compiled
-        (the tests' shapes are other specializations). Cold, they made most of the checks after the rounds:
-        16.4 s of 98's speed run, 7.7 s of 97's, 3.9 s of 94's on the H200 (tests/gpu/RESULTS.md, 2026-12-04
-        call 2). Here they run beside the session's later test groups, and the warm-up call is checked
-        besides. A finding is the speed run's, raised by run()."""
+        Its purpose is the replay worker's compiles: the replays after timing run the bench shapes' kernels, which the
+        replay worker, compiling from the file's source into a cache of its own, had not compiled (the tests' shapes
+        are other specializations). Cold, they make most of the checks after the rounds (docs/measurements: the speed
+        run's schedule, the checks ahead). Here they run beside the session's later test groups, and the warm-up call
+        is checked besides. A finding is the speed run's, raised by run()."""
         if held is None:
             return
         specs = self.problem.golden.bench_args(dict(params))
