@@ -99,12 +99,12 @@ class BenchState(Sampling):
         """Small input sets move to new addresses for every timed request.
 
         A call of a few microseconds is sensitive to where its data lives (which
-        memory channels and L2 slices, which pages): on the H200 one process's
-        placement ran a 4 us matmul 5% faster than an identical process's, for
-        the whole run. New addresses per request, behind a pad of a size drawn
-        from the request's seed, turn that into noise that the rounds average
-        out. Large sets span every channel anyway and are kept (moving them
-        costs real time).
+        memory channels and L2 slices, which pages): one process's placement can
+        run a microsecond matmul several percent faster than an identical
+        process's, for the whole run (docs/measurements: clock calibration). New
+        addresses per request, behind a pad of a size drawn from the request's
+        seed, turn that into noise that the rounds average out. Large sets span
+        every channel anyway and are kept (moving them costs real time).
         """
         torch = self.torch
         if bench_inputs.nbytes(specs) * max(1, len(self.sets.get(shape, []))) > SMALL_SETS:

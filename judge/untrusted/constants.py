@@ -21,7 +21,7 @@ _MISSING = object()
 _expected: dict = {}  # constant name -> the value the source gives it (as the replay binds it)
 _kernels: dict = {}  # kernel name -> the @triton.jit function the import bound to it
 # kernel name -> the objects from the module's value down to that function (an autotuner's .fn, ...): the
-# check's fast path, about 1 us a name against 5 for unwrapping again (it runs three times a launch).
+# check's fast path, several times cheaper than unwrapping again (it runs three times a launch).
 _chains: dict = {}
 _found: dict = {}  # name -> the first difference found for it since the last take()
 
@@ -161,7 +161,7 @@ def check(fn, kernel: str, when: str, language: bool = True) -> None:
 # The names through which the interpreter's rewrite of a kernel calls back into it (every assignment
 # becomes interpreter_semantic.to_tensor(...), a chained comparison _InterpreterComparison(...)). It puts
 # its own objects under them in the kernel's globals only where the file has not: a file that defines
-# one runs its own code inside its kernel, in the worker alone (red team of 2026-12-03: a mask made
+# one runs its own code inside its kernel, in the worker alone (a red-team file: a mask made
 # all-false there, the replay honest). Where a kernel's globals hold one, it must be the interpreter's.
 INTERPRETER_NAMES = ("interpreter_semantic", "_InterpreterComparison", "interpreter_builder")
 _interpreter: dict | None = None
@@ -190,11 +190,11 @@ def _interpreter_names() -> dict:
 # What a kernel's body calls by attribute (tl.store, tl.load, x + y through the tensor class): Triton's
 # language as it was before the submission's import. The integrity check compares it after the import and
 # after each call, which a file that swaps tl.store for a no-op only around its launch, and puts it back
-# before returning, passes (red team of 2026-12-03, third pass); so it is compared at each launch too, by a
+# before returning, passes (a red-team file did); so it is compared at each launch too, by a
 # fingerprint (each namespace's values by identity, in order), entry by entry only when that differs.
 LANGUAGE = ("triton.language", "triton.language.core", "triton.language.math", "triton.language.standard",
             "triton.language.core.tensor", "triton.language.core.constexpr", "triton.language.core.dtype")
-# What a launch itself calls, held the same way (red team of 2026-12-04, each AC before: range swapped in
+# What a launch itself calls, held the same way (red-team files, each AC before: range swapped in
 # the built-ins under a kernel's loop, torch.Tensor.data_ptr swapped so that the interpreter gave the
 # kernel other memory, the interpreter's C store swapped): the built-ins, the tensor class, the
 # interpreter's module and its C module, its handle and builder classes. LAUNCH is what a GPU's launch

@@ -4,11 +4,11 @@ A correctness case runs with deterministic algorithms on and `fill_uninitialized
 submission allocates but never writes reads as NaN (an output element its kernel skipped cannot pass by
 luck); a timed call runs as a user would run it, with both off.
 
-`torch.use_deterministic_algorithms` imports `torch._inductor.config` to set Inductor's own flag, and with it
-most of Dynamo: 1.8 s on a 2-core CPU machine (`python -c "import torch; torch.use_deterministic_algorithms(
-True)"` 3.6 s against 1.8 s for `import torch`), paid by every worker at its start and by the speed run's
-first switch. Nothing here uses Inductor unless the problem compiles the submission with `torch.compile`
-(judge.untrusted.compiled); there Inductor's flag is set from this one when Inductor is imported (`sync`).
+`torch.use_deterministic_algorithms` imports `torch._inductor.config` to set Inductor's own flag, and with it most
+of Dynamo, which doubles what `import torch` costs (docs/measurements: worker starts), paid by every worker at its
+start and by the speed run's first switch. Nothing here uses Inductor unless the problem compiles the submission
+with `torch.compile` (judge.untrusted.compiled); there Inductor's flag is set from this one when Inductor is
+imported (`sync`).
 """
 
 from __future__ import annotations

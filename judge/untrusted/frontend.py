@@ -8,16 +8,16 @@ check that only looks at answers (a red team got AC on softmax so). The GPU
 path would refuse it at compile time; on a CPU the judge asks the same
 question of the same compiler: it lowers each launched kernel, with the
 launch's argument types and constants, from its AST to Triton IR for an sm_90
-target. That stage is Python and MLIR only (no ptxas, no driver): about 0.05 s
-per specialization.
+target. That stage is Python and MLIR only (no ptxas, no driver): tens of
+milliseconds per specialization.
 
-It cannot run in the replay worker itself: a process that imported Triton
-with TRITON_INTERPRET=1 holds Triton's own library (``tl.sum``'s combine
-function, ``tl.cdiv``...) as interpreted functions, which the compiler
-refuses. So the replay worker (judge.untrusted.replay) types each launch with
-Triton's own binder (``Specializer``) and asks a child process, started
-without the interpreter (``python -m judge.untrusted.frontend FILE``; it
-imports Triton alone, in about 0.1 s), which compiles the file's kernels from
+It cannot run in the replay worker itself: a process that imported Triton with
+TRITON_INTERPRET=1 holds Triton's own library (``tl.sum``'s combine function,
+``tl.cdiv``...) as interpreted functions, which the compiler refuses. So the
+replay worker (judge.untrusted.replay) types each launch with Triton's own
+binder (``Specializer``) and asks a child process, started without the
+interpreter (``python -m judge.untrusted.frontend FILE``; it imports Triton
+alone, in a fraction of a second), which compiles the file's kernels from
 their source, never importing the submission. One JSON line each way.
 """
 

@@ -158,8 +158,8 @@ def watching(verify: bool = False, inputs=None, device: str = "cpu"):
         @classmethod
         def _should_skip_dynamo(cls) -> bool:
             # PyTorch wraps a mode's __torch_dispatch__ in Dynamo's "disable", so that compiled code never
-            # traces into it; the wrapper imports Dynamo at the mode's first operator, 1.5 s of every
-            # worker's start on 2 cores. Where nothing has imported Dynamo (read as this class is made, once
+            # traces into it; the wrapper imports Dynamo at the mode's first operator, a second
+            # and more of every worker's start. Where nothing has imported Dynamo (read as this class is made, once
             # per watched call) nothing is compiling: no wrapper. Where the judge compiles the call
             # (judge.untrusted.compiled), the wrapper.
             return _state.compiling or "torch._dynamo" in sys.modules

@@ -261,8 +261,7 @@ def changed(before: dict) -> list[str]:
 
     What a fresh snapshot would show against ``before``, without making one: a name still bound to the very
     object ``before`` holds is unchanged, and only another object's identity is computed (_ident). After every
-    call of the submission, so it is kept cheap (2.2-2.6 ms a call when it was a fresh snapshot, on the 2-core
-    machine)."""
+    call of the submission, so it is kept cheap (docs/measurements: worker starts, the integrity check)."""
     import torch
 
     kept = before[_KEPT]
@@ -384,7 +383,7 @@ def _own_block(fn, source: str) -> list[str] | None:
 
 
 # (kernel, what Triton made of it, the text) -> the finding: what was made is compared once, not after
-# every call (81 ms a call for 98's five kernels in the interpreter). The objects are held in the value, so
+# every call (tens of milliseconds a call for 98's kernels in the interpreter). The objects are held in the value, so
 # an id in the key is never reused while its entry lives.
 _checked: dict = {}
 

@@ -46,8 +46,8 @@ def _hold_constants(kernel):
         # On a GPU a kernel's body, its constants, helpers and Triton's language are read once, when it
         # compiles (_wrap_compile); a launch from the cache runs the compiled binary, which reads none of
         # them (and Triton refuses a changed global itself), so it pays only for what the launch calls on
-        # its arguments (the tensor class: its data_ptr; a check at every launch of the rest cost 32 us of
-        # 98's reference on the H200's host: tests/gpu/RESULTS.md, 2026-12-04).
+        # its arguments (the tensor class: its data_ptr; a check at every launch of the rest costs tens of
+        # microseconds a launch: docs/measurements, worker starts).
         constants.check_launch(getattr(fn, "__name__", "?"), "at its launch")
         return None
     constants.check(fn, getattr(fn, "__name__", "?"), "at its launch")
@@ -62,7 +62,7 @@ def _own(kernel) -> bool:
 # A kernel of the file's is given its arguments as plain values. Triton's interpreter converts a number
 # inside the launch (NumPy calls its __int__) and a tensor-like object by its data_ptr(), after it has
 # put its own functions into Triton's language: a subclass of int whose __int__ did the sum on the host
-# with tl.load and tl.store and returned 0 as the kernel's n got AC (red team of 2026-12-04); so a number
+# with tl.load and tl.store and returned 0 as the kernel's n got AC (a red-team file); so a number
 # of a subclass, or an object that is a tensor by its methods alone, is refused (the launch goes on with
 # the plain number it holds: int.__int__ runs none of its code).
 _PLAIN = (int, float, bool, str, type(None))
@@ -130,7 +130,7 @@ def _plain_arguments(kernel, args, kwargs):
 # A callable grid is the file's code; Triton calls it inside the launch with the dictionary of the
 # arguments it then launches with (the interpreter, after putting its own functions into the language;
 # a GPU, after the compile). A grid that set meta["n"] = 0 there, and did the sum on the host with the
-# interpreter's tl.load and tl.store, got AC (red team of 2026-12-04): the launch record and the replay
+# interpreter's tl.load and tl.store, got AC (a red-team file): the launch record and the replay
 # kept the true n. So the worker calls the grid itself, before the launch, with a copy of the arguments
 # (as Triton names them, with the kernel's defaults), and launches with the grid it returned.
 _signatures: dict = {}

@@ -1,7 +1,7 @@
 """A litter: one process imports torch and Triton once, then forks a submission's workers from itself.
 
-A worker's start is mostly ``import torch`` (2.8 s alone on the H200's host, 5.7-6.2 s when a lone ``submit``'s
-twelve workers import it at once beside the judge: tests/gpu/RESULTS.md, 2026-12-05 sixth session). A forked
+A worker's start is mostly ``import torch`` (seconds, more when a lone ``submit``'s twelve workers import it at
+once beside the judge: docs/measurements, worker starts). A forked
 child shares its parent's imported modules page for page and starts at once; only its CUDA context is its own
 (the parent never touches CUDA, which does not survive a fork). judge.sandbox.litter, on the judge's side,
 starts this module in one sandbox for the workers of one submission: they share that sandbox, which holds the
@@ -134,7 +134,7 @@ def main() -> int:
         return 2
     # Not dumpable, so inherited by every child: a process of the sandbox can then neither read nor write
     # another's memory (/proc/PID/mem), file descriptors (/proc/PID/fd) or registers (ptrace), though they
-    # share a user. A red-team file of 2026-12-06 wrote through /proc/PID/mem into its parent and siblings (a
+    # share a user. A red-team file wrote through /proc/PID/mem into its parent and siblings (a
     # loop run in the parent, beyond the child's own cgroup). A child may make itself dumpable again: then
     # only itself is exposed, to its siblings, which run the same file.
     if not _not_dumpable():

@@ -367,8 +367,8 @@ class CompilePass(Replay):
     """Compile the recorded launches' kernels without running them (Triton's ``JITFunction.warmup``), so that
     the replay proper, which the judge runs with the GPU taken shared, finds them compiled. Its compiles are
     CPU work: done here, before the judge asks for the GPU, they no longer keep a speed run waiting (a replay
-    held the GPU shared through its compiles; with 12 softmax jobs on the H200 the replays of the speed runs'
-    warm-up calls took 1.8 s each (median; up to 7.4 s), tests/gpu/logs/2026-12-05d/call3).
+    holds the GPU shared through its compiles: seconds each, with a dozen judges on one GPU; docs/measurements,
+    the speed run's schedule).
 
     Each compiled kernel also gets its launcher and its module loaded (a copy of its code to the device; no
     kernel runs), the rest of what a first launch sets up. Nothing is allocated: a tensor is a stand-in with

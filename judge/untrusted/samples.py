@@ -248,10 +248,9 @@ class Sampling:
 
         Replayed, a graph runs the captured kernels back to back with no host in
         between. Launched from a stream, the same kernels leave the GPU's front
-        end a gap between them that depends on the process: on the H200 a 2 us
-        add measured 2.04-2.15 us per call across six identical processes
-        (5.5%), and 1.67-1.68 us (0.7%) replayed from a graph
-        (tests/bench/launch_gaps.py). The calls run once, watched like timed
+        end a gap between them that depends on the process: several percent
+        apart across identical processes, under one replayed from a graph
+        (docs/measurements: clock calibration). The calls run once, watched like timed
         calls, during the capture; what cannot be captured (a host sync, say)
         is timed from the stream instead, and the judge then times every
         contender of that shape from the stream.

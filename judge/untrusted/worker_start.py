@@ -17,11 +17,11 @@ def take_protocol_fds() -> tuple[int, int]:
 
 
 def warm_compiler(interpret: bool) -> None:
-    """On a GPU, what Triton's first compile in a process computes once, computed before any submission: the
-    key of its own build (triton.runtime.cache.triton_key hashes its compiler's sources and libtriton, 0.7 s on
-    this project's CPU machine). py-spy over a `submit 94` on the H200 found it at 6.7% of the workers' samples,
-    in each worker's first compile, after the submission had arrived (tests/gpu/RESULTS.md, 2026-12-05 call 2);
-    a pooled worker does it while it waits. Nothing in the interpreter, which compiles nothing."""
+    """On a GPU, what Triton's first compile in a process computes once, computed before any submission: the key of
+    its own build (triton.runtime.cache.triton_key hashes its compiler's sources and libtriton, most of a second).
+    Profiled, it is a visible share of a `submit`'s worker time, in each worker's first compile, after the
+    submission has arrived (docs/measurements: worker starts); a pooled worker does it while it waits. Nothing in
+    the interpreter, which compiles nothing."""
     if interpret:
         return
     try:
