@@ -91,9 +91,9 @@ def _attention(q, k, v, causal: bool, scale: float):
 
     Every timed call of a backward gets fresh q, k, v, so this runs before each
     one. The plain float32 path writes and reads the n x n scores several times:
-    18-42 ms at 98's n = 4096 bench shapes on the H200, against 0.9-1.8 ms for
-    the fused forward, which never writes them (tests/gpu/probes/attention_inputs.py);
-    it had made 98's timed rounds 12 s of host work around 0.4 s of timed calls. Which path runs
+    at 98's bench shapes some twenty times the fused forward's time, which never
+    writes them (docs/measurements: the speed run's schedule), and the timed rounds
+    would be mostly host work around the timed calls. Which path runs
     depends only on the device, the dtype and d, so the worker, the replay
     worker and the judge, given the same seed on the same machine, make the
     same values: a path that fails raises, it never falls back to the other.

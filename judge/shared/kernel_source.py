@@ -34,7 +34,7 @@ ALLOWED_MODULES = ("triton", "math")
 CONST_CALLS = frozenset({"int", "float", "bool", "abs", "min", "max", "round", "pow"})
 
 # The GPU architecture interpreted kernels are compiled for, to check that they would compile at all
-# (judge.untrusted.frontend): the H200's.
+# (judge.untrusted.frontend): Hopper's (sm_90), that of the GPUs the judge times on.
 COMPILE_ARCH = 90
 
 

@@ -3,9 +3,9 @@
 A worker's GPU memory is capped (judge.options.GPU_MEMORY_MB; a timed worker
 judge.gpu_budget.TIMED_EXTRA_BYTES more), and going over the cap is the submission's MLE. But several submissions
 share a GPU in ``judge grade`` and ``judge serve``, and a CUDA allocation can also fail because the *device*
-is full while the worker is well inside its cap: on the H200, 12 softmax submissions at once turned five
-accepted files into MLE, RJ (a replay that could not allocate) and IE (tests/gpu/RESULTS.md, 2026-12-05 call
-2). That is the judge's failure, not the student's: IE, judged again by the next run, never a verdict against
+is full while the worker is well inside its cap: a dozen softmax submissions judged at once on one GPU turn
+accepted files into MLE, RJ (a replay that could not allocate) and IE (docs/measurements: grading throughput).
+That is the judge's failure, not the student's: IE, judged again by the next run, never a verdict against
 the file.
 
 PyTorch's message says what the process held when the allocation failed ("Tried to allocate 512.00 MiB ...
@@ -77,10 +77,10 @@ def _cuda_trouble(message: str) -> bool:
 
 def with_device_view(message: str, allowed_bytes: int | None = None) -> str:
     """``message``, and where it is a CUDA error of a full device that PyTorch's allocator did not describe
-    (:func:`_cuda_trouble`), the figures :func:`device_full` reads, taken here (:func:`device_view`). On the
-    H100, 16 softmax jobs at once turned accepted files into MLE ("CUDA error: out of memory" while timed), RJ
-    (a replay's) and RTE ("CUDA-capable device(s) is/are busy or unavailable"): tests/gpu/RESULTS.md,
-    2026-12-06, ninth session. Said by the submission's side of the boundary: the judge believes it only while
+    (:func:`_cuda_trouble`), the figures :func:`device_full` reads, taken here (:func:`device_view`). With 16
+    softmax jobs on one GPU such errors turn accepted files into MLE ("CUDA error: out of memory" while timed),
+    RJ (a replay's) and RTE ("CUDA-capable device(s) is/are busy or unavailable"): docs/measurements, grading
+    throughput. Said by the submission's side of the boundary: the judge believes it only while
     it sees the device full itself, as for PyTorch's own message."""
     if device_full(message) or not _cuda_trouble(message):
         return message
@@ -122,9 +122,9 @@ def device_view(message: str, figures: tuple[int, int, int] | str | None, allowe
     if figures is None:
         return message  # CUDA never set up here: nothing seen
     if figures == UNASKED:
-        # No CUDA context to ask (it could not be made, or asking failed): on the H100, with 1 GiB of the
-        # device left to the judge, a replay worker's "CUDA error: out of memory" came without figures and was
-        # an RJ against the reference (tests/gpu/RESULTS.md, 2026-12-06, tenth session). The judge's own view
+        # No CUDA context to ask (it could not be made, or asking failed): with 1 GiB of the device left to
+        # the judge, a replay worker's "CUDA error: out of memory" comes without figures and would otherwise be
+        # an RJ against the reference. The judge's own view
         # of the device (judge.rules.gpu_full) then decides alone.
         return f"{message[:3000]} {UNSEEN}"
     free, total, held = figures
