@@ -68,7 +68,7 @@ def workers_per_job(slots: list) -> int | None:
     gpu_slots = [s for s in slots if s is not None]
     if len(gpu_slots) <= 1:
         # One job at a time (or none on a GPU): the host is its own, as for a lone submit, which picks from
-        # the cores and the device's memory (12 on the H200's host). It was min(8, cores // 2) here.
+        # the cores and the device's memory (judge.options.auto_workers).
         return None
     cores = os.cpu_count() or 1
     return max(1, min(8, cores // (2 * len(gpu_slots))))

@@ -103,11 +103,10 @@ def spawn_job(*, gpu: int | None = None, workers: int | None = None, pool: str |
 class Spares:
     """Job processes started ahead of their jobs, waiting for each GPU (None: the CPU).
 
-    A job's process spends its first seconds importing torch and the judge (2.8 s for torch alone on the
-    H200's host); a roster's jobs run one after another in each slot, so the local executor starts the next
-    job's process when a job starts (:meth:`refill`) and hands it the job that takes the slot after it
-    (:meth:`take`). A spare that gets no job is ended by :meth:`close`. Each spare is a fresh process that
-    serves one job only, as any job's process."""
+    A job's process spends its first seconds importing torch and the judge; a roster's jobs run one after another
+    in each slot, so the local executor starts the next job's process when a job starts (:meth:`refill`) and hands
+    it the job that takes the slot after it (:meth:`take`). A spare that gets no job is ended by :meth:`close`.
+    Each spare is a fresh process that serves one job only, as any job's process."""
 
     def __init__(self, *, workers: int | None = None, pool: str | None = None, nice: int = 0):
         self.workers = workers

@@ -47,7 +47,7 @@ DEATHS = {
 # "capacity": out of GPU memory within the worker's own cap, the device filled by other work (judge.shared.oom):
 # the judge's failure, judged again by the next run, once the judge sees the device full itself (gpu_full);
 # else the worker's word alone, which a submission can forge (to probe the tests without spending an attempt, as
-# an IE is "not graded" on PrairieLearn: a red-team helper, 2026-12-05): MLE.
+# an IE is "not graded" on PrairieLearn: a red-team finding): MLE.
 ERRORS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE, "rule": Verdict.RJ,
           "contract": Verdict.WA, "capacity": Verdict.IE}
 
