@@ -9,8 +9,7 @@ import os
 __version__ = "0.1.0"
 
 # Hypothesis loads every plugin the machine has installed (its "hypothesis" entry points) when it is first
-# imported: the judge's property tests must not depend on them, and one is costly (trio's, there wherever
-# Selenium is, registers its random: `import judge.groups` took 0.19-0.26 s with it and 0.05-0.13 s without, on
-# the 2-core machine). Its presence, whatever its value, turns them off; set before any judge module imports
-# Hypothesis.
+# imported: the judge's property tests must not depend on them, and one is costly (trio's, there wherever Selenium
+# is, registers its random, which makes `import judge.groups` several times slower). Its presence, whatever its
+# value, turns them off; set before any judge module imports Hypothesis.
 os.environ.setdefault("HYPOTHESIS_NO_PLUGINS", "1")

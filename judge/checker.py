@@ -128,9 +128,9 @@ def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tenso
     only the hints read from the pattern of wrong elements can answer.
 
     On the GPU the comparison's float64 copies are the judge's memory on a device that other jobs share: where
-    it has no room for them, the same comparison runs on the CPU (as judge.expected does for the answers). On
-    the H100, 16 softmax jobs at once ended jobs in an internal error here ("Tried to allocate 512.00 MiB"), or
-    in Hypothesis's "unreliable results" when the next try found room (tests/gpu/RESULTS.md, 2026-12-06).
+    it has no room for them, the same comparison runs on the CPU (as judge.expected does for the answers). Else
+    a crowded GPU ends jobs in an internal error here ("Tried to allocate 512.00 MiB"), or in Hypothesis's
+    "unreliable results" when the next try finds room.
     """
     args = (scope, check, dim_names, case, index)
     try:
@@ -145,7 +145,7 @@ def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tenso
 def _compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tensor, dtype: torch.dtype,
              scope: str, check: dict, dim_names, case: hints.Case | None, index: int) -> Mismatch | None:
     # Moved first, widened there: an output arrives on the CPU (from the wire) in its own dtype, and widened
-    # on the CPU a large fp16 one became 4x the bytes to move after 0.3-0.6 s of one core's work (16384 x
+    # on the CPU a large fp16 one becomes 4x the bytes to move after most of a second of one core's work (16384 x
     # 4096, softmax's first bench shape: the cores a GPU host's other jobs need); on the GPU both are free.
     # The values are the same either way (widening to float64 is exact).
     got64 = got.to(gold.device).to(torch.float64)

@@ -205,7 +205,7 @@ class Workers:
 
         A pooled worker caches its kernels in a directory of its own (judge.pool), so without this each of
         a submission's workers compiles every kernel variant its cases need, whichever worker compiled it
-        first (98's reference on the H200: 520 compiles by 8 workers, 397 s summed, 2026-12-04). The
+        first (98's reference: minutes of compiles summed; docs/measurements, the worker pool). The
         judge copies the new entries (plain files of a bounded size: judge.pool.copy_entries) into the
         other workers' directories and the content's; all of them are the same submission's, so no
         submission can plant a kernel another would load. How many entries it copied."""
@@ -237,9 +237,8 @@ class Workers:
         """Start them all; wait only for the first (an Outcome when it could not load the submission).
 
         The first takes its worker before the others' threads do: from a pool, the one spawned first, the
-        likeliest to be ready. Every case waits for it; taken last, it was the pool's youngest, handed over
-        at 8.4 s when the other seven were up from 5.3 s (softmax's reference on the H200, tests/gpu/RESULTS.md,
-        2026-12-05 third session, call 2)."""
+        likeliest to be ready. Every case waits for it; taken last, it would be the pool's youngest,
+        handed over seconds after the others (docs/measurements: the worker pool, the head start)."""
         self.first.take()
         if len(self.all) > 1:
             self._pool = ThreadPoolExecutor(len(self.all), thread_name_prefix="judge-worker")
@@ -250,8 +249,8 @@ class Workers:
         """The first failure of a worker but the first to load the file (its import failed, crashed, ran out of
         time or memory), once their starts are over; None where each loaded it or could not start for a reason
         of its environment (IE, its lane dropped: the others carry on). A file that does not load in every
-        process it is given fails as it would in the first: a red-team file of 2026-12-06 exited at import in
-        whichever worker came first, which was AC where that was not the first worker."""
+        process it is given fails as it would in the first: a file that exits at import in whichever worker comes
+        first (a red-team file did) would be AC where that is not the first worker."""
         for future in self._starts:
             try:
                 outcome = future.result()
@@ -284,9 +283,9 @@ class Workers:
                 pass
         request_exits(ex.channel for ex in self.all if ex.channel is not None)
         # Each close waits for its worker's exit (a CUDA context taken down), hands its kernel cache's new
-        # entries to the content's and has the pool remove its directories: one after the other, 1.13 s for
-        # 12 workers before softmax's speed run could begin (its reference on the H200, tests/gpu/RESULTS.md,
-        # 2026-12-05 sixth session). They share nothing, so they close side by side.
+        # entries to the content's and has the pool remove its directories: one after the other, a second and
+        # more for 12 workers before the speed run can begin (docs/measurements: submit latency on a GPU).
+        # They share nothing, so they close side by side.
         live = [ex for ex in self.all if ex.channel is not None]
         if len(live) > 1:
             with ThreadPoolExecutor(len(live), thread_name_prefix="judge-worker-stop") as closing:

@@ -4,9 +4,8 @@ Each submission's kernels are kept in a directory of its content's own (judge.in
 ``<cache root>/kernels/<digest>``, and ``<digest>-replay`` for its replay worker), so that its workers, its
 speed run and a re-submission of the same bytes compile each variant once. Nothing removed them: every new
 file of a roster left its directory behind. On a GPU host judging a course (hundreds of students, six
-problems, each edit a new file; a flash-attention backward submission made about 500 compiles:
-tests/gpu/RESULTS.md, 2026-12-06, tenth session) they would fill its disk in time (not seen yet: no roster
-here ran long enough).
+problems, each edit a new file of hundreds of kernel variants: docs/measurements, the kernel cache)
+they would fill its disk in time.
 
 So the judge keeps them within ``JUDGE_KERNEL_CACHE_GB`` (default :data:`KEEP_GB`), dropping the
 directories used longest ago, never one used in the last :data:`IDLE_SECONDS` (a session that runs now
@@ -15,18 +14,18 @@ only compiles, if the same bytes come again. The judge does it at most every :da
 per cache root (a stamp file), in the background of a GPU session, one process at a time (a lock file);
 nothing here raises.
 
-A worker's cache is the one host directory it may write (each file capped by RLIMIT_FSIZE, their number
-not): a file could fill the host's disk, or its inodes, through it. So the judge measures it while the
-worker runs (:func:`too_much`, every WATCH_EVERY_SECONDS, judge.channel's watchdog) and kills a worker whose
-cache holds more than ``JUDGE_SUBMISSION_CACHE_GB`` (default :data:`SUBMISSION_MAX_GB`) or more than
-:data:`SUBMISSION_MAX_ITEMS` files and directories: OLE. 98's reference compiles
-about 550 variants of a few hundred KiB each (judge.pool.COPY_MAX_ENTRIES), far under it. A content's
-directories past it when its session ends are dropped then. A walk by name does not see everything: files
-removed while open (or made with O_TMPFILE) are counted from the worker's processes' open files and mappings
-(:func:`unnamed_bytes`), and a tree deeper than MAX_DEPTH, or a directory the judge cannot read, is itself
-the finding (a red-team helper of 2026-12-06 held 1.5 GB in removed files, and left 400 MB in a tree past the
-path limit, against a 50 MB limit, before these). Not seen while the worker lives: a file whose only holder is
-a Unix socket's queue (:func:`collect_socket_garbage` frees it once the worker has ended).
+A worker's cache is the one host directory it may write (each file capped by RLIMIT_FSIZE, their number not):
+a file could fill the host's disk, or its inodes, through it. So the judge measures it while the worker runs
+(:func:`too_much`, every WATCH_EVERY_SECONDS, judge.channel's watchdog) and kills a worker whose cache holds
+more than ``JUDGE_SUBMISSION_CACHE_GB`` (default :data:`SUBMISSION_MAX_GB`) or more than
+:data:`SUBMISSION_MAX_ITEMS` files and directories: OLE. 98's reference compiles about 550 variants of a few
+hundred KiB each (judge.pool.COPY_MAX_ENTRIES), far under it. A content's directories past it when its session
+ends are dropped then. A walk by name does not see everything: files removed while open (or made with
+O_TMPFILE) are counted from the worker's processes' open files and mappings (:func:`unnamed_bytes`), and a
+tree deeper than MAX_DEPTH, or a directory the judge cannot read, is itself the finding (a red-team file held
+gigabytes in removed files, and hundreds of megabytes in a tree past the path limit, against a 50 MB limit,
+before these: docs/measurements, the kernel cache). Not seen while the worker lives: a file whose only holder
+is a Unix socket's queue (:func:`collect_socket_garbage` frees it once the worker has ended).
 """
 
 from __future__ import annotations
@@ -50,7 +49,7 @@ PRUNE_EVERY_SECONDS = 600.0  # at most one pruning per cache root in this time
 # A worker's cache past this: killed (OLE); a content's past it: dropped at its end (JUDGE_SUBMISSION_CACHE_GB).
 SUBMISSION_MAX_GB = Settings.submission_cache_gb
 SUBMISSION_MAX_ITEMS = 200_000  # its files and directories: 98's reference makes about 4,000 (550 variants)
-WATCH_EVERY_SECONDS = 1.0  # how often a running worker's cache is measured: a walk of 98's (3,300 files) takes 16 ms
+WATCH_EVERY_SECONDS = 1.0  # how often a running worker's cache is measured: a walk of 98's takes milliseconds
 
 _NAME = re.compile(r"^([0-9a-f]{40})(-replay)?$")  # judge.intake.kernel_cache's names, and the replay's
 STAMP = ".pruned"
@@ -168,10 +167,10 @@ def unnamed_bytes(pids, dev: int) -> int:
 def collect_socket_garbage() -> None:
     """Have the kernel free what dead processes left in Unix sockets' queues. A worker can pass a file's
     descriptor into a socket's queue (SCM_RIGHTS) and close its own: the file is then held by the queue alone,
-    where neither a walk nor the worker's open files see it (a red-team helper of 2026-12-06 held 3 GB so
+    where neither a walk nor the worker's open files see it (a red-team file held gigabytes so,
     against a 50 MB limit), and a queue in a loop of sockets outlives the worker until the kernel's collector
-    runs, which closing any Unix socket starts (measured here: 1,000 MB freed by one socketpair's close after
-    such a worker ended). Called when a worker with a kernel cache has ended. Never raises."""
+    runs, which closing any Unix socket starts (one socketpair's close frees what such a worker left:
+    docs/measurements, the kernel cache). Called when a worker with a kernel cache has ended. Never raises."""
     try:
         a, b = socket.socketpair()
         a.close()

@@ -85,7 +85,7 @@ def heavy(fn, *tensors):
 
     For the float64 work inside make_inputs (98's forward pass, O(n^2) per head): the values are drawn on
     the CPU from the case's generator either way, and float64 results rounded to the case's dtype are the
-    same on either device. On 2 cores the forward of one 2 x 8 x 4096 case took 9.2 s.
+    same on either device. On a CPU the forward of one 2 x 8 x 4096 case takes seconds.
     """
     device = getattr(_where, "device", "cpu")
     if device != "cpu":
@@ -119,11 +119,11 @@ def release_cached(above: int = RELEASE_ABOVE) -> None:
     """Give the device back what this process's CUDA allocator keeps cached beyond ``above`` bytes.
 
     PyTorch keeps freed blocks for the next allocation. A judge alone on its GPU loses nothing by that, but
-    in ``judge grade --jobs 12`` every job's process kept the peak of its largest computation (a bench
-    shape's float64 golden answer: one held 6.39 GiB) while the other jobs' cases and speed runs ran out
-    of memory (tests/gpu/RESULTS.md, 2026-12-05 second session, call 2). Called after the bench-sized work
-    (the speed run's output checks, the replays of timed calls) and after each case of the test groups
-    (judge.session), whose largest softmax cases kept up to 5.5 GiB a judge (2026-12-06, ninth session)."""
+    in ``judge grade --jobs 12`` every job's process would keep the peak of its largest computation (a bench
+    shape's float64 golden answer: gigabytes) while the other jobs' cases and speed runs run out of memory
+    (docs/measurements: grading throughput). Called after the bench-sized work (the speed run's output
+    checks, the replays of timed calls) and after each case of the test groups (judge.session), whose
+    largest softmax cases keep gigabytes a judge too."""
     if torch.cuda.is_available() and torch.cuda.is_initialized() and torch.cuda.memory_reserved() > above:
         torch.cuda.empty_cache()
 
@@ -155,8 +155,8 @@ def round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 def truncate_tf32(x: torch.Tensor) -> torch.Tensor:
     """float32 -> TF32 by dropping the 13 low mantissa bits (towards zero).
 
-    That is what the tensor cores do with float32 operands of ``tl.dot`` on an
-    H200 (seen with Triton 3.6: 1 + 3*2^-12 multiplies as 1.0, where rounding
+    That is what the tensor cores do with float32 operands of ``tl.dot`` on
+    Hopper (seen with Triton 3.6: 1 + 3*2^-12 multiplies as 1.0, where rounding
     to nearest would give 1 + 2^-10). Truncation errs more than rounding and
     always towards zero, so a naive model built on it keeps a correct TF32
     kernel inside the tolerance, and a kernel that rounds better passes too.

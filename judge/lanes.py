@@ -2,11 +2,10 @@
 
 A group's cases are known before Hypothesis runs it (judge.groups.draw_cases: the same seed draws the same
 cases while they pass), so the lanes run them ahead, in parallel, and Hypothesis then finds their outcomes
-in the session's cache. Before this module the lanes stopped at each group's end: every worker waited for
-the group's slowest case (often one that compiled a new kernel variant), then for Hypothesis to go over
-the group in the judge's one thread, then for the next group's cases to be drawn. 98's reference on the
-H200 ran seven groups that way (tests/gpu/RESULTS.md, 2026-12-05 call 1: 37 s of tests, 183 worker-seconds
-over 8 workers).
+in the session's cache. Lanes that stopped at each group's end would leave every worker waiting for the
+group's slowest case (often one that compiles a new kernel variant), then for Hypothesis to go over the
+group in the judge's one thread, then for the next group's cases to be drawn: at 98's seven groups, a
+large part of the workers' time (docs/measurements: submit latency on a GPU).
 
 Here a lane that finds nothing left to take in the group being judged takes the next group's first case
 instead (its cases are drawn while the lanes work), as long as no case of the groups before it has failed:
@@ -19,11 +18,10 @@ the judge to).
 One case is taken out of its turn (:meth:`Lanes.early`): the last group's first case, by the first lane but
 the first worker's to ask, as soon as its plan is drawn. Every problem's last group is its largest inputs
 (`large`), and its first case is refilled (the same memory, new values: judge.session) on the same worker, so
-that case and its refill were the longest chain of the tests, run when every other lane had finished: on the
-H200, softmax's reference had 11 lanes idle from 10.7-11.9 s while the twelfth ran that case and its refill
-to 14.1 s (tests/gpu/RESULTS.md, 2026-12-05 sixth session). Taken first, it runs beside the first group's
-cases. It follows the rules of a case run ahead (dropped when its group is not judged; not taken once an
-earlier case has failed); never on the first worker, which shrinking needs.
+that case and its refill are the longest chain of the tests: run when every other lane has finished, they keep
+the others idle for seconds (docs/measurements: submit latency on a GPU). Taken first, it runs beside the
+first group's cases. It follows the rules of a case run ahead (dropped when its group is not judged; not taken
+once an earlier case has failed); never on the first worker, which shrinking needs.
 """
 
 from __future__ import annotations

@@ -252,7 +252,7 @@ class LiveLine(_Ticker):
     def stage(self, text):
         super().stage(text)
         # Drawn at once, as PlainLines does: a stage shorter than a tick (workers handed over by the head
-        # start within 0.25 s) was never on the line, and test_progress failed 2 runs in 5 on that.
+        # start at once) would otherwise never be on the line (test_progress holds it to that).
         self.draw()
 
     def draw(self):

@@ -103,7 +103,7 @@ def judge_one(problem: Problem, expected: str, path: Path, base: Options) -> Che
 def child_workers(base: Options, jobs: int, gpu_gib: float | None = None) -> int | None:
     """The workers each of ``jobs`` files judged at once spreads its cases over: the host's share
     (judge.options.auto_workers, split between them), or None when the ``workers`` setting already says. Each child
-    would otherwise take a whole host's worth: 12 on the H200's 16 cores, 96 compiling at once for
+    would otherwise take a whole host's worth: 12 on a 16-core GPU host, 96 compiling at once for
     ``selftest --jobs 8``, where a case's compiles then run past its time limit. ``gpu_gib``: the device's
     memory when known (else auto_workers asks torch)."""
     from judge.options import auto_workers
