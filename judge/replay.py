@@ -53,7 +53,8 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import expected, kit, replies, rules, timeline
+from judge import expected, kit, rules, timeline
+from judge.replies import parsers, records
 from judge.cases import canonical, derive_seed
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.rules import outputs as output_rules
@@ -94,32 +95,32 @@ NAME_HINT = ("a kernel may use only Triton, math, its arguments and the file's o
 
 def _walk(value):
     """Every TensorRef and Tagged inside a recorded value."""
-    if isinstance(value, (replies.TensorRef, replies.Tagged)):
+    if isinstance(value, (records.TensorRef, records.Tagged)):
         yield value
-    if isinstance(value, replies.Tagged) and value.tag in ("tuple", "list"):
+    if isinstance(value, records.Tagged) and value.tag in ("tuple", "list"):
         for v in value.value:
             yield from _walk(v)
-    if isinstance(value, replies.Tagged) and value.tag == "constexpr":
+    if isinstance(value, records.Tagged) and value.tag == "constexpr":
         yield from _walk(value.value)
-    if isinstance(value, replies.Tagged) and value.tag == "tensor_descriptor":
+    if isinstance(value, records.Tagged) and value.tag == "tensor_descriptor":
         yield from _walk(value.value[0])
 
 
-def _values(event: replies.TraceEvent):
+def _values(event: records.TraceEvent):
     for v in list(event.args) + list(event.kwargs.values()):
         yield from _walk(v)
 
 
-def _refs(event: replies.TraceEvent) -> list[replies.TensorRef]:
-    return [v for v in _values(event) if isinstance(v, replies.TensorRef)]
+def _refs(event: records.TraceEvent) -> list[records.TensorRef]:
+    return [v for v in _values(event) if isinstance(v, records.TensorRef)]
 
 
-def label(trace: replies.Trace, index: int) -> str:
+def label(trace: records.Trace, index: int) -> str:
     return tracing.event_label(
         [{"k": e.kind, "kernel": e.kernel, "grid": e.grid, "op": e.op} for e in trace.events], index)
 
 
-def validate(trace: replies.Trace, kernels: set[str], input_sizes: dict[int, int], device: str, file: str
+def validate(trace: records.Trace, kernels: set[str], input_sizes: dict[int, int], device: str, file: str
              ) -> tuple[str, str] | None:
     """Why this record cannot be replayed: ("RJ", message) or ("note", message); None when it can."""
     if trace.truncated:
@@ -142,7 +143,7 @@ def validate(trace: replies.Trace, kernels: set[str], input_sizes: dict[int, int
     if seen_args != set(input_sizes):
         return "RJ", "the record of the call is not consistent: it lacks some of the case's inputs"
 
-    def check_ref(ref: replies.TensorRef, at: int, what: str) -> tuple[str, str] | None:
+    def check_ref(ref: records.TensorRef, at: int, what: str) -> tuple[str, str] | None:
         if ref.storage >= len(storages):
             return "RJ", f"the record of the call is not consistent: {what} uses memory it never describes"
         s = storages[ref.storage]
@@ -166,12 +167,12 @@ def validate(trace: replies.Trace, kernels: set[str], input_sizes: dict[int, int
             return "RJ", (f"{where}: {e.kernel} is not a top-level @triton.jit function of {file} (kernels are "
                           "replayed from the file's source, so they must be defined there at top level)")
         for v in _values(e):
-            if isinstance(v, replies.Tagged) and v.tag == "opaque":
+            if isinstance(v, records.Tagged) and v.tag == "opaque":
                 if str(v.value).startswith("triton.") or "tensor of dtype" in str(v.value):
                     return "note", f"{NOTE}: {where} was given {v.value}, which the replay does not rebuild"
                 return "RJ", (f"{where} was given a {v.value}: a Triton kernel takes tensors, numbers, booleans, "
                               "strings, dtypes and tuples of those")
-            if isinstance(v, replies.TensorRef):
+            if isinstance(v, records.TensorRef):
                 found = check_ref(v, i, where)
                 if found is not None:
                     return found
@@ -186,7 +187,7 @@ def validate(trace: replies.Trace, kernels: set[str], input_sizes: dict[int, int
     return None
 
 
-def outside_source(trace: replies.Trace, storage: int) -> tuple[bool, int | None]:
+def outside_source(trace: records.Trace, storage: int) -> tuple[bool, int | None]:
     """Whether memory from outside the call can have reached ``storage``, and the first event that brought it there.
 
     Conservative: a launch may have written any tensor it was given.
@@ -199,10 +200,10 @@ def outside_source(trace: replies.Trace, storage: int) -> tuple[bool, int | None
             continue
         writes = set(refs) if e.kind == "launch" else {m for m in e.made if m is not None}
         if e.kind == "op" and e.op.split(".")[0] in tracing.WRITES and e.args and isinstance(e.args[0],
-                                                                                            replies.TensorRef):
+                                                                                            records.TensorRef):
             writes.add(e.args[0].storage)
         out = e.kwargs.get("out")
-        if isinstance(out, replies.TensorRef):
+        if isinstance(out, records.TensorRef):
             writes.add(out.storage)
         # Named by the event where outside memory first came in on this path.
         first = min(k if tainted[r] is None else tainted[r] for r in refs if r in tainted)
@@ -215,9 +216,9 @@ def outside_source(trace: replies.Trace, storage: int) -> tuple[bool, int | None
 
 
 def _encode(value):
-    if isinstance(value, replies.TensorRef):
+    if isinstance(value, records.TensorRef):
         return value.as_wire()
-    if isinstance(value, replies.Tagged):
+    if isinstance(value, records.Tagged):
         if value.tag in ("tuple", "list"):
             return {value.tag: [_encode(v) for v in value.value]}
         if value.tag == "constexpr":
@@ -230,7 +231,7 @@ def _encode(value):
     return value
 
 
-def encode(trace: replies.Trace) -> tuple[dict, list]:
+def encode(trace: records.Trace) -> tuple[dict, list]:
     """The record as the replay worker reads it, without the bytes (which travel as frames)."""
     storages = []
     for s in trace.storages:
@@ -394,7 +395,7 @@ class Replayer:
 
     # ------------------------------------------------------------------ one case
 
-    def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str,
+    def check(self, params: dict, inputs: list, reply: records.CaseResult, device: str,
               shared=contextlib.nullcontext, time_left=None) -> Outcome | Skipped | None:
         """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the
         answer). ``shared()`` is held around the replay's GPU work, not its compile pass (:meth:`precompile`).
@@ -407,7 +408,7 @@ class Replayer:
         finally:
             self._time_left = None
 
-    def check_bench(self, params: dict, specs: list, outputs: replies.BenchOutputs, device: str,
+    def check_bench(self, params: dict, specs: list, outputs: records.BenchOutputs, device: str,
                     shared=contextlib.nullcontext) -> Outcome | Skipped | None:
         """Replay a timed call of the speed run (judge.timing.verify) on fresh bench inputs, as :meth:`check`
         does a case: RJ (or IE) Outcome, Skipped, or None. A wrong answer carries ``case`` = {"bench_seed": S}:
@@ -416,7 +417,7 @@ class Replayer:
         with shared():
             return self._counted(self._check_bench, params, specs, outputs, device)
 
-    def precompile(self, trace: replies.Trace | None) -> None:
+    def precompile(self, trace: records.Trace | None) -> None:
         """On a GPU, before the replay takes the GPU: the replay worker compiles the record's kernels without
         running them (judge.untrusted.replay.CompilePass), so that the replay, which holds the GPU shared,
         spends that time on the GPU's work alone. A compile is CPU work; held shared, it kept another judge's
@@ -434,7 +435,7 @@ class Replayer:
             self.replay_id += 1
             with timeline.span("replay: compile pass"):
                 self.channel.send_case({"type": "compile", "id": self.replay_id, "trace": record}, [])
-                done = self.channel.receive(replies.parse_compile_reply, timeout=self._timeout()[0],
+                done = self.channel.receive(parsers.parse_compile_reply, timeout=self._timeout()[0],
                                             max_bytes=1 << 16, expect_id=self.replay_id)
             self.timing["replay_precompiled"] += max(0, done.compiled)
         except (WorkerStartFailed, WorkerDied):
@@ -542,7 +543,7 @@ class Replayer:
                 answers = answers_for()
                 t0 = self._spent("replay_golden_seconds", t0)
             timeout, by_run = self._timeout()  # (the golden answers took some of it)
-            result = self.channel.receive(replies.parse_replay_reply, timeout=max(timeout, 0.1),
+            result = self.channel.receive(parsers.parse_replay_reply, timeout=max(timeout, 0.1),
                                           max_bytes=8 * input_bytes + (1 << 20), expect_id=self.replay_id)
             self._spent("replay_wait_seconds", t0)
         except WorkerDied as died:
@@ -580,7 +581,7 @@ class Replayer:
         self.timing[key] += now - since
         return now
 
-    def _written_here(self, trace, result: replies.ReplayResult) -> Outcome | None:
+    def _written_here(self, trace, result: records.ReplayResult) -> Outcome | None:
         """RJ when a launch that computed an output replayed alone left it as it was in the worker, while it held
         data from outside the kernels: the kernel ran otherwise in the judged process (honest only when replayed),
         and the answer returned there came from elsewhere. An honest launch that happens to write the values
@@ -604,7 +605,7 @@ class Replayer:
                            {"replay": "not written here", "event": label(trace, w)})
         return None
 
-    def _judge(self, trace, reply, result: replies.ReplayResult, answers, device) -> Outcome | None:
+    def _judge(self, trace, reply, result: records.ReplayResult, answers, device) -> Outcome | None:
         if not result.ok:
             where = label(trace, result.event) if 0 <= result.event < len(trace.events) else "the record"
             err = result.error

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge import replies
+from judge.replies import parsers
 from judge.options import Options
 from judge.problems import find_problem
 from judge.timing import checks, speedrun, stats, verify
@@ -903,7 +903,7 @@ def test_work_left_on_another_stream_is_counted():
     # of work on another stream, seen only by the end recorded after a device-wide sync.
     import dataclasses
 
-    from judge.replies import BenchResult
+    from judge.replies.records import BenchResult
     from judge.timing.measure import late_work_calls, net_times
 
     reply = BenchResult(mode="events", times=(100e-6,) * 3, device_times=(515e-6, 515e-6, 115e-6),
@@ -917,7 +917,7 @@ def test_work_left_on_another_stream_is_counted():
 def test_a_host_hiccup_in_one_sample_is_not_counted_as_work():
     # One sample's device-wide end came 300 us late (the host saw the sync return late):
     # judged by the median sample, that is not work left on another stream.
-    from judge.replies import BenchResult
+    from judge.replies.records import BenchResult
     from judge.timing.measure import late_work_calls, net_times
 
     reply = BenchResult(mode="events", times=(100e-6,) * 5, device_times=(115e-6, 116e-6, 415e-6, 114e-6, 115e-6),
@@ -929,8 +929,8 @@ def test_a_host_hiccup_in_one_sample_is_not_counted_as_work():
 
 
 def _reply(**kw):
-    """A parsed bench reply (judge.replies.BenchResult) from plain lists and dicts, as the channel makes it."""
-    from judge.replies import parse_bench_reply
+    """A parsed bench reply (judge.replies.records.BenchResult) from plain lists and dicts, as the channel makes it."""
+    from judge.replies.parsers import parse_bench_reply
 
     msg = {"type": "bench_result", "status": "ok", "mode": "events", "times": []}
     msg.update(kw)
@@ -1311,7 +1311,7 @@ def test_a_profiler_clock_the_reference_disagrees_with_judges_nobody(tmp_path):
 
 
 def test_the_clock_fields_of_a_bench_reply_are_parsed_with_bounds():
-    from judge.replies import MalformedReply
+    from judge.replies.parsers import MalformedReply
 
     reply = _reply(times=[1e-4], per_sample=3, valid=[True], retries=2, invalid=0, hold_s=2e-3, holds=[2e-3],
                    enqueue=[1e-3], attempts=[3], profile={"status": "ok", "method": "linked", "records": 40,
@@ -1607,7 +1607,7 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
     # What the submission does during the warm-up under the lock is judged as at any warm-up: a timer swapped
     # there (and left in place for the rounds) is RJ. The request asks every worker to forget its autotuners'
     # choices (made beside other work) and tune again.
-    from judge import replies
+    from judge.replies import records
     from judge.timing import plan
     from judge.timing.contenders import Contender
 
@@ -1621,7 +1621,7 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
     def request(c, msg, parse=None):
         sent.append((c.name, msg.get("watch"), msg.get("retune")))
         tampered = ("torch.cuda.Event.elapsed_time",) if c.name == "submission" else ()
-        return replies.BenchResult(mode="events", times=(5e-6, 5e-6), evidence=replies.Evidence(tampered=tampered),
+        return records.BenchResult(mode="events", times=(5e-6, 5e-6), evidence=records.Evidence(tampered=tampered),
                                    out_bytes=16384), 0.01
 
     monkeypatch.setattr(plan, "request", request)
@@ -1729,7 +1729,7 @@ def test_before_its_checks_a_speed_run_fetches_the_drawn_calls_then_its_workers_
         (drawn,) = state["picked"][0]
         assert state["fetched"][0][drawn].present
         answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": drawn},
-                                 parse=replies.parse_bench_outputs)
+                                 parse=parsers.parse_bench_outputs)
         assert not answer.present
         seen["ended"] = sorted(c.name for c in run.workers.contenders if c.client in run.workers.ended)
         seen["drawn"] = drawn
@@ -1773,7 +1773,7 @@ def test_after_the_warm_up_ahead_every_speed_worker_lets_go_of_its_bench_memory(
     assert sorted(n for n, t in asked if t == "bench_trim") == ["reference", "submission"]
     sub = next(c for c in run.workers.contenders if c.name == "submission")
     answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": 0},
-                        parse=replies.parse_bench_outputs)
+                        parse=parsers.parse_bench_outputs)
     assert not answer.present
     speed = run.run()
     assert speed["rounds"] >= 1 and speed["shapes"][0]["checked_calls"]
