@@ -6,8 +6,8 @@
   interpreter process (the watch patches Triton);
 * judge.untrusted.replay: the record replayed alone, on fresh inputs, by the
   replay worker through the judge's own channel;
-* judge.replay: checking a record (validate), following outside memory, and
-  turning a replay's result into a verdict.
+* judge.replay_input: checking a record (validate), following outside memory;
+* judge.replay: turning a replay's result into a verdict.
 
 End to end (a whole judging run, the corpus's exploits that only the replay
 catches) is tests/test_anticheat_runtime.py and the corpus itself.
@@ -27,7 +27,7 @@ import torch
 
 from judge.replies import parsers, records
 from judge.shared import tracing
-from judge.replay import encode, outside_source, validate
+from judge.replay_input import encode, outside_source, validate
 from judge.shared import kernel_source, tracing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -502,7 +502,7 @@ def test_the_fresh_inputs_are_the_same_for_the_same_run_seed_and_secret_without_
     fresh values still differ from the case's, and from another run seed's."""
     from judge.kit import generator
     from judge.problems import find_problem
-    from judge.replay import fresh_inputs
+    from judge.replay_input import fresh_inputs
 
     problem = find_problem("96")
     params = {"m": 3, "n": 50, "dtype": "float32", "layout": "contiguous", "values": "normal", "eps": 1e-6, "seed": 7}

@@ -344,7 +344,7 @@ def parse_trace(x, payloads: list) -> Trace | None:
     """The record of a call (judge.shared.tracing's format) with its outside memory's bytes, typed and bounded.
 
     Only its form is checked here; whether it adds up (references inside their
-    memory, kernels of the file, inputs of the case's sizes) is judge.replay's.
+    memory, kernels of the file, inputs of the case's sizes) is judge.replay_input's.
     """
     if x is None:
         _need(not payloads, "memory frames without a record")
