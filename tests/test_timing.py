@@ -1376,13 +1376,13 @@ def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_th
         assert _wait_for(held), "the other judge never took the GPU"
         threading.Timer(0.8, lambda: release.write_text("")).start()
         t0 = time.monotonic()
-        with session._gpu_shared():
+        with session.gpu.shared():
             waited = time.monotonic() - t0
-        assert waited >= 0.7 and session.gpu_wait_seconds == pytest.approx(waited, abs=0.1)
+        assert waited >= 0.7 and session.gpu.wait_seconds == pytest.approx(waited, abs=0.1)
         assert said and "speed run on GPU 3" in said[0]
-        with session._gpu_shared():  # nobody timing: no wait to speak of
+        with session.gpu.shared():  # nobody timing: no wait to speak of
             pass
-        assert session.gpu_wait_seconds == pytest.approx(waited, abs=0.1)
+        assert session.gpu.wait_seconds == pytest.approx(waited, abs=0.1)
     finally:
         release.write_text("")
         timing.wait(timeout=60)
@@ -1390,10 +1390,10 @@ def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_th
     timing, held, release = _holder(tmp_path, repo_root, "exclusive", "timing2")
     try:
         assert _wait_for(held)
-        before = session.gpu_wait_seconds
+        before = session.gpu.wait_seconds
 
         def lane():
-            with session._gpu_shared():
+            with session.gpu.shared():
                 pass
 
         lanes = [threading.Thread(target=lane) for _ in range(4)]
@@ -1404,7 +1404,7 @@ def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_th
         for t in lanes:
             t.join(timeout=30)
         wall = time.monotonic() - t0
-        assert 0.7 <= session.gpu_wait_seconds - before <= wall + 0.05
+        assert 0.7 <= session.gpu.wait_seconds - before <= wall + 0.05
     finally:
         release.write_text("")
         timing.wait(timeout=60)
@@ -1414,13 +1414,17 @@ def _spied_session(monkeypatch, path, events, **extra):
     """A session of 93 in interpreter mode that runs a speed run (as on a GPU), with its groups' ends and the
     speed run's spawn and discard recorded in ``events``."""
     import judge.session as session_mod
+    from judge import speed_stage
     from judge.options import Options
     from judge.session import Session
     from judge.timing.speedrun import SpeedRun
     from judge.verdicts import Verdict
 
-    monkeypatch.setattr(session_mod, "no_speed_run",
-                        lambda p, o, v=None: None if v in (None, Verdict.AC) else "tests failed")
+    def no_speed_run(p, o, v=None):
+        return None if v in (None, Verdict.AC) else "tests failed"
+
+    monkeypatch.setattr(session_mod, "no_speed_run", no_speed_run)
+    monkeypatch.setattr(speed_stage, "no_speed_run", no_speed_run)
     spawn, discard, run_group = SpeedRun.spawn, SpeedRun.discard, session_mod.Session._run_group
 
     def spied_spawn(self):
@@ -1692,8 +1696,8 @@ def test_a_judged_submission_times_the_pytorch_baseline_only_when_asked(tmp_path
     for bench in ({}, {"torch_baseline": None, "ci_target": None}, {"torch_baseline": True}):
         session = Session(p, p.reference_path, Options(device="cpu", interpret=True, sandbox="process",
                                                        bench=bench))
-        session.backend = None
-        run = session._new_speed_run(tmp_path)
+        session.speed.backend = None
+        run = session.speed._new(tmp_path)
         made[repr(bench)] = run.config.torch_baseline
     assert list(made.values()) == [False, False, True], made
     assert config_for(p, interpret=False).torch_baseline  # judge bench: the problem's own setting
@@ -1799,7 +1803,7 @@ def test_a_spawned_speed_run_is_stopped_as_soon_as_a_group_fails_not_after_the_l
 
 
 def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(monkeypatch):
-    # On a GPU the session makes its CUDA context beside the workers' handover (Session._warm_golden_device):
+    # On a GPU the session makes its CUDA context beside the workers' handover (judge.gpu_share.GpuShare.warm):
     # every lane's first golden answer waited for it (1.0-1.5 s). Here, without a GPU, the thread's CUDA call
     # fails, and that failure stays in the thread: the first case would make the context as before.
     from judge.session import Session
@@ -1807,12 +1811,12 @@ def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(
     uncaught = []
     monkeypatch.setattr(threading, "excepthook", uncaught.append)  # a traceback on the user's terminal
     session = Session(find_problem("94"), find_problem("94").reference_path, Options(device="cuda", interpret=False))
-    thread = session._warm_golden_device()
+    thread = session.gpu.warm(session.claim)
     assert thread is not None and thread.name == "judge-cuda-warm"
     thread.join(timeout=60)
     assert not thread.is_alive() and uncaught == []
     interp = Session(find_problem("94"), find_problem("94").reference_path, Options(device="cpu", interpret=True))
-    assert interp._warm_golden_device() is None
+    assert interp.gpu.warm(interp.claim) is None
 
 
 def test_the_cuda_warm_up_waiting_for_another_judges_speed_run_ends_with_the_session(tmp_path, monkeypatch):
@@ -1830,10 +1834,10 @@ def test_the_cuda_warm_up_waiting_for_another_judges_speed_run_ends_with_the_ses
         assert holder.stdout.readline().strip() == "held"
         session = Session(find_problem("94"), find_problem("94").reference_path,
                           Options(device="cuda", interpret=False))
-        thread = session._warm_golden_device()
+        thread = session.gpu.warm(session.claim)
         time.sleep(1.0)
         assert thread.is_alive()  # waiting for the other judge's speed run
-        session._warm_cancel.set()
+        session.gpu._warm_cancel.set()
         thread.join(timeout=30)
         assert not thread.is_alive()  # ended by the cancel, long before the other judge lets go
     finally:
