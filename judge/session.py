@@ -4,10 +4,10 @@ Data flows one way: the intake reads and scans the source (judge.intake);
 each group draws its cases (judge.groups, with Hypothesis); a case's inputs
 are built by the problem's golden.py and cross to the worker as data
 (judge.exchange, judge.case_call); while the worker runs, the judge computes
-its own answers (judge.expected); the parsed reply is judged (judge.judgement, by the rules
-of judge.rules); the groups' outcomes become a verdict, the speed run follows
-on a GPU (judge.timing), and the report is built. This process never imports
-the submission.
+its own answers (judge.expected); the parsed reply is judged
+(judge.judgement, by the rules of judge.rules); the groups' outcomes become a
+verdict, the speed run follows on a GPU (judge.timing), and the report is
+built. This process never imports the submission.
 
 Its parts, each given what it needs: one case through a worker
 (judge.case_call), the replays of passing cases (judge.session_replays), the
