@@ -18,7 +18,8 @@ import secrets
 import threading
 import time
 
-from judge import kernel_store, replies
+from judge import kernel_store
+from judge.replies import parsers, records
 from judge.shared import wire
 from judge.sandbox import Backend, Job
 from judge.sandbox import base as sandbox_base
@@ -99,7 +100,7 @@ class WorkerChannel:
         ]
         for t in self._threads:
             t.start()
-        self.hello: replies.Hello | None = None
+        self.hello: records.Hello | None = None
 
     # ------------------------------------------------------------------ watchdogs
 
@@ -217,7 +218,7 @@ class WorkerChannel:
             raise self._died(wire.ChannelClosed(str(exc))) from None
 
     def start(self, *, submission_entry: str, arity: int, threads: int | None,
-              calls: dict | None = None) -> replies.Hello:
+              calls: dict | None = None) -> records.Hello:
         self.begin(submission_entry=submission_entry, arity=arity, threads=threads, calls=calls)
         return self.finish_start()
 
@@ -249,7 +250,7 @@ class WorkerChannel:
         except WorkerDied as died:
             raise WorkerStartFailed(f"the worker could not start ({died.detail}): {self._last_line()}") from None
 
-    def finish_start(self) -> replies.Hello:
+    def finish_start(self) -> records.Hello:
         """Wait for the worker's ready (its environment: torch and Triton imported), then its hello (the
         submission imported, within the submission's startup limit)."""
         deadline = self.limits.startup_seconds
@@ -261,7 +262,7 @@ class WorkerChannel:
             raise
         if message.get("type") != "ready":
             raise WorkerStartFailed("the worker did not report ready")
-        self.hello = self.receive(replies.parse_hello, timeout=deadline, max_bytes=0)
+        self.hello = self.receive(parsers.parse_hello, timeout=deadline, max_bytes=0)
         return self.hello
 
     def _last_line(self) -> str:
@@ -282,7 +283,7 @@ class WorkerChannel:
         message, payloads = self._recv(timeout, max_bytes)
         try:
             return parse(message, payloads, **expect)
-        except replies.MalformedReply as exc:
+        except parsers.MalformedReply as exc:
             self._kill("protocol", f"a malformed reply: {exc}")
             raise WorkerDied("protocol", f"the worker's reply was not valid: {exc}") from None
 

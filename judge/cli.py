@@ -22,11 +22,12 @@ from pathlib import Path
 import click
 
 from judge import timeline
+from judge.cli_corpus import register as register_corpus
 from judge.grading.cli import register as register_grading
 from judge.settings import SettingError, settings
 from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
-                              err, internal_error, leave, named_on_command_line, problem_or_exit, sandbox_help,
-                              sandbox_or_exit, usage, write_new_file)
+                              err, internal_error, leave, named_on_command_line, problem_or_exit, resolve_device,
+                              sandbox_help, sandbox_or_exit, usage, write_new_file)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -108,23 +109,6 @@ def _judge_options(fn):
 _progress_option = click.option(
     "--progress/--no-progress", "progress", default=None,
     help="Live progress on stderr (default: on when stderr is a terminal and without --json).")
-
-
-def _resolve_device(device, interpret, fail=usage):
-    """(device, interpret, note) - the default is the GPU when one is there."""
-    import torch
-
-    has_cuda = torch.cuda.is_available()
-    if device is None:
-        device = "cuda" if has_cuda else "cpu"
-        if not has_cuda:
-            return device, True, ("no CUDA GPU found: running kernels in Triton's interpreter on the CPU "
-                                  "(slow, small shapes, bfloat16 skipped)")
-    if device == "cuda" and not has_cuda:
-        fail("--device cuda: no CUDA GPU is available here; use --device cpu")
-    if device == "cpu":
-        return device, True, "running kernels in Triton's interpreter on the CPU" if not interpret else None
-    return device, interpret, None
 
 
 def _speed_options(fn):
@@ -237,7 +221,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             early = worker_pool.head_start(p, file, options_for(device, interpret))
             t_torch = time.monotonic()
             with shown.blocking("loading torch"), timeline.span("import torch (the judge)"):
-                resolved = _resolve_device(asked_device, asked_interpret, fail)
+                resolved = resolve_device(asked_device, asked_interpret, fail)
             command["command_torch_seconds"] = round(time.monotonic() - t_torch, 3)
             if resolved[:2] != (device, interpret):
                 device, interpret = resolved[:2]
@@ -396,7 +380,7 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
 
     try:
         with shown.blocking("loading torch"):
-            device, interpret, note = _resolve_device(device, interpret, fail)
+            device, interpret, note = resolve_device(device, interpret, fail)
         if note:
             say(note)
         from judge.timing.command import bench
@@ -453,105 +437,6 @@ def test(problem, file, **kw):
     _run(problem, file, quick=True, **kw)
 
 
-def _corpus_options(fn):
-    options = [
-        click.option("--only", default=None, help="Only submissions whose path contains this text."),
-        click.option("--seed", type=int, default=1, show_default=True),
-        click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None),
-        click.option("--interpret", is_flag=True),
-        click.option("--sandbox", default="process", show_default=True, help=sandbox_help()),
-        click.option("--jobs", type=int, default=1, show_default=True, help="Submissions judged at once."),
-        click.option("--pool", default="off", show_default=True, metavar="N|auto|off",
-                     help="A worker pool (as judge grade --pool): warm workers handed to the files, one each."),
-    ]
-    for opt in reversed(options):
-        fn = opt(fn)
-    return fn
-
-
-def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool="off") -> int:
-    """Judge the corpora of PROBLEMS (Problem objects) and print a line each; the number that mismatched."""
-    from judge import pool as worker_pool
-
-    sandbox_or_exit(sandbox)
-    try:
-        size = worker_pool.parse_size(pool)
-    except ValueError:
-        usage(f"--pool {pool}: give a number of workers (0 or more), auto or off")
-    if size == 0:
-        return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
-    # The files are judged here (--jobs 1) or by `submit` children (--jobs N), which are given the pool's socket
-    # (judge.selftest.judge_via_cli).
-    try:
-        server = worker_pool.PoolServer(size, log=err)
-    except OSError as exc:
-        err(f"worker pool: not started ({exc}); every file starts its own workers")
-        return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
-    worker_pool.use(server.path)
-    try:
-        return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
-    finally:
-        worker_pool.use(None)
-        server.close()
-        err(f"worker pool: {server.stats['taken']} workers handed out, {server.stats['missed']} started by "
-            f"their jobs, {server.stats['wasted']} warmed and not used")
-
-
-def _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs) -> int:
-    from judge.options import Options
-    from judge.selftest import corpus_of, run_corpus
-
-    device, interpret, note = _resolve_device(device, interpret)
-    if note:
-        err(note)
-    # Verdicts only: a speed run per accepted file would queue every job on the GPU lock.
-    base = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, speed=False)
-    items = [(p, expected, path) for p in problems for expected, path in corpus_of(p)
-             if not only or only in str(path)]
-    bad = run_corpus(items, base, jobs, click.echo)
-    click.echo(f"{bad} of {len(items)} mismatched" if bad else f"all {len(items)} verdicts as declared")
-    return bad
-
-
-@cli.command()
-@click.argument("problems", nargs=-1)
-@_corpus_options
-def selftest(problems, only, seed, device, interpret, sandbox, jobs, pool):
-    """Judge the problems' own corpora (default: all) and check every declared verdict."""
-    from judge.problems import all_problems
-
-    chosen = [problem_or_exit(k) for k in problems] or all_problems()
-    bad = _judge_corpora(chosen, only, seed, device, interpret, sandbox, jobs, pool)
-    sys.exit(EXIT_REJECTED if bad else EXIT_AC)
-
-
-@cli.command()
-@click.argument("problems", nargs=-1)
-@click.option("--no-corpus", is_flag=True, help="Only the package checks; do not judge the corpus.")
-@_corpus_options
-def verify(problems, no_corpus, only, seed, device, interpret, sandbox, jobs, pool):
-    """Check problem packages (default: all): schema, golden interface, statement, skeleton, reference, corpus."""
-    from judge.verify import problem_dirs, static_steps
-
-    try:
-        dirs = problem_dirs(list(problems))
-    except LookupError as exc:
-        usage(f"no problem directory matches '{exc.args[0]}'")
-    loaded, failed = [], 0
-    for d in dirs:
-        problem, steps = static_steps(d)
-        for step in steps:
-            failed += not step.ok
-            click.echo(f"{'ok ' if step.ok else 'BAD'} {step.where} {step.name}" + (f": {step.detail}" if step.detail
-                                                                                   else ""))
-        if problem is not None and all(s.ok for s in steps):
-            loaded.append(problem)
-    if not no_corpus and loaded:
-        failed += _judge_corpora(loaded, only, seed, device, interpret, sandbox, jobs, pool)
-    click.echo("every package is sound" if not failed else f"{failed} check(s) failed")
-    sys.exit(EXIT_REJECTED if failed else EXIT_AC)
-
-
 @cli.group()
 def sandbox():
     """Sandbox backends: what is available here, and building the Docker images."""
@@ -593,6 +478,7 @@ def sandbox_build(kind, base, ca_bundle, wheels, online, tag):
     click.echo(built)
 
 
+register_corpus(cli)
 register_grading(cli)
 
 

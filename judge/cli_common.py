@@ -216,9 +216,26 @@ def device_without_torch(device: str | None, interpret: bool) -> tuple[str, bool
     """(device, interpret) as the run will pick them, decided without importing torch (so that a usage error
     or a refused file is answered at once): ``--device`` when given, else ``cuda`` when an NVIDIA GPU is
     visible and torch is a CUDA build, else ``cpu`` (Triton's interpreter). ``--device cuda`` where neither
-    is there is a usage error here; the full run checks again with torch (judge.cli._resolve_device)."""
+    is there is a usage error here; the full run checks again with torch (resolve_device)."""
     if device is None:
         device = "cuda" if gpu_visible() and torch_has_cuda() is not False else "cpu"
     elif device == "cuda" and not gpu_visible() and torch_has_cuda() is False:
         usage("--device cuda: no CUDA GPU is available here; use --device cpu")
     return device, (True if device == "cpu" else interpret)
+
+
+def resolve_device(device, interpret, fail=usage):
+    """(device, interpret, note) - the default is the GPU when one is there; asks torch, which the run needs anyway."""
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    if device is None:
+        device = "cuda" if has_cuda else "cpu"
+        if not has_cuda:
+            return device, True, ("no CUDA GPU found: running kernels in Triton's interpreter on the CPU "
+                                  "(slow, small shapes, bfloat16 skipped)")
+    if device == "cuda" and not has_cuda:
+        fail("--device cuda: no CUDA GPU is available here; use --device cpu")
+    if device == "cpu":
+        return device, True, "running kernels in Triton's interpreter on the CPU" if not interpret else None
+    return device, interpret, None

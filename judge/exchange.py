@@ -14,7 +14,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from judge import calls, kit, pool, replies, timeline
+from judge import calls, kit, pool, timeline
+from judge.replies import parsers, records
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed, request_exits
 from judge.judgement import death_outcome, error_outcome
 from judge.sandbox import Job
@@ -58,7 +59,7 @@ class Exchange:
         self.timing = {"worker_starts": 0, "worker_start_seconds": 0.0, "cases": 0, "worker_seconds": 0.0,
                        "golden_seconds": 0.0, "kernels_compiled": 0, "compile_seconds": 0.0}
         self._compiles_seen = (0, 0.0)
-        self.last_phases: dict = {}  # the last reply's split of the worker's seconds (replies.Evidence.phases)
+        self.last_phases: dict = {}  # the last reply's split of the worker's seconds (records.Evidence.phases)
         self._stop_lock = threading.Lock()
 
     @property
@@ -141,10 +142,10 @@ class Exchange:
         self._live().send_case(message, payloads)
         return self.case_id
 
-    def receive(self, case_id: int, max_bytes: int) -> replies.CaseResult | replies.CaseError:
+    def receive(self, case_id: int, max_bytes: int) -> records.CaseResult | records.CaseError:
         """The parsed reply to ``case_id``; raises judge.channel.WorkerDied when there is none."""
         t0 = time.monotonic()
-        reply = self._live().receive(replies.parse_case_reply, timeout=self.job.limits.case_seconds,
+        reply = self._live().receive(parsers.parse_case_reply, timeout=self.job.limits.case_seconds,
                                      max_bytes=max_bytes, expect_id=case_id)
         self.timing["cases"] += 1
         self.timing["worker_seconds"] += time.monotonic() - t0
@@ -152,7 +153,7 @@ class Exchange:
         self.last_phases = dict(reply.evidence.phases)  # the worker's own split of it, for the timeline
         return reply
 
-    def _count_compiles(self, evidence: replies.Evidence) -> None:
+    def _count_compiles(self, evidence: records.Evidence) -> None:
         """Kernels the worker compiled so far (one per constexpr combination) and the time in those launches."""
         if evidence.compiled is None:
             return

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from judge import rules
-from judge.replies import CaseError, CaseResult, ErrorInfo
+from judge.replies.records import CaseError, CaseResult, ErrorInfo
 from judge.shared import oom
 from judge.rules import outputs as output_rules
 from judge.verdicts import Outcome, Verdict

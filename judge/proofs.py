@@ -6,7 +6,7 @@ an output a kernel was given. So a case counts as passed only once the file's ke
 secret seed), computed outputs that pass the same output check. Every passing case is replayed, not a sample:
 a kernel that behaves otherwise when it is replayed (it told the two processes apart) is then either right
 everywhere alone, and the answer that counts was computed by its kernels, or wrong on some replay, and the
-case is RJ (or WA, when the submission's own worker is wrong on the same fresh inputs: judge.session).
+case is RJ (or WA, when the submission's own worker is wrong on the same fresh inputs: judge.session_replays).
 
 The worker's outputs stay the fast path: a wrong answer there fails the case at once, with its message and
 hints. A passing case's replay runs in a thread pool while the lanes go on with the next cases (in the

@@ -7,7 +7,7 @@ do the arithmetic on bytes and copy the result in. So the judge does not take
 the worker's word. The worker records the call's launch sequence
 (judge.untrusted.trace: the file's kernels with their grids, arguments and
 options, and the allocations and copies around them); the judge checks that
-record like any other input (this module, :func:`validate`), then has it
+record like any other input (judge.replay_input.validate), then has it
 replayed by a second sandboxed process that never imports the submission and
 compiles only the file's ``@triton.jit`` functions from their source
 (judge.untrusted.replay), on fresh memory holding fresh inputs from a new
@@ -53,17 +53,16 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import expected, kit, replies, rules, timeline
-from judge.cases import canonical, derive_seed
+from judge import expected, kit, rules, timeline
+from judge.replies import parsers, records
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.rules import outputs as output_rules
 from judge.sandbox.base import REPLAY_MODULE
-from judge.shared import kernel_source, oom, tracing, wire
+from judge.shared import kernel_source, oom, wire
+from judge.replay_input import NOTE, encode, fresh_inputs, label, outside_source, tensor_refs, validate
 from judge.verdicts import Outcome, Verdict
 
 PREFIX = "the replay check"  # every RJ of this layer starts with it
-
-NOTE = "replay not possible"
 
 
 @dataclass(frozen=True)
@@ -87,202 +86,6 @@ COMPILE_HINT = ("in the interpreter a kernel body runs as Python, so Python call
                 "arithmetic, the file's own @triton.jit functions")
 NAME_HINT = ("a kernel may use only Triton, math, its arguments and the file's own @triton.jit functions and "
              "constants (a GPU compiles nothing else)")
-
-
-# --------------------------------------------------------------------------- checking the record
-
-
-def _walk(value):
-    """Every TensorRef and Tagged inside a recorded value."""
-    if isinstance(value, (replies.TensorRef, replies.Tagged)):
-        yield value
-    if isinstance(value, replies.Tagged) and value.tag in ("tuple", "list"):
-        for v in value.value:
-            yield from _walk(v)
-    if isinstance(value, replies.Tagged) and value.tag == "constexpr":
-        yield from _walk(value.value)
-    if isinstance(value, replies.Tagged) and value.tag == "tensor_descriptor":
-        yield from _walk(value.value[0])
-
-
-def _values(event: replies.TraceEvent):
-    for v in list(event.args) + list(event.kwargs.values()):
-        yield from _walk(v)
-
-
-def _refs(event: replies.TraceEvent) -> list[replies.TensorRef]:
-    return [v for v in _values(event) if isinstance(v, replies.TensorRef)]
-
-
-def label(trace: replies.Trace, index: int) -> str:
-    return tracing.event_label(
-        [{"k": e.kind, "kernel": e.kernel, "grid": e.grid, "op": e.op} for e in trace.events], index)
-
-
-def validate(trace: replies.Trace, kernels: set[str], input_sizes: dict[int, int], device: str, file: str
-             ) -> tuple[str, str] | None:
-    """Why this record cannot be replayed: ("RJ", message) or ("note", message); None when it can."""
-    if trace.truncated:
-        return "note", f"{NOTE}: {trace.truncated}"
-    device_type = "cuda" if device.startswith("cuda") else "cpu"
-    storages = trace.storages
-    seen_args = set()
-    for s in storages:
-        if s.device not in ("cpu", device_type):
-            return "RJ", f"the record of the call is not consistent: memory on {s.device} in a run on {device_type}"
-        if s.origin == "input":
-            if s.arg not in input_sizes or s.arg in seen_args or input_sizes[s.arg] != s.nbytes:
-                return "RJ", ("the record of the call is not consistent: its inputs are not the case's "
-                              "(a forged or tampered record)")
-            seen_args.add(s.arg)
-        elif s.origin == "made":
-            e = trace.events[s.event] if s.event < len(trace.events) else None
-            if e is None or e.kind != "op" or s.id not in e.made:
-                return "RJ", "the record of the call is not consistent: memory made by an event that did not make it"
-    if seen_args != set(input_sizes):
-        return "RJ", "the record of the call is not consistent: it lacks some of the case's inputs"
-
-    def check_ref(ref: replies.TensorRef, at: int, what: str) -> tuple[str, str] | None:
-        if ref.storage >= len(storages):
-            return "RJ", f"the record of the call is not consistent: {what} uses memory it never describes"
-        s = storages[ref.storage]
-        if s.origin == "made" and s.event >= at:
-            return "RJ", f"the record of the call is not consistent: {what} uses memory before it was made"
-        need = tracing.extent(ref.offset, ref.shape, ref.strides) * tracing.itemsize(ref.dtype)
-        if need > s.nbytes:
-            return "RJ", f"the record of the call is not consistent: {what} reaches beyond its memory"
-        if s.origin == "outside" and s.snapshot is None:
-            return "RJ", (f"data from outside your kernels reached {what}: {s.nbytes} bytes of memory that no "
-                          "allocation or copy of the call made (all data must come from the inputs through your "
-                          "kernels)")
-        return None
-
-    for i, e in enumerate(trace.events):
-        if e.kind == "foreign":
-            return "RJ", (f"the call launched {e.kernel}, a kernel not defined in {file}: only your file's kernels "
-                          "may compute the answer")
-        where = label(trace, i)
-        if e.kind == "launch" and e.kernel not in kernels:
-            return "RJ", (f"{where}: {e.kernel} is not a top-level @triton.jit function of {file} (kernels are "
-                          "replayed from the file's source, so they must be defined there at top level)")
-        for v in _values(e):
-            if isinstance(v, replies.Tagged) and v.tag == "opaque":
-                if str(v.value).startswith("triton.") or "tensor of dtype" in str(v.value):
-                    return "note", f"{NOTE}: {where} was given {v.value}, which the replay does not rebuild"
-                return "RJ", (f"{where} was given a {v.value}: a Triton kernel takes tensors, numbers, booleans, "
-                              "strings, dtypes and tuples of those")
-            if isinstance(v, replies.TensorRef):
-                found = check_ref(v, i, where)
-                if found is not None:
-                    return found
-        for m in e.made:
-            if m is not None and (m >= len(storages) or storages[m].origin != "made" or storages[m].event != i):
-                return "RJ", "the record of the call is not consistent: an operator made memory the record lacks"
-    for n, ref in enumerate(trace.outputs):
-        if ref is not None:
-            found = check_ref(ref, len(trace.events), f"output {n + 1}")
-            if found is not None:
-                return found
-    return None
-
-
-def outside_source(trace: replies.Trace, storage: int) -> tuple[bool, int | None]:
-    """Whether memory from outside the call can have reached ``storage``, and the first event that brought it there.
-
-    Conservative: a launch may have written any tensor it was given.
-    (False, None): no; (True, None): the storage is itself outside memory; (True, k): through event k.
-    """
-    tainted: dict[int, int | None] = {s.id: None for s in trace.storages if s.origin == "outside"}
-    for k, e in enumerate(trace.events):
-        refs = {r.storage for r in _refs(e)}
-        if not refs & tainted.keys():
-            continue
-        writes = set(refs) if e.kind == "launch" else {m for m in e.made if m is not None}
-        if e.kind == "op" and e.op.split(".")[0] in tracing.WRITES and e.args and isinstance(e.args[0],
-                                                                                            replies.TensorRef):
-            writes.add(e.args[0].storage)
-        out = e.kwargs.get("out")
-        if isinstance(out, replies.TensorRef):
-            writes.add(out.storage)
-        # Named by the event where outside memory first came in on this path.
-        first = min(k if tainted[r] is None else tainted[r] for r in refs if r in tainted)
-        for w in writes:
-            tainted.setdefault(w, first)
-    return (storage in tainted), tainted.get(storage)
-
-
-# --------------------------------------------------------------------------- the wire, both ways
-
-
-def _encode(value):
-    if isinstance(value, replies.TensorRef):
-        return value.as_wire()
-    if isinstance(value, replies.Tagged):
-        if value.tag in ("tuple", "list"):
-            return {value.tag: [_encode(v) for v in value.value]}
-        if value.tag == "constexpr":
-            return {"constexpr": _encode(value.value)}
-        if value.tag == "tensor_descriptor":
-            base, shape, strides, block, padding, rnd = value.value
-            return {"tensor_descriptor": {"base": base.as_wire(), "shape": list(shape), "strides": list(strides),
-                                          "block_shape": list(block), "padding": padding, "round_f32_to_tf32": rnd}}
-        return {value.tag: value.value}
-    return value
-
-
-def encode(trace: replies.Trace) -> tuple[dict, list]:
-    """The record as the replay worker reads it, without the bytes (which travel as frames)."""
-    storages = []
-    for s in trace.storages:
-        entry = {"id": s.id, "nbytes": s.nbytes, "device": s.device, "origin": s.origin}
-        if s.origin == "input":
-            entry["arg"] = s.arg
-        elif s.origin == "made":
-            entry["event"] = s.event
-        elif s.origin == "outside":
-            entry["snapshot"] = s.snapshot is not None
-        storages.append(entry)
-    events = []
-    for e in trace.events:
-        base = {"args": [_encode(a) for a in e.args], "kwargs": {k: _encode(v) for k, v in e.kwargs.items()}}
-        if e.kind == "launch":
-            events.append({"k": "launch", "kernel": e.kernel, "grid": list(e.grid or ()), **base})
-        else:
-            events.append({"k": "op", "op": e.op, "made": list(e.made), **base})
-    outputs = [None if o is None else o.as_wire() for o in trace.outputs]
-    return {"storages": storages, "events": events, "outputs": outputs}, []
-
-
-def fresh_inputs(problem, params: dict, original: list, run_seed: int | None = None) -> tuple[dict, list] | None:
-    """The case's inputs again, with new values from a new seed: same layouts, same scalars.
-
-    The new seed is derived from the run's seed and the case (``run_seed``; None: the OS's randomness): as
-    secret as the cases' own seeds, which the worker never sees either, and the same in every run with that
-    seed. A kernel wrong on some values only is found out by the replay's values now and then (the corpus's
-    96 wrong_answer/stats_in_input_dtype.py: a group earlier than the drawn cases' failure, one run in
-    several, 2026-12-05); with fresh values from the OS that made a fixed seed's group results differ
-    from run to run, whatever the number of workers.
-
-    (the fresh case's parameters, its inputs); None if the problem's make_inputs
-    gives another layout for another seed (then a record of the first layout
-    means nothing for the second).
-    """
-    seed = derive_seed("replay", secrets.token_hex(16) if run_seed is None else run_seed, canonical(params))
-    fresh_params = dict(params, seed=seed)
-    fresh = problem.golden.make_inputs(dict(fresh_params), kit.generator(seed))
-    if len(fresh) != len(original):
-        return None
-    out = []
-    for a, b in zip(original, fresh):
-        if isinstance(a, kit.TensorInput):
-            if not (isinstance(b, kit.TensorInput) and b.dtype == a.dtype and b.values.shape == a.values.shape
-                    and b.strides() == a.strides() and b.offset == a.offset
-                    and b.storage_numel() == a.storage_numel()):
-                return None
-            out.append(b)
-        else:
-            out.append(a)  # a scalar is part of the case, not of its data
-    return fresh_params, out
 
 
 # --------------------------------------------------------------------------- the replay worker
@@ -394,7 +197,7 @@ class Replayer:
 
     # ------------------------------------------------------------------ one case
 
-    def check(self, params: dict, inputs: list, reply: replies.CaseResult, device: str,
+    def check(self, params: dict, inputs: list, reply: records.CaseResult, device: str,
               shared=contextlib.nullcontext, time_left=None) -> Outcome | Skipped | None:
         """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the
         answer). ``shared()`` is held around the replay's GPU work, not its compile pass (:meth:`precompile`).
@@ -407,7 +210,7 @@ class Replayer:
         finally:
             self._time_left = None
 
-    def check_bench(self, params: dict, specs: list, outputs: replies.BenchOutputs, device: str,
+    def check_bench(self, params: dict, specs: list, outputs: records.BenchOutputs, device: str,
                     shared=contextlib.nullcontext) -> Outcome | Skipped | None:
         """Replay a timed call of the speed run (judge.timing.verify) on fresh bench inputs, as :meth:`check`
         does a case: RJ (or IE) Outcome, Skipped, or None. A wrong answer carries ``case`` = {"bench_seed": S}:
@@ -416,7 +219,7 @@ class Replayer:
         with shared():
             return self._counted(self._check_bench, params, specs, outputs, device)
 
-    def precompile(self, trace: replies.Trace | None) -> None:
+    def precompile(self, trace: records.Trace | None) -> None:
         """On a GPU, before the replay takes the GPU: the replay worker compiles the record's kernels without
         running them (judge.untrusted.replay.CompilePass), so that the replay, which holds the GPU shared,
         spends that time on the GPU's work alone. A compile is CPU work; held shared, it kept another judge's
@@ -434,7 +237,7 @@ class Replayer:
             self.replay_id += 1
             with timeline.span("replay: compile pass"):
                 self.channel.send_case({"type": "compile", "id": self.replay_id, "trace": record}, [])
-                done = self.channel.receive(replies.parse_compile_reply, timeout=self._timeout()[0],
+                done = self.channel.receive(parsers.parse_compile_reply, timeout=self._timeout()[0],
                                             max_bytes=1 << 16, expect_id=self.replay_id)
             self.timing["replay_precompiled"] += max(0, done.compiled)
         except (WorkerStartFailed, WorkerDied):
@@ -542,7 +345,7 @@ class Replayer:
                 answers = answers_for()
                 t0 = self._spent("replay_golden_seconds", t0)
             timeout, by_run = self._timeout()  # (the golden answers took some of it)
-            result = self.channel.receive(replies.parse_replay_reply, timeout=max(timeout, 0.1),
+            result = self.channel.receive(parsers.parse_replay_reply, timeout=max(timeout, 0.1),
                                           max_bytes=8 * input_bytes + (1 << 20), expect_id=self.replay_id)
             self._spent("replay_wait_seconds", t0)
         except WorkerDied as died:
@@ -580,7 +383,7 @@ class Replayer:
         self.timing[key] += now - since
         return now
 
-    def _written_here(self, trace, result: replies.ReplayResult) -> Outcome | None:
+    def _written_here(self, trace, result: records.ReplayResult) -> Outcome | None:
         """RJ when a launch that computed an output replayed alone left it as it was in the worker, while it held
         data from outside the kernels: the kernel ran otherwise in the judged process (honest only when replayed),
         and the answer returned there came from elsewhere. An honest launch that happens to write the values
@@ -604,7 +407,7 @@ class Replayer:
                            {"replay": "not written here", "event": label(trace, w)})
         return None
 
-    def _judge(self, trace, reply, result: replies.ReplayResult, answers, device) -> Outcome | None:
+    def _judge(self, trace, reply, result: records.ReplayResult, answers, device) -> Outcome | None:
         if not result.ok:
             where = label(trace, result.event) if 0 <= result.event < len(trace.events) else "the record"
             err = result.error
@@ -638,7 +441,7 @@ class Replayer:
         if writer is not None and writer >= len(trace.events):
             writer = None  # only a broken replay worker says so: name nothing rather than something wrong
         given = max((k for k, e in enumerate(trace.events) if e.kind == "launch" and ref is not None
-                     and any(r.storage == ref.storage for r in _refs(e))), default=None)
+                     and any(r.storage == ref.storage for r in tensor_refs(e))), default=None)
         written = f"last written by {label(trace, writer)}" if writer is not None else "no recorded event wrote it"
         if given is not None and (writer is None or trace.events[writer].kind != "launch"):
             who = f"{label(trace, given)} was the last launch given it; {written}"

@@ -3,16 +3,20 @@
 Data flows one way: the intake reads and scans the source (judge.intake);
 each group draws its cases (judge.groups, with Hypothesis); a case's inputs
 are built by the problem's golden.py and cross to the worker as data
-(judge.exchange); while the worker runs, the judge computes its own answers
-(judge.expected); the parsed reply is judged (judge.judgement, by the rules
-of judge.rules); the groups' outcomes become a verdict, the speed run follows
-on a GPU (judge.timing), and the report is built. This process never imports
-the submission.
+(judge.exchange, judge.case_call); while the worker runs, the judge computes
+its own answers (judge.expected); the parsed reply is judged
+(judge.judgement, by the rules of judge.rules); the groups' outcomes become a
+verdict, the speed run follows on a GPU (judge.timing), and the report is
+built. This process never imports the submission.
+
+Its parts, each given what it needs: one case through a worker
+(judge.case_call), the replays of passing cases (judge.session_replays), the
+speed run spawned ahead and run last (judge.speed_stage), and the GPU shared
+with other judges on the host (judge.gpu_share).
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import shlex
@@ -20,26 +24,25 @@ import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
-from judge import calls, expected, gpu_budget, intake, kernel_store, kit, progress as progress_words, timeline
+from judge import calls, intake, kernel_store, kit, progress as progress_words, session_replays, timeline
+from judge.case_call import CaseCall
 from judge.cases import canonical, derive_seed, expand_examples
-from judge.shared import tracing
-from judge.channel import WorkerDied
-from judge.exchange import Exchange, Workers, encode_inputs
+from judge.exchange import Exchange, Workers
 from judge.gpu_claim import GpuClaim, Refused, handed_over
+from judge.gpu_share import GpuShare
 from judge.groups import CaseFailed, draw_cases, run_cases, run_group
-from judge.judgement import death_outcome, judge_case, judge_refill
-from judge.kit import generator
+from judge.judgement import judge_refill
 from judge.lanes import LaneOutcome, Lanes, Plan
 from judge.options import (Options, limits_for, no_speed_run, planned_cases, replay_workers, session_workers,
-                           torch_device, torch_index)
+                           torch_device)
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
 from judge.proofs import Proofs
-from judge.replay import Replayer, Replayers
 from judge.sandbox import Job
+from judge.speed_stage import SpeedStage
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
 BF16_NOTE = ("bfloat16 was not tested: Triton's interpreter computes bfloat16 on raw bits, "
@@ -60,11 +63,6 @@ class Session:
         self.workers: Workers | None = None  # the submission's workers; the first runs Hypothesis's shrinking
         self._lock = threading.RLock()  # the case cache and the group's state, shared by the workers' threads
         self.started = 0.0
-        # Seconds this run's cases waited for another judge's speed run on the GPU (judge.timing.lock): not
-        # the submission's time, so not in its run limit.
-        self.gpu_wait_seconds = 0.0
-        self._gpu_waiting = 0  # lanes waiting for it now, and since when (see _gpu_shared)
-        self._gpu_wait_since = 0.0
         self.timing: dict = {}
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
         self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
@@ -77,14 +75,15 @@ class Session:
         self.replay_on = options.replay
         # Live progress (judge.progress): what runs now, reported from whichever thread runs it.
         self.progress = options.progress or NO_PROGRESS
+        self.gpu = GpuShare(options, self.golden_device, self.progress)  # beside other judges on the host
+        self._case_call = CaseCall(problem, self.submission.name, options, golden_device=self.golden_device,
+                                   case_seconds=self.limits.case_seconds)
         self._shrinking = False  # the group's first failure was found: its cases now are Hypothesis's tries
         self._tries = 0  # cases run while shrinking the group's failure
         self._lane_compiling: dict[int, bool] = {}  # lane -> its last reply compiled new kernels (GPU)
-        self._speed_run = None  # judge.timing.speedrun.SpeedRun, its workers spawned while tests still run
-        self._speed_dropped: threading.Thread | None = None  # stopping the one spawned, after a group failed
-        self._warm_cancel = threading.Event()  # the session is over: its CUDA warm-up stops waiting for the GPU
+        self.speed = SpeedStage(problem, self.submission, options, backend=self.backend, limits=self.limits,
+                                progress=self.progress, replay=self.replay_on, timing=self.timing)
         self.claim: GpuClaim | None = None  # the GPU memory this run reserved (judge.gpu_claim), from run()
-        self._capped = False  # this process's own GPU work capped to its share (_cap_own)
 
     # ------------------------------------------------------------------ entry
 
@@ -119,23 +118,17 @@ class Session:
         kernel_store.prune_in_background(job.cache)  # other files' kernels, within the disk's budget
         self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads, count=count)
         if self.replay_on:
-            count = replay_workers(self.options.device, self.options.interpret, lone=self.options.speed_early)
-            members = [Replayer(self.problem, job, self.backend, threads=self.options.threads,
-                                golden_device=self.golden_device, seed=self.options.seed) for _ in range(count)]
-            replayer = members[0] if count == 1 else Replayers(members)
-            # Started now, it imports torch and Triton while the submission's worker does: cheaper than
-            # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
-            replayer.prestart()
-            self.replays = Proofs(replayer, "cuda" if self.options.device == "cuda" else "cpu", workers=count,
-                                  time_left=self._time_left, run_seconds=self.limits.run_seconds)
+            self.replays = session_replays.start(self.problem, job, self.backend, self.options,
+                                                 golden_device=self.golden_device, time_left=self._time_left,
+                                                 run_seconds=self.limits.run_seconds)
         workers = len(self.workers.all)
         self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
-        warm = self._warm_golden_device()
+        warm = self.gpu.warm(self.claim)
         try:
             if self.options.speed_early:
                 # A lone submit on a GPU: the speed run's workers start, and warm up, beside the first group too.
                 # A submission that then fails costs their start, on a machine that had nothing else to do.
-                self._prestart_speed(scratch)
+                self.speed.prestart(scratch, self.claim)
             t_start = time.monotonic()
             failure = self.workers.start()
             # What this submission waited for its first worker (spawned, or handed over by judge.pool).
@@ -153,22 +146,15 @@ class Session:
             message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
                            "all tests passed")
             self.timing["tests_seconds"] = round(time.monotonic() - groups_started, 3)
-            if self.gpu_wait_seconds:
-                self.timing["gpu_wait_seconds"] = round(self.gpu_wait_seconds, 3)  # for others' speed runs
-            speed, failed = self._speed(verdict, scratch)
+            if self.gpu.wait_seconds:
+                self.timing["gpu_wait_seconds"] = round(self.gpu.wait_seconds, 3)  # for others' speed runs
+            speed, failed = self.speed.run(verdict, scratch, self.claim, self._stop_tests)
             if failed is not None:
                 verdict, message = failed
             return self._report(verdict, message, groups, speed=speed)
         finally:
-            if self._speed_run is not None:
-                self._speed_run.discard()  # its workers, when the tests failed after they were spawned
-            if self._speed_dropped is not None:
-                self._speed_dropped.join()  # (_drop_speed_run: one stopped when a group failed)
-            if warm is not None:
-                self._warm_cancel.set()  # a warm-up still waiting for the GPU (another judge timing) is not wanted
-                warm.join()
-            if self._capped:
-                gpu_budget.cap_own_process(torch_index(self.options.gpu), -self.claim.judge)
+            self.speed.close()
+            self.gpu.end(warm, self.claim)
             self.progress.stage("stopping workers")
             if self.replays is not None:
                 self.replays.shutdown()
@@ -225,9 +211,9 @@ class Session:
                 self.timing.setdefault("group_seconds", {})[g.name] = round(time.monotonic() - t_group, 3)
                 timeline.add(f"group {g.name}", t_group, time.monotonic())
                 if all(x.passed for x in results):  # (the open ones passed their cases)
-                    self._prestart_speed(scratch)
+                    self.speed.prestart(scratch, self.claim)
                 else:
-                    self._drop_speed_run()
+                    self.speed.drop(self.claim)
             settle_open()
         finally:
             if self._lanes is not None:
@@ -309,7 +295,7 @@ class Session:
     def _time_left(self) -> float:
         """Seconds left of the run's limit (waits for other judges, their speed runs on the GPU and their GPU
         memory, are not the run's time)."""
-        waited = self.gpu_wait_seconds + (self.claim.waited_seconds if self.claim is not None else 0.0)
+        waited = self.gpu.wait_seconds + (self.claim.waited_seconds if self.claim is not None else 0.0)
         return self.limits.run_seconds - (time.monotonic() - self.started - waited)
 
     def _run_limit(self) -> Outcome:
@@ -338,98 +324,30 @@ class Session:
                 with self._lock:
                     if calls.NOT_REPLAYED not in self.notes:
                         self.notes.append(calls.NOT_REPLAYED)
-            self.replays.passed(group.name, params, last, replayable, self._gpu_shared)
+            self.replays.passed(group.name, params, last, replayable, self.gpu.shared)
         return outcome
 
     def _settle_replays(self, group: Group, order: dict, failed_at: int | None) -> tuple[dict, Outcome] | None:
-        """The group's replays (judge.proofs.Proofs.settle): the first finding before its first failing case,
+        """The group's replays (judge.session_replays.settle): the first finding before its first failing case,
         as (params, outcome), or None."""
         if self.replays is None:
             return None
-
-        def waiting(on: bool) -> None:
-            self.progress.lane(0, progress_words.REPLAYING if on else None)
-
-        found, seconds = self.replays.settle(group.name, order, failed_at, lambda p: self._again(group, p),
-                                             lambda found: self._judged_finding(found, group), waiting)
+        found, seconds = session_replays.settle(
+            self.replays, group, order, failed_at, in_first_worker=self._in_first_worker, progress=self.progress,
+            call=lambda ex, params, group: self._call(ex, "case", params, group=group))
         # What the test groups waited, after their cases, for their replays to come back.
         self.timing["replay_settle_seconds"] = round(self.timing.get("replay_settle_seconds", 0.0) + seconds, 3)
         return found
 
-    def _again(self, group: Group, params: dict) -> tuple[Outcome, tuple | None]:
-        """A passing case whose record could not be replayed, run once more in the first worker (the run's limit
-        permitting): (its outcome, (inputs, reply) when it passed)."""
-        if self._time_left() < 0:
-            return self._run_limit(), None
-        ex = self.workers.first
-        with self._holding(ex):
-            if not ex.alive:
-                failure = ex.start()
-                if failure is not None:
-                    return failure, None
-            outcome, _, _, last = self._call(ex, "case", params, group=group)
-        return outcome, last
-
-    def _judged_finding(self, found: Outcome, group: Group) -> Outcome:
-        """A replay's finding; one that carries its fresh inputs (wrong on them) has them judged in the
-        submission's own worker first (_fresh_case_in_worker)."""
-        if found.case is None:
-            return found
+    def _in_first_worker(self, work):
+        """``work(ex)`` on the first worker, held for it and started again if it died, the run's limit permitting;
+        else the Outcome that stopped it (the run's limit, the worker's start)."""
         if self._time_left() < 0:
             return self._run_limit()
         ex = self.workers.first
         with self._holding(ex):
             failure = ex.start() if not ex.alive else None
-            return failure or self._fresh_case_in_worker(ex, found, group)
-
-    def _fresh_case_in_worker(self, ex: Exchange, found: Outcome, group: Group) -> Outcome:
-        """The replay's fresh inputs, on which the replayed launches missed the answer, judged as a case in the
-        submission's own worker. Wrong there too, it is that case's verdict (a kernel that is wrong on some
-        values is WA, not a forgery: replays of the corpus's WA files drew such values). Right there, the
-        launches do not do alone what the call did in the worker: RJ stands."""
-        own, _, _, _ = self._call(ex, "case", found.case, group=group)
-        if not own.passed:
-            return replace(own, case=found.case,
-                           details={**own.details, "found_by": "the replay check's fresh inputs for the same case"})
-        return replace(found, case=None,
-                       message=f"{found.message}; on the same inputs your file's call in its own process computed "
-                               "the answer")
-
-    @contextlib.contextmanager
-    def _gpu_shared(self):
-        """One case's GPU work (the worker's call, the golden model, a replay) beside other judges' cases,
-        never while one of them times on this GPU (judge.timing.lock); the wait is not the run's time."""
-        if self.options.device != "cuda" or self.options.interpret:
-            yield
-            return
-        from judge.timing import lock
-
-        def waiting(message: str) -> None:
-            self.progress.stage("waiting for the GPU (another judge is timing on it)")
-            if self.options.log:
-                self.options.log(message)
-
-        # The lanes wait for the same speed run at once: the run's waiting time is while any of them waits.
-        with self._lock:
-            if not self._gpu_waiting:
-                self._gpu_wait_since = time.monotonic()
-            self._gpu_waiting += 1
-        got = False
-        try:
-            with lock.gpu_shared(self.options.gpu or 0, on_wait=waiting):
-                got = True
-                self._gpu_waited()
-                yield
-        finally:
-            if not got:  # gave up while waiting (an exception, an interrupt)
-                self._gpu_waited()
-
-    def _gpu_waited(self) -> None:
-        """One lane got the GPU (or gave up waiting): the last of the waiting lanes ends the waiting time."""
-        with self._lock:
-            self._gpu_waiting -= 1
-            if not self._gpu_waiting:
-                self.gpu_wait_seconds += time.monotonic() - self._gpu_wait_since
+            return failure or work(ex)
 
     def _lane_of(self, ex: Exchange) -> int:
         return next((i for i, lane in enumerate(self.workers.all) if lane is ex), 0)
@@ -454,8 +372,8 @@ class Session:
         self.progress.lane(lane, *self._phase_of(lane))
         compiled = ex.timing["kernels_compiled"]
         try:
-            with self._gpu_shared():
-                return self._call_on(ex, kind, params, input_bytes, group)
+            with self.gpu.shared():
+                return self._case_call(ex, kind, params, input_bytes, group, lane)
         finally:
             self.progress.lane(lane, None)
             self._lane_compiling[lane] = ex.timing["kernels_compiled"] > compiled
@@ -467,54 +385,6 @@ class Session:
             # jobs' memory: 16 softmax judges on one H100 held 0.6-5.5 GiB each, and accepted files failed out of
             # memory beside them (tests/gpu/RESULTS.md, 2026-12-06, ninth session).
             kit.release_after_case()
-
-    def _call_on(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
-        with timeline.span(f"{kind} ({group.name})", lane=self._lane_of(ex)) as about:
-            before = {k: ex.timing[k] for k in ("kernels_compiled", "compile_seconds", "worker_seconds")}
-            ex.last_phases = {}
-            try:
-                return self._call_timed(ex, kind, params, input_bytes, group)
-            finally:
-                about.update({k: round(ex.timing[k] - v, 4) for k, v in before.items()})
-                about.update({f"worker_{k}_seconds": round(v, 4) for k, v in ex.last_phases.items()})
-
-    def _call_timed(self, ex: Exchange, kind: str, params: dict, input_bytes: int | None, group: Group):
-        t_inputs = time.monotonic()
-        with kit.computing_on(self.golden_device):
-            inputs = self.problem.golden.make_inputs(dict(params), generator(params["seed"]))
-        sent, answers = inputs, None
-        t0 = time.monotonic()
-        if group.call == "grad":
-            # The cotangents follow the arguments; they are drawn in the outputs' shapes, so the answers first.
-            answers = expected.for_inputs(self.problem, inputs, params, self.golden_device)
-            cots = calls.cotangents(answers, params)
-            calls.add_gradients(self.problem, answers, inputs, cots)
-            sent = inputs + cots
-        wire_args, payloads, nbytes = encode_inputs(sent)
-        input_bytes = input_bytes or nbytes
-        try:
-            case_id = ex.send(kind, wire_args if kind == "case" else None, payloads,
-                              call=calls.case_spec(self.problem, group, self.options.interpret))
-            timeline.add("inputs, sent", t_inputs, t_sent := time.monotonic())
-            if answers is None:
-                answers = expected.for_inputs(self.problem, inputs, params, self.golden_device)
-            ex.timing["golden_seconds"] += time.monotonic() - t0
-            timeline.add("golden answer", t_sent, t_golden := time.monotonic())
-            # Outputs, and the bytes of any memory from outside the call its record carries.
-            reply = ex.receive(case_id, max_bytes=8 * input_bytes + (1 << 20) + tracing.snapshot_budget(input_bytes))
-            timeline.add("the worker's reply", t_golden, time.monotonic())
-        except WorkerDied as died:
-            ex.stop()
-            return death_outcome(died.reason, died.detail, limit_seconds=self.limits.case_seconds,
-                                 interpret=self.options.interpret), None, input_bytes, None
-        device = "cuda" if self.options.device == "cuda" else "cpu"
-        with timeline.span("check"):
-            outcome, got = judge_case(self.problem, reply, answers, device, self.submission.name,
-                                      specs=self.problem.outputs_for(group))
-        last = (inputs, reply) if kind == "case" and outcome.passed else None
-        if getattr(reply, "error", None) is not None and reply.error.fatal:
-            ex.stop()  # a CUDA error poisons the context: start afresh
-        return outcome, got, input_bytes, last
 
     def _wants_refill(self, group: Group, params: dict) -> bool:
         """The group's first case (when it passes), and one case in eight: decided by the case alone, so
@@ -641,133 +511,13 @@ class Session:
             parts += ["--device", self.options.device]
         return shlex.join(parts)
 
-    # ------------------------------------------------------------------ speed
-
-    def _speed(self, verdict: Verdict, scratch: Path):
-        """The speed section, and (verdict, message) when the speed run itself failed the submission."""
-        from judge.timing.score import SpeedScore
-
-        opts = self.options
-        base = {"scored": False, "points": 0, "max_points": self.problem.speed_points}
-        why_not = no_speed_run(self.problem, opts, verdict)
-        if why_not:
-            return {**base, "reason": why_not}, None
-        from judge.timing.findings import BenchFailed
-
-        self.progress.stage("speed run: stopping the test workers")
-        t_stop = time.monotonic()
+    def _stop_tests(self) -> None:
+        """The test workers stopped for the speed run, and the replay workers with them."""
         if self.replays is not None:
             self.replays.replayer.release()  # asked to exit now, beside the workers' exits; reaped below
-        self.workers.stop()  # the correctness workers' memory and contexts are not needed any more
+        self.workers.stop()
         if self.replays is not None:
             self.replays.replayer.stop()
-        t0 = time.monotonic()
-        self.timing["workers_stop_seconds"] = round(t0 - t_stop, 3)
-        timeline.add("stop the test workers", t_stop, t0)
-        run, self._speed_run = self._speed_run or self._new_speed_run(scratch), None
-        try:
-            self.claim.to_speed(run)  # the tests' memory for the speed run's (waiting for it if not held ahead)
-            result = run.run()
-        except BenchFailed as exc:
-            self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
-            speed = {**base, "scored": True, "reason": f"{exc.verdict} in the speed run: {exc.message}",
-                     "verdict": exc.verdict, "details": exc.details}
-            return speed, (Verdict(exc.verdict), f"speed run: {exc.message}")
-        self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
-        self.timing["speed_close_seconds"] = round(run.close_seconds, 3)  # of it, the speed workers' exits
-        score = SpeedScore.from_spec(self.problem.spec.get("score", {}), self.problem.speed_points)
-        return {**base, **score.section(result)}, None
-
-    def _new_speed_run(self, scratch: Path):
-        from judge.timing.speedrun import SpeedRun, config_for
-
-        opts = self.options
-        # The PyTorch baseline earns no points, and timing it is a third of a speed run's rounds, warm-up and
-        # profiler clock: a judged submission leaves it out unless asked (submit --pytorch); `judge bench`,
-        # which is for timing kernels, keeps the problem's setting.
-        overrides = {"torch_baseline": False, **{k: v for k, v in opts.bench.items() if v is not None}}
-        # Its own scratch: the test workers' scratch folders (scratch/worker<i>) may still be in use.
-        return SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret, gpu=opts.gpu,
-                        backend=self.backend, limits=self.limits, scratch=scratch / "speed",
-                        config=config_for(self.problem, interpret=opts.interpret, overrides=overrides),
-                        log=opts.log, progress=self.progress, replay=self.replay_on,
-                        replay_workers=replay_workers(opts.device, opts.interpret, lone=opts.speed_early))
-
-    def _warm_golden_device(self) -> threading.Thread | None:
-        """Make this process's CUDA context, and cuBLAS's, in a thread while the workers are handed over.
-
-        The judge's own first GPU work (its first golden answer, or the first inputs made on the GPU) made
-        them lazily, and every lane's first case waited for it at once: each lane's first golden answer took
-        1.04 s (94, H200) and 1.51 s (94, H100), against under 0.01 s for the later ones; 98's first inputs
-        0.41-0.48 s (tests/gpu/RESULTS.md, 2026-12-05 fourth session). Under the GPU lock shared, as a case:
-        nothing runs on the GPU while another judge times."""
-        if self.options.device != "cuda" or self.options.interpret:
-            return None
-
-        def warm() -> None:
-            import torch
-
-            from judge.timing import lock
-
-            try:
-                with lock.gpu_shared(self.options.gpu or 0, cancel=self._warm_cancel), \
-                        timeline.span("the judge's CUDA context, warmed"):
-                    self._cap_own()
-                    a = torch.ones((8, 8), dtype=torch.float64, device=self.golden_device)
-                    (a @ a).sum().item()
-            except Exception:  # noqa: BLE001 - a saving, never a condition: the first case makes it as before
-                pass  # (lock.Cancelled too: the session ended while another judge timed)
-
-        thread = threading.Thread(target=warm, name="judge-cuda-warm", daemon=True)
-        thread.start()
-        return thread
-
-    def _cap_own(self) -> None:
-        """This process's own GPU work (inputs, golden answers, checks) capped at what its reservation holds for it
-        (judge.gpu_budget): beyond it, that work goes to the CPU, so the memory reserved for others stays theirs."""
-        if self.claim.on and not self._capped:
-            gpu_budget.cap_own_process(torch_index(self.options.gpu), self.claim.judge)
-            self._capped = True
-
-    def _drop_speed_run(self) -> None:
-        """A group failed, so no speed run follows: the one spawned ahead (its workers, its warm-up and checks
-        ahead) is stopped now, in a thread of its own, not once the later groups are over. Kept to the end, it
-        took cores and the GPU beside the later groups, and beside other jobs' cases: in a roster of 18 wrong
-        and 18 accepted softmax files on the H200, 14 of the wrong ones started a speed run's workers, and
-        their starts, warm-ups and checks ahead took 11-40 s each, for nothing (tests/gpu/RESULTS.md,
-        2026-12-05 fourth session, call 3). The session's end waits for the thread (_speed_dropped)."""
-        run, self._speed_run = self._speed_run, None
-        if run is None:
-            return
-        def discard() -> None:
-            run.discard()
-            self.claim.drop_ahead()  # its workers' memory, back to the others once they are gone
-
-        self._speed_dropped = threading.Thread(target=discard, name="judge-speed-discard", daemon=True)
-        self._speed_dropped.start()
-
-    def _prestart_speed(self, scratch: Path) -> None:
-        """Spawn the speed run's workers once the first test group has passed, so that their start (8.8-11.5 s
-        each on the H200, in parallel: tests/gpu/RESULTS.md) overlaps the later groups instead of following
-        them. Not before (unless options.speed_early: a lone submit on a GPU): a submission that fails its
-        first group, as most wrong ones do, costs no speed workers."""
-        if self._speed_run is not None:
-            return
-        if no_speed_run(self.problem, self.options, Verdict.AC) is not None:
-            return
-        if not self.claim.speed_ahead():
-            return  # no room for its workers beside the tests now: they start after them (or at a later group)
-        self._speed_run = self._new_speed_run(scratch)
-        self._speed_run.spawn()
-        # And their warm-up (the bench shapes' compiles, the watched calls), each shape's requests beside the cases
-        # (the GPU taken shared, as a case does; its waits are not the session's cases' waits: not in
-        # gpu_wait_seconds, which the run's limit leaves out).
-        shared = None
-        if self.options.device == "cuda" and not self.options.interpret:
-            from judge.timing import lock
-
-            shared = lambda cancel=None: lock.gpu_shared(self.options.gpu or 0, cancel=cancel)  # noqa: E731
-        self._speed_run.prewarm(shared=shared)
 
     # ------------------------------------------------------------------ report
 

@@ -13,7 +13,7 @@ import torch
 
 from judge import calls, expected, kit, rules
 from judge.problems import find_problem
-from judge.replies import Evidence, Returned
+from judge.replies.records import Evidence, Returned
 from judge.rules import outputs as output_rules
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -8,7 +8,8 @@ real GPU during each phase."""
 import pytest
 import torch
 
-from judge import replies, rules
+from judge import rules
+from judge.replies import parsers, records
 from judge.judging import capacity_failure
 
 # PyTorch's message for a worker inside its cap on a device others filled, and for one over its own cap.
@@ -20,11 +21,11 @@ OWN = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capaci
        "allowed; Of the allocated memory 11.00 GiB is allocated by PyTorch")
 
 
-def _worker_error(message: str) -> replies.ErrorInfo:
+def _worker_error(message: str) -> records.ErrorInfo:
     """What the judge reads of a worker's out-of-memory error: the worker's classification, parsed on arrival."""
     from judge.untrusted.errors import classify
 
-    return replies.parse_error(classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py"))
+    return parsers.parse_error(classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py"))
 
 
 def _speed_request(name: str, trusted: bool, message: str):

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from judge import replies
+from judge.replies import parsers, records
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.sandbox import Job, Limits
 from judge.sandbox.base import Backend
@@ -73,10 +73,10 @@ def test_every_broken_reply_is_a_death_with_a_reason(tmp_path, body, reason, tex
     ch = _channel(tmp_path, body, case_seconds=3, output_bytes=50_000)
     try:
         if reason is None:  # a well-formed first reply is a record; what follows it is not read as part of it
-            assert isinstance(ch.receive(replies.parse_case_reply, timeout=3, max_bytes=1 << 20), replies.CaseResult)
+            assert isinstance(ch.receive(parsers.parse_case_reply, timeout=3, max_bytes=1 << 20), records.CaseResult)
             return
         with pytest.raises(WorkerDied) as died:
-            ch.receive(replies.parse_case_reply, timeout=3, max_bytes=1 << 20)
+            ch.receive(parsers.parse_case_reply, timeout=3, max_bytes=1 << 20)
         assert died.value.reason == reason and text in died.value.detail, died.value.detail
     finally:
         ch.close()

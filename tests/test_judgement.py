@@ -14,7 +14,7 @@ import torch
 from judge import expected, rules
 from judge.judgement import death_outcome, error_outcome, judge_case, judge_refill
 from judge.problems import find_problem
-from judge.replies import CaseError, CaseResult, ErrorInfo, Evidence, Frame, Returned
+from judge.replies.records import CaseError, CaseResult, ErrorInfo, Evidence, Frame, Returned
 from judge.verdicts import Verdict
 
 P93 = find_problem("93")

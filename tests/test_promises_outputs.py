@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from judge.expected import Expected
-from judge.replies import Evidence, Returned
+from judge.replies.records import Evidence, Returned
 from judge.rules import Context, custom_op, kernel_wrote
 from judge.rules import outputs as rule
 from judge.verdicts import Verdict

@@ -12,7 +12,7 @@ import pytest
 
 from judge import rules
 from judge.judgement import error_outcome
-from judge.replies import ErrorInfo, Evidence, Returned
+from judge.replies.records import ErrorInfo, Evidence, Returned
 from judge.rules import Context
 from judge.verdicts import Verdict
 

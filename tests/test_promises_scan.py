@@ -8,9 +8,10 @@ made unreachable) fails its line here; a rule added without a snippet fails test
 
 import pytest
 
-from judge import staticscan
-from judge.staticscan import (FORBIDDEN_ATTRIBUTES, FORBIDDEN_CALLS, FORBIDDEN_MODULES, FORBIDDEN_NAMES,
-                              UNLISTED_WHY, scan)
+from judge import scan_tables
+from judge.scan_tables import (FORBIDDEN_ATTRIBUTES, FORBIDDEN_CALLS, FORBIDDEN_MODULES, FORBIDDEN_NAMES,
+                               UNLISTED_WHY)
+from judge.staticscan import scan
 
 # module -> (a line that imports it, the code the finding names)
 MODULES = {
@@ -476,9 +477,9 @@ def test_every_rule_has_a_snippet():
     assert set(FORBIDDEN_ATTRIBUTES) == set(ATTRIBUTES)
     assert set(FORBIDDEN_CALLS) == set(CALLS)
     assert set(FORBIDDEN_NAMES) == set(NAMES)
-    assert set(staticscan.PROTECTED_ROOTS) == set(PROTECTED)
-    assert set(staticscan._LAUNCH_METHODS) | {"create_*"} == set(LAUNCH_METHODS)
-    assert set(staticscan._LANGUAGE_CLASSES) == set(LANGUAGE_CLASSES)
+    assert set(scan_tables.PROTECTED_ROOTS) == set(PROTECTED)
+    assert set(scan_tables.LAUNCH_METHODS) | {"create_*"} == set(LAUNCH_METHODS)
+    assert set(scan_tables.LANGUAGE_CLASSES) == set(LANGUAGE_CLASSES)
 
 
 def test_a_module_that_is_not_installed_is_left_to_the_import():

@@ -49,7 +49,7 @@ def test_the_readme_backend_is_one_file_and_one_line(monkeypatch):
 def test_the_readme_rule_is_one_file_and_one_line(monkeypatch):
     from types import MappingProxyType
 
-    from judge.replies import Evidence
+    from judge.replies.records import Evidence
 
     _example("# judge/rules/launch_storm.py", "judge.rules.launch_storm", monkeypatch)
     monkeypatch.setattr(rules, "RULES", rules.RULES + ("launch_storm",))

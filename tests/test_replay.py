@@ -6,8 +6,8 @@
   interpreter process (the watch patches Triton);
 * judge.untrusted.replay: the record replayed alone, on fresh inputs, by the
   replay worker through the judge's own channel;
-* judge.replay: checking a record (validate), following outside memory, and
-  turning a replay's result into a verdict.
+* judge.replay_input: checking a record (validate), following outside memory;
+* judge.replay: turning a replay's result into a verdict.
 
 End to end (a whole judging run, the corpus's exploits that only the replay
 catches) is tests/test_anticheat_runtime.py and the corpus itself.
@@ -25,9 +25,9 @@ from types import MappingProxyType
 import pytest
 import torch
 
-from judge import replies
+from judge.replies import parsers, records
 from judge.shared import tracing
-from judge.replay import encode, outside_source, validate
+from judge.replay_input import encode, outside_source, validate
 from judge.shared import kernel_source, tracing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,23 +96,23 @@ def test_a_kernel_redefined_as_something_else_is_not_a_kernel():
 
 
 def _ref(storage, n=4, offset=0, dtype="float32"):
-    return replies.TensorRef(storage, offset, (n,), (1,), dtype)
+    return records.TensorRef(storage, offset, (n,), (1,), dtype)
 
 
 def _trace(events, storages=None, outputs=None, truncated=""):
     storages = storages or (
-        replies.TraceStorage(0, 16, "cpu", "input", arg=0),
-        replies.TraceStorage(1, 16, "cpu", "made", event=0),
+        records.TraceStorage(0, 16, "cpu", "input", arg=0),
+        records.TraceStorage(1, 16, "cpu", "made", event=0),
     )
-    return replies.Trace(tuple(storages), tuple(events), tuple(outputs or (_ref(1),)), truncated)
+    return records.Trace(tuple(storages), tuple(events), tuple(outputs or (_ref(1),)), truncated)
 
 
-ALLOC = replies.TraceEvent("op", op="empty.memory_format",
-                           args=(replies.Tagged("list", (4,)),), made=(1,))
+ALLOC = records.TraceEvent("op", op="empty.memory_format",
+                           args=(records.Tagged("list", (4,)),), made=(1,))
 
 
 def _launch(*args, kernel="k"):
-    return replies.TraceEvent("launch", kernel=kernel, grid=(1,), args=args, kwargs=MappingProxyType({"BLOCK": 4}))
+    return records.TraceEvent("launch", kernel=kernel, grid=(1,), args=args, kwargs=MappingProxyType({"BLOCK": 4}))
 
 
 def _validate(trace, sizes=None):
@@ -131,15 +131,15 @@ def test_a_consistent_record_validates():
     (_trace([_launch(_ref(0), _ref(1)), ALLOC]), None, "RJ", "not consistent"),
     (_trace([ALLOC, _launch(_ref(0), _ref(1))]), {0: 32}, "RJ", "not the case's"),
     (_trace([ALLOC, _launch(_ref(0), _ref(1))]), {0: 16, 1: 16}, "RJ", "lacks some"),
-    (_trace([ALLOC, replies.TraceEvent("foreign", kernel="x (lib.py)")]), None, "RJ", "not defined in sub.py"),
-    (_trace([ALLOC, _launch(_ref(0), replies.Tagged("opaque", "builtins.function"))]), None, "RJ",
+    (_trace([ALLOC, records.TraceEvent("foreign", kernel="x (lib.py)")]), None, "RJ", "not defined in sub.py"),
+    (_trace([ALLOC, _launch(_ref(0), records.Tagged("opaque", "builtins.function"))]), None, "RJ",
      "a Triton kernel takes"),
-    (_trace([ALLOC, _launch(_ref(0), replies.Tagged("opaque", "triton.tools.tensor_descriptor.TensorDescriptor"))]),
+    (_trace([ALLOC, _launch(_ref(0), records.Tagged("opaque", "triton.tools.tensor_descriptor.TensorDescriptor"))]),
      None, "note", "replay not possible"),
     (_trace([], truncated="the call made more than 4096 launches and copies"), None, "note", "4096"),
     (_trace([ALLOC, _launch(_ref(2), _ref(1))], storages=(
-        replies.TraceStorage(0, 16, "cpu", "input", arg=0), replies.TraceStorage(1, 16, "cpu", "made", event=0),
-        replies.TraceStorage(2, 16, "cpu", "outside", snapshot=None))), None, "RJ", "data from outside your kernels"),
+        records.TraceStorage(0, 16, "cpu", "input", arg=0), records.TraceStorage(1, 16, "cpu", "made", event=0),
+        records.TraceStorage(2, 16, "cpu", "outside", snapshot=None))), None, "RJ", "data from outside your kernels"),
 ])
 def test_records_that_do_not_add_up(trace, sizes, verdict, text):
     found = _validate(trace, sizes)
@@ -147,11 +147,11 @@ def test_records_that_do_not_add_up(trace, sizes, verdict, text):
 
 
 def test_outside_memory_is_followed_to_the_output():
-    storages = (replies.TraceStorage(0, 16, "cpu", "input", arg=0), replies.TraceStorage(1, 16, "cpu", "made", event=0),
-                replies.TraceStorage(2, 16, "cpu", "outside", snapshot=b"\0" * 16),
-                replies.TraceStorage(3, 16, "cpu", "made", event=2))
-    copy = replies.TraceEvent("op", op="copy_.default", args=(_ref(1), _ref(2)))
-    other = replies.TraceEvent("op", op="empty.memory_format", args=(replies.Tagged("list", (4,)),), made=(3,))
+    storages = (records.TraceStorage(0, 16, "cpu", "input", arg=0), records.TraceStorage(1, 16, "cpu", "made", event=0),
+                records.TraceStorage(2, 16, "cpu", "outside", snapshot=b"\0" * 16),
+                records.TraceStorage(3, 16, "cpu", "made", event=2))
+    copy = records.TraceEvent("op", op="copy_.default", args=(_ref(1), _ref(2)))
+    other = records.TraceEvent("op", op="empty.memory_format", args=(records.Tagged("list", (4,)),), made=(3,))
     trace = _trace([ALLOC, copy, other, _launch(_ref(1), _ref(3))], storages=storages)
     assert outside_source(trace, 1) == (True, 1)  # through the copy_
     assert outside_source(trace, 3) == (True, 1)  # the launch was given both
@@ -160,10 +160,10 @@ def test_outside_memory_is_followed_to_the_output():
 
 
 def test_the_record_crosses_back_unchanged():
-    trace = _trace([ALLOC, _launch(_ref(0), _ref(1), replies.Tagged("tuple", (1, 2.5, None)),
-                                   replies.Tagged("constexpr", replies.Tagged("tl_dtype", "fp16")))])
+    trace = _trace([ALLOC, _launch(_ref(0), _ref(1), records.Tagged("tuple", (1, 2.5, None)),
+                                   records.Tagged("constexpr", records.Tagged("tl_dtype", "fp16")))])
     record, _ = encode(trace)
-    again = replies.parse_trace(json.loads(json.dumps(record)), [])
+    again = parsers.parse_trace(json.loads(json.dumps(record)), [])
     assert again.events == trace.events and again.outputs == trace.outputs
 
 
@@ -323,7 +323,7 @@ def _replay(path, record, frames):
         try:
             ch.start(submission_entry="", arity=0, threads=1)
             ch.send_case({"type": "replay", "id": 1, "trace": record}, frames)
-            return ch.receive(replies.parse_replay_reply, timeout=120, max_bytes=1 << 24, expect_id=1)
+            return ch.receive(parsers.parse_replay_reply, timeout=120, max_bytes=1 << 24, expect_id=1)
         finally:
             ch.close()
 
@@ -341,7 +341,7 @@ def _frames(parsed, fresh_input):
 
 def test_the_replay_worker_recomputes_the_call_on_fresh_inputs(recorded):
     path, out = recorded
-    parsed = replies.parse_trace(out["entry"]["record"], [])
+    parsed = parsers.parse_trace(out["entry"]["record"], [])
     assert validate(parsed, set(kernel_source.kernel_names(path.read_text())), {0: 80}, "cpu", "sub.py") is None
     fresh = torch.randn(20, generator=torch.Generator().manual_seed(7))
     result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
@@ -357,7 +357,7 @@ def test_the_replay_worker_recomputes_the_call_on_fresh_inputs(recorded):
 def test_the_replay_uses_outside_bytes_as_recorded(recorded):
     path, out = recorded
     rec = out["with_outside"]
-    parsed = replies.parse_trace(rec["record"], [bytes.fromhex(f) for f in rec["frames"]])
+    parsed = parsers.parse_trace(rec["record"], [bytes.fromhex(f) for f in rec["frames"]])
     fresh = torch.randn(20)
     result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
     assert result.ok and torch.allclose(result.outputs[0].tensor, fresh[4:] + 1)
@@ -368,7 +368,7 @@ def test_a_tensor_descriptor_is_recorded_and_rebuilt(recorded):
     rec = out["with_descriptor"]["record"]
     launch = rec["events"][-1]
     assert launch["args"][0]["tensor_descriptor"]["block_shape"] == [16]
-    parsed = replies.parse_trace(rec, [])
+    parsed = parsers.parse_trace(rec, [])
     assert validate(parsed, set(kernel_source.kernel_names(path.read_text())), {0: 80}, "cpu", "sub.py") is None
     fresh = torch.randn(20)
     result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
@@ -381,7 +381,7 @@ def test_a_kernel_that_reaches_past_triton_fails_in_the_replay(tmp_path, recorde
     _, out = recorded
     path = tmp_path / "sub.py"
     path.write_text(SUBMISSION.replace("return v * 2.0", "return helper(v)") + "\ndef helper(v):\n    return v * 2.0\n")
-    parsed = replies.parse_trace(out["entry"]["record"], [])
+    parsed = parsers.parse_trace(out["entry"]["record"], [])
     result = _replay(path, encode(parsed)[0], _frames(parsed, torch.randn(20)))
     assert not result.ok and result.kind == "compile" and result.error.type == "CompilationError"
     assert "helper" in result.error.message
@@ -389,7 +389,7 @@ def test_a_kernel_that_reaches_past_triton_fails_in_the_replay(tmp_path, recorde
 
 def test_a_forged_reference_is_refused_by_the_replay_worker_too(recorded):
     path, out = recorded
-    parsed = replies.parse_trace(out["entry"]["record"], [])
+    parsed = parsers.parse_trace(out["entry"]["record"], [])
     record = encode(parsed)[0]
     record["events"][-1]["args"][0] = {"ref": [0, 0, [1000], [1], "float32"]}  # beyond the input's 80 bytes
     result = _replay(path, record, _frames(parsed, torch.randn(20)))
@@ -405,7 +405,7 @@ def test_the_compile_pass_stands_in_for_tensors_with_their_dtype_and_alignment(r
     from judge.untrusted.replay import CompilePass, ReplayError
 
     path, out = recorded
-    record = encode(replies.parse_trace(out["entry"]["record"], []))[0]
+    record = encode(parsers.parse_trace(out["entry"]["record"], []))[0]
     cp = CompilePass({}, [], "cpu", str(path))
     for entry in record["storages"]:
         cp.sizes[entry["id"]] = entry["nbytes"]
@@ -437,7 +437,7 @@ def _judge(result, trace=None):
     r = Replayer.__new__(Replayer)
     r.problem = problem
     trace = trace or _trace([ALLOC, _launch(_ref(0), _ref(1), 4)])
-    reply = replies.CaseResult(1, "torch.Tensor", (), (), replies.Evidence(), trace)
+    reply = records.CaseResult(1, "torch.Tensor", (), (), records.Evidence(), trace)
     x = torch.tensor([1.0, 2.0, 3.0, 4.0])
     answers = __import__("judge.expected", fromlist=["answers"]).answers(problem, [x, x], "float32", "cpu")
     return r._judge(trace, reply, result, answers, "cpu")
@@ -445,29 +445,29 @@ def _judge(result, trace=None):
 
 def _returned(values):
     t = torch.tensor(values, dtype=torch.float32)
-    return replies.Returned("tensor", dtype="float32", shape=tuple(t.shape), device="cpu", tensor=t)
+    return records.Returned("tensor", dtype="float32", shape=tuple(t.shape), device="cpu", tensor=t)
 
 
 def test_a_replay_that_computes_the_answer_passes():
-    assert _judge(replies.ReplayResult(1, True, (_returned([2.0, 4.0, 6.0, 8.0]),), (1,))) is None
+    assert _judge(records.ReplayResult(1, True, (_returned([2.0, 4.0, 6.0, 8.0]),), (1,))) is None
 
 
 def test_a_replay_that_misses_names_the_output_and_the_launch():
-    out = _judge(replies.ReplayResult(1, True, (_returned([1.0, 2.0, 3.0, 4.0]),), (1,)))
+    out = _judge(records.ReplayResult(1, True, (_returned([1.0, 2.0, 3.0, 4.0]),), (1,)))
     assert out.verdict.value == "RJ"
     assert out.message.startswith("replayed alone on fresh inputs, the recorded launches did not compute out: out: 4 of 4")
     assert out.message.endswith("(last written by launch 1 of 1, k grid (1,))")
     # Written last by the allocation, with a launch given it after: both are named.
-    out = _judge(replies.ReplayResult(1, True, (_returned([1.0, 2.0, 3.0, 4.0]),), (0,)))
+    out = _judge(records.ReplayResult(1, True, (_returned([1.0, 2.0, 3.0, 4.0]),), (0,)))
     assert "launch 1 of 1, k grid (1,) was the last launch given it; last written by empty before any launch" in out.message
 
 
 def test_a_replay_whose_kernel_failed_is_rejected_with_the_error():
-    err = replies.ErrorInfo("runtime", "NameError", "name 'helper' is not defined", line=12, code="helper(v)")
-    out = _judge(replies.ReplayResult(1, False, event=1, kind="run", error=err))
+    err = records.ErrorInfo("runtime", "NameError", "name 'helper' is not defined", line=12, code="helper(v)")
+    out = _judge(records.ReplayResult(1, False, event=1, kind="run", error=err))
     assert out.verdict.value == "RJ" and "launch 1 of 1, k grid (1,) failed: NameError" in out.message
     assert "line 12" in out.message and "Triton, math" in out.details["hint"]
-    out = _judge(replies.ReplayResult(1, False, event=0, kind="record", error=replies.ErrorInfo("runtime", "X", "no")))
+    out = _judge(records.ReplayResult(1, False, event=0, kind="record", error=records.ErrorInfo("runtime", "X", "no")))
     assert out.verdict.value == "RJ" and "could not be replayed (empty before any launch)" in out.message
 
 
@@ -480,17 +480,17 @@ def test_a_replay_that_could_not_allocate_on_a_gpu_others_filled_is_ie_not_rj(mo
     full = ("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
             "228.00 MiB is free. Including non-PyTorch memory, this process has 646.00 MiB memory in use.")
     for kind in ("record", "run"):
-        out = _judge(replies.ReplayResult(1, False, event=-1, kind=kind,
-                                          error=replies.ErrorInfo("runtime", "OutOfMemoryError", full)))
+        out = _judge(records.ReplayResult(1, False, event=-1, kind=kind,
+                                          error=records.ErrorInfo("runtime", "OutOfMemoryError", full)))
         assert out.verdict.value == "IE" and "the GPU was full with other work" in out.message, kind
     # A replay that asks for most of the device itself stays a finding against the file.
     own = full.replace("646.00 MiB memory in use", "120.00 GiB memory in use")
-    out = _judge(replies.ReplayResult(1, False, event=-1, kind="record",
-                                      error=replies.ErrorInfo("runtime", "OutOfMemoryError", own)))
+    out = _judge(records.ReplayResult(1, False, event=-1, kind="record",
+                                      error=records.ErrorInfo("runtime", "OutOfMemoryError", own)))
     assert out.verdict.value == "RJ"
     monkeypatch.setattr(rules, "gpu_full", lambda: False)  # a device with room: the message is not believed
-    out = _judge(replies.ReplayResult(1, False, event=-1, kind="record",
-                                      error=replies.ErrorInfo("runtime", "OutOfMemoryError", full)))
+    out = _judge(records.ReplayResult(1, False, event=-1, kind="record",
+                                      error=records.ErrorInfo("runtime", "OutOfMemoryError", full)))
     assert out.verdict.value == "RJ"
 
 
@@ -502,7 +502,7 @@ def test_the_fresh_inputs_are_the_same_for_the_same_run_seed_and_secret_without_
     fresh values still differ from the case's, and from another run seed's."""
     from judge.kit import generator
     from judge.problems import find_problem
-    from judge.replay import fresh_inputs
+    from judge.replay_input import fresh_inputs
 
     problem = find_problem("96")
     params = {"m": 3, "n": 50, "dtype": "float32", "layout": "contiguous", "values": "normal", "eps": 1e-6, "seed": 7}
@@ -573,16 +573,16 @@ def test_scalars_are_recorded_exactly_and_strings_whole_or_not_at_all():
     payload = struct.unpack("<d", struct.pack("<Q", 0x7FFC000000000123))[0]
     for value in (payload, -0.0, float("inf"), 1e-310, 0.1):
         recorded = json.loads(json.dumps(rec.value(value)))  # as it crosses the pipe
-        parsed = replies._trace_value(recorded, "test")
+        parsed = parsers._trace_value(recorded, "test")
         back = Replay({}, [], "cpu", "x.py").value({"float": parsed.value})
         assert struct.pack("<d", back) == struct.pack("<d", value), (value, recorded)
     whole = "s" * tracing.MAX_STRING
-    assert rec.value(whole) == whole and replies._trace_value(whole, "test") == whole
+    assert rec.value(whole) == whole and parsers._trace_value(whole, "test") == whole
     long = rec.value("s" * (tracing.MAX_STRING + 1))
     assert long == {"opaque": f"string of {tracing.MAX_STRING + 1} characters (at most {tracing.MAX_STRING} are "
                               "recorded)"}
-    trace = replies.Trace(storages=(), events=(replies.TraceEvent("launch", kernel="k", grid=(1,),
-                                                                  args=(replies._trace_value(long, "t"),)),),
+    trace = records.Trace(storages=(), events=(records.TraceEvent("launch", kernel="k", grid=(1,),
+                                                                  args=(parsers._trace_value(long, "t"),)),),
                           outputs=())
     found = validate(trace, {"k"}, {}, "cpu", "f.py")
     assert found[0] == "RJ" and "string of 4097 characters" in found[1], found

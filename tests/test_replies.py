@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge import replies
+from judge.replies import parsers, records
 from judge.shared import wire
 
 OK_CASE = {
@@ -49,13 +49,13 @@ SNAPSHOT = [b"\0\0\0\0"]
 OK_REPLAY = {"type": "replay_result", "id": 3, "status": "ok", "writers": [1],
              "outputs": [{"kind": "tensor", "dtype": "float32", "shape": [2], "device": "cpu"}]}
 OK_COMPILED = {"type": "compiled", "id": 3, "status": "ok", "compiled": 2, "failed": 0, "seconds": 1.25}
-PARSERS = [replies.parse_case_reply, replies.parse_hello, replies.parse_bench_reply, replies.parse_bench_outputs,
-           replies.parse_replay_reply, replies.parse_compile_reply]
+PARSERS = [parsers.parse_case_reply, parsers.parse_hello, parsers.parse_bench_reply, parsers.parse_bench_outputs,
+           parsers.parse_replay_reply, parsers.parse_compile_reply]
 
 
 def test_a_good_case_reply_becomes_a_record():
-    r = replies.parse_case_reply(OK_CASE, PAYLOAD, expect_id=3)
-    assert isinstance(r, replies.CaseResult)
+    r = parsers.parse_case_reply(OK_CASE, PAYLOAD, expect_id=3)
+    assert isinstance(r, records.CaseResult)
     assert r.outputs[0].kernel_wrote and r.outputs[0].tensor.tolist() == [1.0, 2.0]
     assert dict(r.evidence.own_launches) == {"add_kernel": 1} and r.evidence.compiled == 1
     assert dict(r.evidence.phases) == {"inputs": 0.01, "call": 0.2, "after": 0.03}
@@ -63,8 +63,8 @@ def test_a_good_case_reply_becomes_a_record():
 
 
 def test_good_hello_and_bench_replies():
-    assert replies.parse_hello(OK_HELLO, []).ok
-    b = replies.parse_bench_reply(OK_BENCH, [])
+    assert parsers.parse_hello(OK_HELLO, []).ok
+    b = parsers.parse_bench_reply(OK_BENCH, [])
     assert b.times == (1e-5, 1.1e-5) and b.kernels[0].registers == 32 and b.checkable == (0, 1)
 
 
@@ -87,34 +87,34 @@ def test_good_hello_and_bench_replies():
 ])
 def test_malformed_case_replies_are_named(broken, why):
     payloads = [] if broken.get("status") == "error" else PAYLOAD
-    with pytest.raises(replies.MalformedReply, match=why):
-        replies.parse_case_reply(broken, payloads, expect_id=3)
+    with pytest.raises(parsers.MalformedReply, match=why):
+        parsers.parse_case_reply(broken, payloads, expect_id=3)
 
 
 def test_a_case_reply_carries_the_record_of_its_call():
-    r = replies.parse_case_reply(OK_CASE_TRACE, PAYLOAD + SNAPSHOT, expect_id=3)
+    r = parsers.parse_case_reply(OK_CASE_TRACE, PAYLOAD + SNAPSHOT, expect_id=3)
     assert r.outputs[0].tensor.tolist() == [1.0, 2.0]
     t = r.trace
     assert [s.origin for s in t.storages] == ["input", "made", "outside"] and t.storages[2].snapshot == SNAPSHOT[0]
     launch = t.events[1]
     assert launch.kernel == "add_kernel" and launch.grid == (1,) and launch.args[3:7] == (2, 1.5, True, None)
-    assert launch.args[0] == replies.TensorRef(0, 0, (2,), (1,), "float32")
-    assert launch.kwargs["BLOCK"] == replies.Tagged("constexpr", 128)
-    assert t.outputs == (replies.TensorRef(1, 0, (2,), (1,), "float32"),)
-    r2 = replies.parse_replay_reply(OK_REPLAY, PAYLOAD, expect_id=3)
+    assert launch.args[0] == records.TensorRef(0, 0, (2,), (1,), "float32")
+    assert launch.kwargs["BLOCK"] == records.Tagged("constexpr", 128)
+    assert t.outputs == (records.TensorRef(1, 0, (2,), (1,), "float32"),)
+    r2 = parsers.parse_replay_reply(OK_REPLAY, PAYLOAD, expect_id=3)
     assert r2.ok and r2.writers == (1,) and r2.outputs[0].tensor.tolist() == [1.0, 2.0]
     assert r2.compiled == -1  # not counted (the interpreter's replay worker compiles nothing)
-    assert replies.parse_replay_reply(dict(OK_REPLAY, compiled=0), PAYLOAD, expect_id=3).compiled == 0
+    assert parsers.parse_replay_reply(dict(OK_REPLAY, compiled=0), PAYLOAD, expect_id=3).compiled == 0
 
 
 def test_the_replay_workers_compile_pass_reply_is_counts_and_seconds_only():
-    c = replies.parse_compile_reply(OK_COMPILED, [], expect_id=3)
+    c = parsers.parse_compile_reply(OK_COMPILED, [], expect_id=3)
     assert (c.compiled, c.failed, c.seconds) == (2, 0, 1.25)
     for bad, frames in ((dict(OK_COMPILED, id=4), []), (OK_COMPILED, PAYLOAD), (dict(OK_COMPILED, compiled=-2), []),
                         (dict(OK_COMPILED, failed=True), []), (dict(OK_COMPILED, status="error"), []),
                         (dict(OK_COMPILED, seconds=float("nan")), []), (dict(OK_COMPILED, type="replay_result"), [])):
-        with pytest.raises(replies.MalformedReply):
-            replies.parse_compile_reply(bad, frames, expect_id=3)
+        with pytest.raises(parsers.MalformedReply):
+            parsers.parse_compile_reply(bad, frames, expect_id=3)
 
 
 def _with(path, value, base=TRACE):
@@ -145,30 +145,30 @@ def _with(path, value, base=TRACE):
     (_with(["events", 1, "args", 0], [1, 2]), PAYLOAD + SNAPSHOT, "scalar or a tagged object"),
     (_with(["events", 1, "args", 0], 1 << 70), PAYLOAD + SNAPSHOT, "64 bits"),
     (_with(["events", 1, "args", 0], {"device": "../etc"}), PAYLOAD + SNAPSHOT, "device"),
-    (_with(["events"], [{"k": "foreign"}] * (replies.tracing.MAX_EVENTS + 1)), PAYLOAD + SNAPSHOT, "at most"),
+    (_with(["events"], [{"k": "foreign"}] * (parsers.tracing.MAX_EVENTS + 1)), PAYLOAD + SNAPSHOT, "at most"),
     (_with(["outputs", 0], 3), PAYLOAD + SNAPSHOT, "tensor references"),
 ])
 def test_malformed_records_are_named(broken, frames, why):
-    with pytest.raises(replies.MalformedReply, match=why):
-        replies.parse_case_reply(broken, frames, expect_id=3)
+    with pytest.raises(parsers.MalformedReply, match=why):
+        parsers.parse_case_reply(broken, frames, expect_id=3)
 
 
 def test_extra_tensor_frames_are_refused():
-    with pytest.raises(replies.MalformedReply, match="more tensor frames"):
-        replies.parse_case_reply(OK_CASE, PAYLOAD * 2, expect_id=3)
+    with pytest.raises(parsers.MalformedReply, match="more tensor frames"):
+        parsers.parse_case_reply(OK_CASE, PAYLOAD * 2, expect_id=3)
 
 
 def test_long_strings_are_cut_not_carried():
-    r = replies.parse_case_reply(dict(OK_CASE, status="error", error={"category": "runtime", "message": "x" * 10**6}),
+    r = parsers.parse_case_reply(dict(OK_CASE, status="error", error={"category": "runtime", "message": "x" * 10**6}),
                                  [], expect_id=3)
-    assert len(r.error.message) == replies.MAX_TEXT
+    assert len(r.error.message) == parsers.MAX_TEXT
 
 
 def test_strings_come_out_printable_and_encodable():
     # A red team's exception message (2026-12-03): lone surrogates (no UTF-8 encoder takes them: the results
     # store, a platform's JSON file), an escape sequence for the terminal, a NUL.
     message = "bad \ud800\udcff surrogate \x1b[31m red\x00 end\nnext\tline"
-    r = replies.parse_case_reply(dict(OK_CASE, status="error", error={"category": "runtime", "message": message}),
+    r = parsers.parse_case_reply(dict(OK_CASE, status="error", error={"category": "runtime", "message": message}),
                                  [], expect_id=3)
     assert r.error.message == "bad ?? surrogate ?[31m red? end\nnext\tline"
     r.error.message.encode("utf-8")
@@ -197,10 +197,10 @@ KEYS = ["type", "id", "status", "returned", "outputs", "inputs_modified", "evide
 
 def _parse_or_malformed(parser, message, payloads):
     try:
-        expect = {"expect_id": 3} if parser in (replies.parse_case_reply, replies.parse_replay_reply,
-                                                 replies.parse_compile_reply) else {}
+        expect = {"expect_id": 3} if parser in (parsers.parse_case_reply, parsers.parse_replay_reply,
+                                                 parsers.parse_compile_reply) else {}
         result = parser(message, payloads, **expect)
-    except replies.MalformedReply:
+    except parsers.MalformedReply:
         return None
     json.dumps(getattr(result, "__dict__", {}), default=str)  # a record is plain, printable data
     return result

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from judge import staticscan
+from judge import scan_tables, staticscan
 
 ROOT = Path(__file__).resolve().parents[1]
 CLEAN = sorted([*ROOT.glob("problems/*/submissions/accepted/*.py"), *ROOT.glob("reference/*.py"),
@@ -35,17 +35,17 @@ def test_a_lifted_rule_is_lifted_for_its_problem_only():
 
 
 def _snippets():
-    for module in staticscan.FORBIDDEN_MODULES:
+    for module in scan_tables.FORBIDDEN_MODULES:
         yield f"import {module}", f"import {module}"
         yield f"from {module} import x", f"import {module}"
-    for chain in staticscan.FORBIDDEN_ATTRIBUTES:
+    for chain in scan_tables.FORBIDDEN_ATTRIBUTES:
         root = chain.split(".")[0]
         yield f"import {root}\nv = {chain}", chain
-    for call in staticscan.FORBIDDEN_CALLS:
+    for call in scan_tables.FORBIDDEN_CALLS:
         yield f"{call}('x')", f"{call}()"
-    for name in staticscan.FORBIDDEN_NAMES:
+    for name in scan_tables.FORBIDDEN_NAMES:
         yield f"f = g.{name}", name
-    for root in sorted(staticscan.PROTECTED_ROOTS):
+    for root in sorted(scan_tables.PROTECTED_ROOTS):
         yield f"{root}.something = None", f"{root}.something = ..."
 
 

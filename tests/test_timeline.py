@@ -37,7 +37,7 @@ def test_a_submit_writes_its_timeline_into_a_folder(tmp_path):
     assert [e["name"] for e in sorted(inside, key=lambda e: e["ts"])] == [
         "inputs, sent", "golden answer", "the worker's reply", "check"]
     assert {"kernels_compiled", "compile_seconds", "worker_seconds"} <= set(case["args"])
-    # The worker's own split of its seconds (judge.replies.Evidence.phases), within the case's span: not within
+    # The worker's own split of its seconds (judge.replies.records.Evidence.phases), within the case's span: not within
     # "worker_seconds", the judge's wait once its golden answer is computed, while the worker was already at
     # work (a CI run of 2026-12-05: 0.109 s of the worker's own against a 0.103 s wait).
     own = [case["args"][f"worker_{k}_seconds"] for k in ("inputs", "call", "after")]

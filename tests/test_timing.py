@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge import replies
+from judge.replies import parsers
 from judge.options import Options
 from judge.problems import find_problem
 from judge.timing import checks, speedrun, stats, verify
@@ -903,7 +903,7 @@ def test_work_left_on_another_stream_is_counted():
     # of work on another stream, seen only by the end recorded after a device-wide sync.
     import dataclasses
 
-    from judge.replies import BenchResult
+    from judge.replies.records import BenchResult
     from judge.timing.measure import late_work_calls, net_times
 
     reply = BenchResult(mode="events", times=(100e-6,) * 3, device_times=(515e-6, 515e-6, 115e-6),
@@ -917,7 +917,7 @@ def test_work_left_on_another_stream_is_counted():
 def test_a_host_hiccup_in_one_sample_is_not_counted_as_work():
     # One sample's device-wide end came 300 us late (the host saw the sync return late):
     # judged by the median sample, that is not work left on another stream.
-    from judge.replies import BenchResult
+    from judge.replies.records import BenchResult
     from judge.timing.measure import late_work_calls, net_times
 
     reply = BenchResult(mode="events", times=(100e-6,) * 5, device_times=(115e-6, 116e-6, 415e-6, 114e-6, 115e-6),
@@ -929,8 +929,8 @@ def test_a_host_hiccup_in_one_sample_is_not_counted_as_work():
 
 
 def _reply(**kw):
-    """A parsed bench reply (judge.replies.BenchResult) from plain lists and dicts, as the channel makes it."""
-    from judge.replies import parse_bench_reply
+    """A parsed bench reply (judge.replies.records.BenchResult) from plain lists and dicts, as the channel makes it."""
+    from judge.replies.parsers import parse_bench_reply
 
     msg = {"type": "bench_result", "status": "ok", "mode": "events", "times": []}
     msg.update(kw)
@@ -1311,7 +1311,7 @@ def test_a_profiler_clock_the_reference_disagrees_with_judges_nobody(tmp_path):
 
 
 def test_the_clock_fields_of_a_bench_reply_are_parsed_with_bounds():
-    from judge.replies import MalformedReply
+    from judge.replies.parsers import MalformedReply
 
     reply = _reply(times=[1e-4], per_sample=3, valid=[True], retries=2, invalid=0, hold_s=2e-3, holds=[2e-3],
                    enqueue=[1e-3], attempts=[3], profile={"status": "ok", "method": "linked", "records": 40,
@@ -1376,13 +1376,13 @@ def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_th
         assert _wait_for(held), "the other judge never took the GPU"
         threading.Timer(0.8, lambda: release.write_text("")).start()
         t0 = time.monotonic()
-        with session._gpu_shared():
+        with session.gpu.shared():
             waited = time.monotonic() - t0
-        assert waited >= 0.7 and session.gpu_wait_seconds == pytest.approx(waited, abs=0.1)
+        assert waited >= 0.7 and session.gpu.wait_seconds == pytest.approx(waited, abs=0.1)
         assert said and "speed run on GPU 3" in said[0]
-        with session._gpu_shared():  # nobody timing: no wait to speak of
+        with session.gpu.shared():  # nobody timing: no wait to speak of
             pass
-        assert session.gpu_wait_seconds == pytest.approx(waited, abs=0.1)
+        assert session.gpu.wait_seconds == pytest.approx(waited, abs=0.1)
     finally:
         release.write_text("")
         timing.wait(timeout=60)
@@ -1390,10 +1390,10 @@ def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_th
     timing, held, release = _holder(tmp_path, repo_root, "exclusive", "timing2")
     try:
         assert _wait_for(held)
-        before = session.gpu_wait_seconds
+        before = session.gpu.wait_seconds
 
         def lane():
-            with session._gpu_shared():
+            with session.gpu.shared():
                 pass
 
         lanes = [threading.Thread(target=lane) for _ in range(4)]
@@ -1404,7 +1404,7 @@ def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_th
         for t in lanes:
             t.join(timeout=30)
         wall = time.monotonic() - t0
-        assert 0.7 <= session.gpu_wait_seconds - before <= wall + 0.05
+        assert 0.7 <= session.gpu.wait_seconds - before <= wall + 0.05
     finally:
         release.write_text("")
         timing.wait(timeout=60)
@@ -1414,13 +1414,17 @@ def _spied_session(monkeypatch, path, events, **extra):
     """A session of 93 in interpreter mode that runs a speed run (as on a GPU), with its groups' ends and the
     speed run's spawn and discard recorded in ``events``."""
     import judge.session as session_mod
+    from judge import speed_stage
     from judge.options import Options
     from judge.session import Session
     from judge.timing.speedrun import SpeedRun
     from judge.verdicts import Verdict
 
-    monkeypatch.setattr(session_mod, "no_speed_run",
-                        lambda p, o, v=None: None if v in (None, Verdict.AC) else "tests failed")
+    def no_speed_run(p, o, v=None):
+        return None if v in (None, Verdict.AC) else "tests failed"
+
+    monkeypatch.setattr(session_mod, "no_speed_run", no_speed_run)
+    monkeypatch.setattr(speed_stage, "no_speed_run", no_speed_run)
     spawn, discard, run_group = SpeedRun.spawn, SpeedRun.discard, session_mod.Session._run_group
 
     def spied_spawn(self):
@@ -1607,7 +1611,7 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
     # What the submission does during the warm-up under the lock is judged as at any warm-up: a timer swapped
     # there (and left in place for the rounds) is RJ. The request asks every worker to forget its autotuners'
     # choices (made beside other work) and tune again.
-    from judge import replies
+    from judge.replies import records
     from judge.timing import plan
     from judge.timing.contenders import Contender
 
@@ -1621,7 +1625,7 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
     def request(c, msg, parse=None):
         sent.append((c.name, msg.get("watch"), msg.get("retune")))
         tampered = ("torch.cuda.Event.elapsed_time",) if c.name == "submission" else ()
-        return replies.BenchResult(mode="events", times=(5e-6, 5e-6), evidence=replies.Evidence(tampered=tampered),
+        return records.BenchResult(mode="events", times=(5e-6, 5e-6), evidence=records.Evidence(tampered=tampered),
                                    out_bytes=16384), 0.01
 
     monkeypatch.setattr(plan, "request", request)
@@ -1692,8 +1696,8 @@ def test_a_judged_submission_times_the_pytorch_baseline_only_when_asked(tmp_path
     for bench in ({}, {"torch_baseline": None, "ci_target": None}, {"torch_baseline": True}):
         session = Session(p, p.reference_path, Options(device="cpu", interpret=True, sandbox="process",
                                                        bench=bench))
-        session.backend = None
-        run = session._new_speed_run(tmp_path)
+        session.speed.backend = None
+        run = session.speed._new(tmp_path)
         made[repr(bench)] = run.config.torch_baseline
     assert list(made.values()) == [False, False, True], made
     assert config_for(p, interpret=False).torch_baseline  # judge bench: the problem's own setting
@@ -1729,7 +1733,7 @@ def test_before_its_checks_a_speed_run_fetches_the_drawn_calls_then_its_workers_
         (drawn,) = state["picked"][0]
         assert state["fetched"][0][drawn].present
         answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": drawn},
-                                 parse=replies.parse_bench_outputs)
+                                 parse=parsers.parse_bench_outputs)
         assert not answer.present
         seen["ended"] = sorted(c.name for c in run.workers.contenders if c.client in run.workers.ended)
         seen["drawn"] = drawn
@@ -1773,7 +1777,7 @@ def test_after_the_warm_up_ahead_every_speed_worker_lets_go_of_its_bench_memory(
     assert sorted(n for n, t in asked if t == "bench_trim") == ["reference", "submission"]
     sub = next(c for c in run.workers.contenders if c.name == "submission")
     answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": 0},
-                        parse=replies.parse_bench_outputs)
+                        parse=parsers.parse_bench_outputs)
     assert not answer.present
     speed = run.run()
     assert speed["rounds"] >= 1 and speed["shapes"][0]["checked_calls"]
@@ -1799,7 +1803,7 @@ def test_a_spawned_speed_run_is_stopped_as_soon_as_a_group_fails_not_after_the_l
 
 
 def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(monkeypatch):
-    # On a GPU the session makes its CUDA context beside the workers' handover (Session._warm_golden_device):
+    # On a GPU the session makes its CUDA context beside the workers' handover (judge.gpu_share.GpuShare.warm):
     # every lane's first golden answer waited for it (1.0-1.5 s). Here, without a GPU, the thread's CUDA call
     # fails, and that failure stays in the thread: the first case would make the context as before.
     from judge.session import Session
@@ -1807,12 +1811,12 @@ def test_the_judges_cuda_context_is_warmed_in_a_thread_that_never_fails_the_run(
     uncaught = []
     monkeypatch.setattr(threading, "excepthook", uncaught.append)  # a traceback on the user's terminal
     session = Session(find_problem("94"), find_problem("94").reference_path, Options(device="cuda", interpret=False))
-    thread = session._warm_golden_device()
+    thread = session.gpu.warm(session.claim)
     assert thread is not None and thread.name == "judge-cuda-warm"
     thread.join(timeout=60)
     assert not thread.is_alive() and uncaught == []
     interp = Session(find_problem("94"), find_problem("94").reference_path, Options(device="cpu", interpret=True))
-    assert interp._warm_golden_device() is None
+    assert interp.gpu.warm(interp.claim) is None
 
 
 def test_the_cuda_warm_up_waiting_for_another_judges_speed_run_ends_with_the_session(tmp_path, monkeypatch):
@@ -1830,10 +1834,10 @@ def test_the_cuda_warm_up_waiting_for_another_judges_speed_run_ends_with_the_ses
         assert holder.stdout.readline().strip() == "held"
         session = Session(find_problem("94"), find_problem("94").reference_path,
                           Options(device="cuda", interpret=False))
-        thread = session._warm_golden_device()
+        thread = session.gpu.warm(session.claim)
         time.sleep(1.0)
         assert thread.is_alive()  # waiting for the other judge's speed run
-        session._warm_cancel.set()
+        session.gpu._warm_cancel.set()
         thread.join(timeout=30)
         assert not thread.is_alive()  # ended by the cancel, long before the other judge lets go
     finally:

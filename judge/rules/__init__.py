@@ -41,7 +41,7 @@ DEATHS = {
     "protocol": Verdict.RJ,  # a forged or malformed reply
 }
 
-# How an exception the worker reported maps to a verdict (judge.replies.ErrorInfo.category).
+# How an exception the worker reported maps to a verdict (judge.replies.records.ErrorInfo.category).
 # "contract": the call could not do what its group asks, through no exception of the submission's own code (a
 # graph break under torch.compile, an operator with no gradient: judge.untrusted.calls); its values are wrong.
 # "capacity": out of GPU memory within the worker's own cap, the device filled by other work (judge.shared.oom):

@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge import calls as call_modes, gpu_budget, intake, replies, rules
+from judge import calls as call_modes, gpu_budget, intake, rules
+from judge.replies import parsers, records
 from judge.options import torch_device
 from judge.timing.findings import BaselineLost, BenchFailed
 
@@ -29,7 +30,7 @@ class Contender:
     last: dict = field(default_factory=dict)  # shape -> (reply, seed) of the last request
 
 
-def request(c: Contender, message: dict, parse=replies.parse_bench_reply):
+def request(c: Contender, message: dict, parse=parsers.parse_bench_reply):
     """Send one request; (the parsed reply, judge's wall seconds). Deaths and errors become BenchFailed."""
     from judge.channel import WorkerDied
 
@@ -44,7 +45,7 @@ def request(c: Contender, message: dict, parse=replies.parse_bench_reply):
             raise BenchFailed("IE", f"the {c.name} worker died while timed: {died.detail}") from None
         raise BenchFailed(rules.death_verdict(died.reason).value, f"while timed: {died.detail}") from None
     wall = time.perf_counter() - t0
-    if isinstance(reply, replies.BenchError):
+    if isinstance(reply, records.BenchError):
         err = reply.error
         first = err.message.strip().splitlines()[0][:300] if err.message.strip() else ""
         text = f"{err.type}: {first}"

@@ -14,7 +14,7 @@ import dataclasses
 import secrets
 import time
 
-from judge import replies
+from judge.replies import records
 from judge.timing import checks, stats
 from judge.timing.contenders import Contender, request
 from judge.timing.findings import BaselineLost, BenchFailed, shape_label
@@ -104,7 +104,7 @@ class Measure:
         c.last[s] = (reply, seed)
         return times, reply
 
-    def clock_notes(self, c: Contender, s: int, reply: replies.BenchResult) -> None:
+    def clock_notes(self, c: Contender, s: int, reply: records.BenchResult) -> None:
         """Keep the clock's bookkeeping of one request (holds, retries, invalid samples) and its notes."""
         book = self.clock.setdefault((c.name, s), {"requests": 0, "samples": 0, "retries": 0, "invalid": 0,
                                                     "hold_s": 0.0, "overhead": []})
@@ -176,7 +176,7 @@ class Measure:
                     self.notes.add(f"profiler clock ({c.name}): {summary['note']}")
 
 
-def _late(reply: replies.BenchResult) -> list[bool]:
+def _late(reply: records.BenchResult) -> list[bool]:
     """Per sample: is work on another stream counted (did it run on after the calls' own stream ended)?
 
     Decided for the request as a whole, by the median sample: the device-wide
@@ -197,7 +197,7 @@ def _late(reply: replies.BenchResult) -> list[bool]:
     return [late] * len(raw)
 
 
-def net_times(reply: replies.BenchResult) -> list[float]:
+def net_times(reply: records.BenchResult) -> list[float]:
     """Per-call times: each sample's time less the median overhead of an empty timed region (never
     below half), divided by the calls it held (``per_sample``).
 
@@ -222,16 +222,16 @@ def net_times(reply: replies.BenchResult) -> list[float]:
     return [max(t - eps, 0.5 * t) / k for t in use]
 
 
-def late_work_calls(reply: replies.BenchResult) -> int:
+def late_work_calls(reply: records.BenchResult) -> int:
     """How many samples left work on another stream after their own stream finished (see net_times)."""
     return sum(_late(reply))
 
 
-def profile_summary(reply: replies.BenchResult) -> dict:
+def profile_summary(reply: records.BenchResult) -> dict:
     """The profiler clock of one profiled request, per call: the median over samples of the GPU span of
     the sample's calls (first kernel's start to last kernel's end) over K; with the event clock of the
     same samples beside it."""
-    prof = reply.profile or replies.ProfileResult(status="unavailable", note="no profile in the reply")
+    prof = reply.profile or records.ProfileResult(status="unavailable", note="no profile in the reply")
     status = prof.status
     out = {"status": status, "note": prof.note or None, "method": prof.method or None}
     k = max(1, reply.per_sample)

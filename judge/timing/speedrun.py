@@ -38,7 +38,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge import replies, timeline
+from judge import timeline
+from judge.replies import parsers
 from judge.options import torch_index
 from judge.progress import NO_PROGRESS
 from judge.timing import result, stats, verify
@@ -229,7 +230,7 @@ class SpeedRun:
             if self._stopping.is_set():
                 return
             with shared():
-                request(c, {"type": "bench_trim", "id": "warm-trim"}, parse=replies.parse_bench_trimmed)
+                request(c, {"type": "bench_trim", "id": "warm-trim"}, parse=parsers.parse_bench_trimmed)
 
     def discard(self) -> None:
         """Stop whatever this run started (a session whose tests failed calls this: no speed run)."""
@@ -397,7 +398,7 @@ class SpeedRun:
         request_exits(others)
         self.workers.ended.extend(others)
         with timeline.span("speed run: trim, the submission's worker lets go"):
-            request(sub, {"type": "bench_trim", "id": "trim"}, parse=replies.parse_bench_trimmed)
+            request(sub, {"type": "bench_trim", "id": "trim"}, parse=parsers.parse_bench_trimmed)
         state["phases"]["trim_seconds"] = round(time.monotonic() - t0, 3)
         timeline.add("speed run: trim", t0, time.monotonic())
 

@@ -15,13 +15,14 @@ import secrets
 import threading
 import time
 
-from judge import replies, rules, timeline
+from judge import rules, timeline
+from judge.replies import parsers, records
 from judge.shared import bench_inputs
 from judge.timing.contenders import Contender, request
 from judge.timing.findings import BenchFailed, shape_label
 
 
-def rule_checks(file: str, reply: replies.BenchResult, params: dict, warmup: bool) -> None:
+def rule_checks(file: str, reply: records.BenchResult, params: dict, warmup: bool) -> None:
     """The rulebook's anti-cheat rules over a timed request's evidence (judge.rules), as for a judged call
     (``file``: the submission's file name, for the finding)."""
     context = rules.Context(file=file, phase="warmup" if warmup else "timed",
@@ -64,10 +65,10 @@ class Verifier:
         left = list(checkable)
         return [left.pop(secrets.randbelow(len(left))) for _ in range(min(self.config.checks_per_shape, len(left)))]
 
-    def fetch(self, sub: Contender, s: int, call: int) -> replies.BenchOutputs:
+    def fetch(self, sub: Contender, s: int, call: int) -> records.BenchOutputs:
         """The held outputs (and record) of call ``call`` of the submission's last request at shape s."""
         answer, _ = request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s, "call": call},
-                            parse=replies.parse_bench_outputs)
+                            parse=parsers.parse_bench_outputs)
         return answer
 
     def check_ahead(self, s: int, params: dict, held: tuple | None, replays: "Replays", shared) -> None:
@@ -117,7 +118,7 @@ class Verifier:
         return checked
 
     def check(self, s: int, specs: list, held: tuple, *, what: str = "timed call", shared=contextlib.nullcontext,
-               calls: list | None = None, fetched: dict | None = None) -> list[tuple[int, replies.BenchOutputs]]:
+               calls: list | None = None, fetched: dict | None = None) -> list[tuple[int, records.BenchOutputs]]:
         """Outputs of randomly chosen calls of the submission's last request at shape s (``held``: its reply and
         seed), against the golden model: the same rule as a judged case's outputs (judge.rules.outputs). The
         calls checked, with their outputs (and records, for the replay). ``what`` names the calls in a
@@ -187,7 +188,7 @@ class Verifier:
             with shared():
                 request(sub, msg)
                 again, _ = request(sub, {"type": "bench_check", "id": f"{s}-fresh", "shape": s, "call": 0},
-                                   parse=replies.parse_bench_outputs)
+                                   parse=parsers.parse_bench_outputs)
                 with self.compute:
                     args = bench_inputs.make(specs, bench_inputs.call_seed(base, 0), dev)
                     answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
