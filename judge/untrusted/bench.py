@@ -184,9 +184,9 @@ class BenchState(Sampling):
                 result = self._samples(shape, specs, samples, per_sample, base, int(msg.get("sets", 2)),
                                        int(msg.get("flush_bytes", 0)), keep, cuda, ranges)
             if result is not None:
-                launches, ids, kept = result.pop("launches"), result.pop("ids"), result.pop("kept")
+                counts, ids, kept = result.pop("launches"), result.pop("ids"), result.pop("kept")
                 records = result.pop("records")
-                evidence["calls_without_own_launch"] = sum(1 for n in launches if n == 0)
+                evidence["calls_without_own_launch"] = sum(1 for n in counts if n == 0)
             else:
                 ids, kept, records = set(), {}, {}
                 evidence["calls_without_own_launch"] = 0
