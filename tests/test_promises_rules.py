@@ -108,9 +108,8 @@ def test_each_rule_says_what_it_found(evidence, ctx, message, details):
     assert found.message == message and found.details == details
 
 
-def test_a_timed_call_is_judged_by_its_own_launch_count_and_a_compile_only_pass_by_none():
+def test_a_timed_call_is_judged_by_its_own_launch_count():
     assert rules.violation(Evidence(), (), TIMED) is None  # each timed call's launches are counted apart
-    assert rules.violation(Evidence(), (), Context(file="mine.py", phase="compile-only")) is None
 
 
 def test_a_tensor_subclass_returned_is_named():
