@@ -16,6 +16,8 @@ import threading
 import time
 from pathlib import Path
 
+from judge.shared import niceness
+
 ROOT = Path("/sys/fs/cgroup")
 PREFIX = "triton-judge-"  # then the judge's PID and a random part: triton-judge-<pid>-<hex>
 STALE_SECONDS = 60.0  # a cgroup younger than this is never taken for a dead judge's (see sweep_stale)
@@ -28,6 +30,12 @@ def _write(path: Path, value) -> bool:
         return True
     except OSError:
         return False
+
+
+def _weight(cpu_share: int) -> int:
+    """The scheduler weight of ``cpu_share`` processes at this process's nice (1024 for one at nice 0): a worker
+    weighs what the process that starts it weighs (judge.shared.niceness says why)."""
+    return niceness.weight(niceness.own()) * cpu_share
 
 
 def _cap(dirs: list[Path], v2: bool, memory_bytes: int, pids: int) -> bool:
@@ -64,7 +72,7 @@ class Cgroup:
         sandbox, judge.sandbox.litter: a cgroup of its own for each child, inside the litter's).
 
         It is also one entity of the CPU scheduler, weighted as ``cpu_share`` processes (a litter: its
-        children): under contention its processes share that, however many they are. Without it, under cgroup
+        children) at this process's nice: under contention its processes share that, however many they are. Without it, under cgroup
         v1, a fork bomb's 256 spinning processes each weighed as much as the judge's threads, and a 2-core host
         gave no verdict in 400 s (a red-team file of 2026-12-06, with a litter or without). Under v2 the cgroup
         has the cpu controller where its parent hands it down (the root does on the GPU machines)."""
@@ -89,7 +97,7 @@ class Cgroup:
                     continue
                 group = cls([d], v2=True)
                 ok = _cap([d], True, memory_bytes, pids)
-                _write(d / "cpu.weight", max(1, min(10000, 100 * cpu_share)))  # (100: one process's default)
+                _write(d / "cpu.weight", max(1, min(10000, round(100 * _weight(cpu_share) / 1024))))  # (100: 1024's)
                 # (Where the controllers cannot be handed down, it is a cgroup like any other: child() then
                 # fails, and a litter's children share its caps.)
                 if ok and nested and _write(d / "cgroup.subtree_control", "+memory +pids"):
@@ -116,7 +124,7 @@ class Cgroup:
         cpu = cls._make(ROOT / "cpu" / name)  # (after memory and pids, which the code reads as dirs[0] and [1])
         if cpu is not None:
             group.dirs.append(cpu)
-            _write(cpu / "cpu.shares", max(2, 1024 * cpu_share))  # (1024: one process's default)
+            _write(cpu / "cpu.shares", max(2, _weight(cpu_share)))
         return group
 
     @staticmethod

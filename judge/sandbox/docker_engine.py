@@ -25,6 +25,7 @@ from pathlib import Path
 from judge.sandbox.cgroups import Cgroup
 from judge.sandbox.base import INSIDE_CACHE, Backend, Job, Proc, prepare_cache, worker_env
 from judge.sandbox.staging import new_stage
+from judge.shared import niceness
 
 LABEL = "org.triton-judge.untrusted"
 INSIDE_CODE = "/judge/code"
@@ -266,6 +267,7 @@ class DockerBackend(Backend):
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             pids_limit=job.limits.processes,
+            cpu_shares=niceness.weight(niceness.own()),  # a container weighs what its starter weighs (niceness)
             mem_limit=memory,
             memswap_limit=memory,
             ulimits=[Ulimit(name="core", soft=0, hard=0)],

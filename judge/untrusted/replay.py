@@ -28,7 +28,7 @@ import threading
 import time
 import traceback
 
-from judge.shared import tracing, wire
+from judge.shared import niceness, tracing, wire
 from judge.shared.oom import with_device_view
 from judge.untrusted.errors import classify
 from judge.untrusted.kernel_namespace import load_kernels
@@ -445,39 +445,25 @@ def cached_kernels(ns: dict, kernels: set) -> int | None:
 
 def _yield_cores(seconds: float):
     """Import at the lowest CPU priority (judge.sandbox.base.yields_cores says why): this session's autogroup
-    at nice 19. The function that gives the normal priority back, which main() calls once the imports are
-    done; a timer calls it after ``seconds`` at the latest. None when the priority could not be lowered.
-
-    Writes to an autogroup are rate-limited (one in 100 ms on the whole machine, unless privileged): a
-    write refused for it (EAGAIN) is tried again, and giving the priority back goes on trying for seconds,
-    since staying low on a busy host could starve this worker."""
-    if not _autogroup_nice(19, tries=3):
+    at nice 19. The function that gives the inherited priority back (judge.shared.niceness), which main()
+    calls once the imports are done; a timer calls it after ``seconds`` at the latest. None when the priority
+    could not be lowered. Giving it back goes on trying for seconds (the kernel's rate limit on autogroup
+    writes), since staying low on a busy host could starve this worker."""
+    if not niceness.set_session(19, tries=3):
         return None
     lock = threading.Lock()
     state = {"low": True}
+    inherited = max(0, niceness.own())
 
     def back() -> None:
         with lock:
             if state["low"]:
-                state["low"] = not _autogroup_nice(0, tries=50)
+                state["low"] = not niceness.set_session(inherited, tries=50)
 
     timer = threading.Timer(max(0.0, float(seconds)), back)
     timer.daemon = True
     timer.start()
     return back
-
-
-def _autogroup_nice(nice: int, tries: int) -> bool:
-    for _ in range(tries):
-        try:
-            with open("/proc/self/autogroup", "w") as f:
-                f.write(str(nice))
-            return True
-        except BlockingIOError:  # the kernel's rate limit: another write in the last 100 ms
-            time.sleep(0.11)
-        except OSError:  # no autogroups here (or not allowed): nothing to lower or give back
-            return False
-    return False
 
 
 def main() -> int:
@@ -493,6 +479,8 @@ def main() -> int:
     nonce = prep["nonce"]
     interpret = bool(prep.get("interpret"))
     back = _yield_cores(prep.get("yield_seconds", 2.0)) if prep.get("yield_cores") is True else None
+    if back is None:
+        niceness.inherit()
     if interpret:
         os.environ["TRITON_INTERPRET"] = "1"
     else:

@@ -443,9 +443,11 @@ def _exit_now() -> None:
 def main() -> int:
     import time
 
+    from judge.shared import niceness
     from judge.untrusted import lockdown
 
     t0 = time.perf_counter()
+    niceness.inherit()  # (a write to /proc/self/autogroup: before the lockdown, which forbids it)
     # Before anything else runs (every thread started later inherits it): no write to this process's memory
     # behind the dispatcher's back (/proc/self/mem, process_vm_writev, ptrace).
     lockdown.apply()
