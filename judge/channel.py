@@ -60,13 +60,13 @@ class WorkerChannel:
     and holds a worker started for the same kind of job; either way it serves this job alone."""
 
     def __init__(self, backend: Backend, job: Job):
-        from judge import pool
+        from judge.pool.client import take
 
         self.job = job
         self.limits = job.limits
         self._unsent: Exception | None = None
         self._exit_sent = False
-        lease = pool.take(backend, job)
+        lease = take(backend, job)
         self._lease = lease
         self.pooled = lease is not None and lease.proc is not None
         if self.pooled:

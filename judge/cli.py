@@ -232,9 +232,9 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             # The session's workers start importing torch and Triton now, while this process does the same
             # (judge.pool.head_start): on 2 cores that is most of a worker's start off the wait, and on a GPU
             # the workers' CUDA contexts are made meanwhile too.
-            from judge import pool as worker_pool
+            from judge.pool.head_start import head_start
 
-            early = worker_pool.head_start(p, file, options_for(device, interpret))
+            early = head_start(p, file, options_for(device, interpret))
             t_torch = time.monotonic()
             with shown.blocking("loading torch"), timeline.span("import torch (the judge)"):
                 resolved = _resolve_device(asked_device, asked_interpret, fail)
@@ -281,9 +281,9 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     finally:
         shown.close()
         if early is not None:
-            from judge import pool as worker_pool
+            from judge.pool.head_start import end_head_start
 
-            worker_pool.end_head_start(early)
+            end_head_start(early)
         timeline.write()
     _print_report(report, as_json)
     _plot(report.speed, plot_path)
@@ -332,9 +332,9 @@ def _print_report(report, as_json: bool) -> None:
 def submit(problem, file, no_speed, with_pytorch, ci_target, speed_budget, max_rounds, plot_path, pool_socket, **kw):
     """Judge FILE for PROBLEM (id or slug): every test group, then speed on a GPU; a verdict and a score."""
     if pool_socket:
-        from judge import pool as worker_pool
+        from judge.pool.client import use
 
-        worker_pool.use(pool_socket)
+        use(pool_socket)
     _run(problem, file, quick=False, speed=not no_speed, plot_path=plot_path,
          bench=_bench_overrides(ci_target, speed_budget, max_rounds, torch_baseline=True if with_pytorch else None),
          **kw)
@@ -471,11 +471,12 @@ def _corpus_options(fn):
 
 def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool="off") -> int:
     """Judge the corpora of PROBLEMS (Problem objects) and print a line each; the number that mismatched."""
-    from judge import pool as worker_pool
+    from judge.pool.client import use
+    from judge.pool.server import PoolServer, parse_size
 
     sandbox_or_exit(sandbox)
     try:
-        size = worker_pool.parse_size(pool)
+        size = parse_size(pool)
     except ValueError:
         usage(f"--pool {pool}: give a number of workers (0 or more), auto or off")
     if size == 0:
@@ -483,15 +484,15 @@ def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool=
     # The files are judged here (--jobs 1) or by `submit` children (--jobs N), which are given the pool's socket
     # (judge.selftest.judge_via_cli).
     try:
-        server = worker_pool.PoolServer(size, log=err)
+        server = PoolServer(size, log=err)
     except OSError as exc:
         err(f"worker pool: not started ({exc}); every file starts its own workers")
         return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
-    worker_pool.use(server.path)
+    use(server.path)
     try:
         return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
     finally:
-        worker_pool.use(None)
+        use(None)
         server.close()
         err(f"worker pool: {server.stats['taken']} workers handed out, {server.stats['missed']} started by "
             f"their jobs, {server.stats['wasted']} warmed and not used")

@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge import kernel_store
-
-# The directory that holds the ``judge`` package; sandboxes expose only
-# judge/__init__.py, judge/shared/ and judge/untrusted/ from it.
-CODE_ROOT = Path(__file__).resolve().parents[2]
+from judge.sandbox.staging import place_submission
 
 
 @dataclass(frozen=True)
@@ -108,8 +105,6 @@ class Proc:
         if self.submission_dir is None:
             self.submission_path = str(Path(submission).resolve())
             return self.submission_path
-        from judge.sandbox.staging import place_submission
-
         place_submission(Path(submission), self.submission_dir)
         self.submission_path = f"{self.inside_dir}/{Path(submission).name}"
         return self.submission_path

@@ -13,7 +13,8 @@ import signal
 import subprocess
 import sys
 
-from judge.sandbox.base import CODE_ROOT, Backend, Job, Proc, prepare_cache, process_tree_memory, worker_env
+from judge.sandbox.base import Backend, Job, Proc, prepare_cache, process_tree_memory, worker_env
+from judge.sandbox.staging import CODE_ROOT
 
 
 class _ChildProc(Proc):
