@@ -46,7 +46,7 @@ class WorkerStartFailed(Exception):
     """The worker died before the submission was even imported: the judge's environment is broken."""
 
 
-def prepare_message(job: Job, backend: str) -> dict:
+def prepare_message(job: Job, backend: Backend) -> dict:
     """What a worker must know before it imports torch and Triton ("prepare"): nothing of the submission. A
     pooled worker (judge.pool) gets it when it is spawned; the settings in it are part of the pool's key
     (but whether it starts at the lowest CPU priority, decided then: judge.sandbox.base.yields_cores)."""
@@ -80,7 +80,7 @@ class WorkerChannel:
                 if lease is not None:
                     lease.close()
                 raise
-            message = dict(prepare_message(job, getattr(backend, "name", "")), nonce=self.nonce)
+            message = dict(prepare_message(job, backend), nonce=self.nonce)
             try:  # sent at once, so that it imports torch while the judge goes on
                 wire.send(self.proc.stdin, message)
             except OSError as exc:  # it died at once: said when the judge waits for it

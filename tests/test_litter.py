@@ -45,12 +45,13 @@ def _litter(name, tmp_path, source=PLAIN, n=3):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     job = Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=LIMITS)
-    procs = spawn_litter(usable(name), job, n)
+    backend = usable(name)
+    procs = spawn_litter(backend, job, n)
     assert procs is not None and len(procs) == n
     readers = []
     for p in procs:
         p.nonce = secrets.token_hex(8)
-        wire.send(p.stdin, dict(prepare_message(job, name), nonce=p.nonce))
+        wire.send(p.stdin, dict(prepare_message(job, backend), nonce=p.nonce))
         readers.append(wire.Reader(p.stdout))
     for r, p in zip(readers, procs):
         message, _ = r.recv(120)
@@ -336,12 +337,13 @@ def test_each_child_has_a_scratch_of_a_workers_size_of_its_own(tmp_path):
     (tmp_path / "scratch").mkdir()
     limits = dataclasses.replace(LIMITS, scratch_mb=8)
     job = Job(submission=sub, scratch=tmp_path / "scratch", device="cpu", interpret=True, limits=limits)
-    procs = spawn_litter(usable("bwrap"), job, 2)
+    backend = usable("bwrap")
+    procs = spawn_litter(backend, job, 2)
     try:
         lines = []
         for p in procs:
             p.nonce = secrets.token_hex(8)
-            wire.send(p.stdin, dict(prepare_message(job, "bwrap"), nonce=p.nonce))
+            wire.send(p.stdin, dict(prepare_message(job, backend), nonce=p.nonce))
             reader = wire.Reader(p.stdout)
             assert reader.recv(120)[0]["type"] == "ready"
             assert _hello(p, reader, sub)["status"] == "ok"

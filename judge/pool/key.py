@@ -23,8 +23,7 @@ def key_of(backend, job: Job) -> dict | None:
     key = {"backend": name, "module": job.module, "device": job.device, "gpu": job.gpu,
            "interpret": bool(job.interpret), "memory_mb": lim.memory_mb, "processes": lim.processes,
            "scratch_mb": lim.scratch_mb, "gpu_memory_mb": lim.gpu_memory_mb, "cache": job.cache is not None}
-    if name == "docker":
-        key["image"] = backend.image_for(job.device)
+    key["args"] = backend.rebuild_args(job.device)
     return key
 
 
@@ -32,12 +31,15 @@ def key_text(key: dict) -> str:
     return json.dumps(key, sort_keys=True)
 
 
-def backend_for(key: dict):
-    from judge.sandbox import backend_class
+def backend_class_of(key: dict):
+    """The backend class ``key`` names (None: none of that name is registered)."""
+    from judge.sandbox import BACKENDS, backend_class
 
-    if key["backend"] == "docker":
-        return backend_class("docker")(image=key["image"])
-    return backend_class(key["backend"])()
+    return backend_class(key["backend"]) if key.get("backend") in BACKENDS else None
+
+
+def backend_for(key: dict):
+    return backend_class_of(key)(**key["args"])
 
 
 def template(key: dict, scratch: Path, cache: Path | None) -> Job:
@@ -47,7 +49,6 @@ def template(key: dict, scratch: Path, cache: Path | None) -> Job:
                     processes=key["processes"], scratch_mb=key["scratch_mb"], gpu_memory_mb=key["gpu_memory_mb"])
     return Job(submission=None, scratch=scratch, device=key["device"], interpret=key["interpret"], limits=limits,
                gpu=key["gpu"], module=key["module"], cache=cache)
-
 
 
 def recv(conn: socket.socket) -> dict | None:

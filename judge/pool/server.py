@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from judge import timeline
-from judge.pool.key import backend_for, key_of, key_text, recv, template
+from judge.pool.key import backend_class_of, backend_for, key_of, key_text, recv, template
 from judge.sandbox.base import Job, Proc, make_cache
 
 DEFAULT_SIZE = 4  # at most this many warm workers of each kind, unless --pool says otherwise
@@ -129,7 +129,7 @@ class PoolServer:
         with self._lock:
             if own_cache and job.cache is not None and kt not in self._keys:
                 try:
-                    make_cache(job.cache, job.interpret, seed=key["backend"] != "docker")
+                    make_cache(job.cache, job.interpret, seed=backend.worker_uid is None)
                     self._fixed[kt] = str(job.cache)
                 except OSError:
                     pass  # no such cache to share: each gets one of its own, as in any pool
@@ -179,11 +179,10 @@ class PoolServer:
         """(with the lock held) Whether a roster's workers of kind ``kt`` are spawned in litters: the submission's
         own workers (never the replay worker, which checks them), on a backend that has litters, with the pool
         serving jobs (not head_start's, which forks its one litter for its file)."""
-        from judge.sandbox import litter
-
         key = self._keys.get(kt) or {}
+        backend = backend_class_of(key) if key else None
         return (self.litters and key.get("module") == "judge.untrusted"
-                and key.get("backend") in litter.BACKENDS and kt not in self._fixed)
+                and backend is not None and backend.litters and kt not in self._fixed)
 
     def _spawn_litter(self, kt: str, n: int) -> None:
         """``n`` workers of kind ``kt`` forked in one sandbox (judge.sandbox.litter); one by one where a litter
@@ -204,7 +203,8 @@ class PoolServer:
             cache = Path(fixed) if fixed else home / "cache" if key["cache"] else None
             job = replace(template(key, home / "scratch", cache), submission=submission)
             t_spawn = time.monotonic()
-            procs = litter.spawn_litter(backend_for(key), job, n, log=self.log)
+            backend = backend_for(key)
+            procs = litter.spawn_litter(backend, job, n, log=self.log)
             timeline.add("spawn a litter", t_spawn, time.monotonic(), module=str(key.get("module")), workers=n)
         if procs is None:
             if not self._closed:
@@ -221,7 +221,7 @@ class PoolServer:
             entry = _Entry(proc, nonce, Path(tempfile.mkdtemp(prefix="w-", dir=self.dir)), cache,
                            time.monotonic(), placed=submission is not None, litter=proc.litter)
             try:
-                wire.send(proc.stdin, dict(prepare_message(job, key["backend"]), nonce=nonce))
+                wire.send(proc.stdin, dict(prepare_message(job, backend), nonce=nonce))
             except OSError:
                 pass  # died at once: dropped when taken (_take), and the job spawns its own
             entries.append(entry)
@@ -255,11 +255,12 @@ class PoolServer:
             cache = Path(fixed) if fixed else home / "cache" if key["cache"] else None
             job = template(key, scratch, cache)
             t_spawn = time.monotonic()
-            proc = backend_for(key).spawn(job)
+            backend = backend_for(key)
+            proc = backend.spawn(job)
             timeline.add("spawn a pooled worker", t_spawn, time.monotonic(), module=str(key.get("module")))
             nonce = secrets.token_hex(16)
             entry = _Entry(proc, nonce, home, cache, time.monotonic())
-            wire.send(proc.stdin, dict(prepare_message(job, key["backend"]), nonce=nonce))
+            wire.send(proc.stdin, dict(prepare_message(job, backend), nonce=nonce))
         except Exception as exc:  # noqa: BLE001 - the jobs start their own workers instead
             self.stats["spawn_failed"] += 1
             if entry is not None:

@@ -69,8 +69,11 @@ def _set_limits(job: Job):
 
 class ProcessBackend(Backend):
     name = "process"
-    isolated = False
     summary = "a plain child process: isolates nothing"
+    isolated = False
+    litters = True
+    lowers_priority = True
+    worker_uid = None
 
     def caveat(self) -> str | None:
         return "sandbox 'process': the submission ran as you, with nothing isolated (use it for your own code)"
