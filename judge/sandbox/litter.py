@@ -2,9 +2,9 @@
 sandbox, from one process that imported torch and Triton for them all.
 
 :func:`spawn_litter` makes each child's three pipes, starts the litter's parent through the backend (one that
-declares ``litters``: bwrap, process) with those pipes passed in, and gives back one :class:`LitterProc` per child, which the judge uses as
-it uses any worker: "prepare" to its stdin, replies from its stdout (judge.channel), its prints drained from its
-stderr. What differs is underneath:
+declares ``litters``: bwrap, process) with those pipes passed in, and gives back one :class:`LitterProc` per
+child, which the judge uses as it uses any worker: "prepare" to its stdin, replies from its stdout
+(judge.channel), its prints drained from its stderr. What differs is underneath:
 
 * **One sandbox.** The children share its file system, its PID namespace and its cgroup (sized for all of
   them: each child's memory and processes, times the number of children). They run one submission, the file
