@@ -47,7 +47,7 @@ class WorkerStartFailed(Exception):
     """The worker died before the submission was even imported: the judge's environment is broken."""
 
 
-def prepare_message(job: Job, backend: str) -> dict:
+def prepare_message(job: Job, backend: Backend) -> dict:
     """What a worker must know before it imports torch and Triton ("prepare"): nothing of the submission. A
     pooled worker (judge.pool) gets it when it is spawned; the settings in it are part of the pool's key
     (but whether it starts at the lowest CPU priority, decided then: judge.sandbox.base.yields_cores)."""
@@ -61,13 +61,13 @@ class WorkerChannel:
     and holds a worker started for the same kind of job; either way it serves this job alone."""
 
     def __init__(self, backend: Backend, job: Job):
-        from judge import pool
+        from judge.pool.client import take
 
         self.job = job
         self.limits = job.limits
         self._unsent: Exception | None = None
         self._exit_sent = False
-        lease = pool.take(backend, job)
+        lease = take(backend, job)
         self._lease = lease
         self.pooled = lease is not None and lease.proc is not None
         if self.pooled:
@@ -81,7 +81,7 @@ class WorkerChannel:
                 if lease is not None:
                     lease.close()
                 raise
-            message = dict(prepare_message(job, getattr(backend, "name", "")), nonce=self.nonce)
+            message = dict(prepare_message(job, backend), nonce=self.nonce)
             try:  # sent at once, so that it imports torch while the judge goes on
                 wire.send(self.proc.stdin, message)
             except OSError as exc:  # it died at once: said when the judge waits for it

@@ -216,9 +216,9 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
             # The session's workers start importing torch and Triton now, while this process does the same
             # (judge.pool.head_start): on 2 cores that is most of a worker's start off the wait, and on a GPU
             # the workers' CUDA contexts are made meanwhile too.
-            from judge import pool as worker_pool
+            from judge.pool.head_start import head_start
 
-            early = worker_pool.head_start(p, file, options_for(device, interpret))
+            early = head_start(p, file, options_for(device, interpret))
             t_torch = time.monotonic()
             with shown.blocking("loading torch"), timeline.span("import torch (the judge)"):
                 resolved = resolve_device(asked_device, asked_interpret, fail)
@@ -265,9 +265,9 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     finally:
         shown.close()
         if early is not None:
-            from judge import pool as worker_pool
+            from judge.pool.head_start import end_head_start
 
-            worker_pool.end_head_start(early)
+            end_head_start(early)
         timeline.write()
     _print_report(report, as_json)
     _plot(report.speed, plot_path)
@@ -316,9 +316,9 @@ def _print_report(report, as_json: bool) -> None:
 def submit(problem, file, no_speed, with_pytorch, ci_target, speed_budget, max_rounds, plot_path, pool_socket, **kw):
     """Judge FILE for PROBLEM (id or slug): every test group, then speed on a GPU; a verdict and a score."""
     if pool_socket:
-        from judge import pool as worker_pool
+        from judge.pool.client import use
 
-        worker_pool.use(pool_socket)
+        use(pool_socket)
     _run(problem, file, quick=False, speed=not no_speed, plot_path=plot_path,
          bench=_bench_overrides(ci_target, speed_budget, max_rounds, torch_baseline=True if with_pytorch else None),
          **kw)

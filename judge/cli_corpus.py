@@ -28,11 +28,11 @@ def _corpus_options(fn):
 
 def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool="off") -> int:
     """Judge the corpora of PROBLEMS (Problem objects) and print a line each; the number that mismatched."""
-    from judge import pool as worker_pool
+    from judge.pool import client as pool_client, server as pool_server
 
     sandbox_or_exit(sandbox)
     try:
-        size = worker_pool.parse_size(pool)
+        size = pool_server.parse_size(pool)
     except ValueError:
         usage(f"--pool {pool}: give a number of workers (0 or more), auto or off")
     if size == 0:
@@ -40,15 +40,15 @@ def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool=
     # The files are judged here (--jobs 1) or by `submit` children (--jobs N), which are given the pool's socket
     # (judge.selftest.judge_via_cli).
     try:
-        server = worker_pool.PoolServer(size, log=err)
+        server = pool_server.PoolServer(size, log=err)
     except OSError as exc:
         err(f"worker pool: not started ({exc}); every file starts its own workers")
         return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
-    worker_pool.use(server.path)
+    pool_client.use(server.path)
     try:
         return _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs)
     finally:
-        worker_pool.use(None)
+        pool_client.use(None)
         server.close()
         err(f"worker pool: {server.stats['taken']} workers handed out, {server.stats['missed']} started by "
             f"their jobs, {server.stats['wasted']} warmed and not used")

@@ -13,7 +13,7 @@ this module, on an H100, each lane's first compile fell from 1.02 to 0.60 s per 
 The speed run's trusted workers (the problem's reference, the PyTorch baseline) run the judge's own files
 and keep their caches under the judge's cache root (``workers/<problem>-<name>/triton-cache``), which no
 sandbox mounts. When a submission's cache is made, their entries of these modules, and nothing else of
-theirs, are copied into it (judge.pool.copy_entries: regular files only, bounded, each entry built outside
+theirs, are copied into it (judge.pool.copies.copy_entries: regular files only, bounded, each entry built outside
 the destination and moved in). Nothing ever goes the other way. The ``process`` backend isolates nothing: a
 file judged with it can write the cache root as the judge can, these caches included, so a cache root
 shared with it serves no sandboxed judging. A copied module that does not load is built again by Triton, as
@@ -48,7 +48,7 @@ def trusted_caches(root: Path) -> list[Path]:
 
 def seed(cache: Path, root: Path | None = None) -> int:
     """Copy the trusted caches' module entries into the submission cache ``cache``; how many were copied."""
-    from judge.pool import copy_entries, entry_names
+    from judge.pool.copies import copy_entries, entry_names
 
     if root is None:
         from judge.timing.ceilings import cache_dir

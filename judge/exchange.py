@@ -14,7 +14,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from judge import calls, kit, pool, timeline
+from judge import calls, kit, timeline
+from judge.pool.copies import copy_entries, entry_names
 from judge.replies import parsers, records
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed, request_exits
 from judge.judgement import death_outcome, error_outcome
@@ -207,7 +208,7 @@ class Workers:
         A pooled worker caches its kernels in a directory of its own (judge.pool), so without this each of
         a submission's workers compiles every kernel variant its cases need, whichever worker compiled it
         first (98's reference: minutes of compiles summed; docs/measurements, the worker pool). The
-        judge copies the new entries (plain files of a bounded size: judge.pool.copy_entries) into the
+        judge copies the new entries (plain files of a bounded size: judge.pool.copies.copy_entries) into the
         other workers' directories and the content's; all of them are the same submission's, so no
         submission can plant a kernel another would load. How many entries it copied."""
         t0 = time.monotonic()
@@ -216,7 +217,7 @@ class Workers:
             return 0
         with self._share_lock:
             done = self._shared.setdefault(src, set())
-            names = [n for n in pool.entry_names(src) if n not in done][:max(0, SHARED_ENTRIES_MAX - len(done))]
+            names = [n for n in entry_names(src) if n not in done][:max(0, SHARED_ENTRIES_MAX - len(done))]
             done.update(names)
             dests = {ex.kernel_cache() for ex in self.all if ex is not source and ex.alive}
             dests.add(self.first.job.cache)
@@ -227,7 +228,7 @@ class Workers:
             for dest in dests:
                 try:
                     dest.mkdir(parents=True, exist_ok=True)
-                    copied += pool.copy_entries(src, dest, names)
+                    copied += copy_entries(src, dest, names)
                 except OSError:
                     pass  # a cache is a saving, never a condition
         with self._share_lock:

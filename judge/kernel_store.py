@@ -19,7 +19,7 @@ a file could fill the host's disk, or its inodes, through it. So the judge measu
 (:func:`too_much`, every WATCH_EVERY_SECONDS, judge.channel's watchdog) and kills a worker whose cache holds
 more than ``JUDGE_SUBMISSION_CACHE_GB`` (default :data:`SUBMISSION_MAX_GB`) or more than
 :data:`SUBMISSION_MAX_ITEMS` files and directories: OLE. 98's reference compiles about 550 variants of a few
-hundred KiB each (judge.pool.COPY_MAX_ENTRIES), far under it. A content's directories past it when its session
+hundred KiB each (judge.pool.copies.COPY_MAX_ENTRIES), far under it. A content's directories past it when its session
 ends are dropped then. A walk by name does not see everything: files removed while open (or made with
 O_TMPFILE) are counted from the worker's processes' open files and mappings (:func:`unnamed_bytes`), and a
 tree deeper than MAX_DEPTH, or a directory the judge cannot read, is itself the finding (a red-team file held
@@ -73,7 +73,7 @@ def keep_bytes() -> int:
     return int(settings().kernel_cache_gb * 1e9)
 
 
-MAX_DEPTH = 8  # directory levels below a cache: Triton's entries are one (judge.pool.ENTRY_MAX_DEPTH: 4)
+MAX_DEPTH = 8  # directory levels below a cache: Triton's entries are one (judge.pool.copies.ENTRY_MAX_DEPTH: 4)
 
 
 def disk_usage(path: Path, stop_items: int | None = None) -> tuple[int, int, str | None]:

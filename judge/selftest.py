@@ -131,10 +131,10 @@ def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options, wo
         argv += ["--startup-limit", str(limits["startup_seconds"])]
     if workers is not None:
         argv += ["--workers", str(workers)]
-    from judge import pool
+    from judge.pool.client import serving
 
-    if pool.serving():
-        argv += ["--pool-socket", pool.serving()]
+    if serving():
+        argv += ["--pool-socket", serving()]
     t = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
     try:

@@ -38,7 +38,7 @@ class Scripted(Backend):
         self.body = body
 
     def spawn(self, job):
-        from judge.sandbox.base import CODE_ROOT
+        from judge.sandbox.staging import CODE_ROOT
 
         code = PRELUDE % str(CODE_ROOT) + textwrap.dedent(self.body)
         popen = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -116,7 +116,7 @@ class SlowEnvironment(Backend):
         self.load = load
 
     def spawn(self, job):
-        from judge.sandbox.base import CODE_ROOT
+        from judge.sandbox.staging import CODE_ROOT
 
         code = textwrap.dedent(f"""
             import sys, time

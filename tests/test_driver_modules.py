@@ -82,7 +82,7 @@ def test_without_trusted_caches_nothing_happens(tmp_path):
 
 def test_the_head_starts_shared_cache_is_seeded_too(tmp_path, monkeypatch):
     # judge.pool.head_start makes the file's cache before any worker is spawned (warm(own_cache=True)).
-    from judge import pool
+    from judge.pool import server as pool_server
     from judge.sandbox import Job, get_backend
 
     root = tmp_path / "root"
@@ -91,7 +91,7 @@ def test_the_head_starts_shared_cache_is_seeded_too(tmp_path, monkeypatch):
     cache = tmp_path / "kernels" / "file"
     job = Job(submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False,
               limits=_limits(), cache=cache)
-    srv = pool.PoolServer(size=2)
+    srv = pool_server.PoolServer(size=2)
     try:
         assert srv.warm(get_backend("process"), job, n=0, own_cache=True)
         assert sorted(os.listdir(cache)) == ["launcher", "utils"]

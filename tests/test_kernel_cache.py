@@ -90,15 +90,15 @@ def test_a_pooled_worker_gets_the_contents_cache_and_gives_back_what_it_compiled
     from the content's when it is handed out, and what it added is merged back when it is closed."""
     import time
 
-    from judge import pool
+    from judge.pool import client as pool_client, server as pool_server
 
     backend = _usable(name)
     job = _job(tmp_path, READS_THE_CACHE)
     cache = job.cache
     (cache / "seeded").mkdir(parents=True)
     (cache / "seeded" / "kernel.json").write_text("compiled before")
-    server = pool.PoolServer(size=1)
-    monkeypatch.setattr(pool, "_socket", server.path)
+    server = pool_server.PoolServer(size=1)
+    monkeypatch.setattr(pool_client, "_socket", server.path)
     try:
         server.warm(backend, job)
         deadline = time.monotonic() + 60
@@ -134,10 +134,10 @@ def _warm_pool(backend, job, monkeypatch, n: int, litters: bool = True, **warm):
     """A pool of ``n`` warm workers of ``job`'s kind (this process takes its workers from it), once they are up."""
     import time
 
-    from judge import pool
+    from judge.pool import client as pool_client, server as pool_server
 
-    server = pool.PoolServer(size=n, litters=litters)
-    monkeypatch.setattr(pool, "_socket", server.path)
+    server = pool_server.PoolServer(size=n, litters=litters)
+    monkeypatch.setattr(pool_client, "_socket", server.path)
     server.warm(backend, job, n=n, **warm)
     deadline = time.monotonic() + 60
     while server.idle() < n and time.monotonic() < deadline:
@@ -192,7 +192,7 @@ def test_head_start_workers_mount_their_files_cache_and_serve_no_other_file(name
     """submit's head start spawns its workers for one known file (judge.pool.head_start): they mount that
     file's content cache itself, so what one compiles is at once the others' (and two compiling the same
     variant take its compile lock in it); a job of another file's cache is never handed one of them."""
-    from judge import pool
+    from judge.pool import client as pool_client
     from judge.exchange import Workers
     from judge.problems import find_problem
 
@@ -203,7 +203,7 @@ def test_head_start_workers_mount_their_files_cache_and_serve_no_other_file(name
     try:
         # Another file (other bytes, so another content cache) of the same kind: none of these for it.
         other = dataclasses.replace(job, cache=tmp_path / "cache" / "other")
-        lease = pool.take(backend, other)
+        lease = pool_client.take(backend, other)
         assert lease is not None and lease.proc is None, "a worker holding one file's cache went to another"
         lease.close()
         workers = Workers(find_problem("93"), job, backend, threads=1, count=2)
@@ -226,23 +226,23 @@ def test_head_start_workers_mount_their_files_cache_and_serve_no_other_file(name
 def test_one_copy_takes_a_bounded_number_of_entries_and_bytes(tmp_path, monkeypatch):
     # A worker that filled its cache with many entries has only so many copied, by the close of a pooled
     # worker (into the content's cache) as by any other copy.
-    from judge import pool
+    from judge.pool import copies as pool_copies
 
     src, dest = tmp_path / "src", tmp_path / "dest"
     for i in range(6):
         (src / f"e{i}").mkdir(parents=True)
         (src / f"e{i}" / "kernel.cubin").write_bytes(b"x" * 100)
     dest.mkdir()
-    monkeypatch.setattr(pool, "COPY_MAX_ENTRIES", 4)
-    assert pool.copy_entries(src, dest) == 4 and len(list(dest.iterdir())) == 4
-    monkeypatch.setattr(pool, "COPY_MAX_ENTRIES", 4096)
-    monkeypatch.setattr(pool, "COPY_MAX_BYTES", 150)  # the entry that passes the bytes is the last
+    monkeypatch.setattr(pool_copies, "COPY_MAX_ENTRIES", 4)
+    assert pool_copies.copy_entries(src, dest) == 4 and len(list(dest.iterdir())) == 4
+    monkeypatch.setattr(pool_copies, "COPY_MAX_ENTRIES", 4096)
+    monkeypatch.setattr(pool_copies, "COPY_MAX_BYTES", 150)  # the entry that passes the bytes is the last
     (tmp_path / "dest2").mkdir()
-    assert pool.copy_entries(src, tmp_path / "dest2") == 2
+    assert pool_copies.copy_entries(src, tmp_path / "dest2") == 2
 
 
 def test_copy_entries_takes_plain_files_of_a_bounded_size_only(tmp_path, monkeypatch):
-    from judge import pool
+    from judge.pool import copies as pool_copies
 
     src, dest = tmp_path / "src", tmp_path / "dest"
     dest.mkdir()
@@ -261,25 +261,25 @@ def test_copy_entries_takes_plain_files_of_a_bounded_size_only(tmp_path, monkeyp
     (src / "hardlinked").mkdir()  # a second name of a file outside the entry
     os.link(tmp_path / "outside" / "host-file", src / "hardlinked" / "kernel.cubin")
     deep = src / "deep"
-    for _ in range(pool.ENTRY_MAX_DEPTH + 1):
+    for _ in range(pool_copies.ENTRY_MAX_DEPTH + 1):
         deep = deep / "d"
     deep.mkdir(parents=True)
     (src / "many-dirs").mkdir()
-    for i in range(pool.ENTRY_MAX_ITEMS + 1):
+    for i in range(pool_copies.ENTRY_MAX_ITEMS + 1):
         (src / "many-dirs" / str(i)).mkdir()
-    monkeypatch.setattr(pool, "ENTRY_MAX_BYTES", 1024)
-    assert pool.copy_entries(src, dest) == 1
+    monkeypatch.setattr(pool_copies, "ENTRY_MAX_BYTES", 1024)
+    assert pool_copies.copy_entries(src, dest) == 1
     assert sorted(p.name for p in dest.iterdir()) == ["ok"]  # and no temporaries left
     assert (dest / "ok" / "sub" / "a.json").read_text() == "{}"
     assert (dest / "ok" / "sub" / "a.json").stat().st_nlink == 1  # copied, not linked
-    assert pool.copy_entries(src, dest) == 0  # there already
+    assert pool_copies.copy_entries(src, dest) == 0  # there already
     for bad in ("../outside", "/etc", "a/b", "", ".", ".."):
-        assert pool.copy_entries(src, dest, [bad]) == 0
+        assert pool_copies.copy_entries(src, dest, [bad]) == 0
     (tmp_path / "outside" / "variant").mkdir()  # what a linked src would hand over, were it followed
     (tmp_path / "outside" / "variant" / "kernel.cubin").write_text("the host's")
     linked_src = tmp_path / "linked-src"
     linked_src.symlink_to(tmp_path / "outside")
-    assert pool.copy_entries(linked_src, tmp_path / "dest2") == 0
+    assert pool_copies.copy_entries(linked_src, tmp_path / "dest2") == 0
 
 
 def test_a_killed_copys_staging_directory_goes_at_the_next_copy_and_a_live_ones_stays(tmp_path):
@@ -287,7 +287,7 @@ def test_a_killed_copys_staging_directory_goes_at_the_next_copy_and_a_live_ones_
     # read, never removed. The next copy into that folder removes those untouched for STAGING_STALE_SECONDS.
     import time
 
-    from judge import pool
+    from judge.pool import copies as pool_copies
 
     kernels = tmp_path / "kernels"
     src, dest = tmp_path / "worker-cache", kernels / "abc"
@@ -297,9 +297,9 @@ def test_a_killed_copys_staging_directory_goes_at_the_next_copy_and_a_live_ones_
     old, live = kernels / ".staging-old", kernels / ".staging-live"
     for d in (old, live):
         (d / "variant-0").mkdir(parents=True)
-    stale = time.time() - pool.STAGING_STALE_SECONDS - 60
+    stale = time.time() - pool_copies.STAGING_STALE_SECONDS - 60
     os.utime(old, (stale, stale))
-    assert pool.copy_entries(src, dest) == 1 and (dest / "variant-1" / "kernel.cubin").read_bytes() == b"x"
+    assert pool_copies.copy_entries(src, dest) == 1 and (dest / "variant-1" / "kernel.cubin").read_bytes() == b"x"
     assert not old.exists() and live.exists()
     assert sorted(p.name for p in kernels.iterdir()) == [".staging-live", "abc"]  # its own staging: gone too
 

@@ -45,12 +45,13 @@ def _litter(name, tmp_path, source=PLAIN, n=3):
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     job = Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=LIMITS)
-    procs = spawn_litter(usable(name), job, n)
+    backend = usable(name)
+    procs = spawn_litter(backend, job, n)
     assert procs is not None and len(procs) == n
     readers = []
     for p in procs:
         p.nonce = secrets.token_hex(8)
-        wire.send(p.stdin, dict(prepare_message(job, name), nonce=p.nonce))
+        wire.send(p.stdin, dict(prepare_message(job, backend), nonce=p.nonce))
         readers.append(wire.Reader(p.stdout))
     for r, p in zip(readers, procs):
         message, _ = r.recv(120)
@@ -203,7 +204,7 @@ def test_a_roster_litter_serves_the_job_that_took_it_first_and_no_other(name, tm
     """In a grading pool a litter is forked before any job is known; the first job to take one of its workers
     has its file placed in it, and its siblings go to that job alone, for that file alone, and are killed when
     the job is done. What they compile goes to the file's content cache, as any pooled worker's does."""
-    from judge import pool
+    from judge.pool import client as pool_client, key as pool_key, server as pool_server
     from judge.channel import WorkerChannel
 
     backend = usable(name)
@@ -215,15 +216,15 @@ def test_a_roster_litter_serves_the_job_that_took_it_first_and_no_other(name, tm
     cache = tmp_path / "cache" / "alice"
     job = lambda who, **kw: Job(submission=files[who], scratch=tmp_path, device="cpu", interpret=True,  # noqa: E731
                                 limits=LIMITS, cache=cache if who == "alice" else tmp_path / "cache" / "bob", **kw)
-    server = pool.PoolServer(size=2)
-    monkeypatch.setattr(pool, "_socket", server.path)
+    server = pool_server.PoolServer(size=2)
+    monkeypatch.setattr(pool_client, "_socket", server.path)
     try:
         assert server.warm(backend, job("alice"), n=2)
         deadline = time.monotonic() + 60
         while server.idle() < 2:
             assert time.monotonic() < deadline, "the pool forked no litter"
             time.sleep(0.1)
-        kt = pool._key_text(pool.key_of(backend, job("alice")))
+        kt = pool_key.key_text(pool_key.key_of(backend, job("alice")))
         litter = server._idle[kt][0].litter
         assert litter is not None and all(e.litter is litter for e in server._idle[kt])
         first = WorkerChannel(backend, job("alice"))
@@ -250,15 +251,15 @@ def test_a_roster_litter_serves_the_job_that_took_it_first_and_no_other(name, tm
 
 def test_a_pooled_litters_directories_go_with_its_last_worker(tmp_path, monkeypatch):
     # A service's pool lives for days: what a litter's children wrote in its scratch must not stay until then.
-    from judge import pool
+    from judge.pool import client as pool_client, server as pool_server
     from judge.channel import WorkerChannel
 
     backend = usable("process")
     sub = tmp_path / "sub.py"
     sub.write_text("import os\nopen(os.path.join(os.environ['HOME'], 'left-behind'), 'w').write('x')\n" + PLAIN)
     job = Job(submission=sub, scratch=tmp_path, device="cpu", interpret=True, limits=LIMITS)
-    server = pool.PoolServer(size=2)
-    monkeypatch.setattr(pool, "_socket", server.path)
+    server = pool_server.PoolServer(size=2)
+    monkeypatch.setattr(pool_client, "_socket", server.path)
     try:
         assert server.warm(backend, job, n=2)
         deadline = time.monotonic() + 60
@@ -280,7 +281,7 @@ def test_a_pooled_litters_directories_go_with_its_last_worker(tmp_path, monkeypa
 
 def test_a_litter_whose_parent_fails_costs_time_not_the_verdict(tmp_path, monkeypatch):
     # Its workers die before "ready": the pool drops them, the session starts its own, and the pool's log says why.
-    from judge import pool
+    from judge.pool import client as pool_client, server as pool_server
     from judge.options import Options, limits_for
     from judge.sandbox import litter
     from judge.session import Session
@@ -292,8 +293,8 @@ def test_a_litter_whose_parent_fails_costs_time_not_the_verdict(tmp_path, monkey
     job = Job(submission=p93.reference_path, scratch=tmp_path, device="cpu", interpret=True,
               limits=limits_for(p93, options))
     said = []
-    server = pool.PoolServer(size=2, log=said.append)
-    monkeypatch.setattr(pool, "_socket", server.path)
+    server = pool_server.PoolServer(size=2, log=said.append)
+    monkeypatch.setattr(pool_client, "_socket", server.path)
     try:
         assert server.warm(get_backend("process"), job, n=2, own_cache=True, litter=True)
         deadline = time.monotonic() + 60
@@ -336,12 +337,13 @@ def test_each_child_has_a_scratch_of_a_workers_size_of_its_own(tmp_path):
     (tmp_path / "scratch").mkdir()
     limits = dataclasses.replace(LIMITS, scratch_mb=8)
     job = Job(submission=sub, scratch=tmp_path / "scratch", device="cpu", interpret=True, limits=limits)
-    procs = spawn_litter(usable("bwrap"), job, 2)
+    backend = usable("bwrap")
+    procs = spawn_litter(backend, job, 2)
     try:
         lines = []
         for p in procs:
             p.nonce = secrets.token_hex(8)
-            wire.send(p.stdin, dict(prepare_message(job, "bwrap"), nonce=p.nonce))
+            wire.send(p.stdin, dict(prepare_message(job, backend), nonce=p.nonce))
             reader = wire.Reader(p.stdout)
             assert reader.recv(120)[0]["type"] == "ready"
             assert _hello(p, reader, sub)["status"] == "ok"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from judge import pool
+from judge.pool import client as pool_client, copies as pool_copies, key as pool_key, server as pool_server
 from judge.channel import WorkerChannel
 from judge.options import Options, limits_for
 from judge.problems import find_problem
@@ -52,8 +52,8 @@ def usable(name):
 def server(monkeypatch):
     # Workers spawned one by one: these tests hand them to several files from one process, where a litter's
     # workers would all go to the first (tests/test_litter.py tests the pool's litters).
-    srv = pool.PoolServer(size=2, litters=False)
-    monkeypatch.setattr(pool, "_socket", srv.path)
+    srv = pool_server.PoolServer(size=2, litters=False)
+    monkeypatch.setattr(pool_client, "_socket", srv.path)
     yield srv
     srv.close()
 
@@ -125,7 +125,7 @@ def test_a_dropped_job_takes_its_workers_with_it(server, tmp_path):
     sub = tmp_path / "a.py"
     sub.write_text("def add(x, y):\n    return x\n")
     _warm(server, backend, _job(sub, tmp_path))
-    lease = pool.take(backend, _job(sub, tmp_path))
+    lease = pool_client.take(backend, _job(sub, tmp_path))
     assert lease is not None and lease.proc is not None
     pid = lease.proc.pid
     lease.proc._conn.close()  # as if the job process died
@@ -185,8 +185,8 @@ def test_the_pool_gives_the_verdicts_the_judge_gives_without_it(name, tmp_path, 
     usable(name)
     options = Options(sandbox=name, seed=7, device="cpu", interpret=True, speed=False, workers=1)
     without = {p.name: Session(P93, p, options).run() for _, p in CORPUS}
-    srv = pool.PoolServer(size=2)
-    monkeypatch.setattr(pool, "_socket", srv.path)
+    srv = pool_server.PoolServer(size=2)
+    monkeypatch.setattr(pool_client, "_socket", srv.path)
     try:
         backend = get_backend(name)
         job = Job(submission=CORPUS[0][1], scratch=tmp_path, device="cpu", interpret=True,
@@ -211,9 +211,9 @@ def test_pool_sizes_parse_and_a_bad_one_is_one_line(tmp_path):
     import subprocess
     import sys
 
-    assert pool.parse_size("off") == 0 and pool.parse_size("auto") == pool.DEFAULT_SIZE and pool.parse_size("3") == 3
+    assert pool_server.parse_size("off") == 0 and pool_server.parse_size("auto") == pool_server.DEFAULT_SIZE and pool_server.parse_size("3") == 3
     with pytest.raises(ValueError):
-        pool.parse_size("-1")
+        pool_server.parse_size("-1")
     (tmp_path / "alice.py").write_text("def add(x, y):\n    return x\n")
     proc = subprocess.run([sys.executable, "-m", "judge", "grade", str(tmp_path), "--problem", "93", "--device", "cpu",
                            "--out", str(tmp_path / "out"), "--pool", "x"],
@@ -288,7 +288,7 @@ def test_selftest_names_its_pool_to_its_submit_children(monkeypatch):
                         lambda argv, **kw: argvs.append(argv) or subprocess.CompletedProcess(argv, 0, "{}", ""))
     base = Options(sandbox="process", device="cpu", interpret=True)
     selftest.judge_via_cli(P93, "AC", P93.reference_path, base, workers=1)
-    monkeypatch.setattr(pool, "_socket", "/run/judge-pool-x/pool.sock")
+    monkeypatch.setattr(pool_client, "_socket", "/run/judge-pool-x/pool.sock")
     selftest.judge_via_cli(P93, "AC", P93.reference_path, base, workers=1)
     assert "--pool-socket" not in argvs[0]
     assert argvs[1][argvs[1].index("--pool-socket") + 1] == "/run/judge-pool-x/pool.sock"
@@ -313,7 +313,7 @@ def test_the_first_worker_is_the_one_the_pool_spawned_first(server, tmp_path):
     sub.write_text("def add(x, y):\n    return x + y\n")
     job = _job(sub, tmp_path)
     _warm(server, backend, job, n=2)
-    kt = pool._key_text(pool.key_of(backend, job))
+    kt = pool_key.key_text(pool_key.key_of(backend, job))
     oldest = server._idle[kt][0].proc.pid
     workers = Workers(P93, job, backend, threads=1, count=2)
     try:
@@ -352,7 +352,7 @@ def test_a_copy_into_a_cache_a_worker_holds_cannot_be_turned_onto_the_host(tmp_p
     t = threading.Thread(target=worker)
     t.start()
     try:
-        pool.copy_entries(src, dest, ["E"])
+        pool_copies.copy_entries(src, dest, ["E"])
     finally:
         stop.set()
         t.join()
@@ -370,7 +370,7 @@ def test_a_sparse_file_is_not_copied_out_in_full(tmp_path):
     with open(src / "sparse" / "k.cubin", "wb") as f:
         f.truncate(64 << 20)
     (src / "plain" / "k.cubin").write_bytes(os.urandom(200 << 10))
-    assert pool.copy_entries(src, dest) == 1
+    assert pool_copies.copy_entries(src, dest) == 1
     assert os.listdir(dest) == ["plain"]
     assert (dest / "plain" / "k.cubin").read_bytes() == (src / "plain" / "k.cubin").read_bytes()
 

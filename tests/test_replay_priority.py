@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from judge.problems import find_problem
-from judge.sandbox import Job, Limits, get_backend
+from judge.sandbox import Job, Limits, backend_class, get_backend
 from judge.sandbox import base
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,12 +32,13 @@ def _autogroups_on():
 
 def test_only_the_interpreters_replay_worker_under_process_or_bwrap_on_an_idle_host_yields(monkeypatch):
     monkeypatch.setattr(base, "_idle_cores", lambda: True)
-    assert base.yields_cores(_job(), "process") and base.yields_cores(_job(), "bwrap")
-    assert not base.yields_cores(_job(), "docker")
-    assert not base.yields_cores(_job(module="judge.untrusted"), "process")  # the case worker
-    assert not base.yields_cores(_job(device="cuda", interpret=False), "process")  # its compiles are waited for
+    process, bwrap, docker = (backend_class(name)() for name in ("process", "bwrap", "docker"))
+    assert base.yields_cores(_job(), process) and base.yields_cores(_job(), bwrap)
+    assert not base.yields_cores(_job(), docker)
+    assert not base.yields_cores(_job(module="judge.untrusted"), process)  # the case worker
+    assert not base.yields_cores(_job(device="cuda", interpret=False), process)  # its compiles are waited for
     monkeypatch.setattr(base, "_idle_cores", lambda: False)  # a busy host: there it would only wait
-    assert not base.yields_cores(_job(), "process")
+    assert not base.yields_cores(_job(), process)
 
 
 BOUND = """

@@ -132,7 +132,7 @@ def _contained(backend_name, path, monkeypatch, pooled: bool, litter: bool = Fal
         pytest.skip(f"not safe to run here: {backend.caveat()}")
     recording = Recording(backend)
     if pooled:
-        from judge import pool
+        from judge.pool import client as pool_client, server as pool_server
 
         # The backend's own class, recording the workers it starts: the pool spawns through it, and so does the
         # session when the pool has none of a kind warm.
@@ -147,9 +147,9 @@ def _contained(backend_name, path, monkeypatch, pooled: bool, litter: bool = Fal
 
         backend = Recorded()
         monkeypatch.setattr(intake, "backend_for", lambda name, device: (backend, None))
-        monkeypatch.setattr(pool, "_backend_for", lambda key: backend)
-        server = pool.PoolServer(size=2 if litter else 1)
-        monkeypatch.setattr(pool, "_socket", server.path)
+        monkeypatch.setattr(pool_server, "backend_for", lambda key: backend)
+        server = pool_server.PoolServer(size=2 if litter else 1)
+        monkeypatch.setattr(pool_client, "_socket", server.path)
     else:
         monkeypatch.setattr(intake, "backend_for", lambda name, device: (recording, None))
     try:

@@ -67,7 +67,7 @@ def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None,
 def _pool_size(text, executor: str) -> int:
     """--pool's size (judge.pool): warm workers per kind; 0 when off. Ray's tasks run on other hosts' processes:
     no pool there."""
-    from judge.pool import parse_size
+    from judge.pool.server import parse_size
 
     given = text is not None
     text = text if given else settings().pool

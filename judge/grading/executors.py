@@ -96,7 +96,7 @@ class LocalExecutor:
         self.spare_stats: dict | None = None  # job processes started ahead (judge.grading.job.Spares)
 
     def run(self, jobs: Jobs, on_result: OnResult) -> None:
-        from judge.pool import PoolServer
+        from judge.pool.server import PoolServer
 
         server = None
         if self.pool > 0:

@@ -290,7 +290,7 @@ def main() -> None:
     except ValueError as exc:
         _fail(2, f"bad job: {exc}")
 
-    from judge import pool as worker_pool
+    from judge.pool.client import use
     from judge.judging import judge_file
     from judge.problems import find_problem
     from judge.report import finite_json
@@ -319,7 +319,7 @@ def main() -> None:
                       sandbox=str(spec.get("sandbox", "auto")), seed=int(spec.get("seed", 0)),
                       gpu=spec.get("gpu"), progress=Events(progress) if progress else None, max_examples=max_examples,
                       log=(lambda line: progress({"wait": str(line)})) if progress else None, workers=workers)
-    worker_pool.use(pool)
+    use(pool)
     from judge import timeline
 
     timeline.start()  # the timeline setting (a folder: a file per job): where this job's time went

@@ -1,8 +1,8 @@
 """Sandbox backends, by name (``--sandbox``): a registry in the style of DMOJ's executors.
 
 Each backend is one module with a :class:`~judge.sandbox.base.Backend`
-subclass (``name``, ``isolated``, ``summary``, ``unavailable()``,
-``spawn()``); ``BACKENDS`` lists them, and everything else (the CLI's choices
+subclass (``name``, ``summary``, its capabilities: ``base.CAPABILITIES``,
+``unavailable()``, ``spawn()``); ``BACKENDS`` lists them, and everything else (the CLI's choices
 and help, ``sandbox status``, ``auto``) is derived from it. Adding a backend
 is one new file and one line here: see docs/design/extending.md.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 
-from judge.sandbox.base import Backend, Job, Limits, Proc  # noqa: F401
+from judge.sandbox.base import CAPABILITIES, Backend, Job, Limits, Proc  # noqa: F401
 
 # name -> "module:class". ``auto`` takes the first isolated backend that is
 # usable here, in this order, and the unisolated ones only as a last resort.
@@ -28,7 +28,13 @@ def backend_names() -> list[str]:
 
 def backend_class(name: str) -> type[Backend]:
     module, _, cls = BACKENDS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
+    found = getattr(importlib.import_module(module), cls)
+    # A capability left to Backend's default would be one the backend silently goes without (no litters, no
+    # yielding), or claims without having.
+    missing = [c for c in CAPABILITIES if not any(c in vars(k) for k in found.__mro__ if k is not Backend)]
+    if missing:
+        raise TypeError(f"sandbox backend {name!r} ({BACKENDS[name]}) does not declare {', '.join(missing)}")
+    return found
 
 
 def get_backend(name: str) -> Backend:

@@ -14,10 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge import kernel_store
-
-# The directory that holds the ``judge`` package; sandboxes expose only
-# judge/__init__.py, judge/shared/ and judge/untrusted/ from it.
-CODE_ROOT = Path(__file__).resolve().parents[2]
+from judge.sandbox.staging import place_submission
 
 
 @dataclass(frozen=True)
@@ -54,7 +51,7 @@ REPLAY_MODULE = "judge.untrusted.replay"
 YIELD_SECONDS = 2.0
 
 
-def yields_cores(job: Job, backend: str) -> bool:
+def yields_cores(job: Job, backend) -> bool:
     """Whether the worker of ``job`` imports torch and Triton at the lowest CPU priority (its "prepare" says so;
     judge.untrusted.replay lowers its own and takes the normal one back once its imports are done, or after
     YIELD_SECONDS at the latest): the interpreter's replay worker, on an idle host.
@@ -64,11 +61,12 @@ def yields_cores(job: Job, backend: str) -> bool:
     more with the replay check, +30% of a 2.5 s command, though its replays take 0.2 s
     (tests/bench/RESULTS.md, 2026-12-04, third session). Started low, the replay worker imports on what the
     two leave idle. Not on a busy host (a batch of jobs, other work): there it would only wait. Not on a GPU,
-    where the replay worker's compiles are what the groups' end waits for, and not in docker. Plain
+    where the replay worker's compiles are what the groups' end waits for, and only where ``backend`` (a
+    Backend) declares ``lowers_priority``. Plain
     ``nice`` would weigh nothing: each worker runs in a session of its own, and with the kernel's autogroups
     (sched_autogroup_enabled, on in most distributions) sessions compete as groups, each with its group's
     nice; so the worker sets its session's (/proc/self/autogroup)."""
-    return (job.module == REPLAY_MODULE and bool(job.interpret) and backend in ("process", "bwrap")
+    return (job.module == REPLAY_MODULE and bool(job.interpret) and getattr(backend, "lowers_priority", False)
             and _idle_cores())
 
 
@@ -108,8 +106,6 @@ class Proc:
         if self.submission_dir is None:
             self.submission_path = str(Path(submission).resolve())
             return self.submission_path
-        from judge.sandbox.staging import place_submission
-
         place_submission(Path(submission), self.submission_dir)
         self.submission_path = f"{self.inside_dir}/{Path(submission).name}"
         return self.submission_path
@@ -141,9 +137,26 @@ class Proc:
 
 
 class Backend:
+    """A sandbox. What the judge does differently for one backend than for another, it reads from the
+    capabilities below, which every registered backend declares itself (judge.sandbox.backend_class refuses
+    one that leaves any to this class's defaults): never from its name."""
+
     name = "?"
-    isolated = False  # does this backend contain a hostile submission?
     summary = ""  # a few words for --help and `sandbox status`
+    isolated = False  # does this backend contain a hostile submission?
+    # spawn() takes ``extra_fds``, ``args`` and ``share`` (below): judge.sandbox.litter can fork several workers
+    # of one submission in one sandbox of it.
+    litters = False
+    # Its worker may lower its own session's CPU priority while it imports, and take it back (yields_cores).
+    lowers_priority = False
+    # The host user its worker runs as, where that is not the judge's own: its kernel cache is handed to that
+    # user, and gets no copies of the judge's trusted C modules (make_cache's ``seed``).
+    worker_uid: int | None = None
+
+    def rebuild_args(self, device: str) -> dict:
+        """The keyword arguments (JSON values) that make this backend again, as it spawns for ``device``, in
+        another process: the worker pool's driver spawns its workers from them (judge.pool.key)."""
+        return {}
 
     def unavailable(self, device: str = "cpu") -> str | None:
         """None when usable here for that device, otherwise a one-line reason."""
@@ -160,6 +173,8 @@ class Backend:
         many workers'), which judge.sandbox.litter uses."""
         raise NotImplementedError
 
+
+CAPABILITIES = ("isolated", "litters", "lowers_priority", "worker_uid")  # what a registered backend declares
 
 INSIDE_CACHE = "/judge/cache"  # where the sandboxes mount Job.cache
 HASH_SEED = "0"  # every worker's PYTHONHASHSEED (worker_env)

@@ -124,8 +124,11 @@ def _system_binds() -> list[str]:
 
 class BwrapBackend(Backend):
     name = "bwrap"
-    isolated = True
     summary = "bubblewrap namespaces, no daemon"
+    isolated = True
+    litters = True
+    lowers_priority = True
+    worker_uid = None  # its user namespace maps the sandbox's nobody to the judge's own user
 
     def __init__(self):
         self.use_userns = None

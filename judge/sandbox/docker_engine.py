@@ -210,14 +210,20 @@ class _DockerProc(Proc):
 
 class DockerBackend(Backend):
     name = "docker"
-    isolated = True
     summary = "a throw-away container, needs the engine and the image"
+    isolated = True
+    litters = False  # the engine cannot pass descriptors into a container
+    lowers_priority = False
+    worker_uid = 65534  # the container's user, nobody
 
     def __init__(self, image: str | None = None):
         self.image = image
 
     def image_for(self, device: str) -> str:
         return self.image or default_image(device)
+
+    def rebuild_args(self, device: str) -> dict:
+        return {"image": self.image_for(device)}
 
     def unavailable(self, device: str = "cpu") -> str | None:
         try:
@@ -240,7 +246,7 @@ class DockerBackend(Backend):
         from docker.types import DeviceRequest, LogConfig, Ulimit
 
         stage, code, folder = new_stage("judge-docker-")
-        prepare_cache(job, uid=65534)  # the container's user, nobody
+        prepare_cache(job, uid=self.worker_uid)
         env = worker_env(job, code_root=INSIDE_CODE, scratch=SCRATCH, cache=job.cache_inside(INSIDE_CACHE))
         env["PATH"] = IMAGE_PATH
         env["PYTHONNOUSERSITE"] = "1"

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from judge.sandbox.base import CODE_ROOT
+from judge.sandbox.staging import CODE_ROOT
 from judge.sandbox.docker_engine import IMAGES, client
 
 SANDBOX_DIR = CODE_ROOT / "sandbox"

@@ -1,10 +1,10 @@
 """The judge's side of a litter (judge.untrusted.litter): several workers of one submission forked, in one
 sandbox, from one process that imported torch and Triton for them all.
 
-:func:`spawn_litter` makes each child's three pipes, starts the litter's parent through the backend (bwrap or
-process) with those pipes passed in, and gives back one :class:`LitterProc` per child, which the judge uses as
-it uses any worker: "prepare" to its stdin, replies from its stdout (judge.channel), its prints drained from its
-stderr. What differs is underneath:
+:func:`spawn_litter` makes each child's three pipes, starts the litter's parent through the backend (one that
+declares ``litters``: bwrap, process) with those pipes passed in, and gives back one :class:`LitterProc` per
+child, which the judge uses as it uses any worker: "prepare" to its stdin, replies from its stdout
+(judge.channel), its prints drained from its stderr. What differs is underneath:
 
 * **One sandbox.** The children share its file system, its PID namespace and its cgroup (sized for all of
   them: each child's memory and processes, times the number of children). They run one submission, the file
@@ -41,7 +41,6 @@ from pathlib import Path
 from judge.sandbox.base import Job, Proc, process_tree_memory
 
 MODULE = "judge.untrusted.litter"
-BACKENDS = ("process", "bwrap")  # those that can pass pipes into the sandbox (docker cannot)
 MAX_LINE = 4096
 FIND_SECONDS = 2.0  # how long a kill looks for a child it cannot find among the sandbox's processes
 REPORT_SECONDS = 1.0  # how long after the host saw a child end its parent has to say how
@@ -475,7 +474,7 @@ def spawn_litter(backend, job: Job, n: int, log=None) -> list[LitterProc] | None
     cannot be had here, and the caller spawns them one by one. Returns at once: the parent imports and forks
     while the judge goes on; a litter that fails shows as workers that died before they were ready (the pool
     drops those it holds, and the job then spawns its own)."""
-    if n < 2 or getattr(backend, "name", "") not in BACKENDS:
+    if n < 2 or not getattr(backend, "litters", False):
         return None
     try:
         litter = Litter(backend, job, n, log)

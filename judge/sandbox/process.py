@@ -13,7 +13,8 @@ import signal
 import subprocess
 import sys
 
-from judge.sandbox.base import CODE_ROOT, Backend, Job, Proc, prepare_cache, process_tree_memory, worker_env
+from judge.sandbox.base import Backend, Job, Proc, prepare_cache, process_tree_memory, worker_env
+from judge.sandbox.staging import CODE_ROOT
 
 
 class _ChildProc(Proc):
@@ -68,8 +69,11 @@ def _set_limits(job: Job):
 
 class ProcessBackend(Backend):
     name = "process"
-    isolated = False
     summary = "a plain child process: isolates nothing"
+    isolated = False
+    litters = True
+    lowers_priority = True
+    worker_uid = None
 
     def caveat(self) -> str | None:
         return "sandbox 'process': the submission ran as you, with nothing isolated (use it for your own code)"

@@ -12,8 +12,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from judge.sandbox.base import CODE_ROOT
-
+# The directory that holds the ``judge`` package; sandboxes expose only
+# judge/__init__.py, judge/shared/ and judge/untrusted/ from it.
+CODE_ROOT = Path(__file__).resolve().parents[2]
 WORKER_FILES = ("judge/__init__.py",)
 WORKER_DIRS = ("judge/shared", "judge/untrusted")
 

@@ -56,12 +56,12 @@ def one_start(backend, device: str, expect_pooled: bool = False) -> tuple[float,
 
 def pooled_starts(backend, device: str, runs: int, settle: float) -> list[tuple[float, float]]:
     """Each run: a fresh pool warms one worker of this kind, waits ``settle`` s, and a job takes it."""
-    from judge import pool
+    from judge.pool import client as pool_client, server as pool_server
 
     out = []
     for _ in range(runs):
-        server = pool.PoolServer(size=1)
-        pool.use(server.path)
+        server = pool_server.PoolServer(size=1)
+        pool_client.use(server.path)
         try:
             with tempfile.TemporaryDirectory() as scratch:
                 job = Job(submission=SUBMISSION, scratch=Path(scratch), device=device, interpret=device == "cpu",
@@ -71,7 +71,7 @@ def pooled_starts(backend, device: str, runs: int, settle: float) -> list[tuple[
                 server.drain()  # no replacement: it would import torch beside the start being timed
             out.append(one_start(backend, device, expect_pooled=True))
         finally:
-            pool.use(None)
+            pool_client.use(None)
             server.close()
     return out
 
