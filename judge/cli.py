@@ -28,6 +28,7 @@ from judge.settings import SettingError, settings
 from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
                               err, internal_error, leave, named_on_command_line, problem_or_exit, resolve_device,
                               sandbox_help, sandbox_or_exit, usage, write_new_file)
+from judge.verdicts import Verdict
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -405,7 +406,7 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
         shown.close()
     _print_bench(p, file, report, as_json)
     _plot(report.get("speed") or {}, plot_path)
-    sys.exit(EXIT_AC if report["verdict"] == "AC" else EXIT_INTERNAL if report["verdict"] == "IE" else EXIT_REJECTED)
+    sys.exit(EXIT_AC if report["verdict"] == Verdict.AC else EXIT_INTERNAL if report["verdict"] == Verdict.IE else EXIT_REJECTED)
 
 
 def _print_bench(p, file, report: dict, as_json: bool) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judge.verdicts import Report
+from judge.verdicts import Report, Verdict
 
 # How many times a judging that failed because its GPU was full (a capacity IE) is done again, and how long each
 # new try waits at most for another judge on the GPU to give memory back first.
@@ -30,7 +30,7 @@ def capacity_failure(verdict, message: str) -> bool:
     the judge's own). A refusal of a judging too big for the device says neither: it is not tried again."""
     value = getattr(verdict, "value", verdict)
     text = str(message or "")
-    return value == "IE" and (CAPACITY_WORDS in text or "out of memory" in text.lower())
+    return value == Verdict.IE and (CAPACITY_WORDS in text or "out of memory" in text.lower())
 
 
 def judge_file(problem, path: Path, options) -> Report:

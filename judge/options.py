@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from judge.sandbox import Limits
+from judge.verdicts import Verdict
 
 
 @dataclass
@@ -114,7 +115,7 @@ def no_speed_run(problem, opts: Options, verdict=None) -> str | None:
         return "not measured (--no-speed)"
     if opts.group is not None or opts.case is not None:
         return "not measured: only part of the tests ran (--group/--case)"
-    if verdict is not None and verdict.value != "AC":
+    if verdict is not None and verdict is not Verdict.AC:
         return "no speed points without correctness: not every test group passed"
     return None
 

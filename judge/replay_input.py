@@ -10,6 +10,7 @@ from judge import kit
 from judge.cases import canonical, derive_seed
 from judge.replies import records
 from judge.shared import tracing
+from judge.verdicts import Verdict
 
 NOTE = "replay not possible"  # how every note of a call not replayed begins
 
@@ -46,7 +47,7 @@ def label(trace: records.Trace, index: int) -> str:
 
 def validate(trace: records.Trace, kernels: set[str], input_sizes: dict[int, int], device: str, file: str
              ) -> tuple[str, str] | None:
-    """Why this record cannot be replayed: ("RJ", message) or ("note", message); None when it can."""
+    """Why this record cannot be replayed: (Verdict.RJ, message) or ("note", message); None when it can."""
     if trace.truncated:
         return "note", f"{NOTE}: {trace.truncated}"
     device_type = "cuda" if device.startswith("cuda") else "cpu"
@@ -54,47 +55,47 @@ def validate(trace: records.Trace, kernels: set[str], input_sizes: dict[int, int
     seen_args = set()
     for s in storages:
         if s.device not in ("cpu", device_type):
-            return "RJ", f"the record of the call is not consistent: memory on {s.device} in a run on {device_type}"
+            return Verdict.RJ, f"the record of the call is not consistent: memory on {s.device} in a run on {device_type}"
         if s.origin == "input":
             if s.arg not in input_sizes or s.arg in seen_args or input_sizes[s.arg] != s.nbytes:
-                return "RJ", ("the record of the call is not consistent: its inputs are not the case's "
+                return Verdict.RJ, ("the record of the call is not consistent: its inputs are not the case's "
                               "(a forged or tampered record)")
             seen_args.add(s.arg)
         elif s.origin == "made":
             e = trace.events[s.event] if s.event < len(trace.events) else None
             if e is None or e.kind != "op" or s.id not in e.made:
-                return "RJ", "the record of the call is not consistent: memory made by an event that did not make it"
+                return Verdict.RJ, "the record of the call is not consistent: memory made by an event that did not make it"
     if seen_args != set(input_sizes):
-        return "RJ", "the record of the call is not consistent: it lacks some of the case's inputs"
+        return Verdict.RJ, "the record of the call is not consistent: it lacks some of the case's inputs"
 
     def check_ref(ref: records.TensorRef, at: int, what: str) -> tuple[str, str] | None:
         if ref.storage >= len(storages):
-            return "RJ", f"the record of the call is not consistent: {what} uses memory it never describes"
+            return Verdict.RJ, f"the record of the call is not consistent: {what} uses memory it never describes"
         s = storages[ref.storage]
         if s.origin == "made" and s.event >= at:
-            return "RJ", f"the record of the call is not consistent: {what} uses memory before it was made"
+            return Verdict.RJ, f"the record of the call is not consistent: {what} uses memory before it was made"
         need = tracing.extent(ref.offset, ref.shape, ref.strides) * tracing.itemsize(ref.dtype)
         if need > s.nbytes:
-            return "RJ", f"the record of the call is not consistent: {what} reaches beyond its memory"
+            return Verdict.RJ, f"the record of the call is not consistent: {what} reaches beyond its memory"
         if s.origin == "outside" and s.snapshot is None:
-            return "RJ", (f"data from outside your kernels reached {what}: {s.nbytes} bytes of memory that no "
+            return Verdict.RJ, (f"data from outside your kernels reached {what}: {s.nbytes} bytes of memory that no "
                           "allocation or copy of the call made (all data must come from the inputs through your "
                           "kernels)")
         return None
 
     for i, e in enumerate(trace.events):
         if e.kind == "foreign":
-            return "RJ", (f"the call launched {e.kernel}, a kernel not defined in {file}: only your file's kernels "
+            return Verdict.RJ, (f"the call launched {e.kernel}, a kernel not defined in {file}: only your file's kernels "
                           "may compute the answer")
         where = label(trace, i)
         if e.kind == "launch" and e.kernel not in kernels:
-            return "RJ", (f"{where}: {e.kernel} is not a top-level @triton.jit function of {file} (kernels are "
+            return Verdict.RJ, (f"{where}: {e.kernel} is not a top-level @triton.jit function of {file} (kernels are "
                           "replayed from the file's source, so they must be defined there at top level)")
         for v in _values(e):
             if isinstance(v, records.Tagged) and v.tag == "opaque":
                 if str(v.value).startswith("triton.") or "tensor of dtype" in str(v.value):
                     return "note", f"{NOTE}: {where} was given {v.value}, which the replay does not rebuild"
-                return "RJ", (f"{where} was given a {v.value}: a Triton kernel takes tensors, numbers, booleans, "
+                return Verdict.RJ, (f"{where} was given a {v.value}: a Triton kernel takes tensors, numbers, booleans, "
                               "strings, dtypes and tuples of those")
             if isinstance(v, records.TensorRef):
                 found = check_ref(v, i, where)
@@ -102,7 +103,7 @@ def validate(trace: records.Trace, kernels: set[str], input_sizes: dict[int, int
                     return found
         for m in e.made:
             if m is not None and (m >= len(storages) or storages[m].origin != "made" or storages[m].event != i):
-                return "RJ", "the record of the call is not consistent: an operator made memory the record lacks"
+                return Verdict.RJ, "the record of the call is not consistent: an operator made memory the record lacks"
     for n, ref in enumerate(trace.outputs):
         if ref is not None:
             found = check_ref(ref, len(trace.events), f"output {n + 1}")

@@ -20,13 +20,14 @@ from pathlib import Path
 from judge.judging import judge_file
 from judge.problems import Problem
 from judge.options import Options
+from judge.verdicts import Verdict
 
 EXPECT = re.compile(r"^# expect(-cpu|-gpu)?: (.+)$", re.M)
 # A file whose verdict differs by where it runs says so: "# verdict-gpu: WA" (an exploit of the CPU's memory
 # that on a GPU only fails to compute the answer); the folder's verdict holds elsewhere.
 VERDICT = re.compile(r"^# verdict(-cpu|-gpu): ([A-Z]{2,3})\b", re.M)
 # Hangs are judged with a short limit: the verdict is the same, the wait is not.
-SHORT_LIMITS = {"TLE": {"case_seconds": 10, "case_seconds_interpret": 10, "startup_seconds": 20}}
+SHORT_LIMITS = {Verdict.TLE.value: {"case_seconds": 10, "case_seconds_interpret": 10, "startup_seconds": 20}}
 
 
 @dataclass
@@ -64,7 +65,7 @@ class Check:
 
 
 def corpus_of(problem: Problem, include_reference: bool = True) -> list[tuple[str, Path]]:
-    items = [("AC", problem.reference_path)] if include_reference and problem.has_reference else []
+    items = [(Verdict.AC.value, problem.reference_path)] if include_reference and problem.has_reference else []
     return items + problem.corpus()
 
 
@@ -140,7 +141,7 @@ def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options, wo
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        report = {"verdict": "IE", "message": f"no JSON report (exit {proc.returncode}): {proc.stderr[-300:]}"}
+        report = {"verdict": Verdict.IE.value, "message": f"no JSON report (exit {proc.returncode}): {proc.stderr[-300:]}"}
     return Check(problem, path, expected, report, expect_texts(path, base.interpret), time.monotonic() - t)
 
 

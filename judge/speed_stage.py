@@ -53,9 +53,9 @@ class SpeedStage:
             result = run.run()
         except BenchFailed as exc:
             self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
-            speed = {**base, "scored": True, "reason": f"{exc.verdict} in the speed run: {exc.message}",
-                     "verdict": exc.verdict, "details": exc.details}
-            return speed, (Verdict(exc.verdict), f"speed run: {exc.message}")
+            speed = {**base, "scored": True, "reason": f"{exc.verdict.value} in the speed run: {exc.message}",
+                     "verdict": exc.verdict.value, "details": exc.details}
+            return speed, (exc.verdict, f"speed run: {exc.message}")
         self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
         self.timing["speed_close_seconds"] = round(run.close_seconds, 3)  # of it, the speed workers' exits
         score = SpeedScore.from_spec(self.problem.spec.get("score", {}), self.problem.speed_points)

@@ -35,6 +35,11 @@ class Verdict(str, Enum):
         return VERDICTS[self][1]
 
     @property
+    def scores_zero(self) -> bool:
+        """A submission with this verdict scores 0 whatever its groups passed (a rule broken, or no judging)."""
+        return self in ZERO_SCORE
+
+    @property
     def stops_later_groups(self) -> bool:
         """After a group ends with this verdict the later (larger) groups are not run."""
         return VERDICTS[self][2]
@@ -56,6 +61,7 @@ VERDICTS = {
     Verdict.IE: ("internal error of the judge", None, False),
 }
 MEANINGS = {v: info[0] for v, info in VERDICTS.items()}
+ZERO_SCORE = frozenset({Verdict.RJ, Verdict.IE})
 
 # When groups fail differently, the submission's verdict is the first of these among them.
 PRIORITY = [Verdict.IE, Verdict.RJ, Verdict.CE, Verdict.TLE, Verdict.MLE, Verdict.OLE, Verdict.RTE, Verdict.WA]
@@ -124,7 +130,7 @@ class Report:
 
     @property
     def score(self) -> float:
-        if self.verdict in (Verdict.RJ, Verdict.IE) or not self.groups:
+        if self.verdict.scores_zero or not self.groups:
             return 0.0
         return round(sum(g.earned for g in self.groups) + self.speed_points, 2)
 

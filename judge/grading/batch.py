@@ -23,6 +23,7 @@ from judge.grading.rubric import Rubric, grade, student_view
 from judge.grading.standings import best_rows, write_csv
 from judge.grading.store import Store
 from judge.problems import Problem
+from judge.verdicts import Verdict
 
 
 class GradeError(Exception):
@@ -49,7 +50,7 @@ def missing_report(entry: Entry, interpret: bool | None = None) -> dict:
     """The report of a student with no file for a problem: a compile error, scored 0, not judged."""
     names = ", ".join(candidate_names(entry.problem))
     report = ie_report(entry.problem.id, "", interpret=interpret)
-    report.update(verdict="CE", verdict_meaning="compile error",
+    report.update(verdict=Verdict.CE.value, verdict_meaning="compile error",
                   message=f"no submission for problem {entry.problem.id} ({entry.problem.slug}); looked for {names}",
                   problem={"id": entry.problem.id, "slug": entry.problem.slug, "title": entry.problem.title},
                   submission={"path": None, "sha256": "missing"})
@@ -128,7 +129,7 @@ def run(plan: Plan, console) -> dict:
                 nonlocal failed
                 entry = by_key[key]
                 _record(store, plan, entry, report)
-                failed += report.get("verdict") == "IE"
+                failed += report.get("verdict") == Verdict.IE
                 if (report.get("timing") or {}).get("gpu_admission_wait_seconds"):
                     waits.append(float(report["timing"]["gpu_admission_wait_seconds"]))
                 progress.advance(bar)

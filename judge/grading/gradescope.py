@@ -31,6 +31,7 @@ from judge.grading.job import REPO_ROOT, platform_report
 from judge.grading.roster import candidate_names
 from judge.grading.rubric import Rubric, file_level, grade, student_view
 from judge.problems import Problem
+from judge.verdicts import Verdict
 
 # The CPU build of torch, named explicitly: on the public index a bare torch==2.13.0 is the multi-GB CUDA
 # build (the README's install note). Triton and the rest come from the default index.
@@ -132,7 +133,7 @@ def results(graded: dict, execution_time: float, rubric: Rubric | None = None) -
     passes), and the leaderboard entry is left out while any group is hidden."""
     view = student_view(graded, rubric or Rubric())
     tests = []
-    zero = graded["verdict"] in ("RJ", "IE")
+    zero = Verdict(graded["verdict"]).scores_zero
     whole = graded["message"] if file_level(graded) else ""
     for i, g in enumerate(graded["groups"], start=1):
         output = group_output(g, whole)

@@ -35,6 +35,8 @@ import threading
 import time
 from pathlib import Path
 
+from judge.verdicts import Verdict
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The job children this process started and that still run: stop_children() ends them (a service that stops).
@@ -59,7 +61,7 @@ def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | Non
     """The report of a job that produced none (the judge crashed, timed out or was killed). ``interpret``:
     whether the job was to run in the interpreter (no speed points to earn there), when it is known."""
     pid = getattr(problem, "id", problem)
-    report = {"version": 1, "verdict": "IE", "verdict_meaning": "internal error of the judge", "score": 0,
+    report = {"version": 1, "verdict": Verdict.IE.value, "verdict_meaning": "internal error of the judge", "score": 0,
               "max_score": 100.0, "message": message, "details": {}, "problem": {"id": pid}, "groups": [],
               "speed": {"scored": False}, "notes": [], "elapsed_seconds": round(elapsed, 3)}
     if interpret is not None:
@@ -205,7 +207,7 @@ def platform_report(problem, directory: Path, rubric, *, missing: str, sandbox: 
         seed = rubric.seed_for(problem)
     if path is None:
         report = ie_report(problem.id, "", interpret=device == "cpu" and not forward)
-        report.update(verdict="CE", message=missing)
+        report.update(verdict=Verdict.CE.value, message=missing)
         return report
     if forward:
         from judge.grading.forward_client import ForwardError, post_submission

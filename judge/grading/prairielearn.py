@@ -23,6 +23,7 @@ from judge.grading.job import platform_report
 from judge.grading.roster import candidate_names
 from judge.grading.rubric import Rubric, file_level, grade
 from judge.problems import Problem
+from judge.verdicts import Verdict
 
 MAX_RESULTS_BYTES = 1 << 20  # PrairieLearn rejects a larger results file
 
@@ -40,10 +41,10 @@ def problem_key(data_path: Path) -> str | None:
 
 def results(report: dict, graded: dict, rubric: Rubric) -> dict:
     verdict = graded["verdict"]
-    if verdict == "CE":
+    if verdict == Verdict.CE:
         return {"gradable": False, "score": 0.0, "message": f"not graded (no attempt used): {graded['message']}",
                 "format_errors": [graded["message"]]}
-    if verdict == "IE":
+    if verdict == Verdict.IE:
         return {"gradable": False, "score": 0.0,
                 "message": f"not graded: internal error of the judge ({graded['message']}); ask the course staff",
                 "format_errors": ["the judge failed on this submission (not your fault); submit again later"]}

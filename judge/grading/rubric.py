@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 
 from judge.problems import Problem, find_problem
+from judge.verdicts import MEANINGS, ZERO_SCORE, Verdict
 
-# Verdicts whose score is 0 whatever the groups say (as the judge's Report.score).
-ZERO_VERDICTS = {"RJ", "IE"}
 
 
 class RubricError(Exception):
@@ -223,8 +222,8 @@ def _interpolate(curve, x: float) -> float:
 def grade(report: dict, problem: Problem, rubric: Rubric) -> dict:
     """The judge's JSON report scored under the rubric (staff view: everything, the seed removed)."""
     pr = rubric.for_problem(problem)
-    verdict = report.get("verdict", "IE")
-    zero = verdict in ZERO_VERDICTS
+    verdict = report.get("verdict", Verdict.IE.value)
+    zero = verdict in ZERO_SCORE
     groups = []
     by_name = {g.get("name"): g for g in report.get("groups") or []}
     for g in problem.groups:
@@ -277,7 +276,7 @@ SPEED_WITHHELD = "shown when every test group is shown (the speed run happens on
 def file_level(graded: dict) -> bool:
     """Whether the verdict is about the whole file, decided before any test group ran (a compile error, a
     refusal of the static scan, a failure of the judge at the start): every group has it and none ran a case."""
-    return (graded["verdict"] in ("CE", "RJ", "IE")
+    return (graded["verdict"] in (Verdict.CE, Verdict.RJ, Verdict.IE)
             and not any(g["passed"] or (g.get("failure") or {}).get("message") for g in graded["groups"]))
 
 
@@ -310,7 +309,7 @@ def student_view(graded: dict, rubric: Rubric, now: dt.datetime | None = None,
         if not file_level(graded):
             from judge.verdicts import Verdict, worst
 
-            if verdict not in ZERO_VERDICTS:  # the verdict could come from a hidden group: over the shown ones
+            if verdict not in ZERO_SCORE:  # the verdict could come from a hidden group: over the shown ones
                 verdict = worst(Verdict(g["verdict"]) for g in visible if not g["passed"]).value
             message = _visible_message(visible, verdict)
     return {
@@ -331,9 +330,8 @@ def _visible_message(visible: list[dict], verdict: str) -> str:
     for g in visible:
         if not g["passed"] and g["verdict"] == verdict and (g.get("failure") or {}).get("message"):
             return f"{g['name']}: {g['failure']['message']}"
-    if verdict == "AC":
+    if verdict == Verdict.AC:
         return "all shown tests passed"
-    from judge.verdicts import MEANINGS, Verdict
 
     meaning = MEANINGS.get(Verdict(verdict), verdict) if verdict in Verdict.__members__ else verdict
-    return f"{meaning}, in a test whose results are shown after the deadline" if verdict in ZERO_VERDICTS else meaning
+    return f"{meaning}, in a test whose results are shown after the deadline" if verdict in ZERO_SCORE else meaning

@@ -21,6 +21,7 @@ from judge.grading.course_record import CourseRecord
 from judge.grading.rubric import Rubric, grade
 from judge.grading.store import Store
 from judge.problems import Problem, find_problem
+from judge.verdicts import Verdict
 
 CSV_COLUMNS = ["student", "problem", "slug", "verdict", "score", "max_score", "speedup", "groups_passed",
                "path", "sha256", "graded_at", "counts", "judged_score", "override_reason", "override_by",
@@ -69,19 +70,19 @@ def best_rows(store: Store, rubric: Rubric) -> dict[tuple[str, int], dict]:
 
 def _better(row: dict, old: dict, counts: str) -> bool:
     if counts == "last":
-        if (row["verdict"] == "IE") != (old["verdict"] == "IE"):
-            return old["verdict"] == "IE"  # a failure of the judge never replaces a judged submission
+        if (row["verdict"] == Verdict.IE) != (old["verdict"] == Verdict.IE):
+            return old["verdict"] == Verdict.IE  # a failure of the judge never replaces a judged submission
         return (row.get("last_at") or row["graded_at"]) >= (old.get("last_at") or old["graded_at"])
     return row["graded"]["score"] >= old["graded"]["score"]
 
 
 def max_score(problem: Problem, rubric: Rubric, interpret: bool) -> float:
     """A problem's maximum under the rubric, as a result judged in this mode would have it."""
-    return grade({"verdict": "CE", "mode": {"interpret": interpret}}, problem, rubric)["max_score"]
+    return grade({"verdict": Verdict.CE.value, "mode": {"interpret": interpret}}, problem, rubric)["max_score"]
 
 
 def _no_result(student: str, problem: Problem, rubric: Rubric, interpret: bool = True) -> dict:
-    graded = grade({"verdict": "CE", "message": "no submission", "mode": {"interpret": interpret}}, problem, rubric)
+    graded = grade({"verdict": Verdict.CE.value, "message": "no submission", "mode": {"interpret": interpret}}, problem, rubric)
     graded.update(verdict="", score=0.0, groups=[])
     return {"student": student, "problem": problem.id, "sha256": "", "path": None, "speedup": None,
             "graded_at": "", "graded": graded, "missing": True, "first_at": None, "last_at": None}

@@ -34,6 +34,8 @@ import sqlite3
 import threading
 from pathlib import Path
 
+from judge.verdicts import Verdict
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     student    TEXT NOT NULL,
@@ -316,7 +318,7 @@ class Store:
             cur = self.db.execute(
                 "UPDATE jobs SET status = 'done', verdict = ?, report = ?, cached = ?, seed = NULL, "
                 "finished_at = ? WHERE id = ? AND status != 'done'",
-                (report.get("verdict", "IE"), json.dumps(report), int(cached), now_iso(), job_id))
+                (report.get("verdict", Verdict.IE.value), json.dumps(report), int(cached), now_iso(), job_id))
             if cur.rowcount == 1 and result is not None:
                 job = self.db.execute("SELECT student, problem, sha256, regrade FROM jobs WHERE id = ?",
                                       (job_id,)).fetchone()

@@ -35,6 +35,7 @@ from pathlib import Path
 from judge.grading.job import ie_report
 from judge.grading.rubric import grade
 from judge.problems import find_problem
+from judge.verdicts import Verdict
 
 
 class Runner:
@@ -149,7 +150,7 @@ class Runner:
 
     def _on_result(self, job_id: str, report: dict) -> None:
         job = self._inflight.pop(job_id, None) or self.store.job(job_id, source=True)
-        if self.stopping.is_set() and report.get("verdict") == "IE":
+        if self.stopping.is_set() and report.get("verdict") == Verdict.IE:
             return  # ended by the stop, most likely: left running, judged again at the next start
         self._finish(job, report)
 

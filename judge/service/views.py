@@ -166,7 +166,7 @@ def leaderboard(rows: list[dict], problem: Problem, rubric: Rubric, exclude: set
             view = student_view(graded, rubric, now, deadline)
             verdict, score, most = view["verdict"], view["score"], view["max_score"]
             speedup = row.get("speedup") if view["all_shown"] else None
-        if verdict != "AC":
+        if verdict != Verdict.AC:
             continue
         key = (speedup is not None, speedup or 0.0, _neg_time(row["graded_at"]))
         old = best.get(row["student"])

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from judge import intake
 from judge.options import Options, limits_for
+from judge.verdicts import Verdict
 
 
 def _report(problem, submission: Path, options: Options, sandbox: str, notes: list[str]) -> dict:
@@ -27,9 +28,9 @@ def _report(problem, submission: Path, options: Options, sandbox: str, notes: li
             "notes": notes}
 
 
-def _done(report: dict, started: float, verdict: str, message: str, speed: dict | None = None,
+def _done(report: dict, started: float, verdict: Verdict, message: str, speed: dict | None = None,
           details=None) -> dict:
-    report.update(verdict=verdict, message=message, speed=speed or {}, details=details or {},
+    report.update(verdict=Verdict(verdict).value, message=message, speed=speed or {}, details=details or {},
                   elapsed_seconds=round(time.monotonic() - started, 3))
     return report
 
@@ -43,7 +44,7 @@ def refused(problem, submission: Path, options: Options) -> dict | None:
     if refusal is None:
         return None
     report = _report(problem, submission, options, options.sandbox if options.sandbox != "auto" else "none", [])
-    return _done(report, started, refusal.verdict.value, refusal.message, details=refusal.details)
+    return _done(report, started, refusal.verdict, refusal.message, details=refusal.details)
 
 
 def bench(problem, submission: Path, options: Options) -> dict:
@@ -71,7 +72,7 @@ def bench(problem, submission: Path, options: Options) -> dict:
         try:
             claim.to_speed(runner)
         except Refused as exc:
-            return _done(report, started, "IE", f"the GPU cannot hold this speed run: {exc}")
+            return _done(report, started, Verdict.IE, f"the GPU cannot hold this speed run: {exc}")
         report["timing"] = {"gpu_admission_wait_seconds": round(claim.waited_seconds, 3)}
         try:
             speed = runner.run()
@@ -81,4 +82,4 @@ def bench(problem, submission: Path, options: Options) -> dict:
         claim.release()
         shutil.rmtree(scratch, ignore_errors=True)
     message = f"{speed['geomean_speedup']:.3f}x the reference's speed (geometric mean over {len(speed['shapes'])} shapes)"
-    return _done(report, started, "AC", message, speed)
+    return _done(report, started, Verdict.AC, message, speed)

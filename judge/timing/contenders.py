@@ -17,6 +17,7 @@ from judge import calls as call_modes, gpu_budget, intake, rules
 from judge.replies import parsers, records
 from judge.options import torch_device
 from judge.timing.findings import BaselineLost, BenchFailed
+from judge.verdicts import Verdict
 
 KEEP_BYTES = 4 << 30  # output bytes a worker's reply may carry (a request's held outputs, fetched for a check)
 
@@ -42,7 +43,7 @@ def request(c: Contender, message: dict, parse=parsers.parse_bench_reply):
         if c.name == "pytorch":
             raise BaselineLost(died.detail) from None
         if c.trusted:
-            raise BenchFailed("IE", f"the {c.name} worker died while timed: {died.detail}") from None
+            raise BenchFailed(Verdict.IE, f"the {c.name} worker died while timed: {died.detail}") from None
         raise BenchFailed(rules.death_verdict(died.reason).value, f"while timed: {died.detail}") from None
     wall = time.perf_counter() - t0
     if isinstance(reply, records.BenchError):
@@ -52,7 +53,7 @@ def request(c: Contender, message: dict, parse=parsers.parse_bench_reply):
         if c.name == "pytorch":
             raise BaselineLost(text)
         if c.trusted:
-            raise BenchFailed("IE", f"the {c.name} worker failed while timed: {text}")
+            raise BenchFailed(Verdict.IE, f"the {c.name} worker failed while timed: {text}")
         raise BenchFailed(rules.error_verdict(err.category).value, f"while timed: {text}",
                           {"error": err.as_dict()})
     return reply, wall
@@ -111,7 +112,7 @@ class Workers:
         plan = [("submission", self.backend, self.submission, self.problem.entry_point, self.scratch, False)]
         ref = self.problem.reference_path
         if not ref.is_file():
-            raise BenchFailed("IE", f"no reference solution at {ref}: nothing to compare the speed with")
+            raise BenchFailed(Verdict.IE, f"no reference solution at {ref}: nothing to compare the speed with")
         plan.append(("reference", ProcessBackend(), ref, self.problem.entry_point,
                      trusted_root / f"{self.problem.directory.name}-reference", True))
         if self.torch_baseline and callable(getattr(self.problem.golden, "pytorch", None)):
@@ -167,13 +168,13 @@ class Workers:
                 setup = call_modes.worker_setup(self.problem, self.interpret) if own else None
                 hello = client.start(submission_entry=entry, arity=self.problem.arity, threads=1, calls=setup)
             except WorkerStartFailed as exc:
-                raise BenchFailed("IE", str(exc)) from None
+                raise BenchFailed(Verdict.IE, str(exc)) from None
             except WorkerDied as died:
-                verdict = rules.death_verdict(died.reason).value if not trusted else "IE"
+                verdict = rules.death_verdict(died.reason) if not trusted else Verdict.IE
                 raise BenchFailed(verdict, f"{who} did not load: {died.detail}") from None
             if not hello.ok:
                 err = hello.error
-                verdict = rules.error_verdict(err.category).value if not trusted else "IE"
+                verdict = rules.error_verdict(err.category) if not trusted else Verdict.IE
                 raise BenchFailed(verdict, f"{who} did not load: {err.type}: {err.message[:300]}")
         if self.replayer is not None and not self.stopping.is_set():
             self.replayer.wait_ready()

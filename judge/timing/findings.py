@@ -6,17 +6,19 @@ live apart from all of them.
 
 from __future__ import annotations
 
+from judge.verdicts import Verdict
+
 
 class BaselineLost(Exception):
     """The PyTorch baseline failed: the report goes on without it (it carries no points)."""
 
 
 class BenchFailed(Exception):
-    """The speed run ended the judging: verdict (a code) and a one-line reason."""
+    """The speed run ended the judging: its verdict and a one-line reason."""
 
-    def __init__(self, verdict: str, message: str, details: dict | None = None):
+    def __init__(self, verdict: Verdict, message: str, details: dict | None = None):
         super().__init__(message)
-        self.verdict = verdict
+        self.verdict = Verdict(verdict)
         self.message = message
         self.details = details or {}
 

@@ -18,6 +18,7 @@ from judge.replies import records
 from judge.timing import checks, stats
 from judge.timing.contenders import Contender, request
 from judge.timing.findings import BaselineLost, BenchFailed, shape_label
+from judge.verdicts import Verdict
 from judge.timing.verify import rule_checks
 
 
@@ -83,7 +84,7 @@ class Measure:
         reply, wall = request(c, msg)
         times = net_times(reply)
         if not times:
-            raise BenchFailed("RJ" if not c.trusted else "IE", f"the {c.name} worker returned no times")
+            raise BenchFailed(Verdict.RJ if not c.trusted else Verdict.IE, f"the {c.name} worker returned no times")
         self.clock_notes(c, s, reply)
         if c.name != "pytorch" and reply.mode != "cpu" and reply.host:
             # The host clock far ahead of the events (checks.host_gap): for the submission a suspicion, settled
@@ -100,7 +101,7 @@ class Measure:
                                              worker_wall=reply.worker_wall, judge_wall=wall,
                                              event_median=None, host_median=None)
             if problems:
-                raise BenchFailed("RJ", "the timing does not add up: " + problems[0], {"clock": problems})
+                raise BenchFailed(Verdict.RJ, "the timing does not add up: " + problems[0], {"clock": problems})
         c.last[s] = (reply, seed)
         return times, reply
 

@@ -13,6 +13,7 @@ import math
 from judge.timing import checks, stats
 from judge.timing.contenders import Contender
 from judge.timing.findings import BenchFailed, shape_label
+from judge.verdicts import Verdict
 
 CLOCK = ("CUDA events around samples of K calls queued behind a spin kernel before the clock starts "
          "(a sample the GPU started before the host had queued it all is redone with a longer hold), "
@@ -71,7 +72,7 @@ def speed_section(problem, config, score, measured, contenders: list, notes, *, 
             clock[name] = book
             agree = checks.compare_clocks(t_event, t_prof)
             if agree.forged and name == "submission" and trusted_clock:
-                raise BenchFailed("RJ", f"at bench shape {label} {agree.message}: a forged timer",
+                raise BenchFailed(Verdict.RJ, f"at bench shape {label} {agree.message}: a forged timer",
                                   {"shape": params, "time_s": t_event, "profiler_time_s": t_prof})
             if name == "submission" and ("submission", s) in measured.host_gaps:
                 _host_gap(measured.host_gaps, notes, s, label, params, t_event, agree,
@@ -90,7 +91,7 @@ def speed_section(problem, config, score, measured, contenders: list, notes, *, 
             row["roofline_pct"] = 100 * floor.seconds / t_sub if floor.seconds else None
             row["reference_roofline_pct"] = 100 * floor.seconds / t_ref if floor.seconds else None
             if floor.seconds and checks.below_floor(t_sub, floor, config.floor_margin):
-                raise BenchFailed("RJ", f"at bench shape {label} the median time "
+                raise BenchFailed(Verdict.RJ, f"at bench shape {label} the median time "
                                         f"{t_sub * 1e6:.2f} us is below what this GPU can do "
                                         f"({floor.seconds * 1e6:.2f} us: {floor.bound}-bound); the work was "
                                         "skipped or the timing forged", {"shape": params})
@@ -142,7 +143,7 @@ def _host_gap(host_gaps: dict, notes, s: int, label: str, params: dict, t_event:
     gap = host_gaps[("submission", s)]
     busy = ("reference", s) in host_gaps
     if t_prof is None or not busy or agree.disagree:
-        raise BenchFailed("RJ", f"the timing does not add up: {gap}", {"clock": [gap], "shape": params})
+        raise BenchFailed(Verdict.RJ, f"the timing does not add up: {gap}", {"clock": [gap], "shape": params})
     notes.add(f"at {label} the host's clock ran ahead of the CUDA events, the reference's too "
               f"({gap.split(' (')[0]}); the profiler's kernel records ({t_prof * 1e6:.1f} us per call) "
               f"agree with the events ({t_event * 1e6:.1f} us): a busy host, not a forged timer")

@@ -45,6 +45,7 @@ from judge.progress import NO_PROGRESS
 from judge.timing import result, stats, verify
 from judge.timing.contenders import Workers, request
 from judge.timing.findings import BenchFailed, Notes
+from judge.verdicts import Verdict
 from judge.timing.measure import Measure
 from judge.timing.plan import MAX_PER_SAMPLE, SAMPLE_TARGET, Planner
 from judge.timing.score import SpeedScore
@@ -255,7 +256,7 @@ class SpeedRun:
         from judge.timing import lock
 
         if not self.config.shapes:
-            raise BenchFailed("IE", f"problem {self.problem.id} has no [bench] shapes")
+            raise BenchFailed(Verdict.IE, f"problem {self.problem.id} has no [bench] shapes")
         if not self.cuda:
             try:
                 self._join_prewarm()

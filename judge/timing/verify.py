@@ -20,6 +20,7 @@ from judge.replies import parsers, records
 from judge.shared import bench_inputs
 from judge.timing.contenders import Contender, request
 from judge.timing.findings import BenchFailed, shape_label
+from judge.verdicts import Verdict
 
 
 def rule_checks(file: str, reply: records.BenchResult, params: dict, warmup: bool) -> None:
@@ -132,7 +133,7 @@ class Verifier:
         reply, seed = held
         checkable = list(reply.checkable)
         if not checkable:
-            raise BenchFailed("RJ", f"the worker held no outputs of its {what}s to check")
+            raise BenchFailed(Verdict.RJ, f"the worker held no outputs of its {what}s to check")
         if calls is None:
             calls = self.draw(checkable)
         params = self.config.shapes[s]
@@ -143,7 +144,7 @@ class Verifier:
             with shared():
                 answer = fetched[call] if fetched is not None and call in fetched else self.fetch(sub, s, call)
                 if not answer.present:
-                    raise BenchFailed("RJ", f"the outputs of {what} {call} were not there to check")
+                    raise BenchFailed(Verdict.RJ, f"the outputs of {what} {call} were not there to check")
                 with self.compute:
                     args = bench_inputs.make(specs, bench_inputs.call_seed(seed, call), dev)
                     answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
@@ -151,7 +152,7 @@ class Verifier:
                     del args, answers
                     kit.release_cached()
             if wrong is not None:
-                raise BenchFailed("WA", f"{what} {call} at bench shape {label}: {wrong.message}",
+                raise BenchFailed(Verdict.WA, f"{what} {call} at bench shape {label}: {wrong.message}",
                                   {"shape": params, "call": call})
             picked.append((call, answer))
         return picked
@@ -169,7 +170,7 @@ class Verifier:
         if isinstance(found, Skipped) and found.counts and not found.limits:
             # As a test group none of whose cases could be replayed: otherwise a submission could opt its
             # timed calls out of the check, say by flooding their record only at the (public) bench shapes.
-            raise BenchFailed("RJ", f"{what} {call} at bench shape {label} could not be replayed alone on "
+            raise BenchFailed(Verdict.RJ, f"{what} {call} at bench shape {label} could not be replayed alone on "
                                     f"fresh inputs ({found.note}); it must be", {"shape": params, "replay": "none"})
         if isinstance(found, Skipped):
             self.notes.add(f"the {what} at {label} was not replayed: {found.note}")
@@ -197,7 +198,7 @@ class Verifier:
                     del args, answers
                     kit.release_cached()
             if wrong is not None:
-                raise BenchFailed("WA", f"a call at bench shape {label} on new inputs: {wrong.message}",
+                raise BenchFailed(Verdict.WA, f"a call at bench shape {label} on new inputs: {wrong.message}",
                                   {"shape": params, "found_by": "the replay check's fresh inputs"})
         raise BenchFailed(found.verdict.value, f"{what} {call} at bench shape {label}: {found.message}",
                           {"shape": params, "call": call, **found.details})
