@@ -74,18 +74,28 @@ def read_answers(path: Path, names: list[str]) -> dict[str, float]:
         value = doc[key]
         line = _line_of(text, key)
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            shown = (f" ({str(value).lower()})" if isinstance(value, bool) else
-                     f" ({_short(repr(value))})" if isinstance(value, str) else "")
-            raise Malformed(f"'{key}'{_at(line)} must be a number, not {_kind(value)}{shown}"
-                            + (": write it without quotes" if isinstance(value, str) else ""), line)
+            shown = (
+                f" ({str(value).lower()})"
+                if isinstance(value, bool)
+                else f" ({_short(repr(value))})"
+                if isinstance(value, str)
+                else ""
+            )
+            raise Malformed(
+                f"'{key}'{_at(line)} must be a number, not {_kind(value)}{shown}"
+                + (": write it without quotes" if isinstance(value, str) else ""),
+                line,
+            )
         try:
             value = float(value)
         except OverflowError:
             raise Malformed(f"'{key}'{_at(line)} is too large for a number", line) from None
         if not math.isfinite(value):
-            raise Malformed(f"'{key}'{_at(line)} must be a finite number, not {value}"
-                            + (" (the skeleton's placeholder: replace it with your answer)" if math.isnan(value)
-                               else ""), line)
+            raise Malformed(
+                f"'{key}'{_at(line)} must be a finite number, not {value}"
+                + (" (the skeleton's placeholder: replace it with your answer)" if math.isnan(value) else ""),
+                line,
+            )
         answers[key] = value
     return answers
 
@@ -121,8 +131,10 @@ def judge_answers(problem, path: Path, options) -> Report:
         answers = read_answers(path, [p.name for p in problem.parts])
     except Malformed as exc:
         message = str(exc)
-        groups = [GroupResult(p.name, p.about, p.points, False, 0, Verdict.CE, skipped="not judged: " + message)
-                  for p in parts]
+        groups = [
+            GroupResult(p.name, p.about, p.points, False, 0, Verdict.CE, skipped="not judged: " + message)
+            for p in parts
+        ]
         details = {"line": exc.line} if exc.line else {}
         return _report(problem, path, options, Verdict.CE, message, groups, details, started)
     groups = [_judge_part(part, answers[part.name]) for part in parts]
@@ -136,20 +148,39 @@ def _judge_part(part, got: float) -> GroupResult:
         return GroupResult(part.name, part.about, part.points, True, 1)
     hint, known = part.hint_for(got)
     unit = f" {part.unit}" if part.unit else ""
-    return GroupResult(part.name, part.about, part.points, False, 1, Verdict.WA,
-                       message=f"{got:.10g}{unit} is wrong ({part.tolerance_text()})",
-                       details={"answer": got, "unit": part.unit, "tolerance": part.tolerance_text(), "hint": hint,
-                                "known_mistake": known})
+    return GroupResult(
+        part.name,
+        part.about,
+        part.points,
+        False,
+        1,
+        Verdict.WA,
+        message=f"{got:.10g}{unit} is wrong ({part.tolerance_text()})",
+        details={
+            "answer": got,
+            "unit": part.unit,
+            "tolerance": part.tolerance_text(),
+            "hint": hint,
+            "known_mistake": known,
+        },
+    )
 
 
-def _report(problem, path: Path, options, verdict: Verdict, message: str, groups: list[GroupResult], details: dict,
-            started: float) -> Report:
+def _report(
+    problem,
+    path: Path,
+    options,
+    verdict: Verdict,
+    message: str,
+    groups: list[GroupResult],
+    details: dict,
+    started: float,
+) -> Report:
     data = path.read_bytes() if path.is_file() else b""
     return Report(
         problem={"id": problem.id, "slug": problem.slug, "title": problem.title},
         submission={"path": str(path), "sha256": hashlib.sha256(data).hexdigest()},
-        mode={"device": "none", "interpret": False, "sandbox": "none", "quick": bool(options.quick),
-              "kind": "answers"},
+        mode={"device": "none", "interpret": False, "sandbox": "none", "quick": bool(options.quick), "kind": "answers"},
         seed=options.seed,
         verdict=verdict,
         message=message,

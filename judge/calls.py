@@ -53,13 +53,14 @@ def replayed(problem, group, interpret: bool) -> bool:
     """Whether the replay check can replay this group's calls: not a graph Inductor lowered (the record holds
     no launch of the file's kernels, only of Inductor's copies; the same operator is replayed in the groups
     that call it directly)."""
-    return not (group is not None and group.call == "compile"
-                and problem.compile_backend(interpret) in LOWERS_KERNELS)
+    return not (group is not None and group.call == "compile" and problem.compile_backend(interpret) in LOWERS_KERNELS)
 
 
-NOT_REPLAYED = ("the replay check does not replay the calls of a group compiled by Inductor (it launches its own "
-                "copy of your kernels, outside Triton's JITFunction.run); the groups that call your operator "
-                "directly are replayed")
+NOT_REPLAYED = (
+    "the replay check does not replay the calls of a group compiled by Inductor (it launches its own "
+    "copy of your kernels, outside Triton's JITFunction.run); the groups that call your operator "
+    "directly are replayed"
+)
 
 
 def cotangents(answers, params: dict) -> list:
@@ -92,6 +93,7 @@ def _gradients(model, wrt, args, cots, device, dtype) -> list:
         leaves.append(xs[i])
     outs = model(*xs)
     outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
-    grads = torch.autograd.grad(outs, leaves, [c.values.to(device).to(dtype or c.dtype) for c in cots],
-                                allow_unused=True)
+    grads = torch.autograd.grad(
+        outs, leaves, [c.values.to(device).to(dtype or c.dtype) for c in cots], allow_unused=True
+    )
     return [torch.zeros_like(x) if g is None else g.detach() for g, x in zip(grads, leaves)]

@@ -18,8 +18,9 @@ from judge.shared import tracing
 class CaseCall:
     """The cases of one judging run (judge.session), on whichever of its workers runs them."""
 
-    def __init__(self, problem: Problem, submission_name: str, options: Options, *, golden_device: str,
-                 case_seconds: float):
+    def __init__(
+        self, problem: Problem, submission_name: str, options: Options, *, golden_device: str, case_seconds: float
+    ):
         self.problem = problem
         self.submission_name = submission_name
         self.options = options
@@ -53,8 +54,12 @@ class CaseCall:
         wire_args, payloads, nbytes = encode_inputs(sent)
         input_bytes = input_bytes or nbytes
         try:
-            case_id = ex.send(kind, wire_args if kind == "case" else None, payloads,
-                              call=calls.case_spec(self.problem, group, self.options.interpret))
+            case_id = ex.send(
+                kind,
+                wire_args if kind == "case" else None,
+                payloads,
+                call=calls.case_spec(self.problem, group, self.options.interpret),
+            )
             timeline.add("inputs, sent", t_inputs, t_sent := time.monotonic())
             if answers is None:
                 answers = expected.for_inputs(self.problem, inputs, params, self.golden_device)
@@ -65,12 +70,19 @@ class CaseCall:
             timeline.add("the worker's reply", t_golden, time.monotonic())
         except WorkerDied as died:
             ex.stop()
-            return death_outcome(died.reason, died.detail, limit_seconds=self.case_seconds,
-                                 interpret=self.options.interpret), None, input_bytes, None
+            return (
+                death_outcome(
+                    died.reason, died.detail, limit_seconds=self.case_seconds, interpret=self.options.interpret
+                ),
+                None,
+                input_bytes,
+                None,
+            )
         device = "cuda" if self.options.device == "cuda" else "cpu"
         with timeline.span("check"):
-            outcome, got = judge_case(self.problem, reply, answers, device, self.submission_name,
-                                      specs=self.problem.outputs_for(group))
+            outcome, got = judge_case(
+                self.problem, reply, answers, device, self.submission_name, specs=self.problem.outputs_for(group)
+            )
         last = (inputs, reply) if kind == "case" and outcome.passed else None
         if getattr(reply, "error", None) is not None and reply.error.fatal:
             ex.stop()  # a CUDA error poisons the context: start afresh

@@ -20,10 +20,10 @@ import time
 
 from judge import kernel_store
 from judge.replies import parsers, records
-from judge.shared import wire
 from judge.sandbox import Backend, Job
 from judge.sandbox import base as sandbox_base
 from judge.sandbox.base import signal_name
+from judge.shared import wire
 
 KEEP_OUTPUT = 16 << 10  # bytes of the submission's prints kept for the report
 # How long the worker may take to import torch and Triton, before any of the submission runs. This is
@@ -51,9 +51,15 @@ def prepare_message(job: Job, backend: Backend) -> dict:
     """What a worker must know before it imports torch and Triton ("prepare"): nothing of the submission. A
     pooled worker (judge.pool) gets it when it is spawned; the settings in it are part of the pool's key
     (but whether it starts at the lowest CPU priority, decided then: judge.sandbox.base.yields_cores)."""
-    return {"type": "prepare", "version": wire.PROTOCOL_VERSION, "device": job.device,
-            "interpret": job.interpret, "gpu_memory_mb": job.limits.gpu_memory_mb,
-            "yield_cores": sandbox_base.yields_cores(job, backend), "yield_seconds": sandbox_base.YIELD_SECONDS}
+    return {
+        "type": "prepare",
+        "version": wire.PROTOCOL_VERSION,
+        "device": job.device,
+        "interpret": job.interpret,
+        "gpu_memory_mb": job.limits.gpu_memory_mb,
+        "yield_cores": sandbox_base.yields_cores(job, backend),
+        "yield_seconds": sandbox_base.YIELD_SECONDS,
+    }
 
 
 class WorkerChannel:
@@ -153,8 +159,9 @@ class WorkerChannel:
                     continue
                 self.peak_memory = max(self.peak_memory, used)
                 if used > limit:
-                    self._kill("memory",
-                               f"used {used >> 20} MiB of host memory; the limit is {self.limits.memory_mb} MiB")
+                    self._kill(
+                        "memory", f"used {used >> 20} MiB of host memory; the limit is {self.limits.memory_mb} MiB"
+                    )
                     return
         finally:
             if cache is not None:
@@ -170,8 +177,10 @@ class WorkerChannel:
         used = self.proc.memory_bytes()
         used = max(used or 0, self.peak_memory)
         if used >= 0.95 * limit:
-            return (f"used {used >> 20} MiB of host memory, against its limit of {self.limits.memory_mb} MiB, "
-                    "when its time ran out (near its cap the kernel reclaims pages rather than kill at once)")
+            return (
+                f"used {used >> 20} MiB of host memory, against its limit of {self.limits.memory_mb} MiB, "
+                "when its time ran out (near its cap the kernel reclaims pages rather than kill at once)"
+            )
         return None
 
     def _died(self, exc: Exception) -> WorkerDied:
@@ -217,8 +226,9 @@ class WorkerChannel:
         except OSError as exc:
             raise self._died(wire.ChannelClosed(str(exc))) from None
 
-    def start(self, *, submission_entry: str, arity: int, threads: int | None,
-              calls: dict | None = None) -> records.Hello:
+    def start(
+        self, *, submission_entry: str, arity: int, threads: int | None, calls: dict | None = None
+    ) -> records.Hello:
         self.begin(submission_entry=submission_entry, arity=arity, threads=threads, calls=calls)
         return self.finish_start()
 
@@ -239,14 +249,16 @@ class WorkerChannel:
             before = getattr(self.proc, "before_setup", None)  # (a litter's child: into its own cgroup first)
             if before is not None:
                 before()
-            self._send({
-                **(calls or {}),
-                "type": "setup",
-                "submission": self.proc.submission_path,
-                "entry": submission_entry,
-                "arity": arity,
-                "threads": threads,
-            })
+            self._send(
+                {
+                    **(calls or {}),
+                    "type": "setup",
+                    "submission": self.proc.submission_path,
+                    "entry": submission_entry,
+                    "arity": arity,
+                    "threads": threads,
+                }
+            )
         except WorkerDied as died:
             raise WorkerStartFailed(f"the worker could not start ({died.detail}): {self._last_line()}") from None
 

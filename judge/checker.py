@@ -42,8 +42,14 @@ def pooled(err: torch.Tensor, scope: str) -> torch.Tensor:
     raise ValueError(f"unknown scope {scope!r}")
 
 
-def tolerance(gold: torch.Tensor, naive: torch.Tensor, dtype: torch.dtype, scope: str, check: dict,
-              representable: torch.Tensor | None = None) -> torch.Tensor:
+def tolerance(
+    gold: torch.Tensor,
+    naive: torch.Tensor,
+    dtype: torch.dtype,
+    scope: str,
+    check: dict,
+    representable: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Allowed absolute error per element (gold and naive in float64).
 
     ``representable`` marks where the answer is finite in the output dtype;
@@ -107,20 +113,32 @@ def _kinds(got: torch.Tensor, ref: torch.Tensor, value_bad: torch.Tensor, err: t
         (int((fin_ref & nan_got).sum()), "NaN where finite values were expected"),
         (int((fin_ref & inf_got).sum()), "inf where finite values were expected"),
         (int((~fin_ref & fin_got).sum()), "finite values where NaN/inf was expected"),
-        (int((~fin_ref & ~fin_got & ((torch.isnan(ref) != nan_got) | (inf_got & (ref != got)))).sum()),
-         "NaN/inf of the wrong kind (NaN for inf, or the wrong sign)"),
+        (
+            int((~fin_ref & ~fin_got & ((torch.isnan(ref) != nan_got) | (inf_got & (ref != got)))).sum()),
+            "NaN/inf of the wrong kind (NaN for inf, or the wrong sign)",
+        ),
     ):
         if n:
             parts.append(f"{n} {text}")
     if bool(value_bad.any()):
-        parts.append(f"{int(value_bad.sum())} values outside the tolerance (largest error "
-                     f"{float(err[value_bad].max()):.3g})")
+        parts.append(
+            f"{int(value_bad.sum())} values outside the tolerance (largest error {float(err[value_bad].max()):.3g})"
+        )
     return parts
 
 
-def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tensor, dtype: torch.dtype,
-            scope: str, check: dict, dim_names=None, case: hints.Case | None = None,
-            index: int = 0) -> Mismatch | None:
+def compare(
+    name: str,
+    got: torch.Tensor,
+    gold: torch.Tensor,
+    naive: torch.Tensor,
+    dtype: torch.dtype,
+    scope: str,
+    check: dict,
+    dim_names=None,
+    case: hints.Case | None = None,
+    index: int = 0,
+) -> Mismatch | None:
     """None if ``got`` is right; otherwise what is wrong and where.
 
     ``case`` (the problem, the case's parameters and inputs) and ``index`` (the
@@ -142,8 +160,18 @@ def compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tenso
     return _compare(name, got.cpu(), gold.cpu(), naive.cpu(), dtype, *args)
 
 
-def _compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tensor, dtype: torch.dtype,
-             scope: str, check: dict, dim_names, case: hints.Case | None, index: int) -> Mismatch | None:
+def _compare(
+    name: str,
+    got: torch.Tensor,
+    gold: torch.Tensor,
+    naive: torch.Tensor,
+    dtype: torch.dtype,
+    scope: str,
+    check: dict,
+    dim_names,
+    case: hints.Case | None,
+    index: int,
+) -> Mismatch | None:
     # Moved first, widened there: an output arrives on the CPU (from the wire) in its own dtype, and widened
     # on the CPU a large fp16 one becomes 4x the bytes to move after most of a second of one core's work (16384 x
     # 4096, softmax's first bench shape: the cores a GPU host's other jobs need); on the GPU both are free.
@@ -178,8 +206,7 @@ def _compare(name: str, got: torch.Tensor, gold: torch.Tensor, naive: torch.Tens
     samples = []
     for flat in order.tolist():
         idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), gold.shape)) if gold.dim() else ()
-        samples.append((idx, float(got64.flatten()[flat]), float(ref.flatten()[flat]),
-                        float(allowed.flatten()[flat])))
+        samples.append((idx, float(got64.flatten()[flat]), float(ref.flatten()[flat]), float(allowed.flatten()[flat])))
     message = f"{name}: {n_bad} of {total} elements wrong: " + "; ".join(_kinds(got64, ref, value_bad, err))
     said = hints.hint(hints.Wrong(name, index, got64, gold, ref, allowed, bad, dtype, scope, case or hints.Case()))
     return Mismatch(

@@ -22,12 +22,27 @@ from pathlib import Path
 import click
 
 from judge import timeline
+from judge.cli_common import (
+    EXIT_AC,
+    EXIT_INTERNAL,
+    EXIT_REJECTED,
+    EXIT_USAGE,
+    check_file,
+    device_without_torch,
+    err,
+    internal_error,
+    leave,
+    named_on_command_line,
+    problem_or_exit,
+    resolve_device,
+    sandbox_help,
+    sandbox_or_exit,
+    usage,
+    write_new_file,
+)
 from judge.cli_corpus import register as register_corpus
 from judge.grading.cli import register as register_grading
 from judge.settings import SettingError, settings
-from judge.cli_common import (EXIT_AC, EXIT_INTERNAL, EXIT_REJECTED, EXIT_USAGE, check_file, device_without_torch,
-                              err, internal_error, leave, named_on_command_line, problem_or_exit, resolve_device,
-                              sandbox_help, sandbox_or_exit, usage, write_new_file)
 from judge.verdicts import Verdict
 
 
@@ -68,39 +83,63 @@ def init(problem, path, force):
     if path.is_dir():
         path = path / f"{p.slug.replace('-', '_')}{p.suffix}"
     write_new_file(path, p.skeleton_path.read_text(), force=force)
-    click.echo(f"wrote {path}: fill in the {'kernel' if p.kind == 'kernel' else 'answers'}, then run: "
-               f"python -m judge submit {p.id} {path}")
+    click.echo(
+        f"wrote {path}: fill in the {'kernel' if p.kind == 'kernel' else 'answers'}, then run: "
+        f"python -m judge submit {p.id} {path}"
+    )
 
 
 def _judge_options(fn):
     options = [
         click.option("--json", "as_json", is_flag=True, help="Print a JSON report (and nothing else) on stdout."),
         click.option("--seed", type=int, default=None, help="Seed for the drawn cases (default: random)."),
-        click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None,
-                     help="Where tensors live (default: cuda when a GPU is there, else cpu)."),
+        click.option(
+            "--device",
+            type=click.Choice(["cuda", "cpu"]),
+            default=None,
+            help="Where tensors live (default: cuda when a GPU is there, else cpu).",
+        ),
         click.option("--interpret", is_flag=True, help="Run kernels in Triton's interpreter (always so on cpu)."),
-        click.option("--sandbox", default="auto", show_default=True,
-                     help=sandbox_help()),
+        click.option("--sandbox", default="auto", show_default=True, help=sandbox_help()),
         click.option("--group", default=None, help="Run only this test group."),
         click.option("--case", "case_json", default=None, help="Run only this case (JSON from a report)."),
         click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0)."),
         click.option("--max-examples", type=int, default=None, help="Drawn cases per group (default: the spec's)."),
-        click.option("--workers", type=click.IntRange(1, 64), default=None,
-                     help="Workers one submission's cases are spread over (default: from the host's cores and "
-                          "GPU memory; 1 in the interpreter on one core)."),
+        click.option(
+            "--workers",
+            type=click.IntRange(1, 64),
+            default=None,
+            help="Workers one submission's cases are spread over (default: from the host's cores and "
+            "GPU memory; 1 in the interpreter on one core).",
+        ),
         click.option("--time-limit", type=float, default=None, help="Seconds per case (overrides the spec)."),
         click.option("--memory-limit", type=int, default=None, help="MiB of host memory (overrides the spec)."),
-        click.option("--startup-limit", type=float, default=None,
-                     help="Seconds to import torch, triton and the submission (overrides the spec)."),
+        click.option(
+            "--startup-limit",
+            type=float,
+            default=None,
+            help="Seconds to import torch, triton and the submission (overrides the spec).",
+        ),
         click.option("--run-limit", type=float, default=None, help="Seconds for the whole run (overrides the spec)."),
-        click.option("--output-limit", type=int, default=None,
-                     help="KiB the submission may print (overrides the spec)."),
-        click.option("--processes", type=int, default=None,
-                     help="Processes and threads the worker may hold (sandboxes; overrides the spec)."),
+        click.option(
+            "--output-limit", type=int, default=None, help="KiB the submission may print (overrides the spec)."
+        ),
+        click.option(
+            "--processes",
+            type=int,
+            default=None,
+            help="Processes and threads the worker may hold (sandboxes; overrides the spec).",
+        ),
         _progress_option,
-        click.option("--save-case", "save_case", type=click.Path(path_type=Path), default=None, metavar="DIR",
-                     help="Write the first failing group's (shrunk) case to DIR as a .pt file: its inputs in their "
-                          "exact layout and the expected outputs (the report prints a loader)."),
+        click.option(
+            "--save-case",
+            "save_case",
+            type=click.Path(path_type=Path),
+            default=None,
+            metavar="DIR",
+            help="Write the first failing group's (shrunk) case to DIR as a .pt file: its inputs in their "
+            "exact layout and the expected outputs (the report prints a loader).",
+        ),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -108,19 +147,35 @@ def _judge_options(fn):
 
 
 _progress_option = click.option(
-    "--progress/--no-progress", "progress", default=None,
-    help="Live progress on stderr (default: on when stderr is a terminal and without --json).")
+    "--progress/--no-progress",
+    "progress",
+    default=None,
+    help="Live progress on stderr (default: on when stderr is a terminal and without --json).",
+)
 
 
 def _speed_options(fn):
     options = [
-        click.option("--ci-target", type=float, default=None,
-                     help="Stop timing when the speedup's 95% interval is within +-this (default 0.01: 1%)."),
-        click.option("--speed-budget", type=float, default=None,
-                     help="Seconds of timed rounds at most (default: the problem's [bench] budget_seconds)."),
+        click.option(
+            "--ci-target",
+            type=float,
+            default=None,
+            help="Stop timing when the speedup's 95% interval is within +-this (default 0.01: 1%).",
+        ),
+        click.option(
+            "--speed-budget",
+            type=float,
+            default=None,
+            help="Seconds of timed rounds at most (default: the problem's [bench] budget_seconds).",
+        ),
         click.option("--max-rounds", type=int, default=None, help="Rounds at most (default 30)."),
-        click.option("--plot", "plot_path", type=click.Path(path_type=Path), default=None,
-                     help="Write a PNG of the speed results here (needs matplotlib: pip install -e '.[plot]')."),
+        click.option(
+            "--plot",
+            "plot_path",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="Write a PNG of the speed results here (needs matplotlib: pip install -e '.[plot]').",
+        ),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -138,9 +193,33 @@ def _plot(speed, path):
         err(plot(speed, path))
 
 
-def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, group, case_json, gpu,
-         max_examples, workers, time_limit, memory_limit, startup_limit, run_limit, output_limit, processes,
-         progress=None, save_case=None, speed=True, bench=None, plot_path=None):
+def _run(
+    problem,
+    file,
+    *,
+    quick,
+    as_json,
+    seed,
+    device,
+    interpret,
+    sandbox,
+    group,
+    case_json,
+    gpu,
+    max_examples,
+    workers,
+    time_limit,
+    memory_limit,
+    startup_limit,
+    run_limit,
+    output_limit,
+    processes,
+    progress=None,
+    save_case=None,
+    speed=True,
+    bench=None,
+    plot_path=None,
+):
     # First everything that needs neither torch nor a worker: the command line, then the file's source. A
     # usage error or a refused file is answered here, in well under a second (tests/bench/instant_errors.py).
     p = problem_or_exit(problem)
@@ -181,11 +260,16 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         refusal = check_source(file, entry=p.entry_point, arity=p.entry_arity, allow=p.scan_allow)
         if refusal is not None:
             # Nothing ran, in no sandbox: the report names the one asked for ("none" for auto).
-            mode = {"device": device, "interpret": interpret, "sandbox": sandbox if sandbox != "auto" else "none",
-                    "quick": quick}
+            mode = {
+                "device": device,
+                "interpret": interpret,
+                "sandbox": sandbox if sandbox != "auto" else "none",
+                "quick": quick,
+            }
             groups = [g for g in p.groups if group is None or g.name == group]
-            report = refused_report(p, file, refusal, groups=groups, mode=mode, seed=seed,
-                                    elapsed=time.monotonic() - started)
+            report = refused_report(
+                p, file, refusal, groups=groups, mode=mode, seed=seed, elapsed=time.monotonic() - started
+            )
             _print_report(report, as_json)
             sys.exit(EXIT_REJECTED)
 
@@ -201,13 +285,31 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     from judge.options import Options
 
     def options_for(device, interpret, **extra):
-        return Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, quick=quick, group=group,
-                       case=case, gpu=gpu, max_examples=max_examples, workers=workers,
-                       limits={"case_seconds": time_limit, "case_seconds_interpret": time_limit,
-                               "memory_mb": memory_limit, "startup_seconds": startup_limit,
-                               "run_seconds": run_limit, "run_seconds_interpret": run_limit,
-                               "output_kb": output_limit, "processes": processes},
-                       speed=speed, bench=bench or {}, **extra)
+        return Options(
+            device=device,
+            interpret=interpret,
+            sandbox=sandbox,
+            seed=seed,
+            quick=quick,
+            group=group,
+            case=case,
+            gpu=gpu,
+            max_examples=max_examples,
+            workers=workers,
+            limits={
+                "case_seconds": time_limit,
+                "case_seconds_interpret": time_limit,
+                "memory_mb": memory_limit,
+                "startup_seconds": startup_limit,
+                "run_seconds": run_limit,
+                "run_seconds_interpret": run_limit,
+                "output_kb": output_limit,
+                "processes": processes,
+            },
+            speed=speed,
+            bench=bench or {},
+            **extra,
+        )
 
     early = None
     timeline.start()  # JUDGE_TIMELINE: where this command's time goes (judge.timeline)
@@ -259,8 +361,17 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
         if as_json:
             from judge.verdicts import Verdict
 
-            click.echo(json.dumps({"version": 1, "verdict": Verdict.IE.value, "score": 0,
-                                   "problem": {"id": p.id, "slug": p.slug}, "message": message}))
+            click.echo(
+                json.dumps(
+                    {
+                        "version": 1,
+                        "verdict": Verdict.IE.value,
+                        "score": 0,
+                        "problem": {"id": p.id, "slug": p.slug},
+                        "message": message,
+                    }
+                )
+            )
         err(f"internal error: {message} (set JUDGE_DEBUG=1 for the traceback)")
         sys.exit(EXIT_INTERNAL)
     finally:
@@ -274,8 +385,7 @@ def _run(problem, file, *, quick, as_json, seed, device, interpret, sandbox, gro
     _plot(report.speed, plot_path)
     from judge.verdicts import Verdict
 
-    leave(EXIT_AC if report.verdict is Verdict.AC else EXIT_INTERNAL if report.verdict is Verdict.IE
-          else EXIT_REJECTED)
+    leave(EXIT_AC if report.verdict is Verdict.AC else EXIT_INTERNAL if report.verdict is Verdict.IE else EXIT_REJECTED)
 
 
 def _check_case(p, group, case, interpret, fail=usage):
@@ -309,28 +419,46 @@ def _print_report(report, as_json: bool) -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @_judge_options
 @click.option("--no-speed", is_flag=True, help="Skip the speed run (on a GPU it follows the tests).")
-@click.option("--pytorch", "with_pytorch", is_flag=True,
-              help="Time the PyTorch baseline in the speed run too (no points; `judge bench` always does).")
+@click.option(
+    "--pytorch",
+    "with_pytorch",
+    is_flag=True,
+    help="Time the PyTorch baseline in the speed run too (no points; `judge bench` always does).",
+)
 @_speed_options
-@click.option("--pool-socket", hidden=True, default=None,
-              help="Take the workers from this worker pool (selftest --jobs N --pool gives its children its own).")
+@click.option(
+    "--pool-socket",
+    hidden=True,
+    default=None,
+    help="Take the workers from this worker pool (selftest --jobs N --pool gives its children its own).",
+)
 def submit(problem, file, no_speed, with_pytorch, ci_target, speed_budget, max_rounds, plot_path, pool_socket, **kw):
     """Judge FILE for PROBLEM (id or slug): every test group, then speed on a GPU; a verdict and a score."""
     if pool_socket:
         from judge.pool.client import use
 
         use(pool_socket)
-    _run(problem, file, quick=False, speed=not no_speed, plot_path=plot_path,
-         bench=_bench_overrides(ci_target, speed_budget, max_rounds, torch_baseline=True if with_pytorch else None),
-         **kw)
+    _run(
+        problem,
+        file,
+        quick=False,
+        speed=not no_speed,
+        plot_path=plot_path,
+        bench=_bench_overrides(ci_target, speed_budget, max_rounds, torch_baseline=True if with_pytorch else None),
+        **kw,
+    )
 
 
 @cli.command("bench")
 @click.argument("problem")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON report (and nothing else) on stdout.")
-@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None,
-              help="Where to run (default: cuda when a GPU is there; cpu runs the interpreter: no speed claim).")
+@click.option(
+    "--device",
+    type=click.Choice(["cuda", "cpu"]),
+    default=None,
+    help="Where to run (default: cuda when a GPU is there; cpu runs the interpreter: no speed claim).",
+)
 @click.option("--interpret", is_flag=True, help="Run kernels in Triton's interpreter (always so on cpu).")
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0).")
@@ -338,8 +466,22 @@ def submit(problem, file, no_speed, with_pytorch, ci_target, speed_budget, max_r
 @click.option("--no-pytorch", is_flag=True, help="Do not time the PyTorch baseline.")
 @_progress_option
 @_speed_options
-def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, no_pytorch, progress, ci_target,
-              speed_budget, max_rounds, plot_path):
+def bench_cmd(
+    problem,
+    file,
+    as_json,
+    device,
+    interpret,
+    sandbox,
+    gpu,
+    shapes,
+    no_pytorch,
+    progress,
+    ci_target,
+    speed_budget,
+    max_rounds,
+    plot_path,
+):
     """Time FILE against the reference (and PyTorch) on PROBLEM's bench shapes: speedups with 95% intervals."""
     p = problem_or_exit(problem)
     if p.kind != "kernel":
@@ -389,8 +531,9 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
         overrides = _bench_overrides(ci_target, speed_budget, max_rounds, only=only)
         if no_pytorch:
             overrides["torch_baseline"] = False
-        options = Options(device=device, interpret=interpret, sandbox=sandbox, gpu=gpu, bench=overrides,
-                          log=say, progress=shown)
+        options = Options(
+            device=device, interpret=interpret, sandbox=sandbox, gpu=gpu, bench=overrides, log=say, progress=shown
+        )
         report = bench(p, file, options)
     except KeyboardInterrupt:
         shown.close()
@@ -406,7 +549,13 @@ def bench_cmd(problem, file, as_json, device, interpret, sandbox, gpu, shapes, n
         shown.close()
     _print_bench(p, file, report, as_json)
     _plot(report.get("speed") or {}, plot_path)
-    sys.exit(EXIT_AC if report["verdict"] == Verdict.AC else EXIT_INTERNAL if report["verdict"] == Verdict.IE else EXIT_REJECTED)
+    sys.exit(
+        EXIT_AC
+        if report["verdict"] == Verdict.AC
+        else EXIT_INTERNAL
+        if report["verdict"] == Verdict.IE
+        else EXIT_REJECTED
+    )
 
 
 def _print_bench(p, file, report: dict, as_json: bool) -> None:
@@ -421,8 +570,10 @@ def _print_bench(p, file, report: dict, as_json: bool) -> None:
     from judge.timing.render import render_speed
 
     console = Console(highlight=False, soft_wrap=True)
-    console.print(f"[bold]Problem {p.id} · {escape(p.title)}[/bold]   {escape(str(file))}  "
-                  f"[dim]speed run, sandbox {report['mode']['sandbox']}[/dim]")
+    console.print(
+        f"[bold]Problem {p.id} · {escape(p.title)}[/bold]   {escape(str(file))}  "
+        f"[dim]speed run, sandbox {report['mode']['sandbox']}[/dim]"
+    )
     render_speed(report.get("speed") or {}, console)
     for n in report.get("notes") or []:
         console.print(f"[yellow]note:[/yellow] {escape(n)}")
@@ -460,10 +611,18 @@ def sandbox_status(device):
 @sandbox.command("build")
 @click.option("--kind", type=click.Choice(["cpu", "gpu"]), default="cpu", show_default=True)
 @click.option("--base", default=None, help="Base image (cpu: judge-base:bookworm from sandbox/make-base.sh).")
-@click.option("--ca-bundle", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="CA bundle for pip inside the build (TLS-intercepting networks).")
-@click.option("--wheels", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Install these wheels instead of fetching them.")
+@click.option(
+    "--ca-bundle",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="CA bundle for pip inside the build (TLS-intercepting networks).",
+)
+@click.option(
+    "--wheels",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Install these wheels instead of fetching them.",
+)
 @click.option("--online", is_flag=True, help="Let pip inside the build download the packages.")
 @click.option("--tag", default=None)
 def sandbox_build(kind, base, ca_bundle, wheels, online, tag):
@@ -471,8 +630,15 @@ def sandbox_build(kind, base, ca_bundle, wheels, online, tag):
     from judge.sandbox.images import build
 
     try:
-        built = build(kind, base=base, ca_bundle=ca_bundle, wheels=wheels, online=online, tag=tag,
-                      log=lambda m: click.echo(m, err=True))
+        built = build(
+            kind,
+            base=base,
+            ca_bundle=ca_bundle,
+            wheels=wheels,
+            online=online,
+            tag=tag,
+            log=lambda m: click.echo(m, err=True),
+        )
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback
         err(f"image build failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc) else ''}")
         sys.exit(EXIT_INTERNAL)

@@ -190,8 +190,12 @@ def gpu_memory_gib(gpu: int | None, which: str = "total") -> float | None:
     if smi is None or not str(index).isdigit():
         return None
     try:
-        probe = subprocess.run([smi, f"--query-gpu=memory.{which}", "--format=csv,noheader,nounits", "-i", str(index)],
-                               capture_output=True, text=True, timeout=5.0)
+        probe = subprocess.run(
+            [smi, f"--query-gpu=memory.{which}", "--format=csv,noheader,nounits", "-i", str(index)],
+            capture_output=True,
+            text=True,
+            timeout=5.0,
+        )
         return float(probe.stdout.strip().splitlines()[0]) / 1024 if probe.returncode == 0 else None
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return None
@@ -232,8 +236,14 @@ def resolve_device(device, interpret, fail=usage):
     if device is None:
         device = "cuda" if has_cuda else "cpu"
         if not has_cuda:
-            return device, True, ("no CUDA GPU found: running kernels in Triton's interpreter on the CPU "
-                                  "(slow, small shapes, bfloat16 skipped)")
+            return (
+                device,
+                True,
+                (
+                    "no CUDA GPU found: running kernels in Triton's interpreter on the CPU "
+                    "(slow, small shapes, bfloat16 skipped)"
+                ),
+            )
     if device == "cuda" and not has_cuda:
         fail("--device cuda: no CUDA GPU is available here; use --device cpu")
     if device == "cpu":

@@ -7,8 +7,17 @@ import sys
 
 import click
 
-from judge.cli_common import (EXIT_AC, EXIT_REJECTED, err, problem_or_exit, resolve_device, sandbox_help,
-                              sandbox_or_exit, usage)
+from judge.cli_common import (
+    EXIT_AC,
+    EXIT_REJECTED,
+    err,
+    problem_or_exit,
+    resolve_device,
+    sandbox_help,
+    sandbox_or_exit,
+    usage,
+)
+
 
 def _corpus_options(fn):
     options = [
@@ -18,8 +27,13 @@ def _corpus_options(fn):
         click.option("--interpret", is_flag=True),
         click.option("--sandbox", default="process", show_default=True, help=sandbox_help()),
         click.option("--jobs", type=int, default=1, show_default=True, help="Submissions judged at once."),
-        click.option("--pool", default="off", show_default=True, metavar="N|auto|off",
-                     help="A worker pool (as judge grade --pool): warm workers handed to the files, one each."),
+        click.option(
+            "--pool",
+            default="off",
+            show_default=True,
+            metavar="N|auto|off",
+            help="A worker pool (as judge grade --pool): warm workers handed to the files, one each.",
+        ),
     ]
     for opt in reversed(options):
         fn = opt(fn)
@@ -28,7 +42,8 @@ def _corpus_options(fn):
 
 def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool="off") -> int:
     """Judge the corpora of PROBLEMS (Problem objects) and print a line each; the number that mismatched."""
-    from judge.pool import client as pool_client, server as pool_server
+    from judge.pool import client as pool_client
+    from judge.pool import server as pool_server
 
     sandbox_or_exit(sandbox)
     try:
@@ -50,8 +65,10 @@ def _judge_corpora(problems, only, seed, device, interpret, sandbox, jobs, pool=
     finally:
         pool_client.use(None)
         server.close()
-        err(f"worker pool: {server.stats['taken']} workers handed out, {server.stats['missed']} started by "
-            f"their jobs, {server.stats['wasted']} warmed and not used")
+        err(
+            f"worker pool: {server.stats['taken']} workers handed out, {server.stats['missed']} started by "
+            f"their jobs, {server.stats['wasted']} warmed and not used"
+        )
 
 
 def _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs) -> int:
@@ -63,8 +80,7 @@ def _judge_corpora_now(problems, only, seed, device, interpret, sandbox, jobs) -
         err(note)
     # Verdicts only: a speed run per accepted file would queue every job on the GPU lock.
     base = Options(device=device, interpret=interpret, sandbox=sandbox, seed=seed, speed=False)
-    items = [(p, expected, path) for p in problems for expected, path in corpus_of(p)
-             if not only or only in str(path)]
+    items = [(p, expected, path) for p in problems for expected, path in corpus_of(p) if not only or only in str(path)]
     bad = run_corpus(items, base, jobs, click.echo)
     click.echo(f"{bad} of {len(items)} mismatched" if bad else f"all {len(items)} verdicts as declared")
     return bad
@@ -101,8 +117,10 @@ def register(cli: click.Group) -> None:
             problem, steps = static_steps(d)
             for step in steps:
                 failed += not step.ok
-                click.echo(f"{'ok ' if step.ok else 'BAD'} {step.where} {step.name}"
-                           + (f": {step.detail}" if step.detail else ""))
+                click.echo(
+                    f"{'ok ' if step.ok else 'BAD'} {step.where} {step.name}"
+                    + (f": {step.detail}" if step.detail else "")
+                )
             if problem is not None and all(s.ok for s in steps):
                 loaded.append(problem)
         if not no_corpus and loaded:

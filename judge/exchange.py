@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
 from judge import calls, kit, timeline
-from judge.pool.copies import copy_entries, entry_names
-from judge.replies import parsers, records
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed, request_exits
 from judge.judgement import death_outcome, error_outcome
+from judge.pool.copies import copy_entries, entry_names
+from judge.replies import parsers, records
 from judge.sandbox import Job
 from judge.shared import wire
 from judge.verdicts import Outcome, Verdict
@@ -32,8 +32,15 @@ def encode_inputs(inputs: list) -> tuple[list, list, int]:
             storage = arg.storage()
             desc = {"dtype": wire.dtype_name(storage.dtype), "shape": [storage.numel()]}
             raw = wire.storage_to_wire(storage)
-            wire_args.append({"kind": "tensor", "storage": desc, "shape": list(arg.values.shape),
-                              "strides": arg.strides(), "offset": arg.offset})
+            wire_args.append(
+                {
+                    "kind": "tensor",
+                    "storage": desc,
+                    "shape": list(arg.values.shape),
+                    "strides": arg.strides(),
+                    "offset": arg.offset,
+                }
+            )
             payloads.append((desc, raw))
             input_bytes += len(raw)
         elif arg is None:
@@ -57,8 +64,15 @@ class Exchange:
         self.info: dict = {}  # versions and device of the last worker that started
         self.printed: list[str] = []
         self.case_id = 0
-        self.timing = {"worker_starts": 0, "worker_start_seconds": 0.0, "cases": 0, "worker_seconds": 0.0,
-                       "golden_seconds": 0.0, "kernels_compiled": 0, "compile_seconds": 0.0}
+        self.timing = {
+            "worker_starts": 0,
+            "worker_start_seconds": 0.0,
+            "cases": 0,
+            "worker_seconds": 0.0,
+            "golden_seconds": 0.0,
+            "kernels_compiled": 0,
+            "compile_seconds": 0.0,
+        }
         self._compiles_seen = (0, 0.0)
         self.last_phases: dict = {}  # the last reply's split of the worker's seconds (records.Evidence.phases)
         self._stop_lock = threading.Lock()
@@ -83,20 +97,35 @@ class Exchange:
         try:
             if self.channel is None:
                 self.channel = WorkerChannel(self.backend, self.job)
-            hello = self.channel.start(submission_entry=self.problem.entry_point, arity=self.problem.arity,
-                                       threads=self.threads, calls=calls.worker_setup(self.problem, self.job.interpret))
+            hello = self.channel.start(
+                submission_entry=self.problem.entry_point,
+                arity=self.problem.arity,
+                threads=self.threads,
+                calls=calls.worker_setup(self.problem, self.job.interpret),
+            )
         except WorkerStartFailed as exc:
             self.stop()
             return Outcome(Verdict.IE, str(exc))
         except WorkerDied as died:
             self.stop()
-            return death_outcome(died.reason, died.detail, limit_seconds=limits.startup_seconds,
-                                 interpret=self.job.interpret, loading=True)
+            return death_outcome(
+                died.reason,
+                died.detail,
+                limit_seconds=limits.startup_seconds,
+                interpret=self.job.interpret,
+                loading=True,
+            )
         self.timing["worker_starts"] += 1
         self.timing["worker_start_seconds"] += time.monotonic() - t0
-        timeline.add("worker start", t0, time.monotonic(), pooled=self.channel.pooled,
-                     imports_seconds=hello.startup.get("imports_seconds"),
-                     waited_seconds=hello.startup.get("waited_seconds"), load_seconds=hello.startup.get("load_seconds"))
+        timeline.add(
+            "worker start",
+            t0,
+            time.monotonic(),
+            pooled=self.channel.pooled,
+            imports_seconds=hello.startup.get("imports_seconds"),
+            waited_seconds=hello.startup.get("waited_seconds"),
+            load_seconds=hello.startup.get("load_seconds"),
+        )
         # The worker's own account of its start (summed over starts): importing torch and Triton (a pooled
         # worker did that before it was handed over) and loading the submission.
         for part in ("imports_seconds", "load_seconds"):
@@ -146,8 +175,9 @@ class Exchange:
     def receive(self, case_id: int, max_bytes: int) -> records.CaseResult | records.CaseError:
         """The parsed reply to ``case_id``; raises judge.channel.WorkerDied when there is none."""
         t0 = time.monotonic()
-        reply = self._live().receive(parsers.parse_case_reply, timeout=self.job.limits.case_seconds,
-                                     max_bytes=max_bytes, expect_id=case_id)
+        reply = self._live().receive(
+            parsers.parse_case_reply, timeout=self.job.limits.case_seconds, max_bytes=max_bytes, expect_id=case_id
+        )
         self.timing["cases"] += 1
         self.timing["worker_seconds"] += time.monotonic() - t0
         self._count_compiles(reply.evidence)
@@ -217,7 +247,7 @@ class Workers:
             return 0
         with self._share_lock:
             done = self._shared.setdefault(src, set())
-            names = [n for n in entry_names(src) if n not in done][:max(0, SHARED_ENTRIES_MAX - len(done))]
+            names = [n for n in entry_names(src) if n not in done][: max(0, SHARED_ENTRIES_MAX - len(done))]
             done.update(names)
             dests = {ex.kernel_cache() for ex in self.all if ex is not source and ex.alive}
             dests.add(self.first.job.cache)

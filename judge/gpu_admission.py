@@ -76,8 +76,12 @@ def device_memory(gpu: int) -> tuple[int, int] | None:
     if smi is None:
         return None
     try:
-        probe = subprocess.run([smi, "--query-gpu=memory.total,memory.used", "--format=csv,noheader,nounits",
-                                "-i", str(int(gpu))], capture_output=True, text=True, timeout=5.0)
+        probe = subprocess.run(
+            [smi, "--query-gpu=memory.total,memory.used", "--format=csv,noheader,nounits", "-i", str(int(gpu))],
+            capture_output=True,
+            text=True,
+            timeout=5.0,
+        )
         total, used = (float(x) for x in probe.stdout.strip().splitlines()[0].split(","))
         return int(total) << 20, int(used) << 20
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
@@ -100,8 +104,15 @@ class Admission:
     read); else read from the device. ``used``: a callable giving the device's used bytes now (None: read from
     the device; with a given capacity and no callable, nothing outside the ledger is counted)."""
 
-    def __init__(self, gpu: int, *, capacity: int | None = None, used=None, margin: int = MARGIN_BYTES,
-                 directory: Path | None = None):
+    def __init__(
+        self,
+        gpu: int,
+        *,
+        capacity: int | None = None,
+        used=None,
+        margin: int = MARGIN_BYTES,
+        directory: Path | None = None,
+    ):
         self.gpu = int(gpu)
         self.margin = int(margin)
         self.dir = Path(directory) if directory is not None else base_dir() / f"triton-judge-gpu{self.gpu}.admission"
@@ -154,9 +165,19 @@ class Admission:
                 continue
             try:
                 data = json.loads(path.read_text())
-                out.append(Entry(int(data["ticket"]), int(data["pid"]), bool(data["held"]), int(data["bytes"]),
-                                 int(data["timed"]), bool(data.get("timing")), int(data.get("grow", 0)),
-                                 str(data.get("what", "")), path.name))
+                out.append(
+                    Entry(
+                        int(data["ticket"]),
+                        int(data["pid"]),
+                        bool(data["held"]),
+                        int(data["bytes"]),
+                        int(data["timed"]),
+                        bool(data.get("timing")),
+                        int(data.get("grow", 0)),
+                        str(data.get("what", "")),
+                        path.name,
+                    )
+                )
             except (OSError, ValueError, KeyError, TypeError):
                 continue  # a file being written by a judge of another version: not ours to judge
         return out
@@ -183,8 +204,17 @@ class Admission:
 
     # ------------------------------------------------------------------ requests
 
-    def reserve(self, want: int, *, least: int | None = None, unit: int = 1, timed: int = 0, what: str = "",
-                on_wait=None, block: bool = True) -> "Reservation | None":
+    def reserve(
+        self,
+        want: int,
+        *,
+        least: int | None = None,
+        unit: int = 1,
+        timed: int = 0,
+        what: str = "",
+        on_wait=None,
+        block: bool = True,
+    ) -> Reservation | None:
         """Reserve ``want`` bytes, or as much as fits from ``least`` up in steps of ``unit`` (a worker's share), and
         ``timed`` bytes more for the speed run's timed part. Waits its turn (``on_wait(ahead, why)`` whenever
         what it waits for changes); ``block=False``: None unless admitted at once. Refused when ``least`` and
@@ -193,8 +223,10 @@ class Admission:
         least = want if least is None else min(least, want)
         limit = self.limit()
         if limit is not None and least + timed > limit:
-            raise Refused(f"this judging needs {gib(least + timed)} of GPU memory and GPU {self.gpu} can give at "
-                          f"most {gib(limit)} (its memory less a margin of {gib(self.margin)})")
+            raise Refused(
+                f"this judging needs {gib(least + timed)} of GPU memory and GPU {self.gpu} can give at "
+                f"most {gib(limit)} (its memory less a margin of {gib(self.margin)})"
+            )
         with self._deciding():
             r = Reservation._new(self, what, timed)
         try:
@@ -209,6 +241,7 @@ class Admission:
     def wait_for_change(self, timeout: float, poll: float = POLL_SECONDS) -> bool:
         """Wait until a reservation here ends or shrinks, or the device's used memory falls by a GiB (another
         program let go), at most ``timeout`` seconds: what a capacity retry waits for. Whether one did."""
+
         def reserved():
             return {e.name: e.bytes for e in self.snapshot() if e.held}
 
@@ -229,7 +262,7 @@ class Admission:
         return False
 
 
-_here: dict[str, "Reservation"] = {}  # file name -> this process's live reservations
+_here: dict[str, Reservation] = {}  # file name -> this process's live reservations
 _here_lock = threading.Lock()
 
 
@@ -278,7 +311,7 @@ class Reservation:
         self.waited_seconds = 0.0  # summed over its waits (the first admission and any growth)
 
     @classmethod
-    def _new(cls, admission: Admission, what: str, timed: int) -> "Reservation":
+    def _new(cls, admission: Admission, what: str, timed: int) -> Reservation:
         ticket = time.monotonic_ns()
         path = admission.dir / f"{ticket:020d}-{os.getpid()}.json"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -290,8 +323,18 @@ class Reservation:
         return r
 
     def _write(self) -> None:
-        data = json.dumps({"ticket": self.ticket, "pid": os.getpid(), "held": self.held, "bytes": self.bytes,
-                           "timed": self.timed, "timing": self.timing, "grow": self.grow, "what": self.what})
+        data = json.dumps(
+            {
+                "ticket": self.ticket,
+                "pid": os.getpid(),
+                "held": self.held,
+                "bytes": self.bytes,
+                "timed": self.timed,
+                "timing": self.timing,
+                "grow": self.grow,
+                "what": self.what,
+            }
+        )
         os.ftruncate(self.fd, 0)
         os.pwrite(self.fd, data.encode(), 0)
 
@@ -332,8 +375,9 @@ class Reservation:
                     self.grow = 0
                     self._write()
 
-    def resize(self, want: int, *, least: int | None = None, timed: int | None = None, on_wait=None,
-               block: bool = True) -> bool:
+    def resize(
+        self, want: int, *, least: int | None = None, timed: int | None = None, on_wait=None, block: bool = True
+    ) -> bool:
         """Hold ``want`` bytes (and ``timed``, when given) from now on: less at once, more in its turn (before new
         requests). ``block=False``: more only if it fits now. Whether it holds ``want`` (at least ``least``)."""
         least = want if least is None else min(least, want)
@@ -345,8 +389,10 @@ class Reservation:
             return True
         limit = self.admission.limit()
         if limit is not None and least + timed > limit:
-            raise Refused(f"this judging needs {gib(least + timed)} of GPU memory and GPU "
-                          f"{self.admission.gpu} can give at most {gib(limit)}")
+            raise Refused(
+                f"this judging needs {gib(least + timed)} of GPU memory and GPU "
+                f"{self.admission.gpu} can give at most {gib(limit)}"
+            )
         before = self.timed
         self.timed = timed
         if self._await(want, least, max(1, want - least), on_wait, block):

@@ -20,8 +20,17 @@ class GpuClaim:
     that moving to it never waits); ``speed_replays``: its replay workers; ``baseline``: PyTorch's timed worker
     too. ``admission``: the GPU's ledger (tests give one with a capacity of their own)."""
 
-    def __init__(self, options, limits, *, speed: bool, speed_replays: int, baseline: bool = False, progress=None,
-                 admission: Admission | None = None):
+    def __init__(
+        self,
+        options,
+        limits,
+        *,
+        speed: bool,
+        speed_replays: int,
+        baseline: bool = False,
+        progress=None,
+        admission: Admission | None = None,
+    ):
         self.on = options.device == "cuda" and not options.interpret
         self.limits = limits
         self.progress = progress
@@ -64,9 +73,15 @@ class GpuClaim:
         workers = max(1, workers // (1 + others))
         least = self.judge + (replays + 1) * self.process
         want = least + (workers - 1) * self.process
-        self.reservation = self.admission.reserve(want, least=least, unit=self.process,
-                                                  timed=self._timed_for(least), what="tests",
-                                                  on_wait=self._waiting, block=block)
+        self.reservation = self.admission.reserve(
+            want,
+            least=least,
+            unit=self.process,
+            timed=self._timed_for(least),
+            what="tests",
+            on_wait=self._waiting,
+            block=block,
+        )
         if self.reservation is None:
             return 0
         self.given = int(1 + (self.reservation.bytes - least) // self.process)
@@ -94,8 +109,9 @@ class GpuClaim:
         if not self.on or self.speed is None:
             return
         if self.reservation is None:  # a speed run alone (judge bench)
-            self.reservation = self.admission.reserve(self.speed[0], timed=self.speed[1], what="speed run",
-                                                      on_wait=self._waiting)
+            self.reservation = self.admission.reserve(
+                self.speed[0], timed=self.speed[1], what="speed run", on_wait=self._waiting
+            )
         else:
             self.reservation.resize(self.speed[0], timed=self.speed[1], on_wait=self._waiting)
         self.ahead = True

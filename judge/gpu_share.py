@@ -81,8 +81,10 @@ class GpuShare:
             from judge.timing import lock
 
             try:
-                with lock.gpu_shared(self.options.gpu or 0, cancel=self._warm_cancel), \
-                        timeline.span("the judge's CUDA context, warmed"):
+                with (
+                    lock.gpu_shared(self.options.gpu or 0, cancel=self._warm_cancel),
+                    timeline.span("the judge's CUDA context, warmed"),
+                ):
                     self._cap_own(claim)
                     a = torch.ones((8, 8), dtype=torch.float64, device=self.golden_device)
                     (a @ a).sum().item()

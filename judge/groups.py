@@ -47,8 +47,9 @@ def draw_cases(domain: dict, examples: list[dict], n: int, salt: str, *, interpr
     return seen
 
 
-def run_group(domain: dict, examples: list[dict], n: int, salt: str, run_case, *, interpret: bool,
-              shrink_seconds: float) -> CaseFailed | None:
+def run_group(
+    domain: dict, examples: list[dict], n: int, salt: str, run_case, *, interpret: bool, shrink_seconds: float
+) -> CaseFailed | None:
     """The explicit examples, then ``n`` drawn cases (seeded by ``salt``): the shrunk first failure, or None."""
     import hypothesis.internal.conjecture.engine as engine
 

@@ -109,7 +109,7 @@ def matches(got, model, allowed, dtype, bad, ref=None) -> bool:
 
 def _arg_names(problem) -> list[str]:
     sig = getattr(problem, "signature", "") or ""
-    inner = sig[sig.find("(") + 1:sig.find(")")] if "(" in sig else ""
+    inner = sig[sig.find("(") + 1 : sig.find(")")] if "(" in sig else ""
     return [a.strip() for a in inner.split(",") if a.strip()]
 
 
@@ -126,8 +126,13 @@ def _args64(case: Case, replace: dict | None = None) -> list:
     out = []
     for i, a in enumerate(case.inputs or []):
         v = (replace or {}).get(i, _values(a))
-        out.append(v.to(case.device).to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point()
-                   else v.to(case.device) if isinstance(v, torch.Tensor) else v)
+        out.append(
+            v.to(case.device).to(torch.float64)
+            if isinstance(v, torch.Tensor) and v.is_floating_point()
+            else v.to(case.device)
+            if isinstance(v, torch.Tensor)
+            else v
+        )
     return out
 
 
@@ -158,7 +163,7 @@ def _contiguous_reading(inp) -> torch.Tensor | None:
     n = inp.values.numel()
     if storage.numel() < inp.offset + n:
         return None  # it would read past the storage: nothing to model
-    return storage[inp.offset:inp.offset + n].reshape(inp.values.shape)
+    return storage[inp.offset : inp.offset + n].reshape(inp.values.shape)
 
 
 def _rows(x: torch.Tensor) -> torch.Tensor:
@@ -195,10 +200,12 @@ def nonfinite_expected(w: Wrong) -> str | None:
     if not bool(exp_nf.all()) or not bool(got_f.all()):
         return None
     zeros = bool((w.got[w.bad] == 0).all())
-    return (f"the expected output is NaN or inf at these elements (NaN or inf in the inputs, or a result too "
-            f"large for {str(w.dtype).removeprefix('torch.')}), and the kernel returned "
-            f"{'zeros' if zeros else 'finite numbers'}: NaN and inf must come through as PyTorch gives them "
-            "(do not clamp, replace or skip them)")
+    return (
+        f"the expected output is NaN or inf at these elements (NaN or inf in the inputs, or a result too "
+        f"large for {str(w.dtype).removeprefix('torch.')}), and the kernel returned "
+        f"{'zeros' if zeros else 'finite numbers'}: NaN and inf must come through as PyTorch gives them "
+        "(do not clamp, replace or skip them)"
+    )
 
 
 def known_mistake(w: Wrong) -> str | None:
@@ -238,14 +245,17 @@ def strides_as_contiguous(w: Wrong) -> str | None:
             else:
                 outputs = _as_list(golden(*_args64(case, replace)))
                 if w.index < len(outputs) and w.matches(outputs[w.index]):
-                    said = "; ".join(f"{names[i] if i < len(names) else f'argument {i + 1}'} ({how})"
-                                     for i, _, how in which)
+                    said = "; ".join(
+                        f"{names[i] if i < len(names) else f'argument {i + 1}'} ({how})" for i, _, how in which
+                    )
                     layout = case.params.get("layout")
-                    where = f" (layout \"{layout}\")" if layout else ""
-                    return (f"the output is what the kernel computes when it reads its inputs as if they were packed "
-                            f"row-major, but this case's inputs{where} are laid out otherwise: {said}. Address "
-                            "every tensor with its own strides (x.stride(0), x.stride(1), ...), never with "
-                            "sizes")
+                    where = f' (layout "{layout}")' if layout else ""
+                    return (
+                        f"the output is what the kernel computes when it reads its inputs as if they were packed "
+                        f"row-major, but this case's inputs{where} are laid out otherwise: {said}. Address "
+                        "every tensor with its own strides (x.stride(0), x.stride(1), ...), never with "
+                        "sizes"
+                    )
     return None
 
 
@@ -256,9 +266,11 @@ def unwritten(w: Wrong) -> str | None:
     if not bool(nanbad.any()):
         return None
     if bool(nanbad.all()):
-        return ("every element is NaN, which is what new outputs start filled with: either the output was never "
-                "written (a kernel that does not store, or stores into another tensor), or every value came out "
-                "NaN (0 / 0, inf / inf)")
+        return (
+            "every element is NaN, which is what new outputs start filled with: either the output was never "
+            "written (a kernel that does not store, or stores into another tensor), or every value came out "
+            "NaN (0 / 0, inf / inf)"
+        )
     others = " (and other elements are wrong as well)" if bool((w.bad & ~nanbad).any()) else ""
     for d in reversed(range(nanbad.dim())):
         n = nanbad.shape[d]
@@ -270,17 +282,24 @@ def unwritten(w: Wrong) -> str | None:
         sl[d] = slice(start, n)
         if not bool(nanbad[tuple(sl)].all()):
             continue
-        what = (f"{_label(nanbad.dim(), d)} {start}-{n - 1} of {n} still hold" if start < n - 1
-                else f"{_label(nanbad.dim(), d, one=True)} {start} (the last of {n}) still holds")
+        what = (
+            f"{_label(nanbad.dim(), d)} {start}-{n - 1} of {n} still hold"
+            if start < n - 1
+            else f"{_label(nanbad.dim(), d, one=True)} {start} (the last of {n}) still holds"
+        )
         text = f"{what} NaN, which new outputs start filled with: never written"
         block = _block_of(start)
         if block >= 16 and n - start < block:
-            return (f"{text}{others}. That is the last, partial block (from {start}, a multiple of {block}): the "
-                    f"grid or the loop over blocks stops before it ({n} // BLOCK where triton.cdiv({n}, BLOCK) "
-                    "is needed), or a mask cuts it off")
+            return (
+                f"{text}{others}. That is the last, partial block (from {start}, a multiple of {block}): the "
+                f"grid or the loop over blocks stops before it ({n} // BLOCK where triton.cdiv({n}, BLOCK) "
+                "is needed), or a mask cuts it off"
+            )
         if block >= 16:
-            return (f"{text}{others}. Everything from {start} (a multiple of {block}) on is missing: a block "
-                    "capped at that size needs a loop over the rest")
+            return (
+                f"{text}{others}. Everything from {start} (a multiple of {block}) on is missing: a block "
+                "capped at that size needs a loop over the rest"
+            )
         return f"{text}{others}: a grid that launches too few programs, or a store mask that stops short"
     return None
 
@@ -309,9 +328,11 @@ def last_block(w: Wrong) -> str | None:
         block = _block_of(start)
         if block < 16 or n - start >= block:
             continue
-        return (f"only the last, partial block is wrong: {_label(bad.dim(), d)} {start}-{n - 1} of {n}, from "
-                f"{start} (a multiple of {block}) on. Look at what differs for that block: its mask (lanes past "
-                "the end must not count), the other= value of its loads, or the offsets it loads with")
+        return (
+            f"only the last, partial block is wrong: {_label(bad.dim(), d)} {start}-{n - 1} of {n}, from "
+            f"{start} (a multiple of {block}) on. Look at what differs for that block: its mask (lanes past "
+            "the end must not count), the other= value of its loads, or the offsets it loads with"
+        )
     return None
 
 
@@ -325,16 +346,20 @@ def missing_mask(w: Wrong) -> str | None:
     last_bad = bool(nan_rows[-1]) or bool(_rows(w.bad)[-1].any())
     if rows_got.shape[0] < 2 or not bool(nan_rows[:-1].all()) or not last_bad:
         return None
-    gappy = [(i, inp) for i, inp in enumerate(w.case.inputs)
-             if (getattr(inp, "pad", 0) or getattr(inp, "step", 1) != 1)
-             and bool(torch.isfinite(_values(inp).float()).all())]
+    gappy = [
+        (i, inp)
+        for i, inp in enumerate(w.case.inputs)
+        if (getattr(inp, "pad", 0) or getattr(inp, "step", 1) != 1) and bool(torch.isfinite(_values(inp).float()).all())
+    ]
     if not gappy:
         return None
     names = _arg_names(w.case.problem)
     which = ", ".join(names[i] if i < len(names) else f"argument {i + 1}" for i, _ in gappy)
-    return (f"every row came back NaN while the inputs hold no NaN, and this case's {which} has NaN in the gaps "
-            "after its rows (the judge fills them so): the kernel reads past the end of each row into the gap. "
-            "Mask every load with the row's length (mask=offs < n), and other= the reduction's neutral value")
+    return (
+        f"every row came back NaN while the inputs hold no NaN, and this case's {which} has NaN in the gaps "
+        "after its rows (the judge fills them so): the kernel reads past the end of each row into the gap. "
+        "Mask every load with the row's length (mask=offs < n), and other= the reduction's neutral value"
+    )
 
 
 def all_zeros(w: Wrong) -> str | None:
@@ -343,10 +368,14 @@ def all_zeros(w: Wrong) -> str | None:
         return None
     top = float(w.ref[torch.isfinite(w.ref)].abs().max())
     if top < 6e-8:  # below float16's smallest subnormal
-        return (f"the whole output is zeros where values were expected, and every expected value is tiny (at most "
-                f"{top:.2g}): intermediates in float16 or bfloat16 underflow to 0 there. Compute in float32")
-    return ("the whole output is zeros where values were expected: nothing was computed into it (zeros "
-            "stored, a loop that never ran, or a zero-filled tensor returned as it was)")
+        return (
+            f"the whole output is zeros where values were expected, and every expected value is tiny (at most "
+            f"{top:.2g}): intermediates in float16 or bfloat16 underflow to 0 there. Compute in float32"
+        )
+    return (
+        "the whole output is zeros where values were expected: nothing was computed into it (zeros "
+        "stored, a loop that never ran, or a zero-filled tensor returned as it was)"
+    )
 
 
 def constant_factor(w: Wrong) -> str | None:
@@ -364,8 +393,10 @@ def constant_factor(w: Wrong) -> str | None:
     text = f"every wrong element is the expected one times {med:.4g}"
     one_row = w.bad.dim() >= 2 and int(_rows(w.bad).any(dim=-1).sum()) < 2
     d = next((w.params[k] for k in ("D", "d") if isinstance(w.params.get(k), int)), None)
-    for value, why in ((LOG2E, "log2(e): a natural logarithm or exponential taken in base 2 (or the other way)"),
-                       (LN2, "ln(2): a base-2 logarithm or exponential taken as a natural one (or the other way)")):
+    for value, why in (
+        (LOG2E, "log2(e): a natural logarithm or exponential taken in base 2 (or the other way)"),
+        (LN2, "ln(2): a base-2 logarithm or exponential taken as a natural one (or the other way)"),
+    ):
         if abs(med - value) < 2e-3 * value:
             return f"{text}, which is {why}"
     if d and d > 1:
@@ -397,14 +428,23 @@ def row_factor(w: Wrong) -> str | None:
         return None
     which = "the wrong row is its expected row" if g.shape[0] == 1 else "each wrong row is its expected row"
     if hi == 0:
-        return (f"{which.replace('is its expected row', 'is')} all zeros where values were expected: the factor "
-                "that scales the row came out as 0 (for instance 1/sqrt(inf), from a sum of squares that "
-                "overflowed in float16)")
-    factor = (f"a factor of its own (from {lo:.4g} to {hi:.4g})" if f"{lo:.3g}" != f"{hi:.3g}"
-              else f"{lo:.4g}" if g.shape[0] == 1 else f"about {lo:.4g}")
-    return (f"{which} times {factor}: within a row the values are right relative to each other, and only the "
-            "row's overall scale is off (in a normalization: the row's sum, max or norm, or the statistics it "
-            "comes from)")
+        return (
+            f"{which.replace('is its expected row', 'is')} all zeros where values were expected: the factor "
+            "that scales the row came out as 0 (for instance 1/sqrt(inf), from a sum of squares that "
+            "overflowed in float16)"
+        )
+    factor = (
+        f"a factor of its own (from {lo:.4g} to {hi:.4g})"
+        if f"{lo:.3g}" != f"{hi:.3g}"
+        else f"{lo:.4g}"
+        if g.shape[0] == 1
+        else f"about {lo:.4g}"
+    )
+    return (
+        f"{which} times {factor}: within a row the values are right relative to each other, and only the "
+        "row's overall scale is off (in a normalization: the row's sum, max or norm, or the statistics it "
+        "comes from)"
+    )
 
 
 def low_precision(w: Wrong) -> str | None:
@@ -417,15 +457,17 @@ def low_precision(w: Wrong) -> str | None:
     if w.bad.float().mean() < 0.05:
         return None
     mag = _rows(w.ref.abs()).amax(dim=-1, keepdim=True).expand_as(_rows(w.ref)).reshape(w.ref.shape)[w.bad]
-    rel = ((g - r).abs() / mag.clamp_min(1e-300))
+    rel = (g - r).abs() / mag.clamp_min(1e-300)
     over = float(((g - r).abs() / a).max())
-    if float(rel.max()) > 0.02 or over < 4 or float(rel.median()) < 2 ** -14:
+    if float(rel.max()) > 0.02 or over < 4 or float(rel.median()) < 2**-14:
         return None
     length = _reduction_hint_dims(w)
-    return (f"the values are close (errors up to {float(rel.max()):.1e} of each row's scale) but up to {over:.0f}x "
-            f"the tolerance on {float(w.bad.float().mean()):.0%} of the elements: the error of a sum accumulated in "
-            f"low precision, which grows with the length of the sum{f' ({length})' if length else ''}. Accumulate "
-            "in float32 (tl.zeros(..., dtype=tl.float32), .to(tl.float32) before reducing) and round once at the end")
+    return (
+        f"the values are close (errors up to {float(rel.max()):.1e} of each row's scale) but up to {over:.0f}x "
+        f"the tolerance on {float(w.bad.float().mean()):.0%} of the elements: the error of a sum accumulated in "
+        f"low precision, which grows with the length of the sum{f' ({length})' if length else ''}. Accumulate "
+        "in float32 (tl.zeros(..., dtype=tl.float32), .to(tl.float32) before reducing) and round once at the end"
+    )
 
 
 # The signatures, in the order they are tried: models before patterns, specific before general.

@@ -25,8 +25,14 @@ class Refusal:
     details: dict = field(default_factory=dict)
 
 
-def check_source(path: Path, static_scan: bool = True, *, entry: str | None = None,
-                 arity: int | None = None, allow: tuple[str, ...] = ()) -> Refusal | None:
+def check_source(
+    path: Path,
+    static_scan: bool = True,
+    *,
+    entry: str | None = None,
+    arity: int | None = None,
+    allow: tuple[str, ...] = (),
+) -> Refusal | None:
     """CE for a file that is no Python source (size, empty, binary, UTF-8, syntax), RJ for what the static scan
     finds, CE for an entry point that is certainly missing or takes the wrong arguments (``entry`` and
     ``arity`` given: judge.precheck.entry_point); None when the file goes on to a worker. ``allow``: the
@@ -42,16 +48,32 @@ def check_source(path: Path, static_scan: bool = True, *, entry: str | None = No
         findings = staticscan.scan(text, allow)
         if findings:
             more = f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""
-            return Refusal(Verdict.RJ, f"not allowed in a submission: {findings[0].message()}{more}",
-                           {"findings": [{"line": f.line, "code": f.code, "why": f.why} for f in findings]})
+            return Refusal(
+                Verdict.RJ,
+                f"not allowed in a submission: {findings[0].message()}{more}",
+                {"findings": [{"line": f.line, "code": f.code, "why": f.why} for f in findings]},
+            )
     if entry:
         missing = precheck.entry_point(text, path.name, entry, arity or 0)
         if missing is not None:
             kind, message, line = missing
             # The same details as the worker's own refusal of the file (judge.untrusted.runner).
-            return Refusal(Verdict.CE, message, {"error": {
-                "category": "compile", "type": kind, "message": message, "line": line, "code": "", "frames": [],
-                "fatal": False, "at_import": False}})
+            return Refusal(
+                Verdict.CE,
+                message,
+                {
+                    "error": {
+                        "category": "compile",
+                        "type": kind,
+                        "message": message,
+                        "line": line,
+                        "code": "",
+                        "frames": [],
+                        "fatal": False,
+                        "at_import": False,
+                    }
+                },
+            )
     return None
 
 
@@ -68,13 +90,15 @@ def _impure_constexpr_functions(text: str) -> Refusal | None:
         return None
     line, name, why = impure[0]
     more = f" (and {len(impure) - 1} more)" if len(impure) > 1 else ""
-    return Refusal(Verdict.RJ, f"the constexpr function {name} must be a pure function of its arguments and the "
-                               f"file's constants; line {line}: {why}{more}",
-                   {"findings": [{"line": ln, "code": f"constexpr function {n}", "why": w} for ln, n, w in impure]})
+    return Refusal(
+        Verdict.RJ,
+        f"the constexpr function {name} must be a pure function of its arguments and the "
+        f"file's constants; line {line}: {why}{more}",
+        {"findings": [{"line": ln, "code": f"constexpr function {n}", "why": w} for ln, n, w in impure]},
+    )
 
 
-def refused_report(problem, submission: Path, refusal: Refusal, *, groups, mode: dict, seed: int,
-                   elapsed: float):
+def refused_report(problem, submission: Path, refusal: Refusal, *, groups, mode: dict, seed: int, elapsed: float):
     """The report of a file refused from its source alone, built without a worker, a sandbox or torch.
 
     The same report a Session gives such a file (judge.session), except that
@@ -93,12 +117,18 @@ def refused_report(problem, submission: Path, refusal: Refusal, *, groups, mode:
         seed=seed,
         verdict=refusal.verdict,
         message=refusal.message,
-        groups=[GroupResult(g.name, g.about, g.points, False, 0, refusal.verdict,
-                            skipped="not run: " + refusal.message) for g in groups],
+        groups=[
+            GroupResult(g.name, g.about, g.points, False, 0, refusal.verdict, skipped="not run: " + refusal.message)
+            for g in groups
+        ],
         notes=[],
         max_score=100.0,
-        speed={"scored": False, "points": 0, "max_points": problem.speed_points,
-               "reason": f"not measured: {refusal.verdict.value} before the speed run"},
+        speed={
+            "scored": False,
+            "points": 0,
+            "max_points": problem.speed_points,
+            "reason": f"not measured: {refusal.verdict.value} before the speed run",
+        },
         elapsed_seconds=elapsed,
         details=dict(refusal.details),
     )

@@ -13,16 +13,24 @@ import torch
 
 from judge import rules
 from judge.replies.records import CaseError, CaseResult, ErrorInfo
-from judge.shared import oom
 from judge.rules import outputs as output_rules
+from judge.shared import oom
 from judge.verdicts import Outcome, Verdict
 
-NOT_A_KERNEL_ERROR = ("SyntaxError", "MissingEntryPoint", "BadEntryPoint", "WrongArity", "ModuleNotFoundError",
-                      "ImportError", "IndentationError")
+NOT_A_KERNEL_ERROR = (
+    "SyntaxError",
+    "MissingEntryPoint",
+    "BadEntryPoint",
+    "WrongArity",
+    "ModuleNotFoundError",
+    "ImportError",
+    "IndentationError",
+)
 
 
-def judge_case(problem, reply: CaseResult | CaseError, expected, device: str, file: str,
-               specs=None) -> tuple[Outcome, list | None]:
+def judge_case(
+    problem, reply: CaseResult | CaseError, expected, device: str, file: str, specs=None
+) -> tuple[Outcome, list | None]:
     """(the Outcome of one call, the returned tensors when they could be read). ``specs``: the outputs the
     case returns (Problem.outputs_for its group; default the problem's)."""
     if isinstance(reply, CaseError):
@@ -33,8 +41,9 @@ def judge_case(problem, reply: CaseResult | CaseError, expected, device: str, fi
     found = rules.violation(reply.evidence, reply.outputs, context)
     if found is not None:
         return Outcome(found.verdict, found.message, found.details), got
-    wrong = output_rules.check(problem, reply.returned, reply.outputs, expected, device, reply.inputs_modified,
-                               specs=specs)
+    wrong = output_rules.check(
+        problem, reply.returned, reply.outputs, expected, device, reply.inputs_modified, specs=specs
+    )
     if wrong is not None:
         return wrong, got
     found = rules.violation(reply.evidence, reply.outputs, context, stage="provenance")
@@ -53,14 +62,24 @@ def judge_refill(first: list | None, second: tuple[Outcome, list | None]) -> Out
     outcome, got = second
     if outcome.passed:
         return None
-    same = (first is not None and got is not None and len(first) == len(got)
-            and all(a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.nan_to_num(), b.nan_to_num())
-                    for a, b in zip(first, got)))
+    same = (
+        first is not None
+        and got is not None
+        and len(first) == len(got)
+        and all(
+            a.shape == b.shape and a.dtype == b.dtype and torch.equal(a.nan_to_num(), b.nan_to_num())
+            for a, b in zip(first, got)
+        )
+    )
     if same or outcome.details.get("no_kernel"):
-        return Outcome(Verdict.RJ, "when the same input memory held new values, the entry point returned its "
-                                   "previous answer without computing it (a result cached by address)")
-    return Outcome(outcome.verdict, f"on a second call with new values in the same memory: {outcome.message}",
-                   outcome.details)
+        return Outcome(
+            Verdict.RJ,
+            "when the same input memory held new values, the entry point returned its "
+            "previous answer without computing it (a result cached by address)",
+        )
+    return Outcome(
+        outcome.verdict, f"on a second call with new values in the same memory: {outcome.message}", outcome.details
+    )
 
 
 def death_outcome(reason: str, detail: str, *, limit_seconds: float, interpret: bool, loading: bool = False) -> Outcome:
@@ -70,8 +89,10 @@ def death_outcome(reason: str, detail: str, *, limit_seconds: float, interpret: 
     if reason == "timeout":
         text = f"no answer within {limit_seconds:g} s (killed)"
     if reason == "crash" and interpret and any(sig in text for sig in ("SIGSEGV", "SIGABRT", "SIGBUS")):
-        details["hint"] = ("the interpreter does not check bounds: a kernel that loads or stores outside its "
-                           "tensors (a missing mask, or another tensor's strides) corrupts memory")
+        details["hint"] = (
+            "the interpreter does not check bounds: a kernel that loads or stores outside its "
+            "tensors (a missing mask, or another tensor's strides) corrupts memory"
+        )
     if loading:
         text = f"while loading the submission: {text}"
     return Outcome(rules.death_verdict(reason), text, details)
@@ -83,8 +104,10 @@ def error_outcome(err: ErrorInfo) -> Outcome:
     if err.hint:
         details["hint"] = err.hint
     if "illegal memory access" in err.message:
-        details["hint"] = ("a kernel loaded or stored outside its tensors: check masks, and that each tensor is "
-                           "addressed with its own strides")
+        details["hint"] = (
+            "a kernel loaded or stored outside its tensors: check masks, and that each tensor is "
+            "addressed with its own strides"
+        )
     return Outcome(rules.error_verdict(err.category), error_text(err), details)
 
 
@@ -108,6 +131,11 @@ def error_text(err: ErrorInfo) -> str:
         first = f"{oom.device_full(err.message)}: {first}"
     if err.type in NOT_A_KERNEL_ERROR:
         return first
-    prefix = ("error while importing the submission: " if err.at_import else
-              "error in register(namespace): " if err.at_register else "")
+    prefix = (
+        "error while importing the submission: "
+        if err.at_import
+        else "error in register(namespace): "
+        if err.at_register
+        else ""
+    )
     return f"{prefix}{err.type}: {first}{where}"

@@ -41,8 +41,7 @@ def judge_file(problem, path: Path, options) -> Report:
         return judge_answers(problem, path, options)
     from judge.session import Session
 
-    return judged_again_on_capacity(lambda: Session(problem, path, options).run(),
-                                    lambda: _wait_for_room(options))
+    return judged_again_on_capacity(lambda: Session(problem, path, options).run(), lambda: _wait_for_room(options))
 
 
 def judged_again_on_capacity(run, wait, retries: int = CAPACITY_RETRIES) -> Report:

@@ -45,8 +45,9 @@ class Plan:
 
     def handed_out(self) -> bool:
         """Nothing more of this group to hand out."""
-        return (self.frozen or self.next >= len(self.cases)
-                or (self.failed_at is not None and self.next > self.failed_at))
+        return (
+            self.frozen or self.next >= len(self.cases) or (self.failed_at is not None and self.next > self.failed_at)
+        )
 
     def failed(self) -> bool:
         return self.frozen or self.failed_at is not None
@@ -72,8 +73,10 @@ class Lanes:
         self._early: int | None = None  # a plan whose first case goes ahead of its turn (early)
         self._running: dict[int, tuple[object, int]] = {}  # id(worker) -> (worker, the plan of its case now)
         self._first_worker = workers[0] if workers else None
-        self._threads = [threading.Thread(target=self._lane, args=(ex,), name=f"judge-lane{i}", daemon=True)
-                         for i, ex in enumerate(workers)]
+        self._threads = [
+            threading.Thread(target=self._lane, args=(ex,), name=f"judge-lane{i}", daemon=True)
+            for i, ex in enumerate(workers)
+        ]
         for t in self._threads:
             t.start()
 
@@ -138,7 +141,7 @@ class Lanes:
             got = self._take_early()
             if got is not None:
                 return got
-        for plan in self._plans[self._current:]:
+        for plan in self._plans[self._current :]:
             if not plan.handed_out():
                 i = plan.next
                 plan.next += 1
@@ -154,8 +157,12 @@ class Lanes:
         if index >= len(self._plans):
             return None  # not drawn yet
         plan = self._plans[index]
-        if (index <= self._current or plan.next != 0 or plan.handed_out()
-                or any(p.failed() for p in self._plans[:index])):
+        if (
+            index <= self._current
+            or plan.next != 0
+            or plan.handed_out()
+            or any(p.failed() for p in self._plans[:index])
+        ):
             self._early = None  # its turn has come, or a failure may stop it: nothing to take ahead
             return None
         self._early = None

@@ -28,7 +28,9 @@ class Options:
     bench: dict = field(default_factory=dict)  # overrides of the problem's [bench] settings
     log: object = None  # callable(str) for progress lines on stderr (the GPU lock's wait), or None
     workers: int | None = None  # workers a submission's cases are spread over (None: judge.options.auto_workers)
-    progress: object = None  # judge.progress.Progress: live progress of the run (None: none, judge.progress.NO_PROGRESS)
+    progress: object = (
+        None  # judge.progress.Progress: live progress of the run (None: none, judge.progress.NO_PROGRESS)
+    )
     # Spawn the speed run's workers (and warm up ahead) when the session starts, not once its first group has
     # passed: for a lone `submit` on a GPU (judge.cli), where the machine has nothing else to do.
     speed_early: bool = False
@@ -40,10 +42,10 @@ def limits_for(problem, options: Options) -> Limits:
     spec.update({k: v for k, v in options.limits.items() if v is not None})
     interp = options.interpret
     return Limits(
-        case_seconds=float(spec.get("case_seconds_interpret" if interp else "case_seconds",
-                                    spec.get("case_seconds", 60))),
-        run_seconds=float(spec.get("run_seconds_interpret" if interp else "run_seconds",
-                                   spec.get("run_seconds", 900))),
+        case_seconds=float(
+            spec.get("case_seconds_interpret" if interp else "case_seconds", spec.get("case_seconds", 60))
+        ),
+        run_seconds=float(spec.get("run_seconds_interpret" if interp else "run_seconds", spec.get("run_seconds", 900))),
         memory_mb=int(spec.get("memory_mb", 8192)),
         output_bytes=int(spec.get("output_kb", 1024)) << 10,
         processes=int(spec.get("processes", 256)),
@@ -62,8 +64,7 @@ GPU_MEMORY_MB = 2 << 10
 MAX_GPU_WORKERS = 12
 
 
-def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None,
-                 gpu_memory_mb: int = GPU_MEMORY_MB) -> int:
+def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None, gpu_memory_mb: int = GPU_MEMORY_MB) -> int:
     """How many workers to spread one submission's correctness cases over, from this host.
 
     Each worker is a process with its own copy of torch (about 0.5 GB of host
@@ -109,8 +110,10 @@ def no_speed_run(problem, opts: Options, verdict=None) -> str | None:
     if opts.quick:
         return "not measured by a quick test: submit measures it"
     if opts.interpret or opts.device != "cuda":
-        return ("speed is not scored in interpreter mode: kernels run one program at a time on the CPU, so their "
-                "times say nothing about a GPU (submit on a machine with a GPU to score it)")
+        return (
+            "speed is not scored in interpreter mode: kernels run one program at a time on the CPU, so their "
+            "times say nothing about a GPU (submit on a machine with a GPU to score it)"
+        )
     if not opts.speed:
         return "not measured (--no-speed)"
     if opts.group is not None or opts.case is not None:
@@ -143,8 +146,11 @@ def replay_workers(device: str, interpret: bool, lone: bool) -> int:
 
 def planned_cases(group, options: Options) -> int:
     """How many cases Hypothesis is asked for in ``group`` (its explicit examples come on top)."""
-    n = options.max_examples if options.max_examples is not None else (
-        group.max_examples_interpret if options.interpret else group.max_examples)
+    n = (
+        options.max_examples
+        if options.max_examples is not None
+        else (group.max_examples_interpret if options.interpret else group.max_examples)
+    )
     return min(n, 2) if options.quick else n
 
 
@@ -154,8 +160,9 @@ def session_workers(problem, options: Options, gpu_gib: float | None = None) -> 
     for one case is a start for nothing)."""
     if options.case is not None:
         return 1
-    count = options.workers or auto_workers(options.device, options.interpret, gpu_gib,
-                                            limits_for(problem, options).gpu_memory_mb)
+    count = options.workers or auto_workers(
+        options.device, options.interpret, gpu_gib, limits_for(problem, options).gpu_memory_mb
+    )
     groups = [g for g in problem.groups if options.group is None or g.name == options.group]
     return max(1, min(count, max([planned_cases(g, options) + len(g.examples) for g in groups] or [1])))
 

@@ -38,8 +38,25 @@ def check_source(path: Path) -> tuple[str | None, int | None]:
 
 # Names through which a module can gain a global without a statement that binds it (a namespace written by
 # name, a module-level __getattr__, the module object replaced): a file that uses one goes to the worker.
-_DYNAMIC = frozenset({"globals", "locals", "vars", "setattr", "exec", "eval", "compile", "__import__", "__dict__",
-                      "__getattr__", "__class__", "modules", "__builtins__", "builtins", "importlib"})
+_DYNAMIC = frozenset(
+    {
+        "globals",
+        "locals",
+        "vars",
+        "setattr",
+        "exec",
+        "eval",
+        "compile",
+        "__import__",
+        "__dict__",
+        "__getattr__",
+        "__class__",
+        "modules",
+        "__builtins__",
+        "builtins",
+        "importlib",
+    }
+)
 
 
 def entry_point(text: str, name: str, entry: str, arity: int) -> tuple[str, str, int | None] | None:
@@ -106,5 +123,8 @@ def entry_point(text: str, name: str, entry: str, arity: int) -> tuple[str, str,
     if required <= arity and (arity <= positional or args.vararg is not None) and not keyword_required:
         return None
     found = f"def {entry}({ast.unparse(args)})"
-    return ("WrongArity", f"'{entry}' must accept {arity} positional arguments: expected {expected}, found {found}",
-            fn.lineno)
+    return (
+        "WrongArity",
+        f"'{entry}' must accept {arity} positional arguments: expected {expected}, found {found}",
+        fn.lineno,
+    )

@@ -14,7 +14,13 @@ NUM = (int, float)
 DOMAIN = object()  # a parameter domain: a constant, a list, or a {min, max, log} table (judge.cases)
 
 SCHEMA = {
-    "kind": str, "id": int, "slug": str, "title": str, "entry_point": str, "signature": str, "arity": int,
+    "kind": str,
+    "id": int,
+    "slug": str,
+    "title": str,
+    "entry_point": str,
+    "signature": str,
+    "arity": int,
     "outputs": [{"name": str, "dtype": str, "scope": str}],
     # The entry point as a factory (judge.calls): "namespace" = called once per worker with a fresh secret
     # operator namespace; what it returns is the callable the cases call.
@@ -22,15 +28,42 @@ SCHEMA = {
     "rules": {"allow": [str]},  # static-scan rules this problem lifts (judge.staticscan.ALLOWABLE)
     "compile": {"backend": str, "backend_interpret": str},  # groups with call = "compile"
     "grad": {"wrt": [int], "outputs": [{"name": str, "dtype": str, "scope": str}]},  # groups with call = "grad"
-    "limits": {"case_seconds": NUM, "case_seconds_interpret": NUM, "run_seconds": NUM, "run_seconds_interpret": NUM,
-               "startup_seconds": NUM, "memory_mb": int, "output_kb": int, "processes": int,
-               "gpu_memory_mb": int},
+    "limits": {
+        "case_seconds": NUM,
+        "case_seconds_interpret": NUM,
+        "run_seconds": NUM,
+        "run_seconds_interpret": NUM,
+        "startup_seconds": NUM,
+        "memory_mb": int,
+        "output_kb": int,
+        "processes": int,
+        "gpu_memory_mb": int,
+    },
     "check": {"factor": NUM, "ulps": NUM, "atol": NUM, "scope": str, "dim_names": {str: [str]}},
     "score": {"speed_points": NUM, "speed_zero_at": NUM, "speed_full_at": NUM, "speedup_clamp": NUM},
-    "bench": {"shapes": [{str: DOMAIN}], "interpret_shapes": [{str: DOMAIN}], "budget_seconds": NUM,
-              "ci_target": NUM, "min_rounds": int, "max_rounds": int, "request_seconds": NUM, "torch_baseline": bool},
-    "groups": [{"name": str, "points": NUM, "about": str, "examples": [{str: DOMAIN}], "max_examples": int,
-                "max_examples_interpret": int, "params": {str: DOMAIN}, "interpret": {str: DOMAIN}, "call": str}],
+    "bench": {
+        "shapes": [{str: DOMAIN}],
+        "interpret_shapes": [{str: DOMAIN}],
+        "budget_seconds": NUM,
+        "ci_target": NUM,
+        "min_rounds": int,
+        "max_rounds": int,
+        "request_seconds": NUM,
+        "torch_baseline": bool,
+    },
+    "groups": [
+        {
+            "name": str,
+            "points": NUM,
+            "about": str,
+            "examples": [{str: DOMAIN}],
+            "max_examples": int,
+            "max_examples_interpret": int,
+            "params": {str: DOMAIN},
+            "interpret": {str: DOMAIN},
+            "call": str,
+        }
+    ],
 }
 REQUIRED = ("id", "slug", "title", "entry_point", "signature", "arity", "outputs", "groups")
 SCOPES = ("element", "row", "tensor")
@@ -41,10 +74,24 @@ ALLOWABLE = ("torch.library",)  # static-scan rules a problem may lift (judge.st
 # kind = "answers": the submission is a TOML file of named numbers (judge.answers); each part is checked
 # against its exact value within a tolerance and earns its own points. Nothing runs: no worker, no golden.py.
 ANSWERS_SCHEMA = {
-    "kind": str, "id": int, "slug": str, "title": str,
+    "kind": str,
+    "id": int,
+    "slug": str,
+    "title": str,
     "score": {"speed_points": NUM},
-    "parts": [{"name": str, "about": str, "value": NUM, "unit": str, "points": NUM, "rel_tol": NUM, "abs_tol": NUM,
-               "hint": str, "mistakes": [{"values": [NUM], "ratios": [NUM], "hint": str}]}],
+    "parts": [
+        {
+            "name": str,
+            "about": str,
+            "value": NUM,
+            "unit": str,
+            "points": NUM,
+            "rel_tol": NUM,
+            "abs_tol": NUM,
+            "hint": str,
+            "mistakes": [{"values": [NUM], "ratios": [NUM], "hint": str}],
+        }
+    ],
 }
 ANSWERS_REQUIRED = ("kind", "id", "slug", "title", "parts")
 PART_REQUIRED = ("name", "value", "unit", "points", "hint")
@@ -92,7 +139,7 @@ def _check_calls(spec: dict, where: str, problems: list) -> None:
             calls.add(g["call"])
     grad = spec.get("grad")
     if "grad" in calls and not isinstance(grad, dict):
-        problems.append(f"{where}: a group with call = \"grad\" needs a [grad] table (wrt, outputs)")
+        problems.append(f'{where}: a group with call = "grad" needs a [grad] table (wrt, outputs)')
     if isinstance(grad, dict):
         wrt, outs = grad.get("wrt"), grad.get("outputs")
         arity = spec.get("arity") if isinstance(spec.get("arity"), int) else 0
@@ -103,6 +150,7 @@ def _check_calls(spec: dict, where: str, problems: list) -> None:
         for j, out in enumerate(outs or []):
             if isinstance(out, dict) and out.get("scope", "element") not in SCOPES:
                 problems.append(f"{where}: grad.outputs[{j}].scope must be one of {', '.join(SCOPES)}")
+
 
 def _check_parts(spec: dict, where: str, problems: list) -> None:
     """The keys of an answers problem that the type walk cannot see: required keys of each part and mistake."""

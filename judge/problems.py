@@ -262,17 +262,19 @@ def load_problem(directory: Path) -> Problem:
     groups = []
     for g in _require(spec, "groups", list, where):
         gw = f"{where} group {g.get('name', '?')}"
-        groups.append(Group(
-            name=_require(g, "name", str, gw),
-            points=float(_require(g, "points", (int, float), gw)),
-            about=g.get("about", ""),
-            params=_require(g, "params", dict, gw),
-            interpret=g.get("interpret", {}),
-            examples=tuple(g.get("examples", ())),
-            max_examples=int(g.get("max_examples", 20)),
-            max_examples_interpret=int(g.get("max_examples_interpret", 6)),
-            call=g.get("call", "direct"),
-        ))
+        groups.append(
+            Group(
+                name=_require(g, "name", str, gw),
+                points=float(_require(g, "points", (int, float), gw)),
+                about=g.get("about", ""),
+                params=_require(g, "params", dict, gw),
+                interpret=g.get("interpret", {}),
+                examples=tuple(g.get("examples", ())),
+                max_examples=int(g.get("max_examples", 20)),
+                max_examples_interpret=int(g.get("max_examples_interpret", 6)),
+                call=g.get("call", "direct"),
+            )
+        )
     score = spec.get("score", {})
     problem = Problem(
         id=_require(spec, "id", int, where),
@@ -291,8 +293,10 @@ def load_problem(directory: Path) -> Problem:
         factory=spec.get("factory"),
         scan_allow=tuple(spec.get("rules", {}).get("allow", ())),
         grad_wrt=tuple(spec.get("grad", {}).get("wrt", ())),
-        grad_outputs=tuple(Output(o["name"], o.get("dtype", "input"), o.get("scope", "element"))
-                           for o in spec.get("grad", {}).get("outputs", ())),
+        grad_outputs=tuple(
+            Output(o["name"], o.get("dtype", "input"), o.get("scope", "element"))
+            for o in spec.get("grad", {}).get("outputs", ())
+        ),
     )
     total = sum(g.points for g in groups) + problem.speed_points
     if abs(total - 100) > 1e-9:
@@ -312,30 +316,66 @@ def _load_answers(spec: dict, directory: Path, where: str) -> Problem:
         pw = f"{where} parts[{i}] ({p.get('name', '?')})"
         name = p["name"]
         if not PART_NAME.match(name):
-            raise ProblemError(f"{pw}: a part's name is its key in the student's file: lower-case letters, "
-                               "digits and _ (starting with a letter)")
+            raise ProblemError(
+                f"{pw}: a part's name is its key in the student's file: lower-case letters, "
+                "digits and _ (starting with a letter)"
+            )
         if name in names:
             raise ProblemError(f"{pw}: a second part named '{name}'")
         names.add(name)
-        part = Part(name=name, about=p.get("about", ""), value=float(p["value"]), unit=p["unit"],
-                    points=float(p["points"]), rel_tol=float(p.get("rel_tol", 0)), abs_tol=float(p.get("abs_tol", 0)),
-                    hint=p["hint"],
-                    mistakes=tuple(Mistake(m["hint"], tuple(map(float, m.get("values", ()))),
-                                           tuple(map(float, m.get("ratios", ())))) for m in p.get("mistakes", ())))
+        part = Part(
+            name=name,
+            about=p.get("about", ""),
+            value=float(p["value"]),
+            unit=p["unit"],
+            points=float(p["points"]),
+            rel_tol=float(p.get("rel_tol", 0)),
+            abs_tol=float(p.get("abs_tol", 0)),
+            hint=p["hint"],
+            mistakes=tuple(
+                Mistake(m["hint"], tuple(map(float, m.get("values", ()))), tuple(map(float, m.get("ratios", ()))))
+                for m in p.get("mistakes", ())
+            ),
+        )
         if not math.isfinite(part.value) or part.points <= 0 or part.rel_tol < 0 or part.abs_tol < 0:
             raise ProblemError(f"{pw}: value must be finite, points > 0 and tolerances >= 0")
         for m in part.mistakes:
             for wrong in list(m.values) + [r * part.value for r in m.ratios]:
                 if part.accepts(wrong):
-                    raise ProblemError(f"{pw}: the mistake {wrong:g} ('{m.hint[:40]}...') is within the tolerance "
-                                       "of the answer, so it would be accepted")
+                    raise ProblemError(
+                        f"{pw}: the mistake {wrong:g} ('{m.hint[:40]}...') is within the tolerance "
+                        "of the answer, so it would be accepted"
+                    )
         parts.append(part)
-    groups = [Group(name=p.name, points=p.points, about=p.about, params={}, interpret={}, examples=(),
-                    max_examples=1, max_examples_interpret=1) for p in parts]
+    groups = [
+        Group(
+            name=p.name,
+            points=p.points,
+            about=p.about,
+            params={},
+            interpret={},
+            examples=(),
+            max_examples=1,
+            max_examples_interpret=1,
+        )
+        for p in parts
+    ]
     problem = Problem(
-        id=spec["id"], slug=spec["slug"], title=spec["title"], directory=directory,
-        entry_point="", signature=f"answers ({len(parts)} parts, TOML)", arity=0, outputs=[], limits={}, check={},
-        speed_points=0.0, groups=groups, spec=spec, kind="answers", parts=parts,
+        id=spec["id"],
+        slug=spec["slug"],
+        title=spec["title"],
+        directory=directory,
+        entry_point="",
+        signature=f"answers ({len(parts)} parts, TOML)",
+        arity=0,
+        outputs=[],
+        limits={},
+        check={},
+        speed_points=0.0,
+        groups=groups,
+        spec=spec,
+        kind="answers",
+        parts=parts,
     )
     total = sum(p.points for p in parts)
     if abs(total - 100) > 1e-9:

@@ -236,8 +236,14 @@ class LiveLine(_Ticker):
         self._frame = 0
         self._helper: subprocess.Popen | None = None
         self._draw_lock = threading.Lock()
-        self._live = Live(console=console, get_renderable=self._render, auto_refresh=False, transient=True,
-                          redirect_stdout=False, redirect_stderr=True)
+        self._live = Live(
+            console=console,
+            get_renderable=self._render,
+            auto_refresh=False,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=True,
+        )
 
     def _render(self):
         from rich.text import Text
@@ -275,8 +281,20 @@ class LiveLine(_Ticker):
             self._live.refresh()
             try:
                 self._helper = subprocess.Popen(
-                    [sys.executable, "-I", "-S", "-c", _HELPER, line, repr(self.started), repr(self.every),
-                     str(self._frame)], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+                    [
+                        sys.executable,
+                        "-I",
+                        "-S",
+                        "-c",
+                        _HELPER,
+                        line,
+                        repr(self.started),
+                        repr(self.every),
+                        str(self._frame),
+                    ],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                )
             except Exception:  # noqa: BLE001 - without the helper the ticker carries on as it can
                 self._helper = None
         try:
@@ -352,7 +370,8 @@ class PlainLines(_Ticker):
 
 # The helper of LiveLine.blocking: the status line, redrawn every TICK_SECONDS on stderr until its stdin closes.
 # It imports nothing beyond built-in modules, and its clock is the parent's (CLOCK_MONOTONIC is system-wide).
-_HELPER = """
+_HELPER = (
+    """
 import os, select, sys, time
 text, started, every, frame = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 spin = "%s"
@@ -362,7 +381,9 @@ while True:
     os.write(2, line.encode())
     if select.select([0], [], [], every)[0]:
         break
-""" % SPINNER
+"""  # noqa: UP031
+    % SPINNER
+)
 
 
 def wanted(asked: bool | None, as_json: bool, stream=None) -> bool:

@@ -43,9 +43,11 @@ from judge.replay import Skipped
 from judge.verdicts import Outcome, Verdict
 
 # A replay that ran out of a limit: the case's verdict, as if its kernels had done so in the worker.
-LIMITS = {"timeout": (Verdict.TLE, "did not finish within twice the case's time limit"),
-          "memory": (Verdict.MLE, "ran out of memory"),
-          "output": (Verdict.OLE, "printed more than the output limit")}
+LIMITS = {
+    "timeout": (Verdict.TLE, "did not finish within twice the case's time limit"),
+    "memory": (Verdict.MLE, "ran out of memory"),
+    "output": (Verdict.OLE, "printed more than the output limit"),
+}
 
 
 class Proofs:
@@ -110,7 +112,7 @@ class Proofs:
         last = failed_at if failed_at is not None else float("inf")
         # Past the group's first failure a replay decides nothing: not waited for (one not begun is dropped).
         needed = [(key, params, f) for key, params, f in pending if order.get(key, float("inf")) < last]
-        for _, _, f in pending[len(needed):]:
+        for _, _, f in pending[len(needed) :]:
             f.cancel()
         waiting = any(not f.done() for _, _, f in needed)
         if waiting and progress is not None:
@@ -118,13 +120,13 @@ class Proofs:
         t0 = time.monotonic()
         found_first = None
         try:
-            for i, (key, params, future) in enumerate(needed):
+            for i, (_key, params, future) in enumerate(needed):
                 outcome = self._outcome(group, params, future.result(), again)
                 if outcome is not None:
                     found_first = (params, judged(outcome))
                     # The first finding in the cases' order is the group's: the later replays decide nothing
                     # (a kernel that stalls when replayed would otherwise cost each its own time limit).
-                    for _, _, later in needed[i + 1:]:
+                    for _, _, later in needed[i + 1 :]:
                         later.cancel()
                     break
         finally:
@@ -149,9 +151,13 @@ class Proofs:
                 return self.limit_outcome(second)
             if isinstance(second, Skipped) and second.counts:
                 self._count(second)
-                return Outcome(Verdict.RJ, f"the replay check: this passing case's call could not be replayed "
-                                           f"alone on fresh inputs, twice ({second.note}); every passing case "
-                                           "must be", {"replay": "none"})
+                return Outcome(
+                    Verdict.RJ,
+                    f"the replay check: this passing case's call could not be replayed "
+                    f"alone on fresh inputs, twice ({second.note}); every passing case "
+                    "must be",
+                    {"replay": "none"},
+                )
             found = second
         self._count(found)
         return found if isinstance(found, Outcome) else None
@@ -167,11 +173,15 @@ class Proofs:
 
     def limit_outcome(self, found: Skipped) -> Outcome:
         if found.reason == "run" or found.reason not in LIMITS:
-            return Outcome(Verdict.TLE, f"the whole run exceeded its limit of {self.run_seconds:g} s "
-                                        "(the replay check of a passing case was still running)")
+            return Outcome(
+                Verdict.TLE,
+                f"the whole run exceeded its limit of {self.run_seconds:g} s "
+                "(the replay check of a passing case was still running)",
+            )
         verdict, what = LIMITS[found.reason]
-        return Outcome(verdict, f"replayed alone on fresh inputs, your recorded launches {what}",
-                       {"replay": found.reason})
+        return Outcome(
+            verdict, f"replayed alone on fresh inputs, your recorded launches {what}", {"replay": found.reason}
+        )
 
     # ------------------------------------------------------------------ the end
 

@@ -54,12 +54,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from judge import expected, kit, rules, timeline
-from judge.replies import parsers, records
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
+from judge.replay_input import NOTE, encode, fresh_inputs, label, outside_source, tensor_refs, validate
+from judge.replies import parsers, records
 from judge.rules import outputs as output_rules
 from judge.sandbox.base import REPLAY_MODULE
 from judge.shared import kernel_source, oom, wire
-from judge.replay_input import NOTE, encode, fresh_inputs, label, outside_source, tensor_refs, validate
 from judge.verdicts import Outcome, Verdict
 
 PREFIX = "the replay check"  # every RJ of this layer starts with it
@@ -81,11 +81,17 @@ class Skipped:
     # case gets the verdict its kernels earned alone (judge.proofs).
     limits: bool = False
     reason: str = ""  # of a limit: "timeout", "memory", "output", or "run" (the run's own limit came first)
-COMPILE_HINT = ("in the interpreter a kernel body runs as Python, so Python calls, lists, loops over elements and "
-                "a tensor's .handle work there; a GPU compiles only Triton: tl operations on blocks, constexpr "
-                "arithmetic, the file's own @triton.jit functions")
-NAME_HINT = ("a kernel may use only Triton, math, its arguments and the file's own @triton.jit functions and "
-             "constants (a GPU compiles nothing else)")
+
+
+COMPILE_HINT = (
+    "in the interpreter a kernel body runs as Python, so Python calls, lists, loops over elements and "
+    "a tensor's .handle work there; a GPU compiles only Triton: tl operations on blocks, constexpr "
+    "arithmetic, the file's own @triton.jit functions"
+)
+NAME_HINT = (
+    "a kernel may use only Triton, math, its arguments and the file's own @triton.jit functions and "
+    "constants (a GPU compiles nothing else)"
+)
 
 
 # --------------------------------------------------------------------------- the replay worker
@@ -94,8 +100,17 @@ NAME_HINT = ("a kernel may use only Triton, math, its arguments and the file's o
 class Replayer:
     """The replay worker of one judging run: started once (at the first replay, or early with prestart)."""
 
-    def __init__(self, problem, job, backend, *, threads: int | None, golden_device: str, compute_lock=None,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        problem,
+        job,
+        backend,
+        *,
+        threads: int | None,
+        golden_device: str,
+        compute_lock=None,
+        seed: int | None = None,
+    ):
         self.problem = problem
         self.seed = seed  # the run's: the cases' fresh inputs derive from it (fresh_inputs)
         # Held around the judge's own work for a replay (fresh inputs, golden answers), never around the wait
@@ -125,8 +140,14 @@ class Replayer:
         # Where the replays' time goes, the judge's side of it: making the fresh inputs (bench replays), the
         # golden answers, waiting for the replay worker beyond them (its compiles, its run, the outputs'
         # transfer), judging what came back.
-        self.timing = {"replays": 0, "replay_seconds": 0.0, "replay_inputs_seconds": 0.0,
-                       "replay_golden_seconds": 0.0, "replay_wait_seconds": 0.0, "replay_judge_seconds": 0.0}
+        self.timing = {
+            "replays": 0,
+            "replay_seconds": 0.0,
+            "replay_inputs_seconds": 0.0,
+            "replay_golden_seconds": 0.0,
+            "replay_wait_seconds": 0.0,
+            "replay_judge_seconds": 0.0,
+        }
         self.compiles_ahead = self.job.device == "cuda" and not self.job.interpret  # (the interpreter compiles nothing)
         if self.compiles_ahead:
             # The compile pass ahead of each replay (precompile): its seconds, the kernels it compiled, and
@@ -156,12 +177,19 @@ class Replayer:
             t0 = time.monotonic()
             hello = self.channel.finish_start()
             self.timing["replay_start_wait_seconds"] = time.monotonic() - t0
-            timeline.add("wait for the replay worker's start", t0, time.monotonic(), pooled=self.channel.pooled,
-                         imports_seconds=hello.startup.get("imports_seconds"))
+            timeline.add(
+                "wait for the replay worker's start",
+                t0,
+                time.monotonic(),
+                pooled=self.channel.pooled,
+                imports_seconds=hello.startup.get("imports_seconds"),
+            )
             if self.channel.pooled:
                 self.timing["replay_pooled"] = 1
             if not hello.ok:
-                raise WorkerStartFailed(f"it could not read the file's kernels: {hello.error.message if hello.error else '?'}")
+                raise WorkerStartFailed(
+                    f"it could not read the file's kernels: {hello.error.message if hello.error else '?'}"
+                )
             self.ready = True
 
     def wait_ready(self) -> None:
@@ -197,8 +225,15 @@ class Replayer:
 
     # ------------------------------------------------------------------ one case
 
-    def check(self, params: dict, inputs: list, reply: records.CaseResult, device: str,
-              shared=contextlib.nullcontext, time_left=None) -> Outcome | Skipped | None:
+    def check(
+        self,
+        params: dict,
+        inputs: list,
+        reply: records.CaseResult,
+        device: str,
+        shared=contextlib.nullcontext,
+        time_left=None,
+    ) -> Outcome | Skipped | None:
         """Replay a passing case's record on fresh inputs: an RJ (or IE) Outcome, Skipped, or None (it computes the
         answer). ``shared()`` is held around the replay's GPU work, not its compile pass (:meth:`precompile`).
         ``time_left()``: seconds left of the run's limit, which no wait for the replay worker goes past."""
@@ -210,8 +245,9 @@ class Replayer:
         finally:
             self._time_left = None
 
-    def check_bench(self, params: dict, specs: list, outputs: records.BenchOutputs, device: str,
-                    shared=contextlib.nullcontext) -> Outcome | Skipped | None:
+    def check_bench(
+        self, params: dict, specs: list, outputs: records.BenchOutputs, device: str, shared=contextlib.nullcontext
+    ) -> Outcome | Skipped | None:
         """Replay a timed call of the speed run (judge.timing.verify) on fresh bench inputs, as :meth:`check`
         does a case: RJ (or IE) Outcome, Skipped, or None. A wrong answer carries ``case`` = {"bench_seed": S}:
         the speed run asks the submission's worker for a call on the same inputs (a bench request with seed S)."""
@@ -237,8 +273,9 @@ class Replayer:
             self.replay_id += 1
             with timeline.span("replay: compile pass"):
                 self.channel.send_case({"type": "compile", "id": self.replay_id, "trace": record}, [])
-                done = self.channel.receive(parsers.parse_compile_reply, timeout=self._timeout()[0],
-                                            max_bytes=1 << 16, expect_id=self.replay_id)
+                done = self.channel.receive(
+                    parsers.parse_compile_reply, timeout=self._timeout()[0], max_bytes=1 << 16, expect_id=self.replay_id
+                )
             self.timing["replay_precompiled"] += max(0, done.compiled)
         except (WorkerStartFailed, WorkerDied):
             self.stop()  # the replay starts a fresh one, and says what fails
@@ -265,8 +302,9 @@ class Replayer:
 
         trace = outputs.trace
         if trace is None:
-            return Outcome(Verdict.RJ, "the worker sent no record of the timed call's launches (a forged or "
-                                       "tampered reply)")
+            return Outcome(
+                Verdict.RJ, "the worker sent no record of the timed call's launches (a forged or tampered reply)"
+            )
         base = secrets.randbits(62)
         seed = bench_inputs.call_seed(base, 0)  # call 0 of a bench request with seed ``base``
         # The judge's own copy of the fresh inputs, for the golden model; the replay worker makes the same.
@@ -279,13 +317,21 @@ class Replayer:
         if found is not None:
             verdict, message = found
             return Skipped(message) if verdict == "note" else Outcome(Verdict.RJ, message, {"replay": "record"})
-        frames = [({"dtype": "uint8", "shape": [len(s.snapshot)]}, s.snapshot)
-                  for s in trace.storages if s.origin == "outside"]
+        frames = [
+            ({"dtype": "uint8", "shape": [len(s.snapshot)]}, s.snapshot)
+            for s in trace.storages
+            if s.origin == "outside"
+        ]
         dev = "cuda" if device.startswith("cuda") else "cpu"
-        found = self._replay(trace, frames, sum(sizes.values()), {"bench": {"specs": specs, "seed": seed}},
-                             lambda: expected.answers(self.problem, fresh, params.get("dtype", "float32"),
-                                                      self.golden_device, params),
-                             outputs, dev)
+        found = self._replay(
+            trace,
+            frames,
+            sum(sizes.values()),
+            {"bench": {"specs": specs, "seed": seed}},
+            lambda: expected.answers(self.problem, fresh, params.get("dtype", "float32"), self.golden_device, params),  # noqa: F821
+            outputs,
+            dev,
+        )
         if isinstance(found, Outcome) and found.details.get("replay") == "wrong" and not found.details.get("outside"):
             found = replace(found, case={"bench_seed": base})
         del fresh
@@ -297,8 +343,11 @@ class Replayer:
         trace = reply.trace
         if trace is None:
             return Outcome(Verdict.RJ, "the worker sent no record of the call's launches (a forged or tampered reply)")
-        sizes = {i: a.storage_numel() * a.values.element_size() for i, a in enumerate(inputs)
-                 if isinstance(a, kit.TensorInput)}
+        sizes = {
+            i: a.storage_numel() * a.values.element_size()
+            for i, a in enumerate(inputs)
+            if isinstance(a, kit.TensorInput)
+        }
         found = validate(trace, self.kernels, sizes, device, self.file)
         if found is not None:
             verdict, message = found
@@ -316,9 +365,15 @@ class Replayer:
             elif s.origin == "outside":
                 frames.append(({"dtype": "uint8", "shape": [len(s.snapshot)]}, s.snapshot))
         input_bytes = sum(len(raw) for _, raw in frames)
-        found = self._replay(trace, frames, input_bytes, {},
-                             lambda: expected.for_inputs(self.problem, fresh, params, self.golden_device),
-                             reply, device)
+        found = self._replay(
+            trace,
+            frames,
+            input_bytes,
+            {},
+            lambda: expected.for_inputs(self.problem, fresh, params, self.golden_device),
+            reply,
+            device,
+        )
         if isinstance(found, Outcome) and found.details.get("replay") == "wrong" and not found.details.get("outside"):
             # Wrong on the fresh inputs; the session runs them in the submission's worker too (a kernel
             # that is wrong on some values is WA, not RJ: see Session._execute).
@@ -345,19 +400,30 @@ class Replayer:
                 answers = answers_for()
                 t0 = self._spent("replay_golden_seconds", t0)
             timeout, by_run = self._timeout()  # (the golden answers took some of it)
-            result = self.channel.receive(parsers.parse_replay_reply, timeout=max(timeout, 0.1),
-                                          max_bytes=8 * input_bytes + (1 << 20), expect_id=self.replay_id)
+            result = self.channel.receive(
+                parsers.parse_replay_reply,
+                timeout=max(timeout, 0.1),
+                max_bytes=8 * input_bytes + (1 << 20),
+                expect_id=self.replay_id,
+            )
             self._spent("replay_wait_seconds", t0)
         except WorkerDied as died:
             self.stop()
             if died.reason in ("timeout", "memory", "output"):
-                why = {"timeout": "did not finish in time", "memory": "ran out of memory",
-                       "output": "printed more than the limit"}[died.reason]
+                why = {
+                    "timeout": "did not finish in time",
+                    "memory": "ran out of memory",
+                    "output": "printed more than the limit",
+                }[died.reason]
                 reason = "run" if died.reason == "timeout" and by_run else died.reason
                 return Skipped(f"{NOTE}: the replay {why}", limits=True, reason=reason)
-            return Outcome(Verdict.RJ, "replayed alone on fresh inputs, your recorded launches "
-                                       f"{'crashed the replay' if died.reason == 'crash' else 'broke the replay'}: "
-                                       f"{died.detail}", {"replay": "died"})
+            return Outcome(
+                Verdict.RJ,
+                "replayed alone on fresh inputs, your recorded launches "
+                f"{'crashed the replay' if died.reason == 'crash' else 'broke the replay'}: "
+                f"{died.detail}",
+                {"replay": "died"},
+            )
         if not result.ok:
             self.stop()  # a kernel that failed may have left the worker unusable (a CUDA error): start afresh
         if result.ok and result.compiled >= 0 and self.compiles_ahead:
@@ -401,10 +467,13 @@ class Replayer:
                 continue
             name = names[i] if i < len(names) else "the output"
             how = f"through {label(trace, through)}" if through is not None else "returned as it is"
-            return Outcome(Verdict.RJ, f"replayed alone on fresh inputs, {label(trace, w)} computed {name}; in your "
-                                       f"process the same launch left {name} as it was, holding data from outside "
-                                       f"your kernels ({how}): the kernel did not do there what it does replayed",
-                           {"replay": "not written here", "event": label(trace, w)})
+            return Outcome(
+                Verdict.RJ,
+                f"replayed alone on fresh inputs, {label(trace, w)} computed {name}; in your "
+                f"process the same launch left {name} as it was, holding data from outside "
+                f"your kernels ({how}): the kernel did not do there what it does replayed",
+                {"replay": "not written here", "event": label(trace, w)},
+            )
         return None
 
     def _judge(self, trace, reply, result: records.ReplayResult, answers, device) -> Outcome | None:
@@ -415,15 +484,21 @@ class Replayer:
             if full:  # the replay worker is the judge's: a GPU filled by other work is no finding against the file
                 return Outcome(Verdict.IE, f"the replay check could not run ({where}): {full}", {"replay": "capacity"})
             if result.kind == "record":
-                return Outcome(Verdict.RJ, f"the record of the call could not be replayed ({where}): {err.message}",
-                               {"replay": "record"})
+                return Outcome(
+                    Verdict.RJ,
+                    f"the record of the call could not be replayed ({where}): {err.message}",
+                    {"replay": "record"},
+                )
             if result.kind == "rule":
                 return Outcome(Verdict.RJ, f"{where}: {err.message}", {"replay": "rule", "error": err.as_dict()})
             if result.kind == "compile":
                 # The interpreter ran it as Python; Triton's compiler, for a GPU, refuses it (judge.untrusted.frontend).
-                return Outcome(Verdict.CE, f"the replay check: {where} would not compile for a GPU (sm_{kernel_source.COMPILE_ARCH}), "
-                                           f"though the interpreter ran it: {err.message}",
-                               {"replay": "compile", "error": err.as_dict(), "hint": COMPILE_HINT})
+                return Outcome(
+                    Verdict.CE,
+                    f"the replay check: {where} would not compile for a GPU (sm_{kernel_source.COMPILE_ARCH}), "
+                    f"though the interpreter ran it: {err.message}",
+                    {"replay": "compile", "error": err.as_dict(), "hint": COMPILE_HINT},
+                )
             line = f" (line {err.line}: {err.code})" if err.line and err.code else ""
             text = f"replayed alone on fresh inputs, {where} failed: {err.type}: {err.message.splitlines()[0] if err.message else ''}{line}"
             details = {"replay": "error", "error": err.as_dict()}
@@ -440,8 +515,14 @@ class Replayer:
         writer = result.writers[index] if index < len(result.writers) else None
         if writer is not None and writer >= len(trace.events):
             writer = None  # only a broken replay worker says so: name nothing rather than something wrong
-        given = max((k for k, e in enumerate(trace.events) if e.kind == "launch" and ref is not None
-                     and any(r.storage == ref.storage for r in tensor_refs(e))), default=None)
+        given = max(
+            (
+                k
+                for k, e in enumerate(trace.events)
+                if e.kind == "launch" and ref is not None and any(r.storage == ref.storage for r in tensor_refs(e))
+            ),
+            default=None,
+        )
         written = f"last written by {label(trace, writer)}" if writer is not None else "no recorded event wrote it"
         if given is not None and (writer is None or trace.events[writer].kind != "launch"):
             who = f"{label(trace, given)} was the last launch given it; {written}"
@@ -519,5 +600,3 @@ class Replayers:
     def check_bench(self, params: dict, specs: list, outputs, device: str, shared=contextlib.nullcontext):
         """A speed run's replay of a checked call (Replayer.check_bench) on a free member."""
         return self._on_free(lambda m: m.check_bench(params, specs, outputs, device, shared=shared))
-
-

@@ -42,11 +42,13 @@ def tensor_refs(event: records.TraceEvent) -> list[records.TensorRef]:
 
 def label(trace: records.Trace, index: int) -> str:
     return tracing.event_label(
-        [{"k": e.kind, "kernel": e.kernel, "grid": e.grid, "op": e.op} for e in trace.events], index)
+        [{"k": e.kind, "kernel": e.kernel, "grid": e.grid, "op": e.op} for e in trace.events], index
+    )
 
 
-def validate(trace: records.Trace, kernels: set[str], input_sizes: dict[int, int], device: str, file: str
-             ) -> tuple[str, str] | None:
+def validate(
+    trace: records.Trace, kernels: set[str], input_sizes: dict[int, int], device: str, file: str
+) -> tuple[str, str] | None:
     """Why this record cannot be replayed: (Verdict.RJ, message) or ("note", message); None when it can."""
     if trace.truncated:
         return "note", f"{NOTE}: {trace.truncated}"
@@ -55,16 +57,24 @@ def validate(trace: records.Trace, kernels: set[str], input_sizes: dict[int, int
     seen_args = set()
     for s in storages:
         if s.device not in ("cpu", device_type):
-            return Verdict.RJ, f"the record of the call is not consistent: memory on {s.device} in a run on {device_type}"
+            return (
+                Verdict.RJ,
+                f"the record of the call is not consistent: memory on {s.device} in a run on {device_type}",
+            )
         if s.origin == "input":
             if s.arg not in input_sizes or s.arg in seen_args or input_sizes[s.arg] != s.nbytes:
-                return Verdict.RJ, ("the record of the call is not consistent: its inputs are not the case's "
-                              "(a forged or tampered record)")
+                return Verdict.RJ, (
+                    "the record of the call is not consistent: its inputs are not the case's "
+                    "(a forged or tampered record)"
+                )
             seen_args.add(s.arg)
         elif s.origin == "made":
             e = trace.events[s.event] if s.event < len(trace.events) else None
             if e is None or e.kind != "op" or s.id not in e.made:
-                return Verdict.RJ, "the record of the call is not consistent: memory made by an event that did not make it"
+                return (
+                    Verdict.RJ,
+                    "the record of the call is not consistent: memory made by an event that did not make it",
+                )
     if seen_args != set(input_sizes):
         return Verdict.RJ, "the record of the call is not consistent: it lacks some of the case's inputs"
 
@@ -78,25 +88,33 @@ def validate(trace: records.Trace, kernels: set[str], input_sizes: dict[int, int
         if need > s.nbytes:
             return Verdict.RJ, f"the record of the call is not consistent: {what} reaches beyond its memory"
         if s.origin == "outside" and s.snapshot is None:
-            return Verdict.RJ, (f"data from outside your kernels reached {what}: {s.nbytes} bytes of memory that no "
-                          "allocation or copy of the call made (all data must come from the inputs through your "
-                          "kernels)")
+            return Verdict.RJ, (
+                f"data from outside your kernels reached {what}: {s.nbytes} bytes of memory that no "
+                "allocation or copy of the call made (all data must come from the inputs through your "
+                "kernels)"
+            )
         return None
 
     for i, e in enumerate(trace.events):
         if e.kind == "foreign":
-            return Verdict.RJ, (f"the call launched {e.kernel}, a kernel not defined in {file}: only your file's kernels "
-                          "may compute the answer")
+            return Verdict.RJ, (
+                f"the call launched {e.kernel}, a kernel not defined in {file}: only your file's kernels "
+                "may compute the answer"
+            )
         where = label(trace, i)
         if e.kind == "launch" and e.kernel not in kernels:
-            return Verdict.RJ, (f"{where}: {e.kernel} is not a top-level @triton.jit function of {file} (kernels are "
-                          "replayed from the file's source, so they must be defined there at top level)")
+            return Verdict.RJ, (
+                f"{where}: {e.kernel} is not a top-level @triton.jit function of {file} (kernels are "
+                "replayed from the file's source, so they must be defined there at top level)"
+            )
         for v in _values(e):
             if isinstance(v, records.Tagged) and v.tag == "opaque":
                 if str(v.value).startswith("triton.") or "tensor of dtype" in str(v.value):
                     return "note", f"{NOTE}: {where} was given {v.value}, which the replay does not rebuild"
-                return Verdict.RJ, (f"{where} was given a {v.value}: a Triton kernel takes tensors, numbers, booleans, "
-                              "strings, dtypes and tuples of those")
+                return Verdict.RJ, (
+                    f"{where} was given a {v.value}: a Triton kernel takes tensors, numbers, booleans, "
+                    "strings, dtypes and tuples of those"
+                )
             if isinstance(v, records.TensorRef):
                 found = check_ref(v, i, where)
                 if found is not None:
@@ -124,8 +142,12 @@ def outside_source(trace: records.Trace, storage: int) -> tuple[bool, int | None
         if not refs & tainted.keys():
             continue
         writes = set(refs) if e.kind == "launch" else {m for m in e.made if m is not None}
-        if e.kind == "op" and e.op.split(".")[0] in tracing.WRITES and e.args and isinstance(e.args[0],
-                                                                                            records.TensorRef):
+        if (
+            e.kind == "op"
+            and e.op.split(".")[0] in tracing.WRITES
+            and e.args
+            and isinstance(e.args[0], records.TensorRef)
+        ):
             writes.add(e.args[0].storage)
         out = e.kwargs.get("out")
         if isinstance(out, records.TensorRef):
@@ -150,8 +172,16 @@ def _encode(value):
             return {"constexpr": _encode(value.value)}
         if value.tag == "tensor_descriptor":
             base, shape, strides, block, padding, rnd = value.value
-            return {"tensor_descriptor": {"base": base.as_wire(), "shape": list(shape), "strides": list(strides),
-                                          "block_shape": list(block), "padding": padding, "round_f32_to_tf32": rnd}}
+            return {
+                "tensor_descriptor": {
+                    "base": base.as_wire(),
+                    "shape": list(shape),
+                    "strides": list(strides),
+                    "block_shape": list(block),
+                    "padding": padding,
+                    "round_f32_to_tf32": rnd,
+                }
+            }
         return {value.tag: value.value}
     return value
 
@@ -201,9 +231,14 @@ def fresh_inputs(problem, params: dict, original: list, run_seed: int | None = N
     out = []
     for a, b in zip(original, fresh):
         if isinstance(a, kit.TensorInput):
-            if not (isinstance(b, kit.TensorInput) and b.dtype == a.dtype and b.values.shape == a.values.shape
-                    and b.strides() == a.strides() and b.offset == a.offset
-                    and b.storage_numel() == a.storage_numel()):
+            if not (
+                isinstance(b, kit.TensorInput)
+                and b.dtype == a.dtype
+                and b.values.shape == a.values.shape
+                and b.strides() == a.strides()
+                and b.offset == a.offset
+                and b.storage_numel() == a.storage_numel()
+            ):
                 return None
             out.append(b)
         else:

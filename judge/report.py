@@ -42,8 +42,11 @@ def _clean(text: str, limit: int = 2000) -> str:
 def render(report: Report, console: Console) -> None:
     p = report.problem
     mode = report.mode
-    where = "Triton interpreter on the CPU" if mode["interpret"] and mode["device"] == "cpu" else (
-        f"Triton interpreter, tensors on {mode['device']}" if mode["interpret"] else "GPU (compiled Triton)")
+    where = (
+        "Triton interpreter on the CPU"
+        if mode["interpret"] and mode["device"] == "cpu"
+        else (f"Triton interpreter, tensors on {mode['device']}" if mode["interpret"] else "GPU (compiled Triton)")
+    )
     device_name = report.worker.get("device_name")
     if device_name and not mode["interpret"]:
         where += f": {device_name}"
@@ -52,8 +55,10 @@ def render(report: Report, console: Console) -> None:
     if answers:
         console.print("[dim]answers read as data and checked part by part (nothing in the file runs)[/dim]")
     else:
-        console.print(f"[dim]mode: {where} · sandbox {mode['sandbox']} · seed {report.seed}"
-                      f"{' · quick test' if mode.get('quick') else ''}[/dim]")
+        console.print(
+            f"[dim]mode: {where} · sandbox {mode['sandbox']} · seed {report.seed}"
+            f"{' · quick test' if mode.get('quick') else ''}[/dim]"
+        )
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("")
@@ -81,8 +86,10 @@ def render(report: Report, console: Console) -> None:
             console.print(f"\n[bold red]✗ {escape(g.name)}[/bold red] [dim]({escape(g.about)})[/dim]")
         else:
             names = ", ".join(x.name for x in same)
-            console.print(f"\n[bold red]✗ {escape(names)}[/bold red] [dim](the same failure in {len(same)} "
-                          f"groups; the first one's case)[/dim]")
+            console.print(
+                f"\n[bold red]✗ {escape(names)}[/bold red] [dim](the same failure in {len(same)} "
+                f"groups; the first one's case)[/dim]"
+            )
         console.print(f"  {g.verdict.value}: {_clean(g.message)}")
         if g.case is not None:
             console.print(f"  case: [cyan]{escape(json.dumps(g.case))}[/cyan]")
@@ -92,8 +99,10 @@ def render(report: Report, console: Console) -> None:
         if d.get("hint"):
             console.print(f"  hint: {escape(d['hint'])}")
         for s in (d.get("samples") or [])[:3]:
-            console.print(f"    {d.get('output', 'out')}{escape(str(list(s['index'])))}: got {s['got']:.6g}, "
-                          f"expected {s['expected']:.6g} (allowed error {s['allowed_error']:.2g})")
+            console.print(
+                f"    {d.get('output', 'out')}{escape(str(list(s['index'])))}: got {s['got']:.6g}, "
+                f"expected {s['expected']:.6g} (allowed error {s['allowed_error']:.2g})"
+            )
         err = d.get("error") or {}
         for f in (err.get("frames") or [])[-3:]:
             console.print(f"    line {f['line']} in {escape(f['function'])}: {_clean(f['code'], 200)}")
@@ -121,23 +130,35 @@ def render(report: Report, console: Console) -> None:
     elif not speed.get("scored"):
         console.print(f"[dim]speed ({speed.get('max_points', 0):g} points): {escape(speed.get('reason', ''))}[/dim]")
     else:
-        console.print(f"speed: {speed.get('points', 0):g} / {speed.get('max_points', 0):g} points - "
-                      f"{_clean(speed.get('reason', ''), 400)}")
+        console.print(
+            f"speed: {speed.get('points', 0):g} / {speed.get('max_points', 0):g} points - "
+            f"{_clean(speed.get('reason', ''), 400)}"
+        )
 
     style = STYLE.get(report.verdict, "bold red")
-    console.print(f"\n[{style}]{report.verdict.value}[/{style}] {report.verdict.meaning} — "
-                  f"{_clean(report.message, 400)}")
+    console.print(
+        f"\n[{style}]{report.verdict.value}[/{style}] {report.verdict.meaning} — {_clean(report.message, 400)}"
+    )
     correctness = report.score - report.speed_points
     if answers:
         right = sum(g.passed for g in report.groups)
-        console.print(f"[bold]score {report.score:g} / {report.attainable_score:g}[/bold] "
-                      f"[dim]({right} of {len(report.groups)} parts right)[/dim]")
+        console.print(
+            f"[bold]score {report.score:g} / {report.attainable_score:g}[/bold] "
+            f"[dim]({right} of {len(report.groups)} parts right)[/dim]"
+        )
         return
-    speed_part = (f"speed {report.speed_points:g} of {speed.get('max_points', 0):g}" if report.speed_measurable
-                  else escape(report.max_score_note) if report.max_score_note else "no speed points")
-    console.print(f"[bold]score {report.score:g} / {report.attainable_score:g}[/bold] "
-                  f"[dim](correctness {correctness:g} of {report.correctness_points:g}; {speed_part}; "
-                  f"{report.elapsed_seconds:.1f} s)[/dim]")
+    speed_part = (
+        f"speed {report.speed_points:g} of {speed.get('max_points', 0):g}"
+        if report.speed_measurable
+        else escape(report.max_score_note)
+        if report.max_score_note
+        else "no speed points"
+    )
+    console.print(
+        f"[bold]score {report.score:g} / {report.attainable_score:g}[/bold] "
+        f"[dim](correctness {correctness:g} of {report.correctness_points:g}; {speed_part}; "
+        f"{report.elapsed_seconds:.1f} s)[/dim]"
+    )
 
 
 def _same_failures(groups) -> list[list]:

@@ -46,8 +46,15 @@ def build_case(problem, params: dict, device: str = "cpu", group=None) -> dict:
             storage = arg.storage().to(device)
             view = torch.as_strided(storage, tuple(arg.values.shape), tuple(arg.strides()), arg.offset)
             args.append(view)
-            layouts.append({"shape": list(view.shape), "stride": list(view.stride()), "offset": arg.offset,
-                            "dtype": str(arg.dtype).removeprefix("torch."), "storage_numel": storage.numel()})
+            layouts.append(
+                {
+                    "shape": list(view.shape),
+                    "stride": list(view.stride()),
+                    "offset": arg.offset,
+                    "dtype": str(arg.dtype).removeprefix("torch."),
+                    "storage_numel": storage.numel(),
+                }
+            )
         else:
             args.append(arg)
             layouts.append({"value": arg})
@@ -84,12 +91,14 @@ def loader(problem, path: Path, submission: str, device: str, outputs: list | No
     # A factory is called first, with a namespace of your own (judge.calls).
     entry = f'{problem.entry_point}("mylib")' if problem.factory else problem.entry_point
     call = f'out = {entry}(*case["args"])' if module.isidentifier() else 'args = case["args"]'
-    return "\n".join([
-        first,
-        f"case = torch.load({str(path)!r}, weights_only=True)",
-        f'{call}  # compare with case["expected"]: {", ".join(outputs or [o.name for o in problem.outputs])} '
-        'in float64',
-    ])
+    return "\n".join(
+        [
+            first,
+            f"case = torch.load({str(path)!r}, weights_only=True)",
+            f'{call}  # compare with case["expected"]: {", ".join(outputs or [o.name for o in problem.outputs])} '
+            "in float64",
+        ]
+    )
 
 
 def save_failing_case(problem, report, directory: Path, *, device: str) -> Path | None:
@@ -107,6 +116,11 @@ def save_failing_case(problem, report, directory: Path, *, device: str) -> Path 
     data = build_case(problem, group.case, where, spec)
     data.update(group=group.name, verdict=group.verdict.value, message=group.message, reproduce=group.repro)
     torch.save(data, path)
-    group.details = {**(group.details or {}), "saved_case": {
-        "path": str(path), "loader": loader(problem, path, report.submission["path"], where, data["outputs"])}}
+    group.details = {
+        **(group.details or {}),
+        "saved_case": {
+            "path": str(path),
+            "loader": loader(problem, path, report.submission["path"], where, data["outputs"]),
+        },
+    }
     return path

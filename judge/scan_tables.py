@@ -9,12 +9,44 @@ import builtins as _builtins
 # loader that resolves names in data is such a door: pickle's kin, pydoc, logging.config, jinja2, sympy's
 # eval), so a list of doors to close is never done. A module that is not installed is left to the import,
 # which fails (CE, "cannot import module"): the scan never turns a typo into RJ.
-ALLOWED_IMPORTS = frozenset({
-    "torch", "triton", "math", "cmath", "numbers", "typing", "typing_extensions", "__future__", "functools",
-    "itertools", "dataclasses", "enum", "collections", "abc", "contextlib", "random", "warnings", "copy",
-    "heapq", "bisect", "fractions", "decimal", "statistics", "os", "sys", "time", "struct", "io", "json", "re",
-    "string", "array", "faulthandler", "textwrap",
-})
+ALLOWED_IMPORTS = frozenset(
+    {
+        "torch",
+        "triton",
+        "math",
+        "cmath",
+        "numbers",
+        "typing",
+        "typing_extensions",
+        "__future__",
+        "functools",
+        "itertools",
+        "dataclasses",
+        "enum",
+        "collections",
+        "abc",
+        "contextlib",
+        "random",
+        "warnings",
+        "copy",
+        "heapq",
+        "bisect",
+        "fractions",
+        "decimal",
+        "statistics",
+        "os",
+        "sys",
+        "time",
+        "struct",
+        "io",
+        "json",
+        "re",
+        "string",
+        "array",
+        "faulthandler",
+        "textwrap",
+    }
+)
 UNLISTED_WHY = "a kernel exercise imports only Triton, PyTorch and a few standard modules (math, functools, ...)"
 
 # module -> why importing it is a rule violation in a kernel exercise
@@ -151,13 +183,42 @@ NAME_LOOKUPS = {"getattr", "hasattr"}
 # Methods that Triton's launch and its interpreter call on objects a file can reach without naming them (a
 # dtype's to_ir, the builder's create_*, the jit module's mangle_type, a tensor's data_ptr): assigned as an
 # attribute anywhere (`def put(m, f): m.to_ir = f`), they are refused by name (red team of 2026-12-04).
-LAUNCH_METHODS = frozenset({
-    "to_ir", "mangle_type", "specialize_impl", "native_specialize_impl", "data_ptr", "untyped_storage",
-    "getcallargs", "getfullargspec", "set_grid_idx", "set_grid_dim", "get_int1_ty", "get_int32_ty",
-    "_patch_lang", "_init_args_hst", "_restore_args_dev", "unwrap_tensor", "_unwrap_tensor", "_rewrap_tensor",
-})
-LANGUAGE_CLASSES = frozenset({"dtype", "base_type", "pointer_type", "block_type", "tensor", "constexpr",
-                               "InterpreterBuilder", "TritonSemantic", "tuple_type", "TensorHandle"})
+LAUNCH_METHODS = frozenset(
+    {
+        "to_ir",
+        "mangle_type",
+        "specialize_impl",
+        "native_specialize_impl",
+        "data_ptr",
+        "untyped_storage",
+        "getcallargs",
+        "getfullargspec",
+        "set_grid_idx",
+        "set_grid_dim",
+        "get_int1_ty",
+        "get_int32_ty",
+        "_patch_lang",
+        "_init_args_hst",
+        "_restore_args_dev",
+        "unwrap_tensor",
+        "_unwrap_tensor",
+        "_rewrap_tensor",
+    }
+)
+LANGUAGE_CLASSES = frozenset(
+    {
+        "dtype",
+        "base_type",
+        "pointer_type",
+        "block_type",
+        "tensor",
+        "constexpr",
+        "InterpreterBuilder",
+        "TritonSemantic",
+        "tuple_type",
+        "TensorHandle",
+    }
+)
 
 BUILTIN_NAMES = frozenset(n for n in dir(_builtins) if not n.startswith("_"))
 
@@ -219,20 +280,40 @@ FORBIDDEN_NAMES = {
     "frombuffer": "makes tensors of Python bytes (computes outside your kernels)",
     # ctypes is forbidden as an import, but other modules hold it as an attribute
     # (triton.backends.amd.compiler.ctypes): the name is refused wherever it is written.
-    **dict.fromkeys(("ctypes", "_ctypes", "cffi", "CDLL", "PyDLL", "pythonapi", "from_address", "dlopen"),
-                    "loads native code and pokes at memory"),
+    **dict.fromkeys(
+        ("ctypes", "_ctypes", "cffi", "CDLL", "PyDLL", "pythonapi", "from_address", "dlopen"),
+        "loads native code and pokes at memory",
+    ),
     # A tensor's raw storage, and its file-writing and file-reading methods: its bytes without any operator.
-    **dict.fromkeys(("untyped_storage", "_typed_storage", "_untyped_storage", "_write_file", "_set_from_file",
-                     "_new_with_file"), "reads or writes a tensor's raw bytes (computes outside your kernels)"),
+    **dict.fromkeys(
+        ("untyped_storage", "_typed_storage", "_untyped_storage", "_write_file", "_set_from_file", "_new_with_file"),
+        "reads or writes a tensor's raw bytes (computes outside your kernels)",
+    ),
     # The interpreter's rewrite of a kernel calls back through these names, taken from the kernel's globals
     # (a file's own object under one runs inside its kernels); TensorHandle and the builder reach any address.
-    **dict.fromkeys(("interpreter_semantic", "_InterpreterComparison", "interpreter_builder", "TensorHandle",
-                     "InterpreterBuilder", "InterpretedFunction", "FunctionRewriter",
-                     # the interpreter's own globals, which its rewrite copies into the file's module at a
-                     # kernel's first launch (_interpreter: its load and store; red team of 2026-12-04)
-                     "_interpreter", "GridExecutor", "_patch_lang", "_patch_builtin", "_patch_attr",
-                     "_LangPatchScope", "_implicit_cvt", "_patch_lang_core", "_patch_lang_tensor"),
-                    "reaches Triton's interpreter machinery (a kernel's hooks, memory at any address)"),
+    **dict.fromkeys(
+        (
+            "interpreter_semantic",
+            "_InterpreterComparison",
+            "interpreter_builder",
+            "TensorHandle",
+            "InterpreterBuilder",
+            "InterpretedFunction",
+            "FunctionRewriter",
+            # the interpreter's own globals, which its rewrite copies into the file's module at a
+            # kernel's first launch (_interpreter: its load and store; red team of 2026-12-04)
+            "_interpreter",
+            "GridExecutor",
+            "_patch_lang",
+            "_patch_builtin",
+            "_patch_attr",
+            "_LangPatchScope",
+            "_implicit_cvt",
+            "_patch_lang_core",
+            "_patch_lang_tensor",
+        ),
+        "reaches Triton's interpreter machinery (a kernel's hooks, memory at any address)",
+    ),
     # The built-in functions' module under another module's attribute (dataclasses.builtins): a kernel's
     # range or min falls through to it (red team of 2026-12-04).
     "builtins": "reaches the built-in functions (which a kernel calls)",
@@ -241,13 +322,36 @@ FORBIDDEN_NAMES = {
     "rewritten_fn": "rewires what a kernel runs",
     "from_file": "maps files into tensors (computes outside your kernels)",
     # PyTorch's dispatch guard and its relatives, under any name or path they are re-exported by.
-    **dict.fromkeys((
-        "_C", "redispatch", "ExcludeDispatchKeyGuard", "DispatchKeySet", "DispatchKey", "TorchDispatchMode",
-        "TorchFunctionMode", "no_dispatch", "enable_python_dispatcher", "disable_proxy_modes_tracing",
-        "_DisableTorchDispatch", "_DisablePythonDispatcher", "_EnablePythonDispatcher", "_disable_current_modes",
-        "_pop_mode", "_pop_mode_temporarily", "_push_mode", "_set_torch_dispatch_mode", "_len_torch_dispatch_stack",
-        "_disable_infra_mode", "_unset_infra_mode", "_python_dispatch", "_mode_utils", "_subclasses", "_dispatch",
-    ), "switches PyTorch's dispatch (and the judge's operator watch) off"),
+    **dict.fromkeys(
+        (
+            "_C",
+            "redispatch",
+            "ExcludeDispatchKeyGuard",
+            "DispatchKeySet",
+            "DispatchKey",
+            "TorchDispatchMode",
+            "TorchFunctionMode",
+            "no_dispatch",
+            "enable_python_dispatcher",
+            "disable_proxy_modes_tracing",
+            "_DisableTorchDispatch",
+            "_DisablePythonDispatcher",
+            "_EnablePythonDispatcher",
+            "_disable_current_modes",
+            "_pop_mode",
+            "_pop_mode_temporarily",
+            "_push_mode",
+            "_set_torch_dispatch_mode",
+            "_len_torch_dispatch_stack",
+            "_disable_infra_mode",
+            "_unset_infra_mode",
+            "_python_dispatch",
+            "_mode_utils",
+            "_subclasses",
+            "_dispatch",
+        ),
+        "switches PyTorch's dispatch (and the judge's operator watch) off",
+    ),
 }
 # Torch modules and attributes whose name starts with "_" are PyTorch's internals
 # (torch._C, torch.utils._python_dispatch, torch._subclasses, ...): many of them

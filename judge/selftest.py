@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judge.judging import judge_file
-from judge.problems import Problem
 from judge.options import Options
+from judge.problems import Problem
 from judge.verdicts import Verdict
 
 EXPECT = re.compile(r"^# expect(-cpu|-gpu)?: (.+)$", re.M)
@@ -97,8 +97,14 @@ def judge_one(problem: Problem, expected: str, path: Path, base: Options) -> Che
     options = Options(**{**base.__dict__, "limits": _limits(expected, base.limits)})
     t = time.monotonic()
     report = judge_file(problem, path, options)
-    return Check(problem, path, expected, finite_json(report.to_json()), expect_texts(path, options.interpret),
-                 time.monotonic() - t)
+    return Check(
+        problem,
+        path,
+        expected,
+        finite_json(report.to_json()),
+        expect_texts(path, options.interpret),
+        time.monotonic() - t,
+    )
 
 
 def child_workers(base: Options, jobs: int, gpu_gib: float | None = None) -> int | None:
@@ -120,8 +126,21 @@ def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options, wo
     --workers (child_workers)."""
     expected = declared_verdict(path, expected, base.interpret)
     limits = _limits(expected, base.limits)
-    argv = [sys.executable, "-m", "judge", "submit", str(problem.id), str(path), "--json",
-            "--seed", str(base.seed), "--device", base.device, "--sandbox", base.sandbox]
+    argv = [
+        sys.executable,
+        "-m",
+        "judge",
+        "submit",
+        str(problem.id),
+        str(path),
+        "--json",
+        "--seed",
+        str(base.seed),
+        "--device",
+        base.device,
+        "--sandbox",
+        base.sandbox,
+    ]
     if base.interpret and base.device == "cuda":
         argv.append("--interpret")
     if not base.speed:
@@ -141,7 +160,10 @@ def judge_via_cli(problem: Problem, expected: str, path: Path, base: Options, wo
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:
-        report = {"verdict": Verdict.IE.value, "message": f"no JSON report (exit {proc.returncode}): {proc.stderr[-300:]}"}
+        report = {
+            "verdict": Verdict.IE.value,
+            "message": f"no JSON report (exit {proc.returncode}): {proc.stderr[-300:]}",
+        }
     return Check(problem, path, expected, report, expect_texts(path, base.interpret), time.monotonic() - t)
 
 
@@ -161,8 +183,10 @@ def run_corpus(items, base: Options, jobs: int, echo) -> int:
             check = future.result()
             bad += not check.ok
             mark = "ok " if check.ok else "BAD"
-            echo(f"{mark} {check.problem.id} {check.expected:<4} got {check.verdict:<4} {check.seconds:5.1f}s "
-                 f"{check.path.parent.name}/{check.path.name}: {check.message[:160]}")
+            echo(
+                f"{mark} {check.problem.id} {check.expected:<4} got {check.verdict:<4} {check.seconds:5.1f}s "
+                f"{check.path.parent.name}/{check.path.name}: {check.message[:160]}"
+            )
             for text in check.missing_text if check.verdict == check.expected else []:
                 echo(f"    expected the report to mention: {text}")
             if not check.ok and check.report.get("output"):

@@ -27,7 +27,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from judge import calls, intake, kernel_store, kit, progress as progress_words, session_replays, timeline
+from judge import calls, intake, kernel_store, kit, session_replays, timeline
+from judge import progress as progress_words
 from judge.case_call import CaseCall
 from judge.cases import canonical, derive_seed, expand_examples
 from judge.exchange import Exchange, Workers
@@ -36,8 +37,15 @@ from judge.gpu_share import GpuShare
 from judge.groups import CaseFailed, draw_cases, run_cases, run_group
 from judge.judgement import judge_refill
 from judge.lanes import LaneOutcome, Lanes, Plan
-from judge.options import (Options, limits_for, no_speed_run, planned_cases, replay_workers, session_workers,
-                           torch_device)
+from judge.options import (
+    Options,
+    limits_for,
+    no_speed_run,
+    planned_cases,
+    replay_workers,
+    session_workers,
+    torch_device,
+)
 from judge.problems import Group, Problem
 from judge.progress import NO_PROGRESS
 from judge.proofs import Proofs
@@ -45,8 +53,10 @@ from judge.sandbox import Job
 from judge.speed_stage import SpeedStage
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
 
-BF16_NOTE = ("bfloat16 was not tested: Triton's interpreter computes bfloat16 on raw bits, "
-             "so its results would be wrong for any kernel; it is tested on a GPU")
+BF16_NOTE = (
+    "bfloat16 was not tested: Triton's interpreter computes bfloat16 on raw bits, "
+    "so its results would be wrong for any kernel; it is tested on a GPU"
+)
 NOT_RUN = "not run"
 
 
@@ -76,29 +86,52 @@ class Session:
         # Live progress (judge.progress): what runs now, reported from whichever thread runs it.
         self.progress = options.progress or NO_PROGRESS
         self.gpu = GpuShare(options, self.golden_device, self.progress)  # beside other judges on the host
-        self._case_call = CaseCall(problem, self.submission.name, options, golden_device=self.golden_device,
-                                   case_seconds=self.limits.case_seconds)
+        self._case_call = CaseCall(
+            problem,
+            self.submission.name,
+            options,
+            golden_device=self.golden_device,
+            case_seconds=self.limits.case_seconds,
+        )
         self._shrinking = False  # the group's first failure was found: its cases now are Hypothesis's tries
         self._tries = 0  # cases run while shrinking the group's failure
         self._lane_compiling: dict[int, bool] = {}  # lane -> its last reply compiled new kernels (GPU)
-        self.speed = SpeedStage(problem, self.submission, options, backend=self.backend, limits=self.limits,
-                                progress=self.progress, replay=self.replay_on, timing=self.timing)
+        self.speed = SpeedStage(
+            problem,
+            self.submission,
+            options,
+            backend=self.backend,
+            limits=self.limits,
+            progress=self.progress,
+            replay=self.replay_on,
+            timing=self.timing,
+        )
         self.claim: GpuClaim | None = None  # the GPU memory this run reserved (judge.gpu_claim), from run()
 
     # ------------------------------------------------------------------ entry
 
     def run(self) -> Report:
         self.started = time.monotonic()
-        refusal = intake.check_source(self.submission, self.options.static_scan, entry=self.problem.entry_point,
-                                      arity=self.problem.entry_arity, allow=self.problem.scan_allow)
+        refusal = intake.check_source(
+            self.submission,
+            self.options.static_scan,
+            entry=self.problem.entry_point,
+            arity=self.problem.entry_arity,
+            allow=self.problem.scan_allow,
+        )
         if refusal is not None:
             return self._report(refusal.verdict, refusal.message, [], refusal.details)
         # The GPU's memory for what this run starts, reserved with every other judge's on the host (judge.gpu_claim):
         # it may wait here for its turn, and it gets as many test workers as fit.
         opts = self.options
         replays = replay_workers(opts.device, opts.interpret, lone=opts.speed_early) if self.replay_on else 0
-        self.claim = handed_over(opts) or GpuClaim(opts, self.limits, speed=no_speed_run(self.problem, opts) is None,
-                                                   speed_replays=replays, progress=self.progress)
+        self.claim = handed_over(opts) or GpuClaim(
+            opts,
+            self.limits,
+            speed=no_speed_run(self.problem, opts) is None,
+            speed_replays=replays,
+            progress=self.progress,
+        )
         self.claim.progress = self.progress
         try:
             count = self.claim.start(session_workers(self.problem, opts), replays)
@@ -112,15 +145,27 @@ class Session:
     def _run_admitted(self, count: int) -> Report:
         """The run, once its GPU memory is reserved: ``count`` test workers."""
         scratch = Path(tempfile.mkdtemp(prefix="judge-run-"))
-        job = Job(submission=self.submission, scratch=scratch, device=self.options.device,
-                  interpret=self.options.interpret, limits=self.limits, gpu=self.options.gpu,
-                  cache=intake.kernel_cache(self.submission, self.options.device, self.options.interpret))
+        job = Job(
+            submission=self.submission,
+            scratch=scratch,
+            device=self.options.device,
+            interpret=self.options.interpret,
+            limits=self.limits,
+            gpu=self.options.gpu,
+            cache=intake.kernel_cache(self.submission, self.options.device, self.options.interpret),
+        )
         kernel_store.prune_in_background(job.cache)  # other files' kernels, within the disk's budget
         self.workers = Workers(self.problem, job, self.backend, threads=self.options.threads, count=count)
         if self.replay_on:
-            self.replays = session_replays.start(self.problem, job, self.backend, self.options,
-                                                 golden_device=self.golden_device, time_left=self._time_left,
-                                                 run_seconds=self.limits.run_seconds)
+            self.replays = session_replays.start(
+                self.problem,
+                job,
+                self.backend,
+                self.options,
+                golden_device=self.golden_device,
+                time_left=self._time_left,
+                run_seconds=self.limits.run_seconds,
+            )
         workers = len(self.workers.all)
         self.progress.stage(f"{progress_words.STARTING} ({workers})" if workers > 1 else progress_words.STARTING)
         warm = self.gpu.warm(self.claim)
@@ -140,11 +185,11 @@ class Session:
             groups = self._run_groups(scratch)
             loading = self.workers.load_failure()  # (another worker could not load the file)
             if loading is not None:
-                return self._report(loading.verdict, f"in one of its workers: {loading.message}", [],
-                                    loading.details)
+                return self._report(loading.verdict, f"in one of its workers: {loading.message}", [], loading.details)
             verdict = worst(g.verdict for g in groups)
-            message = next((f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed),
-                           "all tests passed")
+            message = next(
+                (f"{g.name}: {g.message}" for g in groups if g.verdict is verdict and not g.passed), "all tests passed"
+            )
             self.timing["tests_seconds"] = round(time.monotonic() - groups_started, 3)
             if self.gpu.wait_seconds:
                 self.timing["gpu_wait_seconds"] = round(self.gpu.wait_seconds, 3)  # for others' speed runs
@@ -333,8 +378,14 @@ class Session:
         if self.replays is None:
             return None
         found, seconds = session_replays.settle(
-            self.replays, group, order, failed_at, in_first_worker=self._in_first_worker, progress=self.progress,
-            call=lambda ex, params, group: self._call(ex, "case", params, group=group))
+            self.replays,
+            group,
+            order,
+            failed_at,
+            in_first_worker=self._in_first_worker,
+            progress=self.progress,
+            call=lambda ex, params, group: self._call(ex, "case", params, group=group),
+        )
         # What the test groups waited, after their cases, for their replays to come back.
         self.timing["replay_settle_seconds"] = round(self.timing.get("replay_settle_seconds", 0.0) + seconds, 3)
         return found
@@ -395,7 +446,7 @@ class Session:
 
     # ------------------------------------------------------------------ groups
 
-    def _run_group(self, group: Group) -> "_GroupRun":
+    def _run_group(self, group: Group) -> _GroupRun:
         """Run a group's cases (Hypothesis, with the lanes running them ahead); its replays may still be in
         flight: _finish_group takes them."""
         opts = self.options
@@ -450,11 +501,13 @@ class Session:
             cases = self._draw(group)
             self.progress.group(group.name, *where, planned=len(cases))
         if opts.case is None:
-            failure = run_group(domain, examples, n, salt, counted, interpret=interp,
-                                shrink_seconds=opts.shrink_seconds)
+            failure = run_group(
+                domain, examples, n, salt, counted, interpret=interp, shrink_seconds=opts.shrink_seconds
+            )
             if shrink_from:  # what finding a smaller failing case cost (the tries, and cases run ahead)
                 self.timing["shrink_seconds"] = round(
-                    self.timing.get("shrink_seconds", 0.0) + time.monotonic() - shrink_from[0], 3)
+                    self.timing.get("shrink_seconds", 0.0) + time.monotonic() - shrink_from[0], 3
+                )
                 self.timing["shrink_tries"] = self.timing.get("shrink_tries", 0) + self._tries
         return _GroupRun(group, order, failed_at[0] if failed_at else None, passed, failure, ran["n"])
 
@@ -484,7 +537,7 @@ class Session:
             self._lanes.add(plan)
         return self._plans[index]
 
-    def _finish_group(self, run: "_GroupRun") -> GroupResult:
+    def _finish_group(self, run: _GroupRun) -> GroupResult:
         """A group's result once its replays are in: the first replay finding before its first failing case
         (or, where none of its replays went through, the replays in turn), else what its cases found."""
         group, failure = run.group, run.failure
@@ -494,15 +547,31 @@ class Session:
         if failure is None:
             return GroupResult(group.name, group.about, group.points, True, run.cases_run)
         return GroupResult(
-            name=group.name, about=group.about, points=group.points, passed=False, cases_run=run.cases_run,
-            verdict=failure.outcome.verdict, case=failure.outcome.case or failure.params,
-            message=failure.outcome.message, details=failure.outcome.details,
+            name=group.name,
+            about=group.about,
+            points=group.points,
+            passed=False,
+            cases_run=run.cases_run,
+            verdict=failure.outcome.verdict,
+            case=failure.outcome.case or failure.params,
+            message=failure.outcome.message,
+            details=failure.outcome.details,
             repro=self._repro(group, failure.outcome.case or failure.params),
         )
 
     def _repro(self, group: Group, params: dict) -> str:
-        parts = ["python", "-m", "judge", "test", str(self.problem.id), self.submission.name,
-                 "--group", group.name, "--case", json.dumps(params, separators=(",", ":"))]
+        parts = [
+            "python",
+            "-m",
+            "judge",
+            "test",
+            str(self.problem.id),
+            self.submission.name,
+            "--group",
+            group.name,
+            "--case",
+            json.dumps(params, separators=(",", ":")),
+        ]
         if self.options.interpret and self.options.device == "cpu":
             parts += ["--device", "cpu"]
         elif self.options.interpret:
@@ -521,35 +590,50 @@ class Session:
 
     # ------------------------------------------------------------------ report
 
-    def _report(self, verdict: Verdict, message: str, groups: list[GroupResult], details=None,
-                speed: dict | None = None) -> Report:
+    def _report(
+        self, verdict: Verdict, message: str, groups: list[GroupResult], details=None, speed: dict | None = None
+    ) -> Report:
         if not groups:
-            groups = [GroupResult(g.name, g.about, g.points, False, 0, verdict, skipped="not run: " + message)
-                      for g in self._selected_groups()]
+            groups = [
+                GroupResult(g.name, g.about, g.points, False, 0, verdict, skipped="not run: " + message)
+                for g in self._selected_groups()
+            ]
         notes = list(self.notes) + (self.replays.notes if self.replays is not None else [])
         caveat = self.backend.caveat()
         if caveat:
             notes.append(caveat)
         data = self.submission.read_bytes() if self.submission.is_file() else b""
         ex = self.workers.first if self.workers else None
-        timing = {**(self.workers.timing() if self.workers else {}),
-                  **(self.replays.replayer.timing if self.replays else {}),
-                  **(self.replays.tally if self.replays else {}), **self.timing}
+        timing = {
+            **(self.workers.timing() if self.workers else {}),
+            **(self.replays.replayer.timing if self.replays else {}),
+            **(self.replays.tally if self.replays else {}),
+            **self.timing,
+        }
         if self.claim is not None and self.claim.waited_seconds:
             timing["gpu_admission_wait_seconds"] = self.claim.waited_seconds  # for other judges' GPU memory
         return Report(
             problem={"id": self.problem.id, "slug": self.problem.slug, "title": self.problem.title},
             submission={"path": str(self.submission), "sha256": hashlib.sha256(data).hexdigest()},
-            mode={"device": self.options.device, "interpret": self.options.interpret,
-                  "sandbox": self.backend.name, "quick": self.options.quick},
+            mode={
+                "device": self.options.device,
+                "interpret": self.options.interpret,
+                "sandbox": self.backend.name,
+                "quick": self.options.quick,
+            },
             seed=self.options.seed,
             verdict=verdict,
             message=message,
             groups=groups,
             notes=notes,
             max_score=100.0,
-            speed=speed or {"scored": False, "points": 0, "max_points": self.problem.speed_points,
-                            "reason": f"not measured: {verdict.value} before the speed run"},
+            speed=speed
+            or {
+                "scored": False,
+                "points": 0,
+                "max_points": self.problem.speed_points,
+                "reason": f"not measured: {verdict.value} before the speed run",
+            },
             elapsed_seconds=time.monotonic() - self.started,
             timing={k: round(v, 3) if isinstance(v, float) else v for k, v in timing.items()},
             worker=ex.info if ex else {},
@@ -576,5 +660,12 @@ class _GroupRun:
 
 
 def _not_run(group: Group, after: Verdict) -> GroupResult:
-    return GroupResult(group.name, group.about, group.points, False, 0, after,
-                       skipped=f"not run: an earlier group ended with {after.value}")
+    return GroupResult(
+        group.name,
+        group.about,
+        group.points,
+        False,
+        0,
+        after,
+        skipped=f"not run: an earlier group ended with {after.value}",
+    )

@@ -15,22 +15,31 @@ from judge.sandbox import Job
 from judge.verdicts import Outcome
 
 
-def start(problem: Problem, job: Job, backend, options: Options, *, golden_device: str, time_left,
-          run_seconds: float) -> Proofs:
+def start(
+    problem: Problem, job: Job, backend, options: Options, *, golden_device: str, time_left, run_seconds: float
+) -> Proofs:
     """The run's replay workers, started now, and the Proofs that replays its passing cases on them."""
     count = replay_workers(options.device, options.interpret, lone=options.speed_early)
-    members = [Replayer(problem, job, backend, threads=options.threads, golden_device=golden_device,
-                        seed=options.seed) for _ in range(count)]
+    members = [
+        Replayer(problem, job, backend, threads=options.threads, golden_device=golden_device, seed=options.seed)
+        for _ in range(count)
+    ]
     replayer = members[0] if count == 1 else Replayers(members)
     # Started now, it imports torch and Triton while the submission's worker does: cheaper than
     # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
     replayer.prestart()
-    return Proofs(replayer, "cuda" if options.device == "cuda" else "cpu", workers=count, time_left=time_left,
-                  run_seconds=run_seconds)
+    return Proofs(
+        replayer,
+        "cuda" if options.device == "cuda" else "cpu",
+        workers=count,
+        time_left=time_left,
+        run_seconds=run_seconds,
+    )
 
 
-def settle(proofs: Proofs, group: Group, order: dict, failed_at: int | None, *, in_first_worker, call,
-           progress) -> tuple[tuple[dict, Outcome] | None, float]:
+def settle(
+    proofs: Proofs, group: Group, order: dict, failed_at: int | None, *, in_first_worker, call, progress
+) -> tuple[tuple[dict, Outcome] | None, float]:
     """The group's replays (judge.proofs.Proofs.settle): (the first finding before its first failing case, as
     (params, outcome), or None; the seconds waited for them).
 
@@ -66,8 +75,13 @@ def fresh_case_in_worker(own: Outcome, found: Outcome) -> Outcome:
     is wrong on some values is WA, not a forgery: replays of the corpus's WA files drew such values). Right there,
     the launches do not do alone what the call did in the worker: RJ stands."""
     if not own.passed:
-        return replace(own, case=found.case,
-                       details={**own.details, "found_by": "the replay check's fresh inputs for the same case"})
-    return replace(found, case=None,
-                   message=f"{found.message}; on the same inputs your file's call in its own process computed "
-                           "the answer")
+        return replace(
+            own,
+            case=found.case,
+            details={**own.details, "found_by": "the replay check's fresh inputs for the same case"},
+        )
+    return replace(
+        found,
+        case=None,
+        message=f"{found.message}; on the same inputs your file's call in its own process computed the answer",
+    )

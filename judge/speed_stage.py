@@ -16,8 +16,18 @@ from judge.verdicts import Verdict
 class SpeedStage:
     """The speed run of one submission; ``timing`` is the session's timing section, which its figures join."""
 
-    def __init__(self, problem: Problem, submission: Path, options: Options, *, backend, limits, progress,
-                 replay: bool, timing: dict):
+    def __init__(
+        self,
+        problem: Problem,
+        submission: Path,
+        options: Options,
+        *,
+        backend,
+        limits,
+        progress,
+        replay: bool,
+        timing: dict,
+    ):
         self.problem = problem
         self.submission = submission
         self.options = options
@@ -53,8 +63,13 @@ class SpeedStage:
             result = run.run()
         except BenchFailed as exc:
             self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
-            speed = {**base, "scored": True, "reason": f"{exc.verdict.value} in the speed run: {exc.message}",
-                     "verdict": exc.verdict.value, "details": exc.details}
+            speed = {
+                **base,
+                "scored": True,
+                "reason": f"{exc.verdict.value} in the speed run: {exc.message}",
+                "verdict": exc.verdict.value,
+                "details": exc.details,
+            }
             return speed, (exc.verdict, f"speed run: {exc.message}")
         self.timing["speed_seconds"] = round(time.monotonic() - t0, 3)
         self.timing["speed_close_seconds"] = round(run.close_seconds, 3)  # of it, the speed workers' exits
@@ -70,11 +85,21 @@ class SpeedStage:
         # which is for timing kernels, keeps the problem's setting.
         overrides = {"torch_baseline": False, **{k: v for k, v in opts.bench.items() if v is not None}}
         # Its own scratch: the test workers' scratch folders (scratch/worker<i>) may still be in use.
-        return SpeedRun(self.problem, self.submission, device=opts.device, interpret=opts.interpret, gpu=opts.gpu,
-                        backend=self.backend, limits=self.limits, scratch=scratch / "speed",
-                        config=config_for(self.problem, interpret=opts.interpret, overrides=overrides),
-                        log=opts.log, progress=self.progress, replay=self.replay,
-                        replay_workers=replay_workers(opts.device, opts.interpret, lone=opts.speed_early))
+        return SpeedRun(
+            self.problem,
+            self.submission,
+            device=opts.device,
+            interpret=opts.interpret,
+            gpu=opts.gpu,
+            backend=self.backend,
+            limits=self.limits,
+            scratch=scratch / "speed",
+            config=config_for(self.problem, interpret=opts.interpret, overrides=overrides),
+            log=opts.log,
+            progress=self.progress,
+            replay=self.replay,
+            replay_workers=replay_workers(opts.device, opts.interpret, lone=opts.speed_early),
+        )
 
     def drop(self, claim) -> None:
         """A group failed, so no speed run follows: the one spawned ahead (its workers, its warm-up and checks
@@ -86,6 +111,7 @@ class SpeedStage:
         run, self._run = self._run, None
         if run is None:
             return
+
         def discard() -> None:
             run.discard()
             claim.drop_ahead()  # its workers' memory, back to the others once they are gone

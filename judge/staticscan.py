@@ -17,8 +17,19 @@ import ast
 from dataclasses import dataclass
 
 from judge.scan_tables import (
-    ALLOWED_IMPORTS, BUILTIN_NAMES, FORBIDDEN_ATTRIBUTES, FORBIDDEN_CALLS, FORBIDDEN_MODULES, FORBIDDEN_NAMES,
-    LANGUAGE_CLASSES, LAUNCH_METHODS, NAME_LOOKUPS, PRIVATE_ROOTS, PROTECTED_ROOTS, SELF_MATCHING, UNLISTED_WHY,
+    ALLOWED_IMPORTS,
+    BUILTIN_NAMES,
+    FORBIDDEN_ATTRIBUTES,
+    FORBIDDEN_CALLS,
+    FORBIDDEN_MODULES,
+    FORBIDDEN_NAMES,
+    LANGUAGE_CLASSES,
+    LAUNCH_METHODS,
+    NAME_LOOKUPS,
+    PRIVATE_ROOTS,
+    PROTECTED_ROOTS,
+    SELF_MATCHING,
+    UNLISTED_WHY,
 )
 
 # The non-root parts of every forbidden chain: a class pattern on an unknown
@@ -52,7 +63,7 @@ def _installed(root: str) -> bool:
 def _matches(full: str, chain: str) -> bool:
     """``chain`` as a run of whole components anywhere in ``full``: os.sys.modules matches sys.modules."""
     parts, want = full.split("."), chain.split(".")
-    return any(parts[i:i + len(want)] == want for i in range(len(parts) - len(want) + 1))
+    return any(parts[i : i + len(want)] == want for i in range(len(parts) - len(want) + 1))
 
 
 def _dotted(node) -> str | None:
@@ -131,8 +142,9 @@ class _Scanner(ast.NodeVisitor):
     def visit_Import(self, node):
         for alias in node.names:
             self._check_module(node, alias.name)
-            self.aliases[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else \
-                alias.name.split(".")[0]
+            self.aliases[(alias.asname or alias.name).split(".")[0]] = (
+                alias.name if alias.asname else alias.name.split(".")[0]
+            )
         self.generic_visit(node)
 
     def visit_ImportFrom(self, node):
@@ -169,12 +181,16 @@ class _Scanner(ast.NodeVisitor):
                 self.add(node, dotted, "reaches PyTorch's private internals")
         if node.attr in FORBIDDEN_NAMES:
             self.add(node, node.attr, FORBIDDEN_NAMES[node.attr])
-        if node.attr in ("format", "format_map") and not (isinstance(node.value, ast.Constant)
-                                                          and isinstance(node.value.value, str)):
+        if node.attr in ("format", "format_map") and not (
+            isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        ):
             # "{0.__class__}".format(x) reads attributes by the names in the string: only a string
             # written out in the source, which the scan reads, may be used as a format.
-            self.add(node, f".{node.attr}", "formats with a string the scan cannot read (a format string reads "
-                                            "attributes by name)")
+            self.add(
+                node,
+                f".{node.attr}",
+                "formats with a string the scan cannot read (a format string reads attributes by name)",
+            )
         self.generic_visit(node)
 
     def visit_Constant(self, node):
@@ -205,8 +221,7 @@ class _Scanner(ast.NodeVisitor):
             self.visit(pattern.cls)
             cls = pattern.cls
             if pattern.patterns and not (isinstance(cls, ast.Name) and cls.id in SELF_MATCHING):
-                self.add(pattern, "a positional class pattern",
-                         "reads the attributes the class's __match_args__ names")
+                self.add(pattern, "a positional class pattern", "reads the attributes the class's __match_args__ names")
             for sub in pattern.patterns:
                 self._pattern(sub, None)
             for attr, sub in zip(pattern.kwd_attrs, pattern.kwd_patterns):
@@ -294,8 +309,11 @@ class _Scanner(ast.NodeVisitor):
             if last in LANGUAGE_CLASSES:
                 # A dtype of the file's own has its to_ir called with the interpreter's builder inside a launch
                 # (red team of 2026-12-04, third pass).
-                self.add(node, f"class {node.name}({last})", "subclasses a class of Triton's language (its "
-                                                             "methods run inside the compiler and the interpreter)")
+                self.add(
+                    node,
+                    f"class {node.name}({last})",
+                    "subclasses a class of Triton's language (its methods run inside the compiler and the interpreter)",
+                )
         self.generic_visit(node)
 
     def visit_Global(self, node):
@@ -312,14 +330,17 @@ class _Scanner(ast.NodeVisitor):
         self.called.add(id(node.func))
         callee = _dotted(node.func) or ""
         if callee.split(".")[-1] == "wraps" and any(k.arg in ("assigned", "updated") for k in node.keywords):
-            self.add(node, "wraps(assigned=/updated=)", "sets attributes by the names it is given (a computed "
-                                                        "setattr)")
+            self.add(node, "wraps(assigned=/updated=)", "sets attributes by the names it is given (a computed setattr)")
         if isinstance(node.func, ast.Name) and node.func.id in FORBIDDEN_CALLS:
             self.add(node, f"{node.func.id}()", FORBIDDEN_CALLS[node.func.id])
         if isinstance(node.func, ast.Name) and node.func.id in NAME_LOOKUPS:
             name = node.args[1] if len(node.args) > 1 else None
-            plain = isinstance(name, ast.Constant) and isinstance(name.value, str) and \
-                not name.value.startswith("_") and name.value not in FORBIDDEN_NAMES
+            plain = (
+                isinstance(name, ast.Constant)
+                and isinstance(name.value, str)
+                and not name.value.startswith("_")
+                and name.value not in FORBIDDEN_NAMES
+            )
             if not plain:
                 self.add(node, f"{node.func.id}()", "reaches an attribute by a computed or private name")
             elif node.args and _dotted(node.args[0]) is not None:
@@ -333,12 +354,19 @@ class _Scanner(ast.NodeVisitor):
 
     def _check_target(self, target, node):
         if isinstance(target, ast.Attribute) and target.attr == "value":
-            self.add(node, f"{_dotted(target) or '...'} = ...", "changes a tl.constexpr's value (a kernel reads "
-                                                                  "your file's constants as its source sets them)")
+            self.add(
+                node,
+                f"{_dotted(target) or '...'} = ...",
+                "changes a tl.constexpr's value (a kernel reads your file's constants as its source sets them)",
+            )
         if isinstance(target, ast.Attribute) and (target.attr in LAUNCH_METHODS or target.attr.startswith("create_")):
-            self.add(node, f"{_dotted(target) or '...'}.{target.attr} = ..."
-                     if _dotted(target) is None else f"{_dotted(target)} = ...",
-                     "replaces a method that Triton's launch calls (on an object the scan cannot name)")
+            self.add(
+                node,
+                f"{_dotted(target) or '...'}.{target.attr} = ..."
+                if _dotted(target) is None
+                else f"{_dotted(target)} = ...",
+                "replaces a method that Triton's launch calls (on an object the scan cannot name)",
+            )
         if isinstance(target, ast.Attribute):
             dotted = _dotted(target)
             if dotted is not None:
@@ -401,7 +429,6 @@ class _Scanner(ast.NodeVisitor):
         for target in node.targets:
             self._check_target(target, node)
         self.generic_visit(node)
-
 
 
 def scan(source: str, allow: tuple[str, ...] = ()) -> list[Finding]:

@@ -75,8 +75,16 @@ def add(name: str, t0: float, t1: float, *, cat: str = "judge", **args) -> None:
     if _path is None:
         return
     tid, tname = _thread()
-    event = {"name": name, "cat": cat, "ph": "X", "ts": _us(t0), "dur": max(0, _us(t1) - _us(t0)),
-             "pid": os.getpid(), "tid": tid, "args": {"thread": tname, **args}}
+    event = {
+        "name": name,
+        "cat": cat,
+        "ph": "X",
+        "ts": _us(t0),
+        "dur": max(0, _us(t1) - _us(t0)),
+        "pid": os.getpid(),
+        "tid": tid,
+        "args": {"thread": tname, **args},
+    }
     with _lock:
         _events.append(event)
 
@@ -109,13 +117,18 @@ def write() -> Path | None:
     names = {}
     for e in events:
         names.setdefault(e["tid"], e["args"].get("thread", ""))
-    meta = [{"name": "thread_name", "ph": "M", "pid": os.getpid(), "tid": tid, "args": {"name": n}}
-            for tid, n in names.items()]
+    meta = [
+        {"name": "thread_name", "ph": "M", "pid": os.getpid(), "tid": tid, "args": {"name": n}}
+        for tid, n in names.items()
+    ]
     try:
         # The clock's zero on the host's monotonic clock: the timelines of commands run side by side (a
         # roster's jobs) line up on it (tests/bench/roster_timelines.py).
-        target.write_text(json.dumps({"traceEvents": meta + events, "displayTimeUnit": "ms",
-                                      "otherData": {"monotonic_origin_s": _origin}}))
+        target.write_text(
+            json.dumps(
+                {"traceEvents": meta + events, "displayTimeUnit": "ms", "otherData": {"monotonic_origin_s": _origin}}
+            )
+        )
     except OSError:
         return None
     return target

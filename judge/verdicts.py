@@ -207,7 +207,9 @@ class Report:
                     "verdict": g.verdict.value,
                     "cases_run": g.cases_run,
                     "skipped": g.skipped or None,
-                    "failure": None if g.passed else {
+                    "failure": None
+                    if g.passed
+                    else {
                         "case": g.case,
                         "message": g.message,
                         "details": g.details,

@@ -41,8 +41,11 @@ def problem_dirs(keys: list[str]) -> list[Path]:
     wanted = []
     for key in keys:
         k = key.strip().lower()
-        match = [d for d in dirs if k in (d.name, d.name.partition("-")[2], d.name.partition("-")[0],
-                                          d.name.partition("-")[0].lstrip("0"))]
+        match = [
+            d
+            for d in dirs
+            if k in (d.name, d.name.partition("-")[2], d.name.partition("-")[0], d.name.partition("-")[0].lstrip("0"))
+        ]
         if not match:
             raise LookupError(key)
         wanted += match
@@ -60,7 +63,9 @@ def static_steps(directory: Path):
     if problem.kind == "answers":
         steps.append(Step(where, "problem.toml", True, f"answers: {len(problem.parts)} parts"))
         return problem, steps + _answers_steps(problem)
-    steps.append(Step(where, "problem.toml", True, f"{len(problem.groups)} groups, {problem.speed_points:g} speed points"))
+    steps.append(
+        Step(where, "problem.toml", True, f"{len(problem.groups)} groups, {problem.speed_points:g} speed points")
+    )
     try:
         problem.golden  # noqa: B018 - loading checks the interface
         steps.append(Step(where, "golden.py", True, ", ".join(problem.golden_interface())))
@@ -70,8 +75,14 @@ def static_steps(directory: Path):
         steps.append(Step(where, "golden.py", False, f"{type(exc).__name__}: {exc}"))
     entry = problem.entry_point
     statement = problem.statement_path
-    steps.append(Step(where, "statement.md", statement.is_file() and entry in statement.read_text(),
-                      "" if statement.is_file() else "missing"))
+    steps.append(
+        Step(
+            where,
+            "statement.md",
+            statement.is_file() and entry in statement.read_text(),
+            "" if statement.is_file() else "missing",
+        )
+    )
     steps.append(_skeleton_step(where, problem.skeleton_path, entry))
     ref = problem.reference_path
     steps.append(Step(where, "reference", ref.is_file(), str(ref.name) if ref.is_file() else f"no {ref}"))
@@ -97,8 +108,14 @@ def _answers_steps(problem) -> list[Step]:
     names = [p.name for p in problem.parts]
     statement = problem.statement_path
     unnamed = [n for n in names if f"`{n}`" not in statement.read_text()] if statement.is_file() else names
-    steps = [Step(where, "statement.md", statement.is_file() and not unnamed,
-                  "missing" if not statement.is_file() else (f"does not name {', '.join(unnamed)}" if unnamed else ""))]
+    steps = [
+        Step(
+            where,
+            "statement.md",
+            statement.is_file() and not unnamed,
+            "missing" if not statement.is_file() else (f"does not name {', '.join(unnamed)}" if unnamed else ""),
+        )
+    ]
     skeleton = problem.skeleton_path
     if not skeleton.is_file():
         return steps + [Step(where, skeleton.name, False, "missing")]
@@ -109,6 +126,11 @@ def _answers_steps(problem) -> list[Step]:
     wrong = sorted(set(doc) ^ set(names))
     unset = [n for n in names if not (isinstance(doc.get(n), float) and math.isnan(doc[n]))]
     ok = not wrong and not unset
-    detail = (f"keys differ from the parts: {', '.join(wrong)}" if wrong else
-              f"the parts must be left at nan (a CE until answered): {', '.join(unset)}" if unset else "")
+    detail = (
+        f"keys differ from the parts: {', '.join(wrong)}"
+        if wrong
+        else f"the parts must be left at nan (a CE until answered): {', '.join(unset)}"
+        if unset
+        else ""
+    )
     return steps + [Step(where, skeleton.name, ok, detail)]

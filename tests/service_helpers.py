@@ -23,16 +23,36 @@ class Served:
     Its stderr is read in a thread (kept in ``lines``), so the service never blocks on a full pipe.
     """
 
-    def __init__(self, state: Path, *args, env: dict | None = None, device: str | None = "cpu",
-                 cwd: Path | None = None):
+    def __init__(
+        self, state: Path, *args, env: dict | None = None, device: str | None = "cpu", cwd: Path | None = None
+    ):
         """CWD: the folder it runs in (a relative STATE is relative to it); DEVICE None: no --device."""
         cwd = Path(cwd or ROOT)
         self.state = cwd / state
-        argv = [sys.executable, "-m", "judge", "serve", "--port", "0", *(["--device", device] if device else []),
-                "--sandbox", "process", "--state", str(state), *map(str, args)]
+        argv = [
+            sys.executable,
+            "-m",
+            "judge",
+            "serve",
+            "--port",
+            "0",
+            *(["--device", device] if device else []),
+            "--sandbox",
+            "process",
+            "--state",
+            str(state),
+            *map(str, args),
+        ]
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        self.proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     env={**os.environ, "PYTHONPATH": path, **(env or {})}, start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": path, **(env or {})},
+            start_new_session=True,
+        )
         first = self.proc.stderr.readline()
         match = re.search(r"http://[\d.]+:\d+", first)
         if not match:
@@ -65,12 +85,21 @@ class Served:
                 raise AssertionError(f"the service is not healthy:\n{self.log()[-3000:]}")
             time.sleep(0.2)
 
-    def call(self, method: str, path: str, body=None, token: str | None = None, raw: bytes | None = None,
-             headers: dict | None = None, timeout: float = 60):
+    def call(
+        self,
+        method: str,
+        path: str,
+        body=None,
+        token: str | None = None,
+        raw: bytes | None = None,
+        headers: dict | None = None,
+        timeout: float = 60,
+    ):
         """(status, JSON or bytes, headers) of one request; never raises for an HTTP error."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json", **(headers or {})})
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json", **(headers or {})}
+        )
         if token:
             request.add_header("Authorization", f"Bearer {token}")
         try:
@@ -83,8 +112,9 @@ class Served:
         return code, payload, head
 
     def submit(self, token, problem, text: str, filename: str | None = None, **extra) -> str:
-        code, doc, _ = self.call("POST", "/submissions", {"problem": problem, "text": text,
-                                                          "filename": filename, **extra}, token)
+        code, doc, _ = self.call(
+            "POST", "/submissions", {"problem": problem, "text": text, "filename": filename, **extra}, token
+        )
         assert code == 202, (code, doc)
         return doc["id"]
 

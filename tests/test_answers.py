@@ -25,8 +25,14 @@ KIB = 1024
 
 
 def judge(*args, cwd=ROOT, env=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "judge", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "judge", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def values(pid: int) -> dict[str, float]:
@@ -60,8 +66,14 @@ def test_101_grid_and_masks_from_first_principles():
         "programs_big": programs_big,
         "masked_lanes_big": programs_big * block - n_big,
     }
-    assert expected == {"programs": 97, "masked_lanes": 896, "oob_bytes": 3584, "masked_fraction": 896 / 99328,
-                        "programs_big": 1025, "masked_lanes_big": 1023}
+    assert expected == {
+        "programs": 97,
+        "masked_lanes": 896,
+        "oob_bytes": 3584,
+        "masked_fraction": 896 / 99328,
+        "programs_big": 1025,
+        "masked_lanes_big": 1023,
+    }
     assert values(101) == pytest.approx(expected, rel=1e-15, abs=0)
 
 
@@ -69,15 +81,25 @@ def test_102_softmax_traffic_from_first_principles():
     """Memory-bound softmax: bytes = passes x M x N x 2 (fp16); time = bytes / 2.0e12 B/s."""
     m, n, fp16, bandwidth = 2048, 4096, 2, Fraction(2 * 10**12)
     one_pass = m * n * fp16
-    naive_passes = ["read for the max", "read to exponentiate", "write the exponentials", "read to sum",
-                    "read to divide"]
+    naive_passes = [
+        "read for the max",
+        "read to exponentiate",
+        "write the exponentials",
+        "read to sum",
+        "read to divide",
+    ]
     fused_passes = ["read the row", "write the row"]
     naive, fused = len(naive_passes) * one_pass, len(fused_passes) * one_pass
     naive_us, fused_us = Fraction(naive) / bandwidth * 10**6, Fraction(fused) / bandwidth * 10**6
-    expected = {"pass_bytes": one_pass, "naive_bytes": naive, "fused_bytes": fused,
-                "naive_time_us": float(naive_us), "fused_time_us": float(fused_us),
-                "speedup": float(naive_us / fused_us),
-                "min_passes": 2}  # every input element in from HBM once, every output element out once
+    expected = {
+        "pass_bytes": one_pass,
+        "naive_bytes": naive,
+        "fused_bytes": fused,
+        "naive_time_us": float(naive_us),
+        "fused_time_us": float(fused_us),
+        "speedup": float(naive_us / fused_us),
+        "min_passes": 2,
+    }  # every input element in from HBM once, every output element out once
     assert naive_us == Fraction(4194304, 100000) and expected["speedup"] == 2.5
     assert values(102) == pytest.approx(expected, rel=1e-15, abs=0)
 
@@ -90,9 +112,15 @@ def test_103_tile_smem_from_first_principles():
     per_stage = a_tile + b_tile
     smem = stages * per_stage
     a100, h100 = 164 * KIB, 228 * KIB
-    expected = {"a_tile_bytes": a_tile, "b_tile_bytes": b_tile, "smem_kib": smem / KIB,
-                "acc_kib": bm * bn * fp32 / KIB, "a100_fraction": smem / a100,
-                "a100_max_stages": a100 // per_stage, "h100_max_stages": h100 // per_stage}
+    expected = {
+        "a_tile_bytes": a_tile,
+        "b_tile_bytes": b_tile,
+        "smem_kib": smem / KIB,
+        "acc_kib": bm * bn * fp32 / KIB,
+        "a100_fraction": smem / a100,
+        "a100_max_stages": a100 // per_stage,
+        "h100_max_stages": h100 // per_stage,
+    }
     assert expected["smem_kib"] == 96 and expected["acc_kib"] == 32
     # "Does it fit": yes on both, with room for 6 and 9 stages.
     assert smem <= a100 and smem <= h100
@@ -103,13 +131,13 @@ def test_103_tile_smem_from_first_principles():
 def test_104_online_softmax_worked_step_by_step():
     """The recurrence of the statement, block by block, against the plain softmax."""
     blocks = [([2.0], [1.0]), ([4.0], [3.0])]  # (scores, values), HEAD_DIM = 1
-    m, l, o = -math.inf, 0.0, 0.0
+    m, l, o = -math.inf, 0.0, 0.0  # noqa: E741
     alphas = []
     for scores, vals in blocks:
         m_new = max(m, max(scores))
         alpha = math.exp(m - m_new)  # exp(-inf) = 0 on the first block
         p = [math.exp(s - m_new) for s in scores]
-        l = alpha * l + sum(p)
+        l = alpha * l + sum(p)  # noqa: E741
         o = alpha * o + sum(pj * vj for pj, vj in zip(p, vals))
         m = m_new
         alphas.append(alpha)
@@ -177,20 +205,23 @@ def test_tolerances_relative_and_absolute(tmp_path):
     assert _judge(101, _file(101, programs=97.001), tmp_path).verdict is Verdict.WA
 
 
-@pytest.mark.parametrize("text, reason", [
-    ("", "is empty"),
-    (b"\x00\x01", "binary file"),
-    (b"programs = 97 # \xe9\n", "not valid UTF-8 text (byte 16, line 1)"),
-    ("programs = \n", "not valid TOML: Invalid value (at line 1, column 12)"),
-    ("programs = 97\n", "missing the answer 'masked_lanes'"),
-    ("programs = '97'\n", "'programs' (line 1) must be a number, not a string ('97'): write it without quotes"),
-    ("programs = nan\n", "the skeleton's placeholder"),
-    ("programs = -inf\n", "must be a finite number, not -inf"),
-    ("[answers]\nprograms = 97\n", "unknown table 'answers' (line 1)"),
-    ("\n\nprogram = 97\n", "unknown key 'program' (line 3): did you mean 'programs'?"),
-    ("programs.x = 97\n", "'programs' (line 1) must be a number, not a table"),
-    ("programs = 1" + "0" * 400 + "\n", "'programs' (line 1) is too large for a number"),
-])
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("", "is empty"),
+        (b"\x00\x01", "binary file"),
+        (b"programs = 97 # \xe9\n", "not valid UTF-8 text (byte 16, line 1)"),
+        ("programs = \n", "not valid TOML: Invalid value (at line 1, column 12)"),
+        ("programs = 97\n", "missing the answer 'masked_lanes'"),
+        ("programs = '97'\n", "'programs' (line 1) must be a number, not a string ('97'): write it without quotes"),
+        ("programs = nan\n", "the skeleton's placeholder"),
+        ("programs = -inf\n", "must be a finite number, not -inf"),
+        ("[answers]\nprograms = 97\n", "unknown table 'answers' (line 1)"),
+        ("\n\nprogram = 97\n", "unknown key 'program' (line 3): did you mean 'programs'?"),
+        ("programs.x = 97\n", "'programs' (line 1) must be a number, not a table"),
+        ("programs = 1" + "0" * 400 + "\n", "'programs' (line 1) is too large for a number"),
+    ],
+)
 def test_malformed_files_are_ce_with_one_line_naming_the_line_or_key(tmp_path, text, reason):
     if isinstance(text, str) and text.startswith("programs = ") and "missing" not in reason:
         text = text + _file(101).replace("programs = 97.0\n", "")  # every other part answered, after it
@@ -224,13 +255,36 @@ def test_submit_json_report_has_the_documented_fields():
     r = judge("submit", "102", wa, "--json")
     assert r.returncode == 1, r.stderr
     report = json.loads(r.stdout)
-    assert set(report) == {"version", "verdict", "verdict_meaning", "score", "max_score", "full_score",
-                           "max_score_note", "message", "details", "problem", "submission", "mode", "seed", "groups",
-                           "speed", "timing", "notes", "worker", "output", "elapsed_seconds"}
+    assert set(report) == {
+        "version",
+        "verdict",
+        "verdict_meaning",
+        "score",
+        "max_score",
+        "full_score",
+        "max_score_note",
+        "message",
+        "details",
+        "problem",
+        "submission",
+        "mode",
+        "seed",
+        "groups",
+        "speed",
+        "timing",
+        "notes",
+        "worker",
+        "output",
+        "elapsed_seconds",
+    }
     assert report["version"] == 1 and report["verdict"] == "WA" and report["max_score"] == 100
     assert report["problem"] == {"id": 102, "slug": "softmax-traffic", "title": "Softmax traffic: naive vs fused"}
     assert report["mode"]["kind"] == "answers" and report["speed"] == {
-        "scored": False, "points": 0, "max_points": 0, "reason": "an answers problem has no speed part"}
+        "scored": False,
+        "points": 0,
+        "max_points": 0,
+        "reason": "an answers problem has no speed part",
+    }
     assert [g["name"] for g in report["groups"]] == [p.name for p in find_problem("102").parts]
     for g in report["groups"]:
         assert set(g) == {"name", "about", "points", "earned", "passed", "verdict", "cases_run", "skipped", "failure"}
@@ -278,8 +332,10 @@ def test_grade_a_roster_of_answer_files(tmp_path):
     roster = tmp_path / "roster"
     files = {  # student -> {problem: (corpus file, name in the folder)}
         "ana": {101: ("accepted/exact.toml", "101.toml"), 104: ("accepted/three_decimals.toml", "104.toml")},
-        "ben": {101: ("wrong_answer/fp16_bytes.toml", "grid-and-masks.toml"),
-                104: ("compile_error/formula.toml", "online_softmax_by_hand.toml")},
+        "ben": {
+            101: ("wrong_answer/fp16_bytes.toml", "grid-and-masks.toml"),
+            104: ("compile_error/formula.toml", "online_softmax_by_hand.toml"),
+        },
         "cy": {101: ("compile_error/missing_part.toml", "101-grid-and-masks.toml")},
     }
     for student, mine in files.items():
@@ -288,13 +344,36 @@ def test_grade_a_roster_of_answer_files(tmp_path):
             (roster / student / name).write_bytes(corpus(pid, rel).read_bytes())
     (roster / "cy" / "104.py").write_text("x = 1\n")  # a .py is no answer to an answers problem
     out = tmp_path / "out"
-    r = judge("grade", roster, "--problem", "101", "--problem", "104", "--out", out, "--device", "cpu",
-              "--jobs", "2", "--sandbox", "process", "--no-progress", "--csv", out / "grades.csv")
+    r = judge(
+        "grade",
+        roster,
+        "--problem",
+        "101",
+        "--problem",
+        "104",
+        "--out",
+        out,
+        "--device",
+        "cpu",
+        "--jobs",
+        "2",
+        "--sandbox",
+        "process",
+        "--no-progress",
+        "--csv",
+        out / "grades.csv",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     with sqlite3.connect(out / "results.sqlite") as c:
         got = {(s, p): (v, sc) for s, p, v, sc in c.execute("SELECT student, problem, verdict, score FROM results")}
-    assert got == {("ana", 101): ("AC", 100), ("ana", 104): ("AC", 100), ("ben", 101): ("WA", 80),
-                   ("ben", 104): ("CE", 0), ("cy", 101): ("CE", 0), ("cy", 104): ("CE", 0)}
+    assert got == {
+        ("ana", 101): ("AC", 100),
+        ("ana", 104): ("AC", 100),
+        ("ben", 101): ("WA", 80),
+        ("ben", 104): ("CE", 0),
+        ("cy", 101): ("CE", 0),
+        ("cy", 104): ("CE", 0),
+    }
     with open(out / "grades.csv") as f:
         rows = {(row["student"], row["problem"]): row for row in csv.DictReader(f)}
     assert rows[("cy", "104")]["sha256"] == "missing" and float(rows[("ben", "101")]["max_score"]) == 100
@@ -308,8 +387,12 @@ def test_grade_a_roster_of_answer_files(tmp_path):
 def test_roster_file_names_for_answers():
     from judge.grading.roster import candidate_names
 
-    assert candidate_names(find_problem("101")) == ["101.toml", "101-grid-and-masks.toml", "grid-and-masks.toml",
-                                                    "grid_and_masks.toml"]
+    assert candidate_names(find_problem("101")) == [
+        "101.toml",
+        "101-grid-and-masks.toml",
+        "grid-and-masks.toml",
+        "grid_and_masks.toml",
+    ]
 
 
 RUBRIC = """
@@ -328,8 +411,20 @@ def test_gradescope_results_for_an_answers_problem(tmp_path):
     root = tmp_path / "gs"
     (root / "submission").mkdir(parents=True)
     (root / "submission" / "mine.toml").write_bytes(corpus(103, "wrong_answer/one_stage.toml").read_bytes())
-    r = judge("gradescope", "run", "--problem", "103", "--root", root, "--rubric", rubric, "--device", "cpu",
-              "--sandbox", "process")
+    r = judge(
+        "gradescope",
+        "run",
+        "--problem",
+        "103",
+        "--root",
+        root,
+        "--rubric",
+        rubric,
+        "--device",
+        "cpu",
+        "--sandbox",
+        "process",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads((root / "results" / "results.json").read_text())
     schema = json.loads((ROOT / "judge" / "grading" / "schemas" / "gradescope-results.schema.json").read_text())
@@ -353,8 +448,19 @@ def test_prairielearn_results_for_an_answers_problem(tmp_path, rel, gradable):
     (tmp_path / "data" / "data.json").write_text(json.dumps({"params": {"problem": 104}, "submitted_answers": {}}))
     (tmp_path / "student").mkdir()
     (tmp_path / "student" / "answers.toml").write_bytes(corpus(104, rel).read_bytes())
-    r = judge("prairielearn", "--data", tmp_path / "data" / "data.json", "--student", tmp_path / "student",
-              "--results", tmp_path / "results" / "results.json", "--device", "cpu", "--sandbox", "process")
+    r = judge(
+        "prairielearn",
+        "--data",
+        tmp_path / "data" / "data.json",
+        "--student",
+        tmp_path / "student",
+        "--results",
+        tmp_path / "results" / "results.json",
+        "--device",
+        "cpu",
+        "--sandbox",
+        "process",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads((tmp_path / "results" / "results.json").read_text())
     schema = json.loads((ROOT / "judge" / "grading" / "schemas" / "prairielearn-results.schema.json").read_text())

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from judge.problems import find_problem
 from judge.options import Options
+from judge.problems import find_problem
 from judge.session import Session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -95,8 +95,11 @@ CASES = [
     # Triton's language swapped only around the launch (tl.store a no-op), put back before returning.
     ("93", R93 / "exploit5_language_swapped_during_launch.py", "triton.language.store (Triton's language"),
     # ... swapped by the kernel's pre-run hook, inside the launch, before the interpreter wraps the language.
-    ("93", R93 / "exploit5_language_swapped_in_pre_run_hook.py",
-     "triton.language.store (Triton's language was changed before the interpreter read it"),
+    (
+        "93",
+        R93 / "exploit5_language_swapped_in_pre_run_hook.py",
+        "triton.language.store (Triton's language was changed before the interpreter read it",
+    ),
     # Code of the file's run inside the launch, after the interpreter patched the language: a callable grid
     # that changes the arguments it is given, a number whose __int__ does the work (red team of 2026-12-04).
     ("93", R93 / "exploit6_grid_sets_meta_host_work.py", "its grid changed the dictionary it was given"),
@@ -115,13 +118,22 @@ CASES = [
     ("93", R93 / "exploit6_dtype_to_ir_reaches_builder.py", "triton.language.core.int32.to_ir (which the launch"),
     ("93", R93 / "exploit6_jit_mangle_type_swapped.py", "triton.runtime.jit.mangle_type (which the launch"),
 ]
-FAST = {"numpy_no_kernel", "numpy_with_decoy_kernel", "redteam_thread", "exploit2_noop_proc_mem_tensor",
-        "exploit4_wraps_swaps_kernel_source", "exploit5_constexpr_flip_resolver"}
+FAST = {
+    "numpy_no_kernel",
+    "numpy_with_decoy_kernel",
+    "redteam_thread",
+    "exploit2_noop_proc_mem_tensor",
+    "exploit4_wraps_swaps_kernel_source",
+    "exploit5_constexpr_flip_resolver",
+}
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("pid,path,expect", [c if c[1].stem in FAST else pytest.param(*c, marks=pytest.mark.full)
-                                             for c in CASES], ids=[c[1].stem for c in CASES])
+@pytest.mark.parametrize(
+    "pid,path,expect",
+    [c if c[1].stem in FAST else pytest.param(*c, marks=pytest.mark.full) for c in CASES],
+    ids=[c[1].stem for c in CASES],
+)
 def test_rejected_without_the_static_scan(pid, path, expect):
     options = Options(sandbox="process", seed=1, device="cpu", interpret=True, static_scan=False)
     report = Session(find_problem(pid), path, options).run()
@@ -134,8 +146,11 @@ REPLAY_ONLY = [c for c in CASES if "replay" in c[2]]
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("pid,path,expect", [c if c[1].stem in FAST else pytest.param(*c, marks=pytest.mark.full)
-                                             for c in REPLAY_ONLY], ids=[c[1].stem for c in REPLAY_ONLY])
+@pytest.mark.parametrize(
+    "pid,path,expect",
+    [c if c[1].stem in FAST else pytest.param(*c, marks=pytest.mark.full) for c in REPLAY_ONLY],
+    ids=[c[1].stem for c in REPLAY_ONLY],
+)
 def test_only_the_replay_catches(pid, path, expect):
     # With every other check on (the static scan too) and the replay off, these pass: the replay is what stops them.
     options = Options(sandbox="process", seed=1, device="cpu", interpret=True, replay=False)
@@ -148,14 +163,16 @@ def test_only_the_replay_catches(pid, path, expect):
 # worker's writes still catches it: replayed alone the launch computed the output, in the worker it left the
 # output as it was, holding data from outside the kernels.
 @pytest.mark.corpus
-@pytest.mark.parametrize("name", ["redteam_constexpr_probe.py",
-                                  pytest.param("redteam_constexpr_state.py", marks=pytest.mark.full)])
+@pytest.mark.parametrize(
+    "name", ["redteam_constexpr_probe.py", pytest.param("redteam_constexpr_state.py", marks=pytest.mark.full)]
+)
 def test_a_kernel_that_runs_otherwise_in_the_worker_is_caught_by_its_writes(name, monkeypatch):
     from judge import intake
 
     monkeypatch.setattr(intake, "_impure_constexpr_functions", lambda text: None)
-    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, static_scan=False, workers=1,
-                      group="small-ragged")
+    options = Options(
+        sandbox="process", seed=1, device="cpu", interpret=True, static_scan=False, workers=1, group="small-ragged"
+    )
     report = Session(find_problem("93"), R93 / name, options).run()
     assert report.verdict.value == "RJ" and "left out as it was" in report.message, report.message
 

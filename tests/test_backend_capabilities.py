@@ -59,14 +59,19 @@ class Undeclared(Backend):
 @pytest.fixture
 def registered(monkeypatch):
     here = __name__
-    for name, cls in (("renamed-process", "RenamedProcess"), ("renamed-docker", "RenamedDocker"),
-                      ("process", "ProcessWithout"), ("undeclared", "Undeclared")):
+    for name, cls in (
+        ("renamed-process", "RenamedProcess"),
+        ("renamed-docker", "RenamedDocker"),
+        ("process", "ProcessWithout"),
+        ("undeclared", "Undeclared"),
+    ):
         monkeypatch.setitem(BACKENDS, name, f"{here}:{cls}")
 
 
 def _job(tmp_path, module="judge.untrusted", interpret=True, cache=None) -> Job:
-    return Job(submission=None, scratch=tmp_path, device="cpu", interpret=interpret, limits=LIMITS, module=module,
-               cache=cache)
+    return Job(
+        submission=None, scratch=tmp_path, device="cpu", interpret=interpret, limits=LIMITS, module=module, cache=cache
+    )
 
 
 def test_every_registered_backend_declares_its_capabilities(registered):
@@ -127,8 +132,9 @@ def test_a_cache_for_another_user_is_not_seeded_by_capability(registered, tmp_pa
         cache = tmp_path / backend.name / "cache"
         server = PoolServer(size=0)  # (nothing spawned: the cache is made when the kind is warmed)
         try:
-            assert server.warm(backend, dataclasses.replace(_job(tmp_path, interpret=False), cache=cache),
-                               own_cache=True)
+            assert server.warm(
+                backend, dataclasses.replace(_job(tmp_path, interpret=False), cache=cache), own_cache=True
+            )
         finally:
             server.close()
         assert cache.is_dir() and (cache in seeded) == seeds, backend.name

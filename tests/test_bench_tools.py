@@ -36,24 +36,38 @@ def test_roster_timelines_line_jobs_up_on_the_hosts_clock_to_say_what_a_speed_ru
     rt = _load("roster_timelines")
 
     def x(name, t0, t1, tid=1):
-        return {"name": name, "ph": "X", "ts": int(t0 * 1e6), "dur": int((t1 - t0) * 1e6), "pid": 1, "tid": tid,
-                "args": {}}
+        return {
+            "name": name,
+            "ph": "X",
+            "ts": int(t0 * 1e6),
+            "dur": int((t1 - t0) * 1e6),
+            "pid": 1,
+            "tid": tid,
+            "args": {},
+        }
 
     a = [x("speed run: wait for the GPU lock", 10, 13), x("speed run: timed rounds", 13, 15)]
-    b = [x("case (large)", 110.5, 113.5), x("GPU held shared", 111, 112.9), x("replay (large)", 10.2, 11.2, tid=2),
-         x("GPU held shared", 10.5, 11.0, tid=2)]
+    b = [
+        x("case (large)", 110.5, 113.5),
+        x("GPU held shared", 111, 112.9),
+        x("replay (large)", 10.2, 11.2, tid=2),
+        x("GPU held shared", 10.5, 11.0, tid=2),
+    ]
     for name, events, origin in (("timeline-1.json", a, 100.0), ("timeline-2.json", b, 0.0)):
-        (tmp_path / name).write_text(json.dumps({"traceEvents": events,
-                                                 "otherData": {"monotonic_origin_s": origin}}))
+        (tmp_path / name).write_text(json.dumps({"traceEvents": events, "otherData": {"monotonic_origin_s": origin}}))
     jobs = [(str(p), *rt.load_with_origin(str(p))) for p in sorted(tmp_path.glob("timeline-*.json"))]
     waits = rt.what_the_waits_waited_for(jobs)
     assert [(round(w, 2), label, round(held, 2)) for w, label, held in waits] == [(3.0, "case", 1.9)]
     # A third job's speed run held the GPU alone from 111.5 to 112.95 s (its own clock: 1.5 to 2.95), after
     # B's case had begun: A's wait ended behind that speed run, not behind the case.
-    c = [x("speed run: wait for the GPU lock", 0.5, 1.5), x("speed run: timed rounds", 1.5, 2.5),
-         x("speed run: trim", 2.5, 2.95)]
-    (tmp_path / "timeline-3.json").write_text(json.dumps({"traceEvents": c,
-                                                          "otherData": {"monotonic_origin_s": 110.0}}))
+    c = [
+        x("speed run: wait for the GPU lock", 0.5, 1.5),
+        x("speed run: timed rounds", 1.5, 2.5),
+        x("speed run: trim", 2.5, 2.95),
+    ]
+    (tmp_path / "timeline-3.json").write_text(
+        json.dumps({"traceEvents": c, "otherData": {"monotonic_origin_s": 110.0}})
+    )
     jobs = [(str(p), *rt.load_with_origin(str(p))) for p in sorted(tmp_path.glob("timeline-*.json"))]
     found = {(round(w, 2), label) for w, label, _ in rt.what_the_waits_waited_for(jobs)}
     assert (3.0, rt.SPEED_RUN) in found

@@ -35,16 +35,22 @@ def test_untrusted_and_shared_code_import_nothing_of_the_trusted_judge(package):
     allowed = SIDES[package]
     files = sorted((ROOT / package).glob("*.py"))
     assert files
-    bad = [f"{path.relative_to(ROOT)}:{line} imports {name}" for path in files
-           for line, name in _judge_imports(path) if not name.startswith(allowed)]
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in files
+        for line, name in _judge_imports(path)
+        if not name.startswith(allowed)
+    ]
     assert not bad, "\n".join(bad)
 
 
 def test_the_worker_process_loads_no_trusted_module():
     # What is actually imported when the worker starts (imports can hide in functions and in other modules).
-    code = ("import sys, judge.untrusted.runner, judge.untrusted.bench, judge.untrusted.guard, "
-            "judge.untrusted.integrity, judge.untrusted.outputs, judge.untrusted.trace, judge.untrusted.replay;"
-            "print('\\n'.join(m for m in sys.modules if m.startswith('judge')))")
+    code = (
+        "import sys, judge.untrusted.runner, judge.untrusted.bench, judge.untrusted.guard, "
+        "judge.untrusted.integrity, judge.untrusted.outputs, judge.untrusted.trace, judge.untrusted.replay;"
+        "print('\\n'.join(m for m in sys.modules if m.startswith('judge')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     loaded = set(out.split())
     trusted = sorted(m for m in loaded if m != "judge" and not m.startswith(("judge.shared", "judge.untrusted")))

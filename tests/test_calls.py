@@ -57,8 +57,9 @@ def test_cotangents_and_golden_gradients():
 
 
 def _returned(t, **kw):
-    return Returned("tensor", dtype=str(t.dtype).removeprefix("torch."), shape=tuple(t.shape), device="cpu",
-                    tensor=t, **kw)
+    return Returned(
+        "tensor", dtype=str(t.dtype).removeprefix("torch."), shape=tuple(t.shape), device="cpu", tensor=t, **kw
+    )
 
 
 def test_gradients_are_checked_for_values_only():
@@ -69,11 +70,15 @@ def test_gradients_are_checked_for_values_only():
     out = (inputs[0].values + inputs[1].values).to(torch.float32)
     g = cots[0].values
     specs = P99.outputs_for(P99.groups[-1])
-    right = [_returned(out, kernel_wrote=True), _returned(g, derived=True, aliases_input=True),
-             _returned(g, derived=True, aliases_input=True)]
+    right = [
+        _returned(out, kernel_wrote=True),
+        _returned(g, derived=True, aliases_input=True),
+        _returned(g, derived=True, aliases_input=True),
+    ]
     assert output_rules.check(P99, "torch.Tensor", right, answers, "cpu", specs=specs) is None
-    wrong = output_rules.check(P99, "torch.Tensor", right[:2] + [_returned(-g, derived=True)], answers, "cpu",
-                               specs=specs)
+    wrong = output_rules.check(
+        P99, "torch.Tensor", right[:2] + [_returned(-g, derived=True)], answers, "cpu", specs=specs
+    )
     assert wrong is not None and wrong.message.startswith("grad_y")
     missing = output_rules.check(P99, "torch.Tensor", right[:1], answers, "cpu", specs=specs)
     assert missing is not None and "no gradient came back for grad_x, grad_y" in missing.message
@@ -172,12 +177,14 @@ def test_the_worker_looks_into_the_namespaces_operator(tmp_path):
     operator library for another namespace is recorded."""
     sub = tmp_path / "mine.py"
     sub.write_text(SUBMISSION)
-    proc = subprocess.run([sys.executable, "-c", DRIVER, str(sub), str(ROOT)], capture_output=True, text=True,
-                          timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(sub), str(ROOT)], capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["honest"] == {"own": {"add_kernel": 1}, "ops": {}, "own_ops": {"add": 1}, "right": True,
-                             "events": 2}, got  # the allocation and the launch, for the replay
+    assert got["honest"] == {"own": {"add_kernel": 1}, "ops": {}, "own_ops": {"add": 1}, "right": True, "events": 2}, (
+        got
+    )  # the allocation and the launch, for the replay
     assert got["cheat"]["ops"] == {"add": 1} and got["cheat"]["own_ops"] == {"add2": 1}, got
     assert got["compiled"] == {"graph": ["<ns>::add"], "own": {"add_kernel": 1}, "ops": {}, "right": True}, got
     message, frames = got["plain"]

@@ -9,16 +9,20 @@ import pytest
 import torch
 
 from judge import rules
-from judge.replies import parsers, records
 from judge.judging import capacity_failure
+from judge.replies import parsers, records
 
 # PyTorch's message for a worker inside its cap on a device others filled, and for one over its own cap.
-FULL = ("CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which "
-        "404.50 MiB is free. Including non-PyTorch memory, this process has 1.30 GiB memory in use. 12.00 GiB "
-        "allowed; Of the allocated memory 1.10 GiB is allocated by PyTorch")
-OWN = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which "
-       "60.00 GiB is free. Including non-PyTorch memory, this process has 11.50 GiB memory in use. 12.00 GiB "
-       "allowed; Of the allocated memory 11.00 GiB is allocated by PyTorch")
+FULL = (
+    "CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which "
+    "404.50 MiB is free. Including non-PyTorch memory, this process has 1.30 GiB memory in use. 12.00 GiB "
+    "allowed; Of the allocated memory 1.10 GiB is allocated by PyTorch"
+)
+OWN = (
+    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.19 GiB of which "
+    "60.00 GiB is free. Including non-PyTorch memory, this process has 11.50 GiB memory in use. 12.00 GiB "
+    "allowed; Of the allocated memory 11.00 GiB is allocated by PyTorch"
+)
 
 
 def _worker_error(message: str) -> records.ErrorInfo:
@@ -34,8 +38,12 @@ def _speed_request(name: str, trusted: bool, message: str):
     from judge.timing.findings import BenchFailed
     from judge.untrusted.errors import classify
 
-    wire = {"type": "bench_result", "id": "0", "status": "error",
-            "error": classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py")}
+    wire = {
+        "type": "bench_result",
+        "id": "0",
+        "status": "error",
+        "error": classify(torch.cuda.OutOfMemoryError(message), "/nowhere/submission.py"),
+    }
 
     class Client:
         def send_case(self, msg, payloads):

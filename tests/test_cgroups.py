@@ -12,6 +12,7 @@ import pytest
 from judge.sandbox import cgroups
 from judge.sandbox.cgroups import Cgroup, sweep_stale
 
+
 def _can_make() -> bool:
     probe = Cgroup.create(1 << 30, 64)
     if probe is not None:
@@ -19,7 +20,9 @@ def _can_make() -> bool:
     return probe is not None
 
 
-needs_cgroups = pytest.mark.skipif(not _can_make(), reason="no cgroups can be made here (not root, no delegated subtree)")
+needs_cgroups = pytest.mark.skipif(
+    not _can_make(), reason="no cgroups can be made here (not root, no delegated subtree)"
+)
 
 
 def _dead_pid() -> int:

@@ -8,8 +8,8 @@ import textwrap
 
 import pytest
 
-from judge.replies import parsers, records
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
+from judge.replies import parsers, records
 from judge.sandbox import Job, Limits
 from judge.sandbox.base import Backend
 from judge.sandbox.process import _ChildProc
@@ -41,14 +41,25 @@ class Scripted(Backend):
         from judge.sandbox.staging import CODE_ROOT
 
         code = PRELUDE % str(CODE_ROOT) + textwrap.dedent(self.body)
-        popen = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, start_new_session=True)
+        popen = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         return _ChildProc(popen, str(job.submission))
 
 
 def _channel(tmp_path, body, **limits):
-    lim = Limits(case_seconds=limits.get("case_seconds", 5), run_seconds=60, memory_mb=4096,
-                 output_bytes=limits.get("output_bytes", 1 << 20), processes=64, startup_seconds=10)
+    lim = Limits(
+        case_seconds=limits.get("case_seconds", 5),
+        run_seconds=60,
+        memory_mb=4096,
+        output_bytes=limits.get("output_bytes", 1 << 20),
+        processes=64,
+        startup_seconds=10,
+    )
     job = Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu", interpret=True, limits=lim)
     ch = WorkerChannel(Scripted(body), job)
     hello = ch.start(submission_entry="add", arity=2, threads=1)
@@ -57,18 +68,32 @@ def _channel(tmp_path, body, **limits):
     return ch
 
 
-@pytest.mark.parametrize("body,reason,text", [
-    ('send({"type": "result", "id": 1, "status": "ok", "outputs": ["x"]})', "protocol", "an output must be an object"),
-    ('send({"type": "result", "id": 1, "status": "ok"}, ); send({"junk": 1}, [({"dtype": "float32", "shape": [1]}, b"abc")])',
-     None, None),
-    ('send({"type": "result", "id": 1, "status": "ok", "nonce": "forged"})', "protocol", "secret"),
-    ('wire.write_frame(1, b"not json")', "protocol", "malformed"),
-    ('time.sleep(30)', "timeout", "timed out"),
-    ('os._exit(3)', "crash", "status 3"),
-    ('sys.stderr.write("x" * 100000); sys.stderr.flush(); time.sleep(30)', "output", "printed more than"),
-    ('send({"type": "result", "id": 1, "status": "ok", "outputs": [{"kind": "tensor", "dtype": "float32", '
-     '"shape": [1 << 30]}]}, [({"dtype": "float32", "shape": [1 << 30]}, b"")])', "output", "limit"),
-])
+@pytest.mark.parametrize(
+    "body,reason,text",
+    [
+        (
+            'send({"type": "result", "id": 1, "status": "ok", "outputs": ["x"]})',
+            "protocol",
+            "an output must be an object",
+        ),
+        (
+            'send({"type": "result", "id": 1, "status": "ok"}, ); send({"junk": 1}, [({"dtype": "float32", "shape": [1]}, b"abc")])',
+            None,
+            None,
+        ),
+        ('send({"type": "result", "id": 1, "status": "ok", "nonce": "forged"})', "protocol", "secret"),
+        ('wire.write_frame(1, b"not json")', "protocol", "malformed"),
+        ("time.sleep(30)", "timeout", "timed out"),
+        ("os._exit(3)", "crash", "status 3"),
+        ('sys.stderr.write("x" * 100000); sys.stderr.flush(); time.sleep(30)', "output", "printed more than"),
+        (
+            'send({"type": "result", "id": 1, "status": "ok", "outputs": [{"kind": "tensor", "dtype": "float32", '
+            '"shape": [1 << 30]}]}, [({"dtype": "float32", "shape": [1 << 30]}, b"")])',
+            "output",
+            "limit",
+        ),
+    ],
+)
 def test_every_broken_reply_is_a_death_with_a_reason(tmp_path, body, reason, text):
     ch = _channel(tmp_path, body, case_seconds=3, output_bytes=50_000)
     try:
@@ -91,16 +116,21 @@ def test_a_worker_that_dies_before_it_is_ready_is_the_judges_problem(tmp_path, a
         name = "dies"
 
         def spawn(self, job):
-            popen = subprocess.Popen([sys.executable, "-c", "import sys; sys.exit(1)"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            popen = subprocess.Popen(
+                [sys.executable, "-c", "import sys; sys.exit(1)"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
             if already_dead:
                 popen.wait()
             return _ChildProc(popen, "x")
 
-    lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
-                 startup_seconds=5)
-    ch = WorkerChannel(Dies(), Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu", interpret=True,
-                                   limits=lim))
+    lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64, startup_seconds=5)
+    ch = WorkerChannel(
+        Dies(), Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu", interpret=True, limits=lim)
+    )
     with pytest.raises(WorkerStartFailed):
         ch.start(submission_entry="add", arity=2, threads=1)
     ch.close()
@@ -132,8 +162,13 @@ class SlowEnvironment(Backend):
                            "nonce": setup["nonce"]}}, [])
             time.sleep(30)
         """)
-        popen = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, start_new_session=True)
+        popen = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         return _ChildProc(popen, str(job.submission))
 
 
@@ -141,10 +176,11 @@ class SlowEnvironment(Backend):
 def test_the_startup_limit_counts_the_submissions_import_not_the_environments(tmp_path, load, died):
     # CI once turned a submission that hangs at import (TLE) into IE: on 2 loaded cores the worker's
     # torch import alone outlasted the shortened startup limit, which then also timed the import of torch.
-    lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
-                 startup_seconds=1)
-    ch = WorkerChannel(SlowEnvironment(load), Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu",
-                                                  interpret=True, limits=lim))
+    lim = Limits(case_seconds=5, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64, startup_seconds=1)
+    ch = WorkerChannel(
+        SlowEnvironment(load),
+        Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cpu", interpret=True, limits=lim),
+    )
     try:
         if died is None:
             assert ch.start(submission_entry="add", arity=2, threads=1).ok
@@ -163,19 +199,24 @@ def test_a_real_worker_asked_to_exit_exits_by_itself_even_with_exit_handlers(tmp
     from judge.sandbox.process import ProcessBackend
 
     sub = tmp_path / "s.py"
-    sub.write_text(textwrap.dedent("""
+    sub.write_text(
+        textwrap.dedent("""
         import atexit, time
         atexit.register(time.sleep, 30)
 
         def add(x, y):
             return x + y
-    """))
-    lim = Limits(case_seconds=60, run_seconds=120, memory_mb=4096, output_bytes=1 << 20, processes=64,
-                 startup_seconds=120)
+    """)
+    )
+    lim = Limits(
+        case_seconds=60, run_seconds=120, memory_mb=4096, output_bytes=1 << 20, processes=64, startup_seconds=120
+    )
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    channels = [WorkerChannel(ProcessBackend(), Job(submission=sub, scratch=scratch, device="cpu", interpret=True,
-                                                    limits=lim)) for _ in range(2)]
+    channels = [
+        WorkerChannel(ProcessBackend(), Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=lim))
+        for _ in range(2)
+    ]
     for ch in channels:
         assert ch.start(submission_entry="add", arity=2, threads=1).ok
     for ch in channels:
@@ -193,8 +234,11 @@ def test_the_memory_watch_reads_the_cheap_upper_bound_below_its_threshold():
 
     # It says when its 64 MiB are written (all resident): RSS over 64 MiB alone came sooner, its interpreter's
     # pages and part of the buffer (CI once read PSS 63.75 MiB then, and RSS 74.7 MiB).
-    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); print('ready', flush=True); "
-                              "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; b = bytearray(64 << 20); print('ready', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert child.stdout.readline().strip() == "ready"
         # Each PSS read before the RSS it is held against: a process still growing (its interpreter's last
@@ -218,11 +262,19 @@ def test_the_memory_watch_sees_a_grandchild_forked_after_its_last_scan():
 
     from judge.sandbox import base
 
-    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
-                              "input()\n"
-                              "subprocess.Popen([sys.executable, '-c', 'b = bytearray(96 << 20); print(1, flush=True); "
-                              "import time; time.sleep(30)'])\n"
-                              "time.sleep(30)"], stdin=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import subprocess, sys, time\n"
+            "input()\n"
+            "subprocess.Popen([sys.executable, '-c', 'b = bytearray(96 << 20); print(1, flush=True); "
+            "import time; time.sleep(30)'])\n"
+            "time.sleep(30)",
+        ],
+        stdin=subprocess.PIPE,
+        text=True,
+    )
     try:
         time.sleep(0.5)
         before = base._descendants(child.pid)

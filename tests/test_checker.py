@@ -89,9 +89,12 @@ def test_a_low_precision_answer_fails(problem):
         dtypes_here = dtypes_here if isinstance(dtypes_here, list) else [dtypes_here]
         params = dict(params, dtype="float32" if "float32" in dtypes_here else "float16")
         inputs, golden, naive, dtypes = _answers(problem, params)
-        low_args = [a.values.to(torch.bfloat16).double() if isinstance(a, kit.TensorInput) and
-                    a.values.is_floating_point() else (a.values if isinstance(a, kit.TensorInput) else a)
-                    for a in inputs]
+        low_args = [
+            a.values.to(torch.bfloat16).double()
+            if isinstance(a, kit.TensorInput) and a.values.is_floating_point()
+            else (a.values if isinstance(a, kit.TensorInput) else a)
+            for a in inputs
+        ]
         low = problem.golden.golden(*low_args)
         low = list(low) if isinstance(low, (tuple, list)) else [low]
         for i, (g, n, dt, lo) in enumerate(zip(golden, naive, dtypes, low)):
@@ -118,8 +121,12 @@ def test_tolerance_scales_with_the_naive_error():
     assert checker.compare("o", gold + 0.019, gold, naive, torch.float32, "row", {}) is None
     assert checker.compare("o", gold + 0.021, gold, naive, torch.float32, "row", {}) is not None
     # Element scope: only where the naive model itself was off.
-    assert checker.compare("o", gold + torch.tensor([[0.0, 0.019, 0.0]]).double(), gold, naive,
-                           torch.float32, "element", {}) is None
+    assert (
+        checker.compare(
+            "o", gold + torch.tensor([[0.0, 0.019, 0.0]]).double(), gold, naive, torch.float32, "element", {}
+        )
+        is None
+    )
     assert checker.compare("o", gold + 0.019, gold, naive, torch.float32, "element", {}) is not None
 
 

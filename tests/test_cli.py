@@ -16,8 +16,9 @@ WRONG = VECTOR_ADD.directory / "submissions" / "wrong_answer" / "tail_dropped.py
 
 
 def judge(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "judge", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "judge", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=600
+    )
 
 
 def one_line(stderr: str) -> str:
@@ -130,8 +131,12 @@ def test_default_sandbox_is_auto_and_said():
 
 
 def test_unavailable_sandbox_is_a_usage_error(monkeypatch, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(GOOD), "--sandbox", "bwrap"],
-                       capture_output=True, text=True, env={**os.environ, "PATH": str(tmp_path)})
+    r = subprocess.run(
+        [sys.executable, "-m", "judge", "submit", "93", str(GOOD), "--sandbox", "bwrap"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": str(tmp_path)},
+    )
     assert r.returncode == 2 and "bubblewrap" in one_line(r.stderr)
 
 
@@ -179,8 +184,13 @@ def test_a_judging_command_ends_without_the_teardown_and_leaves_nothing_behind(t
     # report on a pipe, and no scratch folder left (the session and the pool remove theirs before it).
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    r = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(file), "--json", "--sandbox", "process"],
-                       capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
+    r = subprocess.run(
+        [sys.executable, "-m", "judge", "submit", "93", str(file), "--json", "--sandbox", "process"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TMPDIR": str(tmp)},
+    )
     assert r.returncode == code, r.stderr[-2000:]
     report = json.loads(r.stdout)  # complete: flushed before the exit
     assert report["verdict"] == verdict
@@ -194,11 +204,19 @@ def test_the_judge_runs_hypothesis_without_the_machines_plugins():
     import importlib.metadata
 
     plugins = sorted({e.value.split(":")[0].split(".")[0] for e in importlib.metadata.entry_points(group="hypothesis")})
-    code = ("import json, os, sys; import judge.groups; "
-            f"print(json.dumps([os.environ.get('HYPOTHESIS_NO_PLUGINS'), sorted(set({plugins!r}) & set(sys.modules))]))")
+    code = (
+        "import json, os, sys; import judge.groups; "
+        f"print(json.dumps([os.environ.get('HYPOTHESIS_NO_PLUGINS'), sorted(set({plugins!r}) & set(sys.modules))]))"
+    )
     env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_NO_PLUGINS"}
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
-                       cwd=Path(__file__).resolve().parents[1])
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[1],
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     flag, loaded = json.loads(r.stdout)
     assert flag and loaded == [], (flag, loaded, plugins)
@@ -232,19 +250,32 @@ def test_init_under_a_file_is_one_line_and_exit_2(tmp_path):
 LONG = "a" * 300  # longer than any file system's name limit (255 bytes)
 
 
-@pytest.mark.parametrize("args", [("submit", "93", f"{LONG}.py"), ("test", "93", f"{LONG}.py"),
-                                  ("bench", "94", f"{LONG}.py"), ("init", "93", f"{LONG}.py"),
-                                  ("grade", LONG, "--problem", "93"), ("serve-tokens", LONG, "-o", "t.csv")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("submit", "93", f"{LONG}.py"),
+        ("test", "93", f"{LONG}.py"),
+        ("bench", "94", f"{LONG}.py"),
+        ("init", "93", f"{LONG}.py"),
+        ("grade", LONG, "--problem", "93"),
+        ("serve-tokens", LONG, "-o", "t.csv"),
+    ],
+)
 def test_a_path_the_file_system_refuses_is_one_line_and_exit_2(tmp_path, args):
     r = judge(*args, cwd=tmp_path)
     assert r.returncode == 2
     assert "name too long" in one_line(r.stderr).lower()
 
 
-@pytest.mark.parametrize("args", [("grade", "ROSTER", "--problem", "93", "--out", "a.py"),
-                                  ("grade", "ROSTER", "--problem", "93", "--csv", "a.py/x.csv"),
-                                  ("gradescope", "bundle", "--problem", "93", "-o", "a.py/autograder.zip"),
-                                  ("serve-tokens", "ROSTER", "-o", "a.py/tokens.csv")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("grade", "ROSTER", "--problem", "93", "--out", "a.py"),
+        ("grade", "ROSTER", "--problem", "93", "--csv", "a.py/x.csv"),
+        ("gradescope", "bundle", "--problem", "93", "-o", "a.py/autograder.zip"),
+        ("serve-tokens", "ROSTER", "-o", "a.py/tokens.csv"),
+    ],
+)
 def test_an_output_folder_that_cannot_be_made_is_one_line_and_exit_2(tmp_path, args):
     (tmp_path / "a.py").write_text("")  # a file where the output's folder should be
     roster = tmp_path / "roster"
@@ -265,8 +296,7 @@ def _without_root_override(*args):
         return [sys.executable, "-m", "judge", *map(str, args)]
     if shutil.which("setpriv") is None:
         return None
-    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", sys.executable, "-m", "judge",
-            *map(str, args)]
+    return ["setpriv", "--bounding-set=-dac_override,-dac_read_search", sys.executable, "-m", "judge", *map(str, args)]
 
 
 def test_an_unreadable_folder_is_one_line_and_exit_2(tmp_path):
@@ -274,8 +304,11 @@ def test_an_unreadable_folder_is_one_line_and_exit_2(tmp_path):
     locked.mkdir()
     locked.chmod(0)
     try:
-        for args in (("init", "93", locked / "x.py"), ("submit", "93", locked / "x.py"),
-                     ("grade", locked, "--problem", "93", "--out", tmp_path / "g")):
+        for args in (
+            ("init", "93", locked / "x.py"),
+            ("submit", "93", locked / "x.py"),
+            ("grade", locked, "--problem", "93", "--out", tmp_path / "g"),
+        ):
             command = _without_root_override(*args)
             if command is None:
                 pytest.skip("running as root without setpriv: every file is readable here")

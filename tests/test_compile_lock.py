@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-HOLD = r'''
+HOLD = r"""
 import json, sys, time
 from judge.untrusted import compile_lock
 
@@ -17,13 +17,15 @@ with compile_lock.held(Kernel(), (sys.argv[1], "signature", 0), {}):
     start = time.monotonic()
     time.sleep(1.0)
     print(json.dumps([start, time.monotonic()]))
-'''
+"""
 
 
 def _two(tmp_path, key_a, key_b):
     env = dict(os.environ, TRITON_CACHE_DIR=str(tmp_path))
-    procs = [subprocess.Popen([sys.executable, "-c", HOLD, key], env=env, stdout=subprocess.PIPE, text=True)
-             for key in (key_a, key_b)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", HOLD, key], env=env, stdout=subprocess.PIPE, text=True)
+        for key in (key_a, key_b)
+    ]
     spans = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     assert all(p.returncode == 0 for p in procs)
     (a0, a1), (b0, b1) = sorted(spans)

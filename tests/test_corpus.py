@@ -10,9 +10,9 @@ import os
 
 import pytest
 
+from judge.options import Options
 from judge.problems import all_problems
 from judge.selftest import corpus_of, judge_one
-from judge.options import Options
 
 ITEMS = [(p, verdict, path) for p in all_problems() for verdict, path in corpus_of(p)]
 # The corpus runs in full under the process backend, and in quick mode (each
@@ -43,8 +43,14 @@ def _id(run):
 def test_declared_verdict(run):
     sandbox, (problem, expected, path) = run
     device = os.environ.get("JUDGE_TEST_DEVICE", "cpu")
-    options = Options(device=device, interpret=device == "cpu", seed=int(os.environ.get("JUDGE_TEST_SEED", "1")),
-                      sandbox=sandbox, quick=sandbox != "process", speed=False)
+    options = Options(
+        device=device,
+        interpret=device == "cpu",
+        seed=int(os.environ.get("JUDGE_TEST_SEED", "1")),
+        sandbox=sandbox,
+        quick=sandbox != "process",
+        speed=False,
+    )
     check = judge_one(problem, expected, path, options)
     detail = f"{check.verdict}: {check.message}"
     assert check.verdict == check.expected, detail  # the folder's, or the file's "# verdict-cpu:" line

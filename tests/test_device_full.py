@@ -17,8 +17,9 @@ from judge.problems import find_problem
 from judge.progress import NoProgress
 from judge.session import Session
 
-pytestmark = pytest.mark.skipif(os.environ.get("JUDGE_TEST_DEVICE") != "cuda",
-                                reason="needs a GPU (JUDGE_TEST_DEVICE=cuda)")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("JUDGE_TEST_DEVICE") != "cuda", reason="needs a GPU (JUDGE_TEST_DEVICE=cuda)"
+)
 
 # Makes its CUDA context, says "ready"; on a line from stdin holds all of the device's free memory but LEAVE
 # bytes and says "held"; lets go when its stdin closes.
@@ -43,8 +44,9 @@ class Stages(NoProgress):
 
 
 def _hog(leave: int) -> subprocess.Popen:
-    hog = subprocess.Popen([sys.executable, "-c", HOG, str(leave)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                           text=True)
+    hog = subprocess.Popen(
+        [sys.executable, "-c", HOG, str(leave)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     assert hog.stdout.readline().startswith("ready")
     return hog
 
@@ -57,8 +59,9 @@ def _fill(hog) -> None:
 
 def _judge(progress=None):
     problem = find_problem("94")
-    options = Options(device="cuda", interpret=False, sandbox="process", seed=1, workers=1, speed=False,
-                      progress=progress)
+    options = Options(
+        device="cuda", interpret=False, sandbox="process", seed=1, workers=1, speed=False, progress=progress
+    )
     return Session(problem, problem.reference_path, options).run()
 
 

@@ -12,8 +12,9 @@ SUFFIX = ".cpython-312-x86_64-linux-gnu.so"
 def _limits():
     from judge.sandbox import Limits
 
-    return Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
-                  startup_seconds=60)
+    return Limits(
+        case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256, startup_seconds=60
+    )
 
 
 def _trusted(root):
@@ -36,8 +37,10 @@ def _trusted(root):
 
 
 def _tree(path):
-    return sorted((str(p.relative_to(path)), p.read_bytes() if p.is_file() and not p.is_symlink() else None)
-                  for p in path.rglob("*"))
+    return sorted(
+        (str(p.relative_to(path)), p.read_bytes() if p.is_file() and not p.is_symlink() else None)
+        for p in path.rglob("*")
+    )
 
 
 def test_only_the_modules_entries_are_copied(tmp_path):
@@ -89,8 +92,9 @@ def test_the_head_starts_shared_cache_is_seeded_too(tmp_path, monkeypatch):
     _trusted(root)
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(root))
     cache = tmp_path / "kernels" / "file"
-    job = Job(submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False,
-              limits=_limits(), cache=cache)
+    job = Job(
+        submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False, limits=_limits(), cache=cache
+    )
     srv = pool_server.PoolServer(size=2)
     try:
         assert srv.warm(get_backend("process"), job, n=0, own_cache=True)
@@ -108,11 +112,23 @@ def test_dockers_caches_are_not_seeded(tmp_path, monkeypatch):
     _trusted(root)
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(root))
     limits = _limits()
-    job = Job(submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False, limits=limits,
-              cache=tmp_path / "kernels" / "docker")
+    job = Job(
+        submission=tmp_path / "a.py",
+        scratch=tmp_path,
+        device="cuda",
+        interpret=False,
+        limits=limits,
+        cache=tmp_path / "kernels" / "docker",
+    )
     prepare_cache(job, uid=os.geteuid())
     assert os.listdir(job.cache) == []
-    bwrap_job = Job(submission=tmp_path / "a.py", scratch=tmp_path, device="cuda", interpret=False, limits=limits,
-                    cache=tmp_path / "kernels" / "bwrap")
+    bwrap_job = Job(
+        submission=tmp_path / "a.py",
+        scratch=tmp_path,
+        device="cuda",
+        interpret=False,
+        limits=limits,
+        cache=tmp_path / "kernels" / "bwrap",
+    )
     prepare_cache(bwrap_job)
     assert sorted(os.listdir(bwrap_job.cache)) == ["launcher", "utils"]

@@ -39,10 +39,18 @@ def _accelerator_error(text):
         return RuntimeError(text)
 
 
-@pytest.mark.parametrize("error", [
-    torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 139.81 GiB total capacity)"),
-    _accelerator_error("CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."),
-], ids=["OutOfMemoryError", "AcceleratorError"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        torch.cuda.OutOfMemoryError(
+            "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 139.81 GiB total capacity)"
+        ),
+        _accelerator_error(
+            "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
+        ),
+    ],
+    ids=["OutOfMemoryError", "AcceleratorError"],
+)
 def test_an_out_of_memory_on_the_gpu_is_answered_on_the_cpu(monkeypatch, error):
     devices = _fails_once_off_the_cpu(monkeypatch, error)
     got = expected.answers(P93, [X, Y], "float32", "meta")
@@ -71,11 +79,17 @@ def test_an_out_of_memory_on_the_cpu_is_not_retried(monkeypatch):
     assert calls == ["cpu"]
 
 
-@pytest.mark.parametrize("error", [
-    torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB (GPU 0; 2.00 GiB allowed by the "
-                                "per-process memory fraction)"),
-    _accelerator_error("CUDA error: out of memory"),
-], ids=["OutOfMemoryError", "AcceleratorError"])
+@pytest.mark.parametrize(
+    "error",
+    [
+        torch.cuda.OutOfMemoryError(
+            "CUDA out of memory. Tried to allocate 8.00 GiB (GPU 0; 2.00 GiB allowed by the "
+            "per-process memory fraction)"
+        ),
+        _accelerator_error("CUDA error: out of memory"),
+    ],
+    ids=["OutOfMemoryError", "AcceleratorError"],
+)
 def test_a_jobs_own_gpu_out_of_memory_is_mle(error):
     """In the worker ([limits] gpu_memory_mb caps PyTorch's allocator there): MLE for that job alone."""
     from judge import rules
@@ -87,27 +101,40 @@ def test_a_jobs_own_gpu_out_of_memory_is_mle(error):
 
 
 # PyTorch's messages as the H200 gave them (tests/gpu/logs/2026-12-05/call2: 12 softmax submissions at once).
-FULL_TIMED = ("CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
-              "504.50 MiB is free. Including non-PyTorch memory, this process has 15.30 GiB memory in use. 32.00 GiB "
-              "allowed; Of the allocated memory 14.25 GiB is allocated by PyTorch")
-FULL_REPLAY = ("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
-               "228.00 MiB is free. Including non-PyTorch memory, this process has 646.00 MiB memory in use. Of the "
-               "allocated memory 128.00 MiB is allocated by PyTorch")
-OVER_CAP = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
-            "100.00 GiB is free. Including non-PyTorch memory, this process has 15.50 GiB memory in use. 16.00 GiB "
-            "allowed; Of the allocated memory 15.00 GiB is allocated by PyTorch")
-OVER_HALF = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
-             "1.00 GiB is free. Including non-PyTorch memory, this process has 120.00 GiB memory in use. Of the "
-             "allocated memory 119.00 GiB is allocated by PyTorch")
+FULL_TIMED = (
+    "CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
+    "504.50 MiB is free. Including non-PyTorch memory, this process has 15.30 GiB memory in use. 32.00 GiB "
+    "allowed; Of the allocated memory 14.25 GiB is allocated by PyTorch"
+)
+FULL_REPLAY = (
+    "CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
+    "228.00 MiB is free. Including non-PyTorch memory, this process has 646.00 MiB memory in use. Of the "
+    "allocated memory 128.00 MiB is allocated by PyTorch"
+)
+OVER_CAP = (
+    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
+    "100.00 GiB is free. Including non-PyTorch memory, this process has 15.50 GiB memory in use. 16.00 GiB "
+    "allowed; Of the allocated memory 15.00 GiB is allocated by PyTorch"
+)
+OVER_HALF = (
+    "CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which "
+    "1.00 GiB is free. Including non-PyTorch memory, this process has 120.00 GiB memory in use. Of the "
+    "allocated memory 119.00 GiB is allocated by PyTorch"
+)
 
 
-@pytest.mark.parametrize("message, category, verdict", [
-    (FULL_TIMED, "capacity", "IE"),  # within its 32 GiB: the device was full
-    (OVER_CAP, "memory", "MLE"),  # 15.5 + 2 GiB over its 16 GiB
-    (OVER_HALF, "memory", "MLE"),  # no cap said: it held most of the device itself
-], ids=["device-full", "over-its-cap", "most-of-the-device"])
-def test_an_out_of_memory_within_the_workers_own_cap_is_the_judges_failure_not_the_files(message, category, verdict,
-                                                                                           monkeypatch):
+@pytest.mark.parametrize(
+    "message, category, verdict",
+    [
+        (FULL_TIMED, "capacity", "IE"),  # within its 32 GiB: the device was full
+        (OVER_CAP, "memory", "MLE"),  # 15.5 + 2 GiB over its 16 GiB
+        (OVER_HALF, "memory", "MLE"),  # no cap said: it held most of the device itself
+    ],
+    ids=["device-full", "over-its-cap", "most-of-the-device"],
+)
+def test_an_out_of_memory_within_the_workers_own_cap_is_the_judges_failure_not_the_files(
+    message, category, verdict, monkeypatch
+):
     """Several submissions share a GPU in `judge grade`: an allocation can fail because others filled the device
     while the worker was inside its cap. That is IE (judged again by the next run), never MLE against the file,
     when the judge sees the device full itself; on the worker's word alone (forgeable) it stays MLE."""
@@ -163,8 +190,9 @@ def test_98_make_inputs_is_the_same_wherever_its_forward_runs():
     from judge import kit
 
     p = find_problem("98")
-    params = dict(b=1, h=2, n=130, d=32, dtype="float16", layout="bnhd", causal=True, sm_scale="default",
-                  values="peaky", seed=4)
+    params = dict(
+        b=1, h=2, n=130, d=32, dtype="float16", layout="bnhd", causal=True, sm_scale="default", values="peaky", seed=4
+    )
     plain = p.golden.make_inputs(dict(params), kit.generator(4))
     with kit.computing_on("cpu"):
         again = p.golden.make_inputs(dict(params), kit.generator(4))
@@ -175,10 +203,14 @@ def test_98_make_inputs_is_the_same_wherever_its_forward_runs():
 GIB = 1 << 30
 
 
-@pytest.mark.parametrize("message", [
-    "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
-    "CUDA error: CUDA-capable device(s) is/are busy or unavailable",
-], ids=["out-of-memory", "busy-or-unavailable"])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "CUDA error: out of memory\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.",
+        "CUDA error: CUDA-capable device(s) is/are busy or unavailable",
+    ],
+    ids=["out-of-memory", "busy-or-unavailable"],
+)
 def test_a_cuda_error_of_a_full_device_carries_the_figures_the_judge_reads(message):
     """CUDA's own errors (a launch's, a module load's, a context's) say no figures, and were MLE, RTE or RJ
     against accepted files when 16 jobs filled an H100 (tests/gpu/RESULTS.md, 2026-12-06). The process adds

@@ -42,9 +42,14 @@ CLIENT = textwrap.dedent("""
 
 def _client(d, want, least=None, hold=-1.0, timed=0.0, uid=None):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    return subprocess.Popen([sys.executable, "-c", CLIENT, str(d), str(want), str(want if least is None else least),
-                             str(hold), str(timed)] + ([] if uid is None else [str(uid)]), stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", CLIENT, str(d), str(want), str(want if least is None else least), str(hold), str(timed)]
+        + ([] if uid is None else [str(uid)]),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _line(proc, starts: str, timeout: float = 30.0) -> str:

@@ -82,13 +82,23 @@ def test_a_speed_run_ahead_that_was_dropped_gives_its_workers_memory_back(tmp_pa
 
 
 def test_a_judge_that_must_wait_says_so_in_its_progress(tmp_path):
-    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
         import sys
         from judge.gpu_admission import GIB, Admission
         r = Admission(0, capacity=40 * GIB, margin=0, directory={str(tmp_path)!r}).reserve(35 * GIB)
         print("held", flush=True)
         sys.stdin.read()
-        """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={"PYTHONPATH": str(ROOT)})
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={"PYTHONPATH": str(ROOT)},
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         stages = Stages()

@@ -36,8 +36,14 @@ def expected_of(path: Path) -> str:
 
 
 def judge(*args, env=None, timeout=900, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "judge", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "judge", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def one_line(stderr: str) -> str:
@@ -88,8 +94,26 @@ def test_grade_sample_roster_end_to_end(tmp_path):
     rubric = base / "rubric.toml"
     rubric.write_text(RUBRIC)
     out = base / "out"
-    args = ["grade", roster, "--problem", "93", "--problem", "softmax", "--out", out, "--rubric", rubric,
-            "--device", "cpu", "--jobs", "2", "--sandbox", "process", "--csv", out / "grades.csv"]
+    args = [
+        "grade",
+        roster,
+        "--problem",
+        "93",
+        "--problem",
+        "softmax",
+        "--out",
+        out,
+        "--rubric",
+        rubric,
+        "--device",
+        "cpu",
+        "--jobs",
+        "2",
+        "--sandbox",
+        "process",
+        "--csv",
+        out / "grades.csv",
+    ]
     first = judge(*args)
     second = judge(*args, "--no-progress")
     graded = {"first": first, "second": second, "out": out, "rubric": rubric, "roster": roster}
@@ -104,14 +128,30 @@ def test_grade_sample_roster_end_to_end(tmp_path):
 # The other four problems, one student each: an accepted file, a wrong answer,
 # a rule violation and a compile error or crash from each corpus.
 OTHERS = {
-    "95": ["accepted/tiled_2d_grid.py", "wrong_answer/returns_float32.py", "rejected/torch_matmul.py",
-           "runtime_error/asserts_contiguous.py"],
-    "96": ["accepted/one_row_per_program.py", "wrong_answer/weight_not_applied.py", "rejected/torch_rmsnorm.py",
-           "compile_error/block_not_power_of_two.py"],
-    "97": ["accepted/two_pass_exp.py", "wrong_answer/exp_with_log2e_scale.py", "rejected/torch_attention.py",
-           "compile_error/k_not_transposed.py"],
-    "98": ["accepted/atomic_dq_fp32.py", "wrong_answer/drops_delta_term.py", "rejected/torch_autograd.py",
-           "runtime_error/float_of_none_scale.py"],
+    "95": [
+        "accepted/tiled_2d_grid.py",
+        "wrong_answer/returns_float32.py",
+        "rejected/torch_matmul.py",
+        "runtime_error/asserts_contiguous.py",
+    ],
+    "96": [
+        "accepted/one_row_per_program.py",
+        "wrong_answer/weight_not_applied.py",
+        "rejected/torch_rmsnorm.py",
+        "compile_error/block_not_power_of_two.py",
+    ],
+    "97": [
+        "accepted/two_pass_exp.py",
+        "wrong_answer/exp_with_log2e_scale.py",
+        "rejected/torch_attention.py",
+        "compile_error/k_not_transposed.py",
+    ],
+    "98": [
+        "accepted/atomic_dq_fp32.py",
+        "wrong_answer/drops_delta_term.py",
+        "rejected/torch_autograd.py",
+        "runtime_error/float_of_none_scale.py",
+    ],
 }
 
 
@@ -210,8 +250,12 @@ def check_the_secret_seed_never_reaches_outputs(graded):
     rubric = load_rubric(graded["rubric"])
     derived = {str(rubric.seed_for(p)) for p in (P93, P94)}
     out = graded["out"]
-    texts = [graded["first"].stdout, graded["first"].stderr, (out / "grades.csv").read_text(),
-             (out / "summary.json").read_text()] + [p.read_text() for p in (out / "reports").glob("*.json")]
+    texts = [
+        graded["first"].stdout,
+        graded["first"].stderr,
+        (out / "grades.csv").read_text(),
+        (out / "summary.json").read_text(),
+    ] + [p.read_text() for p in (out / "reports").glob("*.json")]
     with sqlite3.connect(out / "results.sqlite") as c:
         texts += [r[0] for r in c.execute("SELECT report FROM results")]
     for text in texts:
@@ -223,14 +267,34 @@ def check_the_secret_seed_never_reaches_outputs(graded):
 @pytest.mark.corpus
 def test_kill_mid_run_then_resume(tmp_path):
     """SIGKILL the grading process after its first stored result; the rerun judges only the rest."""
-    files = [corpus(P93, "compile_error/syntax_error.py"), corpus(P93, "compile_error/empty.py"),
-             corpus(P93, "accepted/masked_block.py"), corpus(P93, "compile_error/wrong_arity.py")]
+    files = [
+        corpus(P93, "compile_error/syntax_error.py"),
+        corpus(P93, "compile_error/empty.py"),
+        corpus(P93, "accepted/masked_block.py"),
+        corpus(P93, "compile_error/wrong_arity.py"),
+    ]
     lines = ["student,problem,path"] + [f"k{i},vector-add,{f}" for i, f in enumerate(files)]
     roster = tmp_path / "roster.csv"
     roster.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "judge", "grade", str(roster), "--out", str(out), "--device", "cpu",
-            "--jobs", "1", "--sandbox", "process", "--seed", "7", "--no-progress"]
+    argv = [
+        sys.executable,
+        "-m",
+        "judge",
+        "grade",
+        str(roster),
+        "--out",
+        str(out),
+        "--device",
+        "cpu",
+        "--jobs",
+        "1",
+        "--sandbox",
+        "process",
+        "--seed",
+        "7",
+        "--no-progress",
+    ]
     proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     db = out / "results.sqlite"
     deadline = time.monotonic() + 300
@@ -265,15 +329,35 @@ def test_kill_mid_run_then_resume(tmp_path):
 def test_ray_executor_local_cluster(tmp_path, workers):
     if os.environ.get("JUDGE_REQUIRE_RAY") != "1":  # CI sets it: there a missing Ray fails, never skips
         pytest.importorskip("ray")
-    files = [corpus(P93, "accepted/masked_block.py"), corpus(P93, "compile_error/syntax_error.py"),
-             corpus(P93, "wrong_answer/tail_dropped.py")]
+    files = [
+        corpus(P93, "accepted/masked_block.py"),
+        corpus(P93, "compile_error/syntax_error.py"),
+        corpus(P93, "wrong_answer/tail_dropped.py"),
+    ]
     roster = tmp_path / "roster"
     for i, f in enumerate(files):
         (roster / f"r{i}").mkdir(parents=True)
         (roster / f"r{i}" / "93.py").write_bytes(f.read_bytes())
     out = tmp_path / "out"
-    r = judge("grade", roster, "--problem", "93", "--out", out, "--executor", "ray", "--device", "cpu",
-              "--jobs", workers, "--sandbox", "process", "--seed", "3", "--no-progress")
+    r = judge(
+        "grade",
+        roster,
+        "--problem",
+        "93",
+        "--out",
+        out,
+        "--executor",
+        "ray",
+        "--device",
+        "cpu",
+        "--jobs",
+        workers,
+        "--sandbox",
+        "process",
+        "--seed",
+        "3",
+        "--no-progress",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     got = {s: v for s, _p, _h, v, *_ in _rows(out / "results.sqlite")}
     assert got == {f"r{i}": expected_of(f) for i, f in enumerate(files)}
@@ -288,18 +372,32 @@ def test_ray_missing_is_a_usage_error(tmp_path):
     roster = tmp_path / "roster"
     roster.mkdir()
     (roster / "a.py").write_text("x = 1\n")
-    r = judge("grade", roster, "--problem", "93", "--out", tmp_path / "out", "--executor", "ray",
-              "--device", "cpu", env={"PYTHONPATH": str(fake.parent)})
+    r = judge(
+        "grade",
+        roster,
+        "--problem",
+        "93",
+        "--out",
+        tmp_path / "out",
+        "--executor",
+        "ray",
+        "--device",
+        "cpu",
+        env={"PYTHONPATH": str(fake.parent)},
+    )
     assert r.returncode == 2
     assert "Ray is not installed" in one_line(r.stderr)
 
 
-@pytest.mark.parametrize("args, text", [
-    (["--problem", "93", "--problem", "94"], "only allowed when grading one problem"),
-    (["--problem", "999"], "unknown problem '999'"),
-    ([], "needs --problem"),
-    (["--problem", "93", "--gpus", "x"], "--gpus must be GPU indices"),
-])
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--problem", "93", "--problem", "94"], "only allowed when grading one problem"),
+        (["--problem", "999"], "unknown problem '999'"),
+        ([], "needs --problem"),
+        (["--problem", "93", "--gpus", "x"], "--gpus must be GPU indices"),
+    ],
+)
 def test_bad_roster_or_options_are_one_line_usage_errors(tmp_path, args, text):
     roster = tmp_path / "roster"
     roster.mkdir()
@@ -308,22 +406,37 @@ def test_bad_roster_or_options_are_one_line_usage_errors(tmp_path, args, text):
     assert r.returncode == 2 and text in one_line(r.stderr)
 
 
-@pytest.mark.parametrize("rubric, text", [
-    ("[problems.93]\npoints = { nope = 3 }\n", "unknown group 'nope'"),
-    ("[problems.93]\nvisible_before_deadline = ['large']\nvisible_after_deadline = ['views']\n",
-     "must stay visible after it"),
-    ("secret_seed = 'short'\n", "at least 8 characters"),
-    ("deadline = 2026-01-01T00:00:00\n", "with a time zone"),
-    ("[problems.93.speed]\ncurve = [[2.0, 1.0], [1.0, 0.5]]\n", "increasing speedups"),
-    ("colour = 1\n", "unknown key(s) colour"),
-])
+@pytest.mark.parametrize(
+    "rubric, text",
+    [
+        ("[problems.93]\npoints = { nope = 3 }\n", "unknown group 'nope'"),
+        (
+            "[problems.93]\nvisible_before_deadline = ['large']\nvisible_after_deadline = ['views']\n",
+            "must stay visible after it",
+        ),
+        ("secret_seed = 'short'\n", "at least 8 characters"),
+        ("deadline = 2026-01-01T00:00:00\n", "with a time zone"),
+        ("[problems.93.speed]\ncurve = [[2.0, 1.0], [1.0, 0.5]]\n", "increasing speedups"),
+        ("colour = 1\n", "unknown key(s) colour"),
+    ],
+)
 def test_bad_rubric_is_a_one_line_usage_error(tmp_path, rubric, text):
     (tmp_path / "r.toml").write_text(rubric)
     roster = tmp_path / "roster"
     roster.mkdir()
     (roster / "alice.py").write_text("x = 1\n")
-    r = judge("grade", roster, "--problem", "93", "--rubric", tmp_path / "r.toml", "--out", tmp_path / "out",
-              "--device", "cpu")
+    r = judge(
+        "grade",
+        roster,
+        "--problem",
+        "93",
+        "--rubric",
+        tmp_path / "r.toml",
+        "--out",
+        tmp_path / "out",
+        "--device",
+        "cpu",
+    )
     assert r.returncode == 2 and text in one_line(r.stderr)
 
 
@@ -340,11 +453,14 @@ def test_folder_rule_and_csv_roster(tmp_path):
     assert pick_file(d, P94, single_problem=True) == d / "094-softmax.py"  # <NNN-slug> before <slug>
     (d / "94.py").write_text("")
     assert pick_file(d, P94, single_problem=False) == d / "94.py"
-    (tmp_path / "r.csv").write_text("student,problem,path\nbob,softmax,bob/94.py\nann,93,ann/none.py\n"
-                                    "bob,softmax,bob/94.py\n")
+    (tmp_path / "r.csv").write_text(
+        "student,problem,path\nbob,softmax,bob/94.py\nann,93,ann/none.py\nbob,softmax,bob/94.py\n"
+    )
     entries = load_roster(tmp_path / "r.csv", [])
     assert [(e.student, e.problem.id, e.path and e.path.name) for e in entries] == [
-        ("bob", 94, "94.py"), ("ann", 93, None)]  # a listed file that is not there: "no submission"
+        ("bob", 94, "94.py"),
+        ("ann", 93, None),
+    ]  # a listed file that is not there: "no submission"
 
 
 def test_speed_curve_maps_the_reported_speedup():
@@ -355,8 +471,9 @@ def test_speed_curve_maps_the_reported_speedup():
     assert speed_points(pr, {"scored": True, "speedup": 9.0, "max_points": 30}, P94) == (30.0, 30)
     assert speed_points(pr, {"scored": False, "max_points": 30}, P94) == (0.0, 30)
     # Without a curve the report's own points are rescaled to the rubric's maximum.
-    assert speed_points(ProblemRubric(speed={"max_points": 10}),
-                        {"scored": True, "points": 15, "max_points": 30}, P94) == (5.0, 10)
+    assert speed_points(
+        ProblemRubric(speed={"max_points": 10}), {"scored": True, "points": 15, "max_points": 30}, P94
+    ) == (5.0, 10)
 
 
 def test_the_documented_example_rubric_loads():
@@ -386,9 +503,13 @@ def test_interpreter_reports_earn_no_speed_points_unless_the_rubric_says_so():
     from judge.grading.rubric import ProblemRubric, Rubric, grade
 
     groups = [{"name": g.name, "passed": True, "verdict": "AC"} for g in P93.groups]
-    report = {"verdict": "AC", "groups": groups, "mode": {"device": "cpu", "interpret": True},
-              "speed": {"scored": False, "points": 0, "max_points": 30, "reason": "interpreter mode"},
-              "submission": {"path": "/tmp/course/roster/carol.py", "sha256": "x"}}
+    report = {
+        "verdict": "AC",
+        "groups": groups,
+        "mode": {"device": "cpu", "interpret": True},
+        "speed": {"scored": False, "points": 0, "max_points": 30, "reason": "interpreter mode"},
+        "submission": {"path": "/tmp/course/roster/carol.py", "sha256": "x"},
+    }
     graded = grade(report, P93, Rubric())
     assert graded["score"] == graded["max_score"] == 70 and graded["speed"]["max_points"] == 0
     assert graded["submission"]["path"] == "carol.py"
@@ -436,7 +557,8 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
     # the job nothing: it runs in the process it was given, or its own.
     import time as time_mod
 
-    from judge.grading import executors as ex, job as job_mod
+    from judge.grading import executors as ex
+    from judge.grading import job as job_mod
 
     class FakeProc:
         def __init__(self, gpu):
@@ -488,29 +610,63 @@ def test_job_spares_never_outnumber_the_jobs_left_and_a_failed_fork_costs_no_job
 
 # ---------------------------------------------------------------------------- a GPU full of other judges' work
 
+
 def _report(verdict: str, message: str):
     from judge.verdicts import Report, Verdict
 
-    return Report(problem={}, submission={}, mode={}, seed=0, verdict=Verdict(verdict), message=message, groups=[],
-                  notes=[], max_score=100.0, speed={}, elapsed_seconds=0.0)
+    return Report(
+        problem={},
+        submission={},
+        mode={},
+        seed=0,
+        verdict=Verdict(verdict),
+        message=message,
+        groups=[],
+        notes=[],
+        max_score=100.0,
+        speed={},
+        elapsed_seconds=0.0,
+    )
 
 
-OOM_IE = ("IE", "speed run: the reference worker failed while timed: OutOfMemoryError: CUDA out of memory. Tried to "
-                "allocate 1024.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 624.69 MiB is free.")
+OOM_IE = (
+    "IE",
+    "speed run: the reference worker failed while timed: OutOfMemoryError: CUDA out of memory. Tried to "
+    "allocate 1024.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 624.69 MiB is free.",
+)
 AGAIN = "judged 2 times: the GPU ran out of memory with other work (then it went through)"
 
 
-@pytest.mark.parametrize("first,runs,verdict,note", [
-    (OOM_IE, 2, "AC", AGAIN),
-    (("IE", "the judging job failed: KeyError: 'x'"), 1, "IE", None),
-    (("MLE", "while timed: OutOfMemoryError: CUDA out of memory within its own 12 GiB"), 1, "MLE", None),
-    # The judge's own words for a worker's error, a replay's, a worker's "busy or unavailable" on a full device
-    # (judge.shared.oom.device_full), in every phase: a case, a replay, the speed run.
-    (("IE", "block-edges: the replay check could not run (the record): the GPU was full with other work: this "
-            "process held 0.60 GiB and asked for 0.00 GiB more, within its 2.00 GiB"), 2, "AC", AGAIN),
-    (("IE", "the GPU cannot hold this judging: this judging needs 95.0 GiB of GPU memory and GPU 0 can give at "
-            "most 77.2 GiB"), 1, "IE", None),  # refused by the admission: no retry can change it
-])
+@pytest.mark.parametrize(
+    "first,runs,verdict,note",
+    [
+        (OOM_IE, 2, "AC", AGAIN),
+        (("IE", "the judging job failed: KeyError: 'x'"), 1, "IE", None),
+        (("MLE", "while timed: OutOfMemoryError: CUDA out of memory within its own 12 GiB"), 1, "MLE", None),
+        # The judge's own words for a worker's error, a replay's, a worker's "busy or unavailable" on a full device
+        # (judge.shared.oom.device_full), in every phase: a case, a replay, the speed run.
+        (
+            (
+                "IE",
+                "block-edges: the replay check could not run (the record): the GPU was full with other work: this "
+                "process held 0.60 GiB and asked for 0.00 GiB more, within its 2.00 GiB",
+            ),
+            2,
+            "AC",
+            AGAIN,
+        ),
+        (
+            (
+                "IE",
+                "the GPU cannot hold this judging: this judging needs 95.0 GiB of GPU memory and GPU 0 can give at "
+                "most 77.2 GiB",
+            ),
+            1,
+            "IE",
+            None,
+        ),  # refused by the admission: no retry can change it
+    ],
+)
 def test_a_judging_that_failed_because_the_gpu_was_full_is_judged_again(first, runs, verdict, note):
     """Only an IE of the GPU's running out of memory with other work is judged again (submit, test, grade, the
     platforms: judge.judging.judge_file), after a wait for memory given back; a bug of ours, the file's own MLE,
@@ -550,8 +706,9 @@ def test_the_judges_own_out_of_memory_is_judged_again_and_any_other_exception_is
 
     assert judged_again_on_capacity(run, lambda: None).verdict.value == "AC" and len(tries) == 2
     with pytest.raises(torch.cuda.OutOfMemoryError):
-        judged_again_on_capacity(lambda: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("out of memory")),
-                                 lambda: None)
+        judged_again_on_capacity(
+            lambda: (_ for _ in ()).throw(torch.cuda.OutOfMemoryError("out of memory")), lambda: None
+        )
     tries.clear()
     with pytest.raises(KeyError):
         judged_again_on_capacity(lambda: tries.append(1) or {}["x"], lambda: None)

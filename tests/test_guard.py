@@ -72,8 +72,9 @@ DRIVER = textwrap.dedent("""
 def test_the_watch_records_kernels_operators_and_threads(tmp_path):
     sub = tmp_path / "mine.py"
     sub.write_text(SUBMISSION)
-    proc = subprocess.run([sys.executable, "-c", DRIVER, str(sub), str(ROOT)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(sub), str(ROOT)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got["launch"]["own"] == {"add_kernel": 1} and got["launch"]["right"]
@@ -130,8 +131,9 @@ def test_the_operator_record_sees_what_the_watch_was_kept_from(tmp_path):
     it or per element in Python are named; an honest wrapper's allocation, views, copies and prints are not."""
     sub = tmp_path / "mine.py"
     sub.write_text("x = 1\n")
-    proc = subprocess.run([sys.executable, "-c", RECORD_DRIVER, str(sub), str(ROOT)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", RECORD_DRIVER, str(sub), str(ROOT)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "USDT" not in proc.stderr  # the profiler prints nothing (it would count as the submission's output)
     got = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -190,7 +192,9 @@ def test_integrity_sees_a_function_replaced_at_its_own_address():
     # The snapshot holds what it recorded, so no replacement can take a recorded object's id (without that,
     # 14 of the 16 replaced here went unreported, three runs out of three).
     root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([sys.executable, "-c", REPLACED_IN_PLACE, str(root)], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", REPLACED_IN_PLACE, str(root)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout)
     assert len(got["replaced"]) >= 10 and set(got["replaced"]) <= set(got["reported"]), got
@@ -224,8 +228,9 @@ SPLIT_MODULES_HELD = textwrap.dedent("""
 
 
 def test_integrity_holds_every_module_the_watch_and_the_timing_are_split_into():
-    r = subprocess.run([sys.executable, "-c", SPLIT_MODULES_HELD, str(ROOT)], capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", SPLIT_MODULES_HELD, str(ROOT)], capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout)
     assert len(got["replaced"]) >= 60, got
@@ -282,12 +287,14 @@ CHANGED_ORACLE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("which", ["nothing", "function", "deleted", "method", "identity", "setting", "instance",
-                                   "dynamo", "wrapped-other"])
+@pytest.mark.parametrize(
+    "which", ["nothing", "function", "deleted", "method", "identity", "setting", "instance", "dynamo", "wrapped-other"]
+)
 def test_integrity_changed_says_what_a_fresh_snapshot_would(which):
     root = Path(__file__).resolve().parents[1]
-    r = subprocess.run([sys.executable, "-c", CHANGED_ORACLE, str(root), which], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-c", CHANGED_ORACLE, str(root), which], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout)
     assert got["changed"] == got["oracle"], got
@@ -330,11 +337,19 @@ def test_the_watch_and_the_deterministic_mode_load_neither_dynamo_nor_inductor(t
     and Inductor's flag follows PyTorch's once it is."""
     sub = tmp_path / "mine.py"
     sub.write_text("x = 1\n")
-    proc = subprocess.run([sys.executable, "-c", LIGHT_DRIVER, str(sub), str(ROOT)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", LIGHT_DRIVER, str(sub), str(ROOT)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert got["before"] == {"ops": {"add": 1}, "record_ok": True, "deterministic": True, "fill": True,
-                             "fresh_is_nan": True, "dynamo": False, "inductor": False}, got
+    assert got["before"] == {
+        "ops": {"add": 1},
+        "record_ok": True,
+        "deterministic": True,
+        "fill": True,
+        "fresh_is_nan": True,
+        "dynamo": False,
+        "inductor": False,
+    }, got
     assert got["off"] == [False, False]
     assert got["after"] == {"ops": {"add": 1}, "inductor_deterministic": True, "deterministic": True}, got

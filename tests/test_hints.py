@@ -72,8 +72,10 @@ FITS = {
     "097-flash-attention-forward/submissions/wrong_answer/assumes_contiguous.py": {"strides_as_contiguous"},
     "097-flash-attention-forward/submissions/wrong_answer/causal_strict_mask.py": {"mistake:causal_strict"},
     # With N = 1 a softmax at scale * log2(e) gives exactly log2(e) times the lse: both models fit then.
-    "097-flash-attention-forward/submissions/wrong_answer/exp_with_log2e_scale.py": {"mistake:sm_scale",
-                                                                                   "mistake:lse_base2"},
+    "097-flash-attention-forward/submissions/wrong_answer/exp_with_log2e_scale.py": {
+        "mistake:sm_scale",
+        "mistake:lse_base2",
+    },
     "097-flash-attention-forward/submissions/wrong_answer/ignores_sm_scale.py": {"mistake:sm_scale"},
     "097-flash-attention-forward/submissions/wrong_answer/lse_base2.py": {"mistake:lse_base2"},
     "097-flash-attention-forward/submissions/wrong_answer/no_key_tail_mask.py": {"mistake:masked_tail_other"},
@@ -111,7 +113,9 @@ def _rel(problem, path: Path) -> str:
     return str(path.relative_to(problem.directory.parent))
 
 
-WA_FILES = {_rel(p, path) for p in all_problems() if p.kind == "kernel" for verdict, path in p.corpus() if verdict == "WA"}
+WA_FILES = {
+    _rel(p, path) for p in all_problems() if p.kind == "kernel" for verdict, path in p.corpus() if verdict == "WA"
+}
 
 
 def _load():
@@ -130,9 +134,18 @@ def _hint_of(record: dict):
         calls.add_gradients(problem, answers, inputs, calls.cotangents(answers, params))
     spec = specs[index]
     case = hints.Case(problem, answers.params, answers.inputs, answers.device)
-    return checker.compare(spec.name, record["got"], answers.golden[index], answers.naive[index],
-                           answers.dtypes[index], spec.scope, problem.check,
-                           problem.check.get("dim_names", {}).get(spec.name), case=case, index=index)
+    return checker.compare(
+        spec.name,
+        record["got"],
+        answers.golden[index],
+        answers.naive[index],
+        answers.dtypes[index],
+        spec.scope,
+        problem.check,
+        problem.check.get("dim_names", {}).get(spec.name),
+        case=case,
+        index=index,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -155,8 +168,11 @@ def test_each_hint_file_gets_its_hint(recorded):
 
 
 def test_no_file_gets_a_hint_that_does_not_fit(recorded):
-    wrong = [(r["file"], m.hint_id, {k: v for k, v in r["params"].items() if k != "seed"}, m.hint[:160])
-             for r, m in recorded if m.hint_id and m.hint_id not in FITS.get(r["file"], set())]
+    wrong = [
+        (r["file"], m.hint_id, {k: v for k, v in r["params"].items() if k != "seed"}, m.hint[:160])
+        for r, m in recorded
+        if m.hint_id and m.hint_id not in FITS.get(r["file"], set())
+    ]
     assert not wrong, "\n".join(map(str, wrong))
 
 
@@ -165,8 +181,9 @@ def test_no_file_gets_a_hint_that_does_not_fit(recorded):
 
 def _compare(got, gold, dtype=torch.float32, scope="row", params=None, inputs=None, problem=None):
     gold = gold.double()
-    return checker.compare("out", got.to(dtype), gold, gold, dtype, scope, {},
-                           case=hints.Case(problem, params or {}, inputs, "cpu"))
+    return checker.compare(
+        "out", got.to(dtype), gold, gold, dtype, scope, {}, case=hints.Case(problem, params or {}, inputs, "cpu")
+    )
 
 
 def test_nan_outputs_are_counted_not_given_an_error_size():
@@ -266,11 +283,18 @@ def test_hint_files_end_to_end(name):
 
     problem = find_problem(name[:3])
     path = problem.directory.parent / name
-    check = judge_one(problem, "WA", path, Options(device="cpu", interpret=True, sandbox="process", seed=1,
-                                                  quick=True, speed=False, shrink_seconds=10))
+    check = judge_one(
+        problem,
+        "WA",
+        path,
+        Options(device="cpu", interpret=True, sandbox="process", seed=1, quick=True, speed=False, shrink_seconds=10),
+    )
     assert check.verdict == "WA", check.message
-    ids = [((g.get("failure") or {}).get("details") or {}).get("hint_id") for g in check.report["groups"]
-           if not g["passed"]]
+    ids = [
+        ((g.get("failure") or {}).get("details") or {}).get("hint_id")
+        for g in check.report["groups"]
+        if not g["passed"]
+    ]
     assert HINT_FILES[name] in ids, ids
     assert not check.missing_text, check.missing_text
 
@@ -290,14 +314,16 @@ def record(files=None, per_hint: int = 2, max_numel: int = 40_000) -> None:
     def spy(name, got, gold, naive, dtype, scope, check, dim_names=None, case=None, index=0):
         m = original(name, got, gold, naive, dtype, scope, check, dim_names, case=case, index=index)
         if m is not None and case is not None and case.params:
-            seen.append({"params": dict(case.params), "output": name, "got": got.detach().cpu().clone(),
-                         "hint_id": m.hint_id})
+            seen.append(
+                {"params": dict(case.params), "output": name, "got": got.detach().cpu().clone(), "hint_id": m.hint_id}
+            )
         return m
 
     checker.compare = spy
     out = []
-    options = Options(device="cpu", interpret=True, sandbox="process", seed=1, quick=True, speed=False,
-                      shrink_seconds=20)
+    options = Options(
+        device="cpu", interpret=True, sandbox="process", seed=1, quick=True, speed=False, shrink_seconds=20
+    )
     try:
         for p in all_problems():
             for verdict, path in p.corpus():

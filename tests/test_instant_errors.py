@@ -45,8 +45,14 @@ NO_TORCH = textwrap.dedent("""
 
 
 def judge_without_torch(*args):
-    return subprocess.run([sys.executable, "-c", NO_TORCH, *map(str, args)], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", NO_TORCH, *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
 
 
 def one_line(stderr: str) -> str:
@@ -67,20 +73,23 @@ def test_the_sentinel_stops_a_run_that_imports_torch():
     assert r.returncode == 99 and "SENTINEL" in r.stderr
 
 
-@pytest.mark.parametrize("args, needle", [
-    (("submit", "999", GOOD), "unknown problem '999'"),
-    (("submit", "93", "no/such/file.py"), "no such file"),
-    (("submit", "93", ROOT), "is a directory"),
-    (("submit", "93", GOOD, "--device", "tpu"), "tpu"),
-    (("submit", "93", GOOD, "--no-such-option"), "no-such-option"),
-    (("submit", "93", GOOD, "--sandbox", "chroot"), "valid: auto, docker, bwrap, process"),
-    (("test", "93", GOOD, "--group", "small-ragged", "--case", "{bad"), "not valid JSON"),
-    (("test", "93", GOOD, "--group", "nope"), "unknown group 'nope'"),
-    (("test", "93", GOOD, "--group", "small-ragged", "--case", '{"n": 5, "seed": 1}'), "lacks"),
-    (("test", "93", GOOD, "--save-case", GOOD), "is a file"),
-    (("bench", "101", GOOD), "answered by hand"),
-    (("bench", "93", GOOD, "--shapes", "x"), "--shapes"),
-])
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("submit", "999", GOOD), "unknown problem '999'"),
+        (("submit", "93", "no/such/file.py"), "no such file"),
+        (("submit", "93", ROOT), "is a directory"),
+        (("submit", "93", GOOD, "--device", "tpu"), "tpu"),
+        (("submit", "93", GOOD, "--no-such-option"), "no-such-option"),
+        (("submit", "93", GOOD, "--sandbox", "chroot"), "valid: auto, docker, bwrap, process"),
+        (("test", "93", GOOD, "--group", "small-ragged", "--case", "{bad"), "not valid JSON"),
+        (("test", "93", GOOD, "--group", "nope"), "unknown group 'nope'"),
+        (("test", "93", GOOD, "--group", "small-ragged", "--case", '{"n": 5, "seed": 1}'), "lacks"),
+        (("test", "93", GOOD, "--save-case", GOOD), "is a file"),
+        (("bench", "101", GOOD), "answered by hand"),
+        (("bench", "93", GOOD, "--shapes", "x"), "--shapes"),
+    ],
+)
 def test_usage_errors_come_without_torch(args, needle):
     r = judge_without_torch(*args)
     assert r.returncode == 2, r.stderr
@@ -150,8 +159,9 @@ def test_the_cli_refusal_matches_the_sessions(tmp_path):
         by_session = Session(VECTOR_ADD, path, options).run().to_json()
         refusal = check_source(path, entry=VECTOR_ADD.entry_point, arity=VECTOR_ADD.arity)
         mode = {"device": "cpu", "interpret": True, "sandbox": "process", "quick": True}
-        by_cli = refused_report(VECTOR_ADD, path, refusal, groups=VECTOR_ADD.groups, mode=mode, seed=7,
-                                elapsed=0.0).to_json()
+        by_cli = refused_report(
+            VECTOR_ADD, path, refusal, groups=VECTOR_ADD.groups, mode=mode, seed=7, elapsed=0.0
+        ).to_json()
         for key in ("notes", "timing", "elapsed_seconds", "worker"):
             by_session.pop(key), by_cli.pop(key)
         assert by_cli == by_session
@@ -159,39 +169,46 @@ def test_the_cli_refusal_matches_the_sessions(tmp_path):
 
 # ---------------------------------------------------------------------- the entry point, from the syntax tree
 
+
 def entry(source: str, name="add", arity=2):
     return precheck.entry_point(textwrap.dedent(source), "sub.py", name, arity)
 
 
-@pytest.mark.parametrize("source", [
-    "def add(x, y):\n    return x\n",
-    "def add(x, y, block=1024):\n    return x\n",
-    "def add(x, *rest):\n    return x\n",
-    "def add(*args, **kw):\n    return 0\n",
-    "def add(x, y, /):\n    return x\n",
-    "def add(x, y, *, block=4):\n    return x\n",
-    "def add(x):\n    return x\n\ndef add(x, y):\n    return y\n",  # the last definition counts
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def add(x, y):\n    return x\n",
+        "def add(x, y, block=1024):\n    return x\n",
+        "def add(x, *rest):\n    return x\n",
+        "def add(*args, **kw):\n    return 0\n",
+        "def add(x, y, /):\n    return x\n",
+        "def add(x, y, *, block=4):\n    return x\n",
+        "def add(x):\n    return x\n\ndef add(x, y):\n    return y\n",  # the last definition counts
+    ],
+)
 def test_a_fitting_entry_point_passes(source):
     assert entry(source) is None
 
 
-@pytest.mark.parametrize("source", [
-    "add = lambda x, y: x\n",
-    "def _impl(x, y):\n    return x\nadd = _impl\n",
-    "from helper import add\n",
-    "import helper as add\n",
-    "from helper import *\n",
-    "if True:\n    def add(x, y):\n        return x\n",
-    "try:\n    from fast import add\nexcept ImportError:\n    pass\n",
-    "def make():\n    global add\n    add = print\nmake()\n",
-    "globals()['add'] = print\n",
-    "def __getattr__(name):\n    return print\n",
-    "class add:\n    def __init__(self, x, y):\n        pass\n",
-    "import functools\n@functools.lru_cache\ndef add(xy):\n    return xy\n",  # a decorator: the worker decides
-    "def add(xy):\n    return xy\nadd = print\n",
-    "(add := print)\n",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "add = lambda x, y: x\n",
+        "def _impl(x, y):\n    return x\nadd = _impl\n",
+        "from helper import add\n",
+        "import helper as add\n",
+        "from helper import *\n",
+        "if True:\n    def add(x, y):\n        return x\n",
+        "try:\n    from fast import add\nexcept ImportError:\n    pass\n",
+        "def make():\n    global add\n    add = print\nmake()\n",
+        "globals()['add'] = print\n",
+        "def __getattr__(name):\n    return print\n",
+        "class add:\n    def __init__(self, x, y):\n        pass\n",
+        "import functools\n@functools.lru_cache\ndef add(xy):\n    return xy\n",  # a decorator: the worker decides
+        "def add(xy):\n    return xy\nadd = print\n",
+        "(add := print)\n",
+    ],
+)
 def test_an_entry_point_bound_any_other_way_goes_to_the_worker(source):
     assert entry(source) is None
 
@@ -202,12 +219,15 @@ def test_a_missing_entry_point_is_named():
     assert message == "sub.py does not define 'add'; expected def add(arg0, arg1)"
 
 
-@pytest.mark.parametrize("source, found", [
-    ("def add(xy):\n    return xy\n", "def add(xy)"),
-    ("def add(x, y, z):\n    return x\n", "def add(x, y, z)"),
-    ("def add(x, y, *, block):\n    return x\n", "def add(x, y, *, block)"),
-    ("def add(x, y):\n    return x\n\ndef add(x):\n    return x\n", "def add(x)"),
-])
+@pytest.mark.parametrize(
+    "source, found",
+    [
+        ("def add(xy):\n    return xy\n", "def add(xy)"),
+        ("def add(x, y, z):\n    return x\n", "def add(x, y, z)"),
+        ("def add(x, y, *, block):\n    return x\n", "def add(x, y, *, block)"),
+        ("def add(x, y):\n    return x\n\ndef add(x):\n    return x\n", "def add(x)"),
+    ],
+)
 def test_a_wrong_arity_is_named_with_its_line(source, found):
     kind, message, line = entry(source)
     assert kind == "WrongArity" and message.endswith(f"found {found}")

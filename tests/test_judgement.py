@@ -31,8 +31,9 @@ def _out(values=None, **kw):
 
 
 def _reply(outputs=None, returned="torch.Tensor", evidence=GOOD_EVIDENCE, modified=()):
-    return CaseResult(id=1, returned=returned, outputs=tuple(outputs or [_out()]), inputs_modified=tuple(modified),
-                      evidence=evidence)
+    return CaseResult(
+        id=1, returned=returned, outputs=tuple(outputs or [_out()]), inputs_modified=tuple(modified), evidence=evidence
+    )
 
 
 def _judge(reply):
@@ -43,13 +44,19 @@ def test_a_right_answer_from_a_kernel_is_accepted():
     assert _judge(_reply()).verdict is Verdict.AC
 
 
-@pytest.mark.parametrize("evidence,text", [
-    (dataclasses.replace(GOOD_EVIDENCE, tampered=("torch.cuda.Event.elapsed_time",)), "changed what the judge relies on"),
-    (dataclasses.replace(GOOD_EVIDENCE, started=MappingProxyType({"thread": 1})), "started 1 thread"),
-    (dataclasses.replace(GOOD_EVIDENCE, threads_left=("Thread-1",)), "still running"),
-    (dataclasses.replace(GOOD_EVIDENCE, torch_ops=MappingProxyType({"add": 1})), "PyTorch operators (torch add)"),
-    (Evidence(other_launches=MappingProxyType({"k (lib.py)": 1})), "no Triton kernel defined in mine.py"),
-])
+@pytest.mark.parametrize(
+    "evidence,text",
+    [
+        (
+            dataclasses.replace(GOOD_EVIDENCE, tampered=("torch.cuda.Event.elapsed_time",)),
+            "changed what the judge relies on",
+        ),
+        (dataclasses.replace(GOOD_EVIDENCE, started=MappingProxyType({"thread": 1})), "started 1 thread"),
+        (dataclasses.replace(GOOD_EVIDENCE, threads_left=("Thread-1",)), "still running"),
+        (dataclasses.replace(GOOD_EVIDENCE, torch_ops=MappingProxyType({"add": 1})), "PyTorch operators (torch add)"),
+        (Evidence(other_launches=MappingProxyType({"k (lib.py)": 1})), "no Triton kernel defined in mine.py"),
+    ],
+)
 def test_each_evidence_rule_rejects(evidence, text):
     outcome = _judge(_reply(evidence=evidence))
     assert outcome.verdict is Verdict.RJ and text in outcome.message
@@ -66,16 +73,19 @@ def test_a_right_output_no_kernel_was_given_is_rejected_but_a_wrong_one_is_wa():
     assert wrong.verdict is Verdict.WA
 
 
-@pytest.mark.parametrize("reply,text", [
-    (_reply(returned="tuple"), "must return the tensor out itself"),
-    (_reply([_out(device="cuda:0")]), "is on cuda:0"),
-    (_reply([_out((X + Y).half(), dtype="float16")]), "has dtype float16"),
-    (_reply([_out(torch.zeros(4), shape=(4,))]), "has shape (4,)"),
-    (_reply(modified=(0,)), "wrote into its inputs (argument 1)"),
-    (_reply([_out(aliases_input=True)]), "shares memory with an input"),
-    (_reply([_out(torch.tensor([1.5, 2.5, 9.0]))]), "1 of 3 elements wrong"),
-    (_reply([Returned("other", type="builtins.list")]), "out must be exactly a torch.Tensor, not builtins.list"),
-])
+@pytest.mark.parametrize(
+    "reply,text",
+    [
+        (_reply(returned="tuple"), "must return the tensor out itself"),
+        (_reply([_out(device="cuda:0")]), "is on cuda:0"),
+        (_reply([_out((X + Y).half(), dtype="float16")]), "has dtype float16"),
+        (_reply([_out(torch.zeros(4), shape=(4,))]), "has shape (4,)"),
+        (_reply(modified=(0,)), "wrote into its inputs (argument 1)"),
+        (_reply([_out(aliases_input=True)]), "shares memory with an input"),
+        (_reply([_out(torch.tensor([1.5, 2.5, 9.0]))]), "1 of 3 elements wrong"),
+        (_reply([Returned("other", type="builtins.list")]), "out must be exactly a torch.Tensor, not builtins.list"),
+    ],
+)
 def test_output_checks(reply, text):
     outcome = _judge(reply)
     assert outcome.verdict is Verdict.WA and text in outcome.message, outcome.message
@@ -104,8 +114,9 @@ def test_refill_same_answer_is_cached_by_address():
     assert judge_refill(first, (_judge(_reply()), [X + Y])) is None
 
 
-@pytest.mark.parametrize("reason,verdict", [("timeout", "TLE"), ("memory", "MLE"), ("output", "OLE"),
-                                            ("crash", "RTE"), ("protocol", "RJ")])
+@pytest.mark.parametrize(
+    "reason,verdict", [("timeout", "TLE"), ("memory", "MLE"), ("output", "OLE"), ("crash", "RTE"), ("protocol", "RJ")]
+)
 def test_deaths(reason, verdict):
     out = death_outcome(reason, "detail", limit_seconds=5, interpret=True)
     assert out.verdict.value == verdict and out.details["worker_died"] == reason

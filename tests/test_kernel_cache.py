@@ -12,18 +12,17 @@ from judge.channel import WorkerChannel
 from judge.sandbox import Job, Limits, get_backend
 from judge.settings import settings
 
-WRITES_THE_CACHE = '''import os
+WRITES_THE_CACHE = """import os
 with open(os.path.join(os.environ["TRITON_CACHE_DIR"], "planted"), "w") as f:
     f.write("x")
 
 
 def add(x, y):
     return x
-'''
+"""
 
 
-LIMITS = Limits(case_seconds=30, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64,
-                startup_seconds=60)
+LIMITS = Limits(case_seconds=30, run_seconds=60, memory_mb=4096, output_bytes=1 << 20, processes=64, startup_seconds=60)
 
 
 def _job(tmp_path, source: str) -> Job:
@@ -32,8 +31,9 @@ def _job(tmp_path, source: str) -> Job:
     sub.write_text(source)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
-    return Job(submission=sub, scratch=scratch, device="cpu", interpret=True, limits=LIMITS,
-               cache=tmp_path / "cache" / "abc")
+    return Job(
+        submission=sub, scratch=scratch, device="cpu", interpret=True, limits=LIMITS, cache=tmp_path / "cache" / "abc"
+    )
 
 
 def _usable(name):
@@ -71,7 +71,7 @@ def test_the_cache_is_keyed_by_content(tmp_path):
     assert Path(key(a)).parent.name == "kernels"
 
 
-READS_THE_CACHE = '''import os
+READS_THE_CACHE = """import os
 with open(os.path.join(os.environ["TRITON_CACHE_DIR"], "seeded", "kernel.json")) as f:
     assert f.read() == "compiled before", "the content's cache was not there"
 os.makedirs(os.path.join(os.environ["TRITON_CACHE_DIR"], "new"))
@@ -81,7 +81,7 @@ with open(os.path.join(os.environ["TRITON_CACHE_DIR"], "new", "kernel.json"), "w
 
 def add(x, y):
     return x
-'''
+"""
 
 
 @pytest.mark.parametrize("name", ["process", "bwrap", "docker"])
@@ -90,7 +90,8 @@ def test_a_pooled_worker_gets_the_contents_cache_and_gives_back_what_it_compiled
     from the content's when it is handed out, and what it added is merged back when it is closed."""
     import time
 
-    from judge.pool import client as pool_client, server as pool_server
+    from judge.pool import client as pool_client
+    from judge.pool import server as pool_server
 
     backend = _usable(name)
     job = _job(tmp_path, READS_THE_CACHE)
@@ -117,7 +118,7 @@ def test_a_pooled_worker_gets_the_contents_cache_and_gives_back_what_it_compiled
     assert (cache / "seeded" / "kernel.json").read_text() == "compiled before"
 
 
-COMPILES_ON_IMPORT = '''import os
+COMPILES_ON_IMPORT = """import os
 # What Triton leaves after a compile, as this worker's own entry: one directory per kernel variant.
 entry = os.path.join(os.environ["TRITON_CACHE_DIR"], "variant-" + os.urandom(4).hex())
 os.makedirs(entry)
@@ -127,14 +128,15 @@ with open(os.path.join(entry, "kernel.cubin"), "w") as f:
 
 def add(x, y):
     return x
-'''
+"""
 
 
 def _warm_pool(backend, job, monkeypatch, n: int, litters: bool = True, **warm):
     """A pool of ``n`` warm workers of ``job`'s kind (this process takes its workers from it), once they are up."""
     import time
 
-    from judge.pool import client as pool_client, server as pool_server
+    from judge.pool import client as pool_client
+    from judge.pool import server as pool_server
 
     server = pool_server.PoolServer(size=n, litters=litters)
     monkeypatch.setattr(pool_client, "_socket", server.path)
@@ -192,8 +194,8 @@ def test_head_start_workers_mount_their_files_cache_and_serve_no_other_file(name
     """submit's head start spawns its workers for one known file (judge.pool.head_start): they mount that
     file's content cache itself, so what one compiles is at once the others' (and two compiling the same
     variant take its compile lock in it); a job of another file's cache is never handed one of them."""
-    from judge.pool import client as pool_client
     from judge.exchange import Workers
+    from judge.pool import client as pool_client
     from judge.problems import find_problem
 
     backend = _usable(name)
@@ -304,7 +306,7 @@ def test_a_killed_copys_staging_directory_goes_at_the_next_copy_and_a_live_ones_
     assert sorted(p.name for p in kernels.iterdir()) == [".staging-live", "abc"]  # its own staging: gone too
 
 
-FILLS_THE_CACHE = '''import os, time
+FILLS_THE_CACHE = """import os, time
 # A file that uses its kernel cache, the one host directory its worker may write, to fill the host's disk:
 # files of 1 MiB, one after another, for as long as it lives.
 chunk = os.urandom(1 << 20)
@@ -316,7 +318,7 @@ for i in range(100000):
 
 def add(x, y):
     return x
-'''
+"""
 
 
 @pytest.mark.parametrize("pooled", [False, True], ids=["spawned", "pooled"])
@@ -353,7 +355,7 @@ def test_a_worker_that_fills_its_kernel_cache_is_killed_and_ole(name, pooled, tm
             server.close()
 
 
-MAKES_EMPTY_FILES = '''import os
+MAKES_EMPTY_FILES = """import os
 # Empty files take no blocks, but each takes one of the file system's inodes: the host's run out instead.
 for i in range(10000000):
     open(os.path.join(os.environ["TRITON_CACHE_DIR"], f"empty-{i}"), "w").close()
@@ -361,7 +363,7 @@ for i in range(10000000):
 
 def add(x, y):
     return x
-'''
+"""
 
 
 @pytest.mark.parametrize("name", ["process", "bwrap"])
@@ -385,16 +387,16 @@ def test_a_worker_that_fills_its_kernel_cache_with_empty_files_is_killed_and_ole
 HIDES_WHAT_IT_WRITES = {
     # Removed while open: the blocks stay taken, and no walk of the directory sees them (a red-team helper
     # of 2026-12-06 held 1.5 GB so against a 50 MB limit, unkilled).
-    "removed-while-open": '''import os, time
+    "removed-while-open": """import os, time
 d = os.environ["TRITON_CACHE_DIR"]
 fd = os.open(os.path.join(d, "hidden"), os.O_CREAT | os.O_RDWR, 0o600)
 os.unlink(os.path.join(d, "hidden"))
 for _ in range(40):
     os.write(fd, os.urandom(1 << 20))
 time.sleep(30)
-''',
+""",
     # Past the path length the walk can name (17 levels of 250 characters): 400 MB there went unseen.
-    "past-the-path-limit": '''import os, time
+    "past-the-path-limit": """import os, time
 fd = os.open(os.environ["TRITON_CACHE_DIR"], os.O_RDONLY | os.O_DIRECTORY)
 for _ in range(17):
     os.mkdir("d" * 250, dir_fd=fd)
@@ -404,7 +406,7 @@ for _ in range(17):
 f = os.open("fill", os.O_CREAT | os.O_WRONLY, 0o600, dir_fd=fd)
 os.write(f, os.urandom(40 << 20))
 time.sleep(30)
-''',
+""",
 }
 
 
@@ -427,6 +429,7 @@ def test_a_worker_that_hides_what_it_writes_in_its_cache_is_killed_all_the_same(
     finally:
         channel.close()
     from judge import kernel_store
+
     kernel_store.drop_if_oversized(job.cache)  # as a session's end does
     if trick == "past-the-path-limit":
         assert not job.cache.exists()  # the tree the walk could not name goes, by descriptor
@@ -434,7 +437,7 @@ def test_a_worker_that_hides_what_it_writes_in_its_cache_is_killed_all_the_same(
         assert kernel_store.disk_usage(job.cache)[:2] == (0, 0)  # its hidden file went with the worker
 
 
-PARKS_FILES_IN_A_SOCKET = '''import array, os, socket, time
+PARKS_FILES_IN_A_SOCKET = """import array, os, socket, time
 # Files with no name whose only holder is a Unix socket's queue (SCM_RIGHTS), in a loop of two sockets that
 # hold each other: no process has them open, and the loop outlives the worker until the kernel collects it.
 d = os.environ["TRITON_CACHE_DIR"]
@@ -454,7 +457,7 @@ b.close()
 
 def add(x, y):
     return x
-'''
+"""
 
 
 @pytest.mark.parametrize("name", ["process", "bwrap"])

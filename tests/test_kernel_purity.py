@@ -21,36 +21,45 @@ def impure(body: str):
 
 
 def test_a_pure_constexpr_function_passes():
-    assert impure("""
+    assert (
+        impure("""
         @triton.constexpr_function
         def block_for(n, floor=16):
             b = max(floor, triton.next_power_of_2(n))
             return min(b, LIMIT) if n > 0 else floor
-    """) == []
+    """)
+        == []
+    )
 
 
-@pytest.mark.parametrize("body,why", [
-    ("def f():\n    try:\n        return add is None\n    except NameError:\n        return True\n", "a try statement"),
-    ("def f():\n    return add is None\n", "the name add"),
-    ("def f():\n    return not STATE.get('c')\n", "the name STATE"),
-    ("def f(mark=None, _marks=[]):\n    return not _marks\n", "a default that is not a constant"),
-    ("def f():\n    global X\n    return 1\n", "global X"),
-    ("def f(x):\n    return x.__class__\n", "the private attribute"),
-    ("def f(x):\n    x.y = 1\n    return 1\n", "an assignment to an attribute"),
-    ("def f():\n    g = lambda: 1\n    return g()\n", "a nested function"),
-    # What depends on where objects lie in memory, or on the process's hash seed (issue 40: a red team iterated
-    # a set of strings, whose order differed between the worker and the replay).
-    ("def f():\n    for s in {'alpha', 'beta', 'gamma'}:\n        return s == 'alpha'\n", "a set"),
-    ("def f(xs):\n    return [x for x in {y for y in xs}][0]\n", "a set"),
-    ("def f():\n    return hash('alpha') % 2 == 0\n", "the name hash"),
-    ("def f():\n    return repr(tl.program_id)[-3] == 'a'\n", "the name repr"),
-    ("def f():\n    return str(tl.program_id)[-3] == 'a'\n", "the name str"),
-    ("def f():\n    return f'{tl.program_id}'[-3] == 'a'\n", "a formatted string"),
-    ("def f():\n    return '%s' % (tl.program_id,)\n", "a formatted string"),
-    ("def f():\n    return '{}'.format(tl.program_id)\n", "str.format"),
-    ("def f():\n    return triton.knobs.cache.dir.endswith('-replay')\n", "triton.knobs.cache.dir"),
-    ("def f():\n    m = triton\n    return m.knobs.cache.dir\n", "the module triton as a value"),
-])
+@pytest.mark.parametrize(
+    "body,why",
+    [
+        (
+            "def f():\n    try:\n        return add is None\n    except NameError:\n        return True\n",
+            "a try statement",
+        ),
+        ("def f():\n    return add is None\n", "the name add"),
+        ("def f():\n    return not STATE.get('c')\n", "the name STATE"),
+        ("def f(mark=None, _marks=[]):\n    return not _marks\n", "a default that is not a constant"),
+        ("def f():\n    global X\n    return 1\n", "global X"),
+        ("def f(x):\n    return x.__class__\n", "the private attribute"),
+        ("def f(x):\n    x.y = 1\n    return 1\n", "an assignment to an attribute"),
+        ("def f():\n    g = lambda: 1\n    return g()\n", "a nested function"),
+        # What depends on where objects lie in memory, or on the process's hash seed (issue 40: a red team iterated
+        # a set of strings, whose order differed between the worker and the replay).
+        ("def f():\n    for s in {'alpha', 'beta', 'gamma'}:\n        return s == 'alpha'\n", "a set"),
+        ("def f(xs):\n    return [x for x in {y for y in xs}][0]\n", "a set"),
+        ("def f():\n    return hash('alpha') % 2 == 0\n", "the name hash"),
+        ("def f():\n    return repr(tl.program_id)[-3] == 'a'\n", "the name repr"),
+        ("def f():\n    return str(tl.program_id)[-3] == 'a'\n", "the name str"),
+        ("def f():\n    return f'{tl.program_id}'[-3] == 'a'\n", "a formatted string"),
+        ("def f():\n    return '%s' % (tl.program_id,)\n", "a formatted string"),
+        ("def f():\n    return '{}'.format(tl.program_id)\n", "str.format"),
+        ("def f():\n    return triton.knobs.cache.dir.endswith('-replay')\n", "triton.knobs.cache.dir"),
+        ("def f():\n    m = triton\n    return m.knobs.cache.dir\n", "the module triton as a value"),
+    ],
+)
 def test_each_way_to_see_the_process_is_refused(body, why):
     found = impure("@triton.constexpr_function\n" + body)
     assert found and any(why in w for _, _, w in found), found
@@ -58,14 +67,17 @@ def test_each_way_to_see_the_process_is_refused(body, why):
 
 def test_kernels_are_not_held_to_it():
     # A kernel body is checked by the compiler itself (a global that is not constexpr does not compile).
-    assert impure("""
+    assert (
+        impure("""
         @triton.jit
         def k(x_ptr, BLOCK: tl.constexpr):
             tl.store(x_ptr + tl.arange(0, BLOCK), tl.load(x_ptr + tl.arange(0, BLOCK)))
-    """) == []
+    """)
+        == []
+    )
 
 
-GOOD = '''
+GOOD = """
 import triton
 import triton.language as tl
 
@@ -102,7 +114,7 @@ def pointer_to_pointer(x_ptr, buf_ptr, n, BLOCK: tl.constexpr):
 def retypes_pointer(x_ptr, n, BLOCK: tl.constexpr):
     bits = tl.load(x_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + tl.arange(0, BLOCK))
     tl.store(x_ptr.to(tl.pointer_type(tl.int32), bitcast=True) + tl.arange(0, BLOCK), bits ^ 1)
-'''
+"""
 
 
 def test_the_compile_check_takes_triton_and_refuses_python(tmp_path, monkeypatch):

@@ -96,9 +96,15 @@ def test_starting_a_worker_marks_its_content_cache_used(tmp_path):
     cache = tmp_path / "kernels" / ("3" * 40)
     cache.mkdir(parents=True)
     os.utime(cache, (time.time() - 5 * HOUR,) * 2)
-    job = Job(submission=tmp_path / "s.py", scratch=tmp_path, device="cuda", interpret=False,
-              limits=Limits(case_seconds=1, run_seconds=1, memory_mb=1, output_bytes=1, processes=1),
-              gpu=0, cache=cache)
+    job = Job(
+        submission=tmp_path / "s.py",
+        scratch=tmp_path,
+        device="cuda",
+        interpret=False,
+        limits=Limits(case_seconds=1, run_seconds=1, memory_mb=1, output_bytes=1, processes=1),
+        gpu=0,
+        cache=cache,
+    )
     prepare_cache(job)
     assert time.time() - cache.stat().st_mtime < 60
     assert kernel_store.prune(cache.parent, keep=0)["dropped"] == 0

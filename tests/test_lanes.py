@@ -125,8 +125,12 @@ def test_a_frozen_group_hands_out_nothing_more():
 
 def test_a_worker_that_could_not_start_has_no_lane():
     script = Script()
-    lanes = Lanes(["up", "down"], lambda p, i, ex: (script.ran.append(ex), script.run(p, i, ex))[1],
-                  lambda ex: ex == "up", script.count)
+    lanes = Lanes(
+        ["up", "down"],
+        lambda p, i, ex: (script.ran.append(ex), script.run(p, i, ex))[1],
+        lambda ex: ex == "up",
+        script.count,
+    )
     lanes.add(Plan(0, "g0", [{}] * 4))
     lanes.begin(0)
     lanes.wait(0)

@@ -16,27 +16,28 @@ import time
 from pathlib import Path
 
 import pytest
+from test_pool import usable  # (the backend, or the test skipped where it is missing)
 
 from judge.channel import prepare_message
 from judge.problems import find_problem
 from judge.sandbox import Job, Limits, get_backend
 from judge.sandbox.litter import spawn_litter
 from judge.shared import wire
-from test_pool import usable  # (the backend, or the test skipped where it is missing)
 
 ROOT = Path(__file__).resolve().parent.parent
-LIMITS = Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
-                startup_seconds=60)
+LIMITS = Limits(
+    case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256, startup_seconds=60
+)
 PLAIN = "def add(x, y):\n    return x + y\n"
 # At import, in the sandbox: the parent's report stream is its stdout, reachable through /proc as the same user.
-FORGES = '''import os
+FORGES = """import os
 with open(f"/proc/{os.getppid()}/fd/1", "w") as parent:
     parent.write('{"exited": 1, "status": 0}\\n{"this": "is not a report"}\\n')
 
 
 def add(x, y):
     return x + y
-'''
+"""
 
 
 def _litter(name, tmp_path, source=PLAIN, n=3):
@@ -60,8 +61,10 @@ def _litter(name, tmp_path, source=PLAIN, n=3):
 
 
 def _hello(proc, reader, sub):
-    wire.send(proc.stdin, {"type": "setup", "nonce": proc.nonce, "submission": proc.place(sub), "entry": "add",
-                           "arity": 2, "threads": 1})
+    wire.send(
+        proc.stdin,
+        {"type": "setup", "nonce": proc.nonce, "submission": proc.place(sub), "entry": "add", "arity": 2, "threads": 1},
+    )
     message, _ = reader.recv(60)
     return message
 
@@ -125,8 +128,17 @@ def test_a_litter_serves_the_one_file_placed_in_it(name, tmp_path):
 def test_a_child_cannot_forge_its_parents_report(tmp_path):
     sub, procs, readers = _litter("process", tmp_path, source=FORGES)
     litter = procs[0].litter
-    wire.send(procs[0].stdin, {"type": "setup", "nonce": procs[0].nonce, "submission": procs[0].place(sub),
-                               "entry": "add", "arity": 2, "threads": 1})
+    wire.send(
+        procs[0].stdin,
+        {
+            "type": "setup",
+            "nonce": procs[0].nonce,
+            "submission": procs[0].place(sub),
+            "entry": "add",
+            "arity": 2,
+            "threads": 1,
+        },
+    )
     hello, _ = readers[0].recv(60)
     assert hello["type"] == "hello" and hello["status"] == "error", hello
     assert hello["error"]["category"] == "rule" and "was refused" in hello["error"]["message"], hello
@@ -174,10 +186,32 @@ def test_submit_forks_its_workers_in_a_litter(name, tmp_path):
     usable(name)
     own_tmp = Path(tempfile.mkdtemp(prefix="lt-", dir="/tmp"))  # (the pool's socket path must be short)
     try:
-        proc = subprocess.run([sys.executable, "-m", "judge", "submit", "94", str(find_problem("94").reference_path),
-                               "--device", "cpu", "--sandbox", name, "--seed", "3", "--json", "--workers", "3",
-                               "--max-examples", "3"], cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, "TMPDIR": str(own_tmp)}, timeout=600)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "judge",
+                "submit",
+                "94",
+                str(find_problem("94").reference_path),
+                "--device",
+                "cpu",
+                "--sandbox",
+                name,
+                "--seed",
+                "3",
+                "--json",
+                "--workers",
+                "3",
+                "--max-examples",
+                "3",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "TMPDIR": str(own_tmp)},
+            timeout=600,
+        )
         report = json.loads(proc.stdout)
         assert not list(own_tmp.glob("judge-pool-*")), "the command's pool outlived it"
     finally:
@@ -186,7 +220,7 @@ def test_submit_forks_its_workers_in_a_litter(name, tmp_path):
     assert report["verdict"] == "AC", report["message"]
 
 
-COMPILES = '''import os
+COMPILES = """import os
 # As Triton leaves a compile: one directory per kernel variant, in the worker's cache.
 entry = os.path.join(os.environ["TRITON_CACHE_DIR"], "variant-" + os.urandom(4).hex())
 os.makedirs(entry)
@@ -196,7 +230,7 @@ with open(os.path.join(entry, "kernel.cubin"), "w") as f:
 
 def add(x, y):
     return x + y
-'''
+"""
 
 
 @pytest.mark.parametrize("name", ["process", "bwrap"])
@@ -204,8 +238,10 @@ def test_a_roster_litter_serves_the_job_that_took_it_first_and_no_other(name, tm
     """In a grading pool a litter is forked before any job is known; the first job to take one of its workers
     has its file placed in it, and its siblings go to that job alone, for that file alone, and are killed when
     the job is done. What they compile goes to the file's content cache, as any pooled worker's does."""
-    from judge.pool import client as pool_client, key as pool_key, server as pool_server
     from judge.channel import WorkerChannel
+    from judge.pool import client as pool_client
+    from judge.pool import key as pool_key
+    from judge.pool import server as pool_server
 
     backend = usable(name)
     files = {}
@@ -214,8 +250,15 @@ def test_a_roster_litter_serves_the_job_that_took_it_first_and_no_other(name, tm
         files[who] = tmp_path / who / "sub.py"
         files[who].write_text(COMPILES + f"# {who}\n")
     cache = tmp_path / "cache" / "alice"
-    job = lambda who, **kw: Job(submission=files[who], scratch=tmp_path, device="cpu", interpret=True,  # noqa: E731
-                                limits=LIMITS, cache=cache if who == "alice" else tmp_path / "cache" / "bob", **kw)
+    job = lambda who, **kw: Job(  # noqa: E731
+        submission=files[who],
+        scratch=tmp_path,
+        device="cpu",
+        interpret=True,
+        limits=LIMITS,
+        cache=cache if who == "alice" else tmp_path / "cache" / "bob",
+        **kw,
+    )
     server = pool_server.PoolServer(size=2)
     monkeypatch.setattr(pool_client, "_socket", server.path)
     try:
@@ -251,8 +294,9 @@ def test_a_roster_litter_serves_the_job_that_took_it_first_and_no_other(name, tm
 
 def test_a_pooled_litters_directories_go_with_its_last_worker(tmp_path, monkeypatch):
     # A service's pool lives for days: what a litter's children wrote in its scratch must not stay until then.
-    from judge.pool import client as pool_client, server as pool_server
     from judge.channel import WorkerChannel
+    from judge.pool import client as pool_client
+    from judge.pool import server as pool_server
 
     backend = usable("process")
     sub = tmp_path / "sub.py"
@@ -281,17 +325,18 @@ def test_a_pooled_litters_directories_go_with_its_last_worker(tmp_path, monkeypa
 
 def test_a_litter_whose_parent_fails_costs_time_not_the_verdict(tmp_path, monkeypatch):
     # Its workers die before "ready": the pool drops them, the session starts its own, and the pool's log says why.
-    from judge.pool import client as pool_client, server as pool_server
     from judge.options import Options, limits_for
+    from judge.pool import client as pool_client
+    from judge.pool import server as pool_server
     from judge.sandbox import litter
     from judge.session import Session
 
     monkeypatch.setattr(litter, "MODULE", "judge.untrusted.no_such_module")
     p93 = find_problem("93")
-    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, speed=False, workers=2,
-                      max_examples=3)
-    job = Job(submission=p93.reference_path, scratch=tmp_path, device="cpu", interpret=True,
-              limits=limits_for(p93, options))
+    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, speed=False, workers=2, max_examples=3)
+    job = Job(
+        submission=p93.reference_path, scratch=tmp_path, device="cpu", interpret=True, limits=limits_for(p93, options)
+    )
     said = []
     server = pool_server.PoolServer(size=2, log=said.append)
     monkeypatch.setattr(pool_client, "_socket", server.path)
@@ -371,8 +416,12 @@ def test_a_child_killed_while_its_parent_is_stopped_ends_without_its_report(name
     sub, procs, _ = _litter(name, tmp_path, n=2)
     litter = procs[0].litter
     assert litter.host_pid(0) and litter.host_pid(1)
-    parent = next(pid for pid in _descendants(litter.proc.pid) if pid not in (litter.host_pid(0), litter.host_pid(1))
-                  and b"judge.untrusted.litter" in Path(f"/proc/{pid}/cmdline").read_bytes())
+    parent = next(
+        pid
+        for pid in _descendants(litter.proc.pid)
+        if pid not in (litter.host_pid(0), litter.host_pid(1))
+        and b"judge.untrusted.litter" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    )
     os.kill(parent, signal.SIGSTOP)
     try:
         procs[0].kill()

@@ -47,8 +47,13 @@ print("pvw", n, ctypes.get_errno(), dst.raw == b"\0\0")
 
 
 def test_the_lockdown_refuses_writes_to_proc_and_process_vm_writev_and_nothing_else(tmp_path):
-    out = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path)], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
     lines = out.stdout.splitlines()
     assert out.returncode == 0, out.stderr
     assert lines[0] == "applied {'landlock': '', 'seccomp': ''}", lines  # this machine's kernel has both
@@ -61,10 +66,17 @@ def test_where_cuda_is_in_reach_the_worker_is_not_locked_down(tmp_path):
     reach, apply() says why it did not lock down, and a write to /proc/self/mem still opens."""
     fake = tmp_path / "nvidiactl"
     fake.write_text("")
-    child = CHILD.replace("from judge.untrusted import lockdown\n",
-                          f"from judge.untrusted import lockdown\nlockdown.NVIDIA_CONTROL = {str(fake)!r}\n")
-    out = subprocess.run([sys.executable, "-c", child, str(tmp_path)], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+    child = CHILD.replace(
+        "from judge.untrusted import lockdown\n",
+        f"from judge.untrusted import lockdown\nlockdown.NVIDIA_CONTROL = {str(fake)!r}\n",
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", child, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+    )
     lines = out.stdout.splitlines()
     assert out.returncode == 0, out.stderr
     assert "not applied" in lines[0] and "proc write open" in lines, lines
@@ -76,7 +88,15 @@ def test_a_file_that_writes_its_own_memory_is_contained_in_every_backend(backend
     why = get_backend(backend).unavailable()
     if why is not None:
         pytest.skip(f"sandbox {backend} unavailable: {why}")
-    options = Options(sandbox=backend, seed=1, device="cpu", interpret=True, static_scan=False, speed=False,
-                      workers=1, group="small-ragged")
+    options = Options(
+        sandbox=backend,
+        seed=1,
+        device="cpu",
+        interpret=True,
+        static_scan=False,
+        speed=False,
+        workers=1,
+        group="small-ragged",
+    )
     report = Session(find_problem("93"), PROBE, options).run()
     assert report.verdict.value == "AC", f"{report.verdict.value}: {report.message}"

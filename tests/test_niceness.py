@@ -6,6 +6,7 @@ So a job started at nice 10 by the grading service, whose workers would weigh as
 the service's status calls. Here a real `judge submit`, started at an unusual nice, is watched from outside:
 each of its workers' sessions must carry that nice, or its cgroup that nice's weight.
 """
+
 import os
 import subprocess
 import sys
@@ -40,6 +41,7 @@ STARTER = textwrap.dedent("""
     channel.request_exit()
     channel.close()
 """)
+
 
 def _read(path: Path) -> str | None:
     try:
@@ -92,9 +94,15 @@ def test_a_niced_judges_worker_weighs_what_it_weighs(sandbox, tmp_path):
         pytest.skip(f"sandbox {sandbox} unavailable: {why}")
     if _read(Path("/proc/self/autogroup")) is None and _weighing(os.getpid()) is None:
         pytest.skip("no autogroups and no cpu cgroups here: nothing weighs a session")
-    starter = subprocess.Popen([sys.executable, "-c", STARTER, sandbox, str(NICE), str(tmp_path)], cwd=ROOT,
-                               env=dict(os.environ, PYTHONPATH=str(ROOT)), stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    starter = subprocess.Popen(
+        [sys.executable, "-c", STARTER, sandbox, str(NICE), str(tmp_path)],
+        cwd=ROOT,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = starter.stdout.readline()
         assert line.strip(), starter.stderr.read()[-3000:]

@@ -33,14 +33,16 @@ FILES = [
 
 def _judge(pid, path, workers, case_seconds=10):
     limits = {"case_seconds_interpret": case_seconds, "startup_seconds": 30}
-    report = Session(find_problem(pid), path, Options(sandbox="process", seed=4, workers=workers,
-                                                       limits=limits)).run()
+    report = Session(find_problem(pid), path, Options(sandbox="process", seed=4, workers=workers, limits=limits)).run()
     return report, [(g.name, g.verdict.value, g.case, g.passed, g.skipped) for g in report.groups]
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("pid,path", [f if i < 3 else pytest.param(*f, marks=pytest.mark.full)
-                                      for i, f in enumerate(FILES)], ids=[f[1].stem for f in FILES])
+@pytest.mark.parametrize(
+    "pid,path",
+    [f if i < 3 else pytest.param(*f, marks=pytest.mark.full) for i, f in enumerate(FILES)],
+    ids=[f[1].stem for f in FILES],
+)
 def test_two_workers_give_the_verdicts_of_one(pid, path):
     if not path.exists():
         pytest.skip(f"{path.name} is not in the corpus")
@@ -56,7 +58,7 @@ def test_two_workers_give_the_verdicts_of_one(pid, path):
 # which only the replay check sees, and plainly wrong from the third call on. The replay of the group's first
 # case runs beside the next cases (judge.session._start_replay), so the wrong case fails first in time; the
 # group's failure must still be the replay's finding, which comes first in the cases' order.
-REPLAYED_THEN_WRONG = '''
+REPLAYED_THEN_WRONG = """
 import numpy as np
 import torch
 import triton
@@ -85,7 +87,7 @@ def add(x, y):
     staged = torch.frombuffer(bytearray(sums.tobytes()), dtype=x.dtype)
     _copy[(triton.cdiv(n, 1024),)](staged, out, n, BLOCK=1024)
     return out.view(x.shape) if out.shape != x.shape else out
-'''
+"""
 
 
 @pytest.mark.corpus
@@ -93,8 +95,11 @@ def test_a_replays_finding_is_the_groups_failure_though_a_later_case_failed_firs
     path = tmp_path / "replayed_then_wrong.py"
     path.write_text(REPLAYED_THEN_WRONG)
     # (NumPy is refused by the static scan, which is not what is tested here.)
-    report = Session(find_problem("93"), path, Options(sandbox="process", seed=4, workers=1, static_scan=False,
-                                                       limits={"case_seconds_interpret": 10})).run()
+    report = Session(
+        find_problem("93"),
+        path,
+        Options(sandbox="process", seed=4, workers=1, static_scan=False, limits={"case_seconds_interpret": 10}),
+    ).run()
     first = report.groups[0]
     assert first.verdict.value == "RJ" and "the replay check" in first.message, first.message
 
@@ -102,14 +107,19 @@ def test_a_replays_finding_is_the_groups_failure_though_a_later_case_failed_firs
 # Honest, but the record of its first two calls (a case and its refill) overflows its bound (5000 fills of a
 # scratch buffer): that case's replay cannot go through. Every passing case must be replayed (judge.proofs), so
 # the case is run once more in the worker and that record replayed: the group passes, every case proven.
-FIRST_CALLS_FLOODED = (ROOT / "reference" / "093-vector-add.py").read_text().replace(
-    "def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n",
-    "CALLS = [0]\n\n\ndef add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n"
-    "    CALLS[0] += 1\n"
-    "    if CALLS[0] <= 2:\n"
-    "        scratch = torch.empty(4, device=x.device)\n"
-    "        for _ in range(5000):\n"
-    "            scratch.fill_(0.0)\n")
+FIRST_CALLS_FLOODED = (
+    (ROOT / "reference" / "093-vector-add.py")
+    .read_text()
+    .replace(
+        "def add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n",
+        "CALLS = [0]\n\n\ndef add(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:\n"
+        "    CALLS[0] += 1\n"
+        "    if CALLS[0] <= 2:\n"
+        "        scratch = torch.empty(4, device=x.device)\n"
+        "        for _ in range(5000):\n"
+        "            scratch.fill_(0.0)\n",
+    )
+)
 
 
 @pytest.mark.corpus
@@ -117,8 +127,11 @@ def test_a_case_whose_record_could_not_be_replayed_is_run_again_and_replayed(tmp
     assert "CALLS[0] <= 2" in FIRST_CALLS_FLOODED
     path = tmp_path / "first_calls_flooded.py"
     path.write_text(FIRST_CALLS_FLOODED)
-    report = Session(find_problem("93"), path, Options(sandbox="process", seed=3, workers=1, group="block-edges",
-                                                       limits={"case_seconds_interpret": 10})).run()
+    report = Session(
+        find_problem("93"),
+        path,
+        Options(sandbox="process", seed=3, workers=1, group="block-edges", limits={"case_seconds_interpret": 10}),
+    ).run()
     assert report.verdict.value == "AC", report.message
     t = report.timing
     assert t["cases_proven"] == t["cases_passed"] > 1 and t["replays"] == t["cases_passed"] + 1, t
@@ -132,22 +145,29 @@ ALWAYS_FLOODED = FIRST_CALLS_FLOODED.replace("if CALLS[0] <= 2:", "if CALLS[0] >
 def test_a_case_never_replayable_is_rejected(tmp_path):
     path = tmp_path / "always_flooded.py"
     path.write_text(ALWAYS_FLOODED)
-    report = Session(find_problem("93"), path, Options(sandbox="process", seed=3, workers=1, group="block-edges",
-                                                       limits={"case_seconds_interpret": 10})).run()
+    report = Session(
+        find_problem("93"),
+        path,
+        Options(sandbox="process", seed=3, workers=1, group="block-edges", limits={"case_seconds_interpret": 10}),
+    ).run()
     assert report.verdict.value == "RJ", report.message
     assert "could not be replayed alone on fresh inputs, twice" in report.message, report.message
 
 
-@pytest.mark.parametrize("cores, gib, cap_mb, expected", [
-    (16, 139.8, 8192, 12),   # the H200's host: one per core but four, at most 12
-    (16, 79.6, 8192, 9),     # an H100 of 80 GB: the device's memory at 8 GB a worker
-    (16, 79.6, 16384, 4),    # a problem that lets each worker take 16 GB: fewer of them
-    (8, 139.8, 8192, 4),     # a small host: its cores
-    (64, 139.8, 8192, 12),   # a big host: the cap
-    (2, 23.0, 8192, 1),      # two cores: one
-])
+@pytest.mark.parametrize(
+    "cores, gib, cap_mb, expected",
+    [
+        (16, 139.8, 8192, 12),  # the H200's host: one per core but four, at most 12
+        (16, 79.6, 8192, 9),  # an H100 of 80 GB: the device's memory at 8 GB a worker
+        (16, 79.6, 16384, 4),  # a problem that lets each worker take 16 GB: fewer of them
+        (8, 139.8, 8192, 4),  # a small host: its cores
+        (64, 139.8, 8192, 12),  # a big host: the cap
+        (2, 23.0, 8192, 1),  # two cores: one
+    ],
+)
 def test_the_number_of_gpu_workers_follows_the_cores_and_the_devices_memory_at_the_problems_cap(
-        cores, gib, cap_mb, expected, monkeypatch):
+    cores, gib, cap_mb, expected, monkeypatch
+):
     from judge import options
 
     monkeypatch.delenv("JUDGE_WORKERS", raising=False)
@@ -174,12 +194,15 @@ def test_a_submissions_workers_are_counted_at_its_problems_gpu_memory_cap(monkey
     assert options.session_workers(big, opts, 139.8) == 4
 
 
-@pytest.mark.parametrize("cores, device, interpret, jobs, expected", [
-    (16, "cuda", False, 5, 2),   # the H200's host: its 12 test workers split between 5 files
-    (16, "cuda", False, 1, 12),
-    (16, "cuda", False, 24, 1),
-    (2, "cpu", True, 2, 1),      # this machine: one each, as before
-])
+@pytest.mark.parametrize(
+    "cores, device, interpret, jobs, expected",
+    [
+        (16, "cuda", False, 5, 2),  # the H200's host: its 12 test workers split between 5 files
+        (16, "cuda", False, 1, 12),
+        (16, "cuda", False, 24, 1),
+        (2, "cpu", True, 2, 1),  # this machine: one each, as before
+    ],
+)
 def test_files_judged_at_once_share_the_hosts_workers(cores, device, interpret, jobs, expected, monkeypatch):
     """`selftest --jobs N` judges N files in `submit` children; each took a whole host's workers (96 compiling
     at once for --jobs 8 on the H200), now its share; JUDGE_WORKERS, when set, is left to say."""
@@ -214,15 +237,21 @@ def test_a_grading_commands_judge_workers_gives_every_job_that_many(monkeypatch)
 # On views (the third group) PyTorch's add and no kernel (RJ, which stops the later groups), and slow on long
 # vectors: the last group's first case, which a lane takes at the start (judge.lanes: Lanes.early), is still
 # running when the views' failure stops the later groups.
-RJ_VIEWS_SLOW_LONG = (ROOT / "reference" / "093-vector-add.py").read_text().replace(
-    "    n = x.numel()\n    out = torch.empty(n, dtype=x.dtype, device=x.device)\n",
-    "    n = x.numel()\n"
-    "    if x.storage_offset() or not x.is_contiguous():\n"
-    "        return x + y\n"
-    "    if n >= 50000:\n"
-    "        import time\n"
-    "        time.sleep(30)\n"
-    "    out = torch.empty(n, dtype=x.dtype, device=x.device)\n", 1)
+RJ_VIEWS_SLOW_LONG = (
+    (ROOT / "reference" / "093-vector-add.py")
+    .read_text()
+    .replace(
+        "    n = x.numel()\n    out = torch.empty(n, dtype=x.dtype, device=x.device)\n",
+        "    n = x.numel()\n"
+        "    if x.storage_offset() or not x.is_contiguous():\n"
+        "        return x + y\n"
+        "    if n >= 50000:\n"
+        "        import time\n"
+        "        time.sleep(30)\n"
+        "    out = torch.empty(n, dtype=x.dtype, device=x.device)\n",
+        1,
+    )
+)
 
 
 @pytest.mark.corpus
@@ -244,7 +273,7 @@ def test_a_case_run_ahead_for_a_group_that_will_not_be_judged_is_not_waited_for(
 
 # Loads in the first of its processes to import it and exits at import in every other: a file that does not load
 # in each process it is given. Which lane's worker imports first is a race; the verdict must not depend on it.
-LOADS_ONCE = '''
+LOADS_ONCE = """
 import os
 
 try:
@@ -255,7 +284,7 @@ except FileExistsError:
 
 def add(x, y):
     return x + y
-'''
+"""
 
 
 @pytest.mark.parametrize("workers", [2, 3])

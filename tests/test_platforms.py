@@ -46,22 +46,33 @@ def validate(doc, name):
 
 
 def judge(*args, env=None, cwd=ROOT, timeout=900):
-    return subprocess.run([sys.executable, "-m", "judge", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=timeout, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "judge", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_schemas_reject_what_the_specs_forbid():
     validate({"score": 1.0, "tests": [{"score": 1, "max_score": 1, "visibility": "after_due_date"}]}, "gradescope")
-    for bad in ({"tests": [{"max_score": 1}]},  # no score anywhere
-                {"score": 1, "tests": [{"score": 1, "status": "ok"}]},
-                {"score": 1, "visibility": "students"},
-                {"score": 1, "leaderboard": [{"name": "speedup", "value": 2, "order": "up"}]}):
+    for bad in (
+        {"tests": [{"max_score": 1}]},  # no score anywhere
+        {"score": 1, "tests": [{"score": 1, "status": "ok"}]},
+        {"score": 1, "visibility": "students"},
+        {"score": 1, "leaderboard": [{"name": "speedup", "value": 2, "order": "up"}]},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             validate(bad, "gradescope")
     validate({"gradable": False, "format_errors": ["syntax error"]}, "prairielearn")
-    for bad in ({"gradable": True, "score": 1.5}, {"gradable": True},
-                {"gradable": True, "score": 0.5, "tests": [{"name": "t", "points": 1}]},
-                {"gradable": False}):
+    for bad in (
+        {"gradable": True, "score": 1.5},
+        {"gradable": True},
+        {"gradable": True, "score": 0.5, "tests": [{"name": "t", "points": 1}]},
+        {"gradable": False},
+    ):
         with pytest.raises(jsonschema.ValidationError):
             validate(bad, "prairielearn")
 
@@ -118,8 +129,13 @@ def run_autograder(root: Path):
         python.parent.mkdir(parents=True)
         python.write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
         python.chmod(0o755)
-    return subprocess.run([str(root / "source" / "run_autograder")], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "AUTOGRADER_ROOT": str(root)})
+    return subprocess.run(
+        [str(root / "source" / "run_autograder")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "AUTOGRADER_ROOT": str(root)},
+    )
 
 
 @pytest.mark.corpus
@@ -162,13 +178,20 @@ def test_gradescope_compile_error_and_missing_file(bundle_dir):
 
 def pl_dirs(tmp_path, source: Path | None, params=None):
     (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "data.json").write_text(json.dumps({"params": params or {"problem": 93},
-                                                             "submitted_answers": {}}))
+    (tmp_path / "data" / "data.json").write_text(
+        json.dumps({"params": params or {"problem": 93}, "submitted_answers": {}})
+    )
     (tmp_path / "student").mkdir()
     if source is not None:
         (tmp_path / "student" / "vector_add.py").write_bytes(source.read_bytes())
-    return ["--data", tmp_path / "data" / "data.json", "--student", tmp_path / "student",
-            "--results", tmp_path / "results" / "results.json"]
+    return [
+        "--data",
+        tmp_path / "data" / "data.json",
+        "--student",
+        tmp_path / "student",
+        "--results",
+        tmp_path / "results" / "results.json",
+    ]
 
 
 @pytest.mark.corpus
@@ -217,9 +240,27 @@ def service(tmp_path):
     pytest.importorskip("uvicorn")
     token = tmp_path / "token"
     token.write_text("tok-123456789")
-    proc = subprocess.Popen([sys.executable, "-m", "judge", "serve", "--port", "0", "--device", "cpu",
-                             "--sandbox", "process", "--token-file", str(token), "--state", str(tmp_path / "state")],
-                            cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "judge",
+            "serve",
+            "--port",
+            "0",
+            "--device",
+            "cpu",
+            "--sandbox",
+            "process",
+            "--token-file",
+            str(token),
+            "--state",
+            str(tmp_path / "state"),
+        ],
+        cwd=ROOT,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stderr.readline()
     match = re.search(r"http://[\d.]+:\d+", line)
     assert match, line
@@ -256,8 +297,11 @@ def test_service_rejects_malformed_requests(service):
     auth = {"Authorization": f"Bearer {token.read_text()}", "Content-Type": "application/json"}
     with urllib.request.urlopen(url + "/health", timeout=30) as resp:
         assert json.loads(resp.read())["problems"] == [p.id for p in all_problems()]  # every package, 93-104
-    for body, code in ((b"{", 400), (json.dumps({"problem": "999", "source": ""}).encode(), 400),
-                       (json.dumps({"problem": "93", "source": "not base64!"}).encode(), 400)):
+    for body, code in (
+        (b"{", 400),
+        (json.dumps({"problem": "999", "source": ""}).encode(), 400),
+        (json.dumps({"problem": "93", "source": "not base64!"}).encode(), 400),
+    ):
         req = urllib.request.Request(url + "/submissions", data=body, headers=auth, method="POST")
         with pytest.raises(urllib.error.HTTPError) as exc:
             urllib.request.urlopen(req, timeout=30)

@@ -12,19 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from judge.pool import client as pool_client, copies as pool_copies, key as pool_key, server as pool_server
 from judge.channel import WorkerChannel
 from judge.options import Options, limits_for
+from judge.pool import client as pool_client
+from judge.pool import copies as pool_copies
+from judge.pool import key as pool_key
+from judge.pool import server as pool_server
 from judge.problems import find_problem
 from judge.sandbox import Job, Limits, get_backend
 from judge.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 P93 = find_problem("93")
-LIMITS = Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
-                startup_seconds=60)
+LIMITS = Limits(
+    case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256, startup_seconds=60
+)
 
-LOOKS_AROUND = '''import os, sys
+LOOKS_AROUND = """import os, sys
 here = os.path.dirname(os.path.abspath(__file__))
 print("LISTED", sorted(os.listdir(here)), file=sys.stderr)
 try:
@@ -37,7 +41,7 @@ print("MODULES", sorted(m for m in sys.modules if m.startswith("submission")), f
 
 def add(x, y):
     return x
-'''
+"""
 
 
 def usable(name):
@@ -108,7 +112,9 @@ def test_without_a_warm_worker_the_job_starts_its_own(server, tmp_path):
     backend = usable("process")
     sub = tmp_path / "a.py"
     sub.write_text("def add(x, y):\n    return x\n")
-    with closing(WorkerChannel(backend, _job(sub, tmp_path))) as ch:  # a kind the pool has not seen: it starts one for next time
+    with closing(
+        WorkerChannel(backend, _job(sub, tmp_path))
+    ) as ch:  # a kind the pool has not seen: it starts one for next time
         assert not ch.pooled
         assert ch.start(submission_entry="add", arity=2, threads=1).ok
     assert server.stats["missed"] == 1
@@ -175,8 +181,11 @@ def test_a_pooled_worker_still_takes_the_integrity_snapshot_before_the_import(se
     assert not hello.ok and hello.error.category == "rule" and "time.perf_counter" in hello.error.message
 
 
-CORPUS = [("AC", P93.reference_path)] + [(v, p) for v, p in P93.corpus()
-                                          if p.stem in ("always_float32", "segfault", "exploit2_reply_1", "redteam_guard_state")]
+CORPUS = [("AC", P93.reference_path)] + [
+    (v, p)
+    for v, p in P93.corpus()
+    if p.stem in ("always_float32", "segfault", "exploit2_reply_1", "redteam_guard_state")
+]
 
 
 @pytest.mark.corpus
@@ -189,8 +198,9 @@ def test_the_pool_gives_the_verdicts_the_judge_gives_without_it(name, tmp_path, 
     monkeypatch.setattr(pool_client, "_socket", srv.path)
     try:
         backend = get_backend(name)
-        job = Job(submission=CORPUS[0][1], scratch=tmp_path, device="cpu", interpret=True,
-                  limits=limits_for(P93, options))
+        job = Job(
+            submission=CORPUS[0][1], scratch=tmp_path, device="cpu", interpret=True, limits=limits_for(P93, options)
+        )
         _warm(srv, backend, job)
         srv.warm(backend, Job(**{**job.__dict__, "module": "judge.untrusted.replay"}))
         with_pool = {p.name: Session(P93, p, options).run() for _, p in CORPUS}
@@ -201,8 +211,11 @@ def test_the_pool_gives_the_verdicts_the_judge_gives_without_it(name, tmp_path, 
     for expected, path in CORPUS:
         a, b = without[path.name], with_pool[path.name]
         assert a.verdict.value == expected
-        assert (b.verdict, b.message, [(g.name, g.verdict, g.message) for g in b.groups]) == \
-               (a.verdict, a.message, [(g.name, g.verdict, g.message) for g in a.groups]), path.name
+        assert (b.verdict, b.message, [(g.name, g.verdict, g.message) for g in b.groups]) == (
+            a.verdict,
+            a.message,
+            [(g.name, g.verdict, g.message) for g in a.groups],
+        ), path.name
         if a.timing.get("worker_starts"):  # (a file refused from its source alone starts no worker)
             assert b.timing.get("pooled_starts", 0) >= 1, path.name
 
@@ -211,13 +224,35 @@ def test_pool_sizes_parse_and_a_bad_one_is_one_line(tmp_path):
     import subprocess
     import sys
 
-    assert pool_server.parse_size("off") == 0 and pool_server.parse_size("auto") == pool_server.DEFAULT_SIZE and pool_server.parse_size("3") == 3
+    assert (
+        pool_server.parse_size("off") == 0
+        and pool_server.parse_size("auto") == pool_server.DEFAULT_SIZE
+        and pool_server.parse_size("3") == 3
+    )
     with pytest.raises(ValueError):
         pool_server.parse_size("-1")
     (tmp_path / "alice.py").write_text("def add(x, y):\n    return x\n")
-    proc = subprocess.run([sys.executable, "-m", "judge", "grade", str(tmp_path), "--problem", "93", "--device", "cpu",
-                           "--out", str(tmp_path / "out"), "--pool", "x"],
-                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "judge",
+            "grade",
+            str(tmp_path),
+            "--problem",
+            "93",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "out"),
+            "--pool",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 2 and "--pool x" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
 
@@ -229,15 +264,37 @@ def test_submit_in_the_interpreter_hands_its_head_start_workers_to_the_session(t
     import json
     import subprocess
     import sys
-
     import tempfile
 
     # A temporary directory of the command's own (short: the pool's socket path must fit a Unix socket's).
     own_tmp = Path(tempfile.mkdtemp(prefix="hs-", dir="/tmp"))
     env = {**os.environ, "TMPDIR": str(own_tmp)}
-    proc = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(P93.reference_path), "--device", "cpu",
-                           "--sandbox", "process", "--seed", "1", "--json", "--workers", "1", "--max-examples", "2"],
-                          cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "judge",
+            "submit",
+            "93",
+            str(P93.reference_path),
+            "--device",
+            "cpu",
+            "--sandbox",
+            "process",
+            "--seed",
+            "1",
+            "--json",
+            "--workers",
+            "1",
+            "--max-examples",
+            "2",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     report = json.loads(proc.stdout)
     assert report["verdict"] == "AC", report["message"]
     assert report["timing"].get("pooled_starts") == 1 and report["timing"].get("replay_pooled") == 1, report["timing"]
@@ -261,17 +318,42 @@ def test_a_submit_child_takes_its_workers_from_the_pool_named_on_its_command_lin
 
     backend = usable("process")
     options = Options(sandbox="process", device="cpu", interpret=True)
-    job = Job(submission=P93.reference_path, scratch=tmp_path, device="cpu", interpret=True,
-              limits=limits_for(P93, options))
+    job = Job(
+        submission=P93.reference_path, scratch=tmp_path, device="cpu", interpret=True, limits=limits_for(P93, options)
+    )
     _warm(server, backend, job)
     assert server.warm(backend, Job(**{**job.__dict__, "module": "judge.untrusted.replay"}))
     deadline = time.monotonic() + 120
     while server.idle() < 2:  # the case worker and the replay worker, both up
         assert time.monotonic() < deadline, "the pool spawned no replay worker"
         time.sleep(0.1)
-    proc = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(P93.reference_path), "--device", "cpu",
-                           "--sandbox", "process", "--seed", "1", "--json", "--workers", "1", "--max-examples", "2",
-                           "--pool-socket", server.path], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "judge",
+            "submit",
+            "93",
+            str(P93.reference_path),
+            "--device",
+            "cpu",
+            "--sandbox",
+            "process",
+            "--seed",
+            "1",
+            "--json",
+            "--workers",
+            "1",
+            "--max-examples",
+            "2",
+            "--pool-socket",
+            server.path,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     report = json.loads(proc.stdout)
     assert report["verdict"] == "AC", report["message"]
     assert report["timing"].get("pooled_starts") == 1 and report["timing"].get("replay_pooled") == 1, report["timing"]
@@ -284,8 +366,11 @@ def test_selftest_names_its_pool_to_its_submit_children(monkeypatch):
     from judge import selftest
 
     argvs = []
-    monkeypatch.setattr(selftest.subprocess, "run",
-                        lambda argv, **kw: argvs.append(argv) or subprocess.CompletedProcess(argv, 0, "{}", ""))
+    monkeypatch.setattr(
+        selftest.subprocess,
+        "run",
+        lambda argv, **kw: argvs.append(argv) or subprocess.CompletedProcess(argv, 0, "{}", ""),
+    )
     base = Options(sandbox="process", device="cpu", interpret=True)
     selftest.judge_via_cli(P93, "AC", P93.reference_path, base, workers=1)
     monkeypatch.setattr(pool_client, "_socket", "/run/judge-pool-x/pool.sock")

@@ -11,9 +11,19 @@ from judge.problems import VERDICT_DIRS, all_problems, find_problem
 PROBLEMS = all_problems()
 KERNELS = [p for p in PROBLEMS if p.kind == "kernel"]
 ANSWERS = [p for p in PROBLEMS if p.kind == "answers"]
-EXPECTED_IDS = {93: "vector-add", 94: "softmax", 95: "matmul", 96: "rmsnorm",
-                97: "flash-attention-forward", 98: "flash-attention-backward", 99: "compile-safe-add",
-                101: "grid-and-masks", 102: "softmax-traffic", 103: "tile-smem", 104: "online-softmax-by-hand"}
+EXPECTED_IDS = {
+    93: "vector-add",
+    94: "softmax",
+    95: "matmul",
+    96: "rmsnorm",
+    97: "flash-attention-forward",
+    98: "flash-attention-backward",
+    99: "compile-safe-add",
+    101: "grid-and-masks",
+    102: "softmax-traffic",
+    103: "tile-smem",
+    104: "online-softmax-by-hand",
+}
 EXPECTED_KINDS = {pid: "answers" if pid > 100 else "kernel" for pid in EXPECTED_IDS}
 
 

@@ -25,6 +25,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 # ---------------------------------------------------------------------- the status line
 
+
 def test_the_line_says_group_cases_and_phases():
     s = progress.Status()
     assert s.line(with_time=False) == "starting"
@@ -41,8 +42,10 @@ def test_the_line_says_group_cases_and_phases():
     s.lane(1, None)
     s.lane(0, progress.SHRINKING, "try 3")
     s.kernels(4)
-    assert s.line(with_time=False) == "group 2/6 block-edges · 5/12 cases · shrinking a failure (try 3) · " \
-                                      "4 kernels compiled"
+    assert (
+        s.line(with_time=False) == "group 2/6 block-edges · 5/12 cases · shrinking a failure (try 3) · "
+        "4 kernels compiled"
+    )
     s.stage("speed run: timing: shape 2 of 3, round 4")
     assert s.line(with_time=False) == "speed run: timing: shape 2 of 3, round 4"
     assert re.fullmatch(r"speed run: timing: shape 2 of 3, round 4 · \d+ s", s.line())
@@ -116,6 +119,7 @@ class Recording:
         def record(*args, **kwargs):
             with self.lock:
                 self.calls.append((name, args, kwargs))
+
         return record
 
 
@@ -151,8 +155,17 @@ def test_the_session_reports_groups_cases_and_shrinking(tmp_path):
     path.write_text(DROPS_THE_LAST)
     rec = Recording()
     # Seed 2 draws n = 1, 2, 34 after the examples: 34 fails, and Hypothesis shrinks it.
-    options = Options(device="cpu", interpret=True, sandbox="process", seed=2, max_examples=3, workers=2,
-                      group="small-ragged", progress=rec, shrink_seconds=3.0)
+    options = Options(
+        device="cpu",
+        interpret=True,
+        sandbox="process",
+        seed=2,
+        max_examples=3,
+        workers=2,
+        group="small-ragged",
+        progress=rec,
+        shrink_seconds=3.0,
+    )
     report = Session(VECTOR_ADD, path, options).run()
     assert report.verdict.value == "WA", report.message
     names = [c[0] for c in rec.calls]
@@ -175,6 +188,7 @@ def test_the_session_reports_groups_cases_and_shrinking(tmp_path):
 
 # ---------------------------------------------------------------------- the CLI under a pseudo-terminal
 
+
 def run_on_a_tty(*args, timeout=600):
     """Run the CLI with stderr on a pseudo-terminal and stdout on a pipe: (exit code, stdout, stderr text,
     the times (s from the start) at which stderr output arrived, the time it exited)."""
@@ -182,8 +196,14 @@ def run_on_a_tty(*args, timeout=600):
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120", "PYTHONPATH": str(ROOT)}
     env.pop("NO_COLOR", None)
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "judge", *map(str, args)], cwd=ROOT, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "judge", *map(str, args)],
+        cwd=ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+    )
     os.close(slave)
     out = []
     reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))
@@ -210,32 +230,67 @@ def run_on_a_tty(*args, timeout=600):
 
 
 def test_submit_shows_progress_at_least_every_two_seconds():
-    rc, stdout, stderr, times, end = run_on_a_tty("submit", "94", "reference/094-softmax.py", "--device", "cpu",
-                                                  "--sandbox", "process", "--seed", "1")
+    rc, stdout, stderr, times, end = run_on_a_tty(
+        "submit", "94", "reference/094-softmax.py", "--device", "cpu", "--sandbox", "process", "--seed", "1"
+    )
     assert rc == 0, stdout + stderr
     assert "AC accepted" in stdout and "\x1b" not in stdout  # the report is on stdout, the status is not
     assert times, "nothing came on stderr"
     gaps = [b - a for a, b in zip([0.0] + times, times)]
-    assert max(gaps) <= 2.0, f"largest gap between updates {max(gaps):.2f} s (at {times[gaps.index(max(gaps))]:.1f}" \
-                             f" s of {end:.1f} s)"
+    assert max(gaps) <= 2.0, (
+        f"largest gap between updates {max(gaps):.2f} s (at {times[gaps.index(max(gaps))]:.1f} s of {end:.1f} s)"
+    )
     shown = {ANSI.sub("", part).strip() for part in stderr.replace("\r", "\n").split("\n")}
     assert any(re.search(r"group \d/6 \S+ · \d+/\d+ cases", line) for line in shown), shown
     assert any("starting workers" in line for line in shown)
 
 
 def test_json_on_a_terminal_keeps_stdout_pure_and_shows_no_progress():
-    rc, stdout, stderr, _, _ = run_on_a_tty("test", "93", GOOD, "--device", "cpu", "--sandbox", "process", "--json",
-                                            "--seed", "1", "--group", "small-ragged")
+    rc, stdout, stderr, _, _ = run_on_a_tty(
+        "test",
+        "93",
+        GOOD,
+        "--device",
+        "cpu",
+        "--sandbox",
+        "process",
+        "--json",
+        "--seed",
+        "1",
+        "--group",
+        "small-ragged",
+    )
     assert rc == 0, stdout + stderr
     assert json.loads(stdout)["verdict"] == "AC"  # stdout holds the report and nothing else
     assert "cases" not in stderr and "\x1b[" not in stderr
 
 
 def test_progress_asked_for_with_json_goes_to_stderr_only():
-    r = subprocess.run([sys.executable, "-m", "judge", "test", "93", str(GOOD), "--device", "cpu", "--sandbox",
-                        "process", "--json", "--seed", "1", "--group", "small-ragged", "--progress"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)})
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "judge",
+            "test",
+            "93",
+            str(GOOD),
+            "--device",
+            "cpu",
+            "--sandbox",
+            "process",
+            "--json",
+            "--seed",
+            "1",
+            "--group",
+            "small-ragged",
+            "--progress",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"] == "AC"
     assert "judge: … group small-ragged · " in r.stderr  # plain lines: stderr is not a terminal

@@ -34,11 +34,14 @@ def test_the_defaults_are_twice_the_naive_error_and_two_ulps():
     assert allowed.item() == pytest.approx(2 * 0.125 + 2 * finfo.eps * 4.0 + 2 * finfo.eps * finfo.tiny, rel=1e-12)
 
 
-@pytest.mark.parametrize("scope,expected", [
-    ("element", [[0.1, 0.0, 0.0], [0.0, 0.0, 0.3]]),
-    ("row", [[0.1, 0.1, 0.1], [0.3, 0.3, 0.3]]),
-    ("tensor", [[0.3, 0.3, 0.3], [0.3, 0.3, 0.3]]),
-])
+@pytest.mark.parametrize(
+    "scope,expected",
+    [
+        ("element", [[0.1, 0.0, 0.0], [0.0, 0.0, 0.3]]),
+        ("row", [[0.1, 0.1, 0.1], [0.3, 0.3, 0.3]]),
+        ("tensor", [[0.3, 0.3, 0.3], [0.3, 0.3, 0.3]]),
+    ],
+)
 def test_the_naive_error_is_pooled_over_the_scope(scope, expected):
     gold = torch.zeros(2, 3, dtype=F64)
     naive = torch.tensor([[0.1, 0.0, 0.0], [0.0, 0.0, -0.3]], dtype=F64)
@@ -87,18 +90,22 @@ def test_a_naive_model_not_finite_where_the_answer_is_representable_is_the_probl
     assert checker.tolerance(_t(float("inf")), _t(float("nan")), torch.float32, "element", {}).isfinite().all()
 
 
-@pytest.mark.parametrize("got,expected_words", [
-    ([float("nan"), 2.0, float("inf")], "1 NaN where finite values were expected"),
-    ([1.0, float("inf"), float("inf")], "1 inf where finite values were expected"),
-    ([1.0, 2.0, 5.0], "1 finite values where NaN/inf was expected"),
-    ([1.0, 2.0, float("-inf")], "1 NaN/inf of the wrong kind"),
-    ([1.0, 2.0, float("nan")], "1 NaN/inf of the wrong kind"),
-    ([1.5, 2.0, float("inf")], "1 values outside the tolerance (largest error 0.5)"),
-])
+@pytest.mark.parametrize(
+    "got,expected_words",
+    [
+        ([float("nan"), 2.0, float("inf")], "1 NaN where finite values were expected"),
+        ([1.0, float("inf"), float("inf")], "1 inf where finite values were expected"),
+        ([1.0, 2.0, 5.0], "1 finite values where NaN/inf was expected"),
+        ([1.0, 2.0, float("-inf")], "1 NaN/inf of the wrong kind"),
+        ([1.0, 2.0, float("nan")], "1 NaN/inf of the wrong kind"),
+        ([1.5, 2.0, float("inf")], "1 values outside the tolerance (largest error 0.5)"),
+    ],
+)
 def test_each_kind_of_wrong_element_is_named_and_counted(got, expected_words):
     gold = _t(1.0, 2.0, float("inf"))
-    m = checker.compare("out", torch.tensor(got, dtype=torch.float32), gold, gold, torch.float32, "element",
-                        {"ulps": 0, "atol": 0})
+    m = checker.compare(
+        "out", torch.tensor(got, dtype=torch.float32), gold, gold, torch.float32, "element", {"ulps": 0, "atol": 0}
+    )
     assert m is not None and m.bad == 1 and m.total == 3
     assert m.message.startswith("out: 1 of 3 elements wrong: ") and expected_words in m.message, m.message
 
@@ -111,8 +118,12 @@ def test_nan_and_inf_in_their_places_pass():
 
 def test_a_sum_that_overflows_the_output_dtype_must_be_inf_there():
     gold = _t(70000.0)  # past float16's largest finite value (65504)
-    assert checker.compare("o", torch.tensor([float("inf")], dtype=torch.float16), gold, gold, torch.float16,
-                           "element", {}) is None
+    assert (
+        checker.compare(
+            "o", torch.tensor([float("inf")], dtype=torch.float16), gold, gold, torch.float16, "element", {}
+        )
+        is None
+    )
     m = checker.compare("o", torch.tensor([65504.0], dtype=torch.float16), gold, gold, torch.float16, "element", {})
     assert m is not None and "finite values where NaN/inf was expected" in m.message
 
@@ -151,8 +162,12 @@ def test_a_right_answer_in_another_dtype_is_compared_as_its_values():
     gold = _t(0.5, 0.25)
     got = torch.tensor([0.5, 0.25], dtype=torch.bfloat16)
     assert checker.compare("o", got, gold, gold, torch.bfloat16, "element", {}) is None
-    assert checker.compare("o", torch.tensor([0.5, 0.5], dtype=torch.bfloat16), gold, gold, torch.bfloat16,
-                           "element", {}).bad == 1
+    assert (
+        checker.compare(
+            "o", torch.tensor([0.5, 0.5], dtype=torch.bfloat16), gold, gold, torch.bfloat16, "element", {}
+        ).bad
+        == 1
+    )
 
 
 class _OnTheGpu:
@@ -180,8 +195,7 @@ def test_a_comparison_with_no_room_on_the_gpu_runs_again_on_the_cpu(monkeypatch)
     gold = _t(1.0, 2.0)
     wrong = checker.compare("o", _OnTheGpu(gold + 1), _OnTheGpu(gold), _OnTheGpu(gold), torch.float64, "element", {})
     assert wrong is not None and wrong.bad == 2 and len(seen) == 2 and seen[1] is gold
-    assert checker.compare("o", _OnTheGpu(gold), _OnTheGpu(gold), _OnTheGpu(gold), torch.float64, "element",
-                           {}) is None
+    assert checker.compare("o", _OnTheGpu(gold), _OnTheGpu(gold), _OnTheGpu(gold), torch.float64, "element", {}) is None
 
 
 def test_any_other_error_of_a_comparison_is_raised():

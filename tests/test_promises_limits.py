@@ -21,7 +21,7 @@ from judge.verdicts import Verdict
 
 VECTOR_ADD = find_problem("93")
 
-HEAD = '''
+HEAD = """
 import time
 import torch
 import triton
@@ -42,7 +42,7 @@ def add(x, y):
     _add[(triton.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
     return out
 
-'''
+"""
 ON_VIEWS = {
     "TLE": "def on_views(x, y):\n    time.sleep(10 ** 6)\n",
     # A request no host can grant, refused at once (nothing is touched): the worker's MemoryError.
@@ -51,7 +51,7 @@ ON_VIEWS = {
     "RJ": "def on_views(x, y):\n    return x + y  # PyTorch's add, not a kernel\n",
     # Its kernel adds x to itself: a wrong answer, computed by a kernel of the file's own.
     "WA": "def on_views(x, y):\n    out = torch.empty(x.shape, dtype=x.dtype)\n"
-          "    _add[(triton.cdiv(x.numel(), 1024),)](x, x, out, x.numel(), BLOCK=1024)\n    return out\n",
+    "    _add[(triton.cdiv(x.numel(), 1024),)](x, x, out, x.numel(), BLOCK=1024)\n    return out\n",
 }
 CASE_SECONDS = 3.0
 # What a case may take past its limit before the judge calls it: the kill, the worker's end, the group's books.
@@ -64,8 +64,11 @@ RUN_SECONDS = 400.0
 def _judge(tmp_path: Path, misbehaviour: str):
     path = tmp_path / f"add_{misbehaviour.lower()}_on_views.py"
     path.write_text(HEAD + ON_VIEWS[misbehaviour])
-    limits = {"case_seconds_interpret": CASE_SECONDS, "startup_seconds": STARTUP_SECONDS,
-              "run_seconds_interpret": RUN_SECONDS}
+    limits = {
+        "case_seconds_interpret": CASE_SECONDS,
+        "startup_seconds": STARTUP_SECONDS,
+        "run_seconds_interpret": RUN_SECONDS,
+    }
     options = Options(sandbox="process", seed=4, workers=1, max_examples=1, limits=limits, speed=False)
     t0 = time.monotonic()
     report = Session(VECTOR_ADD, path, options).run()
@@ -81,6 +84,7 @@ def judged(tmp_path_factory):
         if misbehaviour not in cache:
             cache[misbehaviour] = _judge(tmp_path_factory.mktemp(misbehaviour.lower()), misbehaviour)
         return cache[misbehaviour]
+
     return get
 
 
@@ -139,8 +143,17 @@ def test_a_case_past_the_per_case_limit_is_tle_within_that_limit_not_the_run_lim
 class _Problem:
     """A problem's [limits], each value distinct, so that one read for another shows."""
 
-    limits = {"case_seconds": 11, "case_seconds_interpret": 22, "run_seconds": 333, "run_seconds_interpret": 444,
-              "memory_mb": 555, "output_kb": 66, "processes": 77, "startup_seconds": 88, "gpu_memory_mb": 999}
+    limits = {
+        "case_seconds": 11,
+        "case_seconds_interpret": 22,
+        "run_seconds": 333,
+        "run_seconds_interpret": 444,
+        "memory_mb": 555,
+        "output_kb": 66,
+        "processes": 77,
+        "startup_seconds": 88,
+        "gpu_memory_mb": 999,
+    }
 
 
 def test_a_run_gets_its_modes_limits():
@@ -155,8 +168,9 @@ def test_a_run_gets_its_modes_limits():
 
 def test_the_command_lines_limits_go_on_top_and_an_unset_one_changes_nothing():
     # --time-limit sets both case limits (judge.cli); an option left unset (None) changes nothing.
-    opts = Options(interpret=True, limits={"case_seconds": 7, "case_seconds_interpret": 7, "memory_mb": None,
-                                           "output_kb": 2})
+    opts = Options(
+        interpret=True, limits={"case_seconds": 7, "case_seconds_interpret": 7, "memory_mb": None, "output_kb": 2}
+    )
     limits = limits_for(_Problem, opts)
     assert limits.case_seconds == 7 and limits.memory_mb == 555 and limits.output_bytes == 2048
     assert limits.run_seconds == 444  # not overridden
@@ -180,6 +194,7 @@ def test_a_problem_without_limits_gets_the_documented_defaults():
     d = limits_for(Empty, Options(interpret=False, device="cuda"))
     assert (d.case_seconds, d.run_seconds, d.memory_mb, d.output_bytes) == (60, 900, 8192, 1024 * 1024)
     assert (d.processes, d.startup_seconds, d.gpu_memory_mb) == (256, 60, GPU_MEMORY_MB)
+
     # A problem's gpu_memory_mb of 0 means "the default", not "none".
     class Zero:
         limits = {"gpu_memory_mb": 0}
@@ -211,14 +226,17 @@ def test_in_the_interpreter_one_worker_per_core_but_one_at_most_four(cores, n, w
     assert auto_workers("cpu", False) == workers
 
 
-@pytest.mark.parametrize("n,gib,cap_mb,workers", [
-    (16, 141, 8192, 12),  # one per core but four, at most 12
-    (16, 80, 8192, 10),  # one per cap's worth of the device: 80 GiB / 8 GiB
-    (8, 141, 8192, 4),  # one per core but four
-    (4, 141, 8192, 1),  # never fewer than one
-    (128, 141, 16384, 8),  # a problem's larger cap: fewer per device
-    (128, 4, 8192, 1),
-])
+@pytest.mark.parametrize(
+    "n,gib,cap_mb,workers",
+    [
+        (16, 141, 8192, 12),  # one per core but four, at most 12
+        (16, 80, 8192, 10),  # one per cap's worth of the device: 80 GiB / 8 GiB
+        (8, 141, 8192, 4),  # one per core but four
+        (4, 141, 8192, 1),  # never fewer than one
+        (128, 141, 16384, 8),  # a problem's larger cap: fewer per device
+        (128, 4, 8192, 1),
+    ],
+)
 def test_on_a_gpu_workers_follow_the_cores_and_the_devices_memory(cores, n, gib, cap_mb, workers):
     from judge.options import auto_workers
 
@@ -276,26 +294,42 @@ def test_a_jobs_gpu_is_its_own_processes_index_where_cuda_visible_devices_names_
 GPU_SUBMIT = dict(device="cuda", interpret=False)
 
 
-@pytest.mark.parametrize("opts,verdict,why", [
-    (Options(**GPU_SUBMIT), None, None),
-    (Options(**GPU_SUBMIT), Verdict.AC, None),
-    (Options(**GPU_SUBMIT), Verdict.WA, "no speed points without correctness: not every test group passed"),
-    (Options(**GPU_SUBMIT, group="views"), None, "not measured: only part of the tests ran (--group/--case)"),
-    (Options(**GPU_SUBMIT, group="views", case={"n": 1}), None,
-     "not measured: only part of the tests ran (--group/--case)"),
-    (Options(**GPU_SUBMIT, speed=False), None, "not measured (--no-speed)"),
-    (Options(**GPU_SUBMIT, quick=True), None, "not measured by a quick test: submit measures it"),
-    (Options(device="cpu", interpret=True), None,
-     "speed is not scored in interpreter mode: kernels run one program at a time on the CPU, so their times say "
-     "nothing about a GPU (submit on a machine with a GPU to score it)"),
-    (Options(device="cuda", interpret=True), None, "speed is not scored in interpreter mode: kernels run one "
-     "program at a time on the CPU, so their times say nothing about a GPU (submit on a machine with a GPU to "
-     "score it)"),
-    # The first reason that holds is the one given: a quick test in the interpreter is a quick test.
-    (Options(device="cpu", interpret=True, quick=True, speed=False), Verdict.WA,
-     "not measured by a quick test: submit measures it"),
-    (Options(**GPU_SUBMIT, speed=False, group="views"), Verdict.WA, "not measured (--no-speed)"),
-])
+@pytest.mark.parametrize(
+    "opts,verdict,why",
+    [
+        (Options(**GPU_SUBMIT), None, None),
+        (Options(**GPU_SUBMIT), Verdict.AC, None),
+        (Options(**GPU_SUBMIT), Verdict.WA, "no speed points without correctness: not every test group passed"),
+        (Options(**GPU_SUBMIT, group="views"), None, "not measured: only part of the tests ran (--group/--case)"),
+        (
+            Options(**GPU_SUBMIT, group="views", case={"n": 1}),
+            None,
+            "not measured: only part of the tests ran (--group/--case)",
+        ),
+        (Options(**GPU_SUBMIT, speed=False), None, "not measured (--no-speed)"),
+        (Options(**GPU_SUBMIT, quick=True), None, "not measured by a quick test: submit measures it"),
+        (
+            Options(device="cpu", interpret=True),
+            None,
+            "speed is not scored in interpreter mode: kernels run one program at a time on the CPU, so their times say "
+            "nothing about a GPU (submit on a machine with a GPU to score it)",
+        ),
+        (
+            Options(device="cuda", interpret=True),
+            None,
+            "speed is not scored in interpreter mode: kernels run one "
+            "program at a time on the CPU, so their times say nothing about a GPU (submit on a machine with a GPU to "
+            "score it)",
+        ),
+        # The first reason that holds is the one given: a quick test in the interpreter is a quick test.
+        (
+            Options(device="cpu", interpret=True, quick=True, speed=False),
+            Verdict.WA,
+            "not measured by a quick test: submit measures it",
+        ),
+        (Options(**GPU_SUBMIT, speed=False, group="views"), Verdict.WA, "not measured (--no-speed)"),
+    ],
+)
 def test_why_a_run_measures_no_speed(opts, verdict, why):
     from judge.options import no_speed_run
 
@@ -309,10 +343,17 @@ def test_a_problem_without_speed_points_measures_no_speed():
     assert no_speed_run(answers, Options(**GPU_SUBMIT)) == "this problem has no speed points"
 
 
-@pytest.mark.parametrize("device,interpret,lone,cores_n,workers", [
-    ("cuda", False, True, 16, 3), ("cuda", False, True, 12, 3), ("cuda", False, True, 11, 2),
-    ("cuda", False, False, 16, 1), ("cpu", True, True, 16, 1), ("cuda", True, True, 16, 1),
-])
+@pytest.mark.parametrize(
+    "device,interpret,lone,cores_n,workers",
+    [
+        ("cuda", False, True, 16, 3),
+        ("cuda", False, True, 12, 3),
+        ("cuda", False, True, 11, 2),
+        ("cuda", False, False, 16, 1),
+        ("cpu", True, True, 16, 1),
+        ("cuda", True, True, 16, 1),
+    ],
+)
 def test_replay_workers_a_lone_gpu_submit_gets_more(cores, device, interpret, lone, cores_n, workers):
     from judge.options import replay_workers
 
@@ -344,13 +385,16 @@ def test_on_a_gpu_the_devices_memory_is_read_from_torch_when_not_given(cores, mo
     assert auto_workers("cuda", False, gpu_memory_mb=16384) == 5
 
 
-@pytest.mark.parametrize("n,gib,cap_mb,workers", [
-    (128, 141, 8192, 12),  # never more than 12, however many cores and caps
-    (128, 63.95, 8192, 7),  # whole caps only: 63.95 GiB holds 7 of 8 GiB
-    (128, 64, 8192, 8),
-    (128, 0.01, 1, 10),  # a cap of 1 MB: 10 of them in 10.24 MB
-    (128, 0.01, 0, 10),  # a cap of 0 is counted as 1 MB, never a division by zero
-])
+@pytest.mark.parametrize(
+    "n,gib,cap_mb,workers",
+    [
+        (128, 141, 8192, 12),  # never more than 12, however many cores and caps
+        (128, 63.95, 8192, 7),  # whole caps only: 63.95 GiB holds 7 of 8 GiB
+        (128, 64, 8192, 8),
+        (128, 0.01, 1, 10),  # a cap of 1 MB: 10 of them in 10.24 MB
+        (128, 0.01, 0, 10),  # a cap of 0 is counted as 1 MB, never a division by zero
+    ],
+)
 def test_a_gpus_workers_are_whole_caps_and_at_most_twelve(cores, n, gib, cap_mb, workers):
     from judge.options import auto_workers
 

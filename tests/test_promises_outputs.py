@@ -26,16 +26,26 @@ def _spec(name, scope="row"):
     return SimpleNamespace(name=name, scope=scope)
 
 
-ATTENTION = SimpleNamespace(outputs=[_spec("o"), _spec("lse", "element")], entry_point="attention", factory=None,
-                            check={"factor": 2.0, "ulps": 2.0})
+ATTENTION = SimpleNamespace(
+    outputs=[_spec("o"), _spec("lse", "element")],
+    entry_point="attention",
+    factory=None,
+    check={"factor": 2.0, "ulps": 2.0},
+)
 ONE = SimpleNamespace(outputs=[_spec("out", "element")], entry_point="add", factory=None, check={})
 FACTORY = SimpleNamespace(outputs=[_spec("out", "element")], entry_point="register", factory="namespace", check={})
 WITH_GRAD = [_spec("o"), _spec("lse", "element"), _spec("dq")]  # a grad group: dq derived after the outputs
 
 
 def _out(t, **kw):
-    base = dict(kind="tensor", dtype=str(t.dtype).removeprefix("torch."), shape=tuple(t.shape), device="cpu",
-                kernel_wrote=True, tensor=t)
+    base = dict(
+        kind="tensor",
+        dtype=str(t.dtype).removeprefix("torch."),
+        shape=tuple(t.shape),
+        device="cpu",
+        kernel_wrote=True,
+        tensor=t,
+    )
     return Returned(**{**base, **kw})
 
 
@@ -56,12 +66,15 @@ def test_right_outputs_pass_as_a_tuple_or_a_list():
     assert _check(ATTENTION, "list", RIGHT) is None
 
 
-@pytest.mark.parametrize("returned,outs,message", [
-    ("torch.Tensor", RIGHT[:1], "attention must return a tuple (o, lse); it returned torch.Tensor"),
-    ("dict", RIGHT, "attention must return a tuple (o, lse); it returned dict"),
-    ("tuple", RIGHT[:1], "attention must return a tuple (o, lse); it returned 1 items"),
-    ("tuple", RIGHT + RIGHT[:1], "attention must return a tuple (o, lse); it returned 3 items"),
-])
+@pytest.mark.parametrize(
+    "returned,outs,message",
+    [
+        ("torch.Tensor", RIGHT[:1], "attention must return a tuple (o, lse); it returned torch.Tensor"),
+        ("dict", RIGHT, "attention must return a tuple (o, lse); it returned dict"),
+        ("tuple", RIGHT[:1], "attention must return a tuple (o, lse); it returned 1 items"),
+        ("tuple", RIGHT + RIGHT[:1], "attention must return a tuple (o, lse); it returned 3 items"),
+    ],
+)
 def test_a_multi_output_entry_must_return_a_tuple_of_its_outputs(returned, outs, message):
     wrong = _check(ATTENTION, returned, outs)
     assert wrong is not None and wrong.verdict is Verdict.WA and wrong.message == message
@@ -91,12 +104,15 @@ def test_a_grad_groups_gradients_follow_the_entrys_own_outputs():
     assert _check(ATTENTION, "tuple", RIGHT + [bad_dq], expected, specs=WITH_GRAD).message.startswith("dq: ")
 
 
-@pytest.mark.parametrize("second,message", [
-    (Returned(kind="other", type="int"), "lse must be exactly a torch.Tensor, not int"),
-    (_out(GOLD_LSE.float(), device="cuda:0"), "lse is on cuda:0; expected it on the input's device (cpu)"),
-    (_out(GOLD_LSE.half()), "lse has dtype float16; expected float32"),
-    (_out(GOLD_LSE.float().reshape(2, 1)), "lse has shape (2, 1); expected (2,)"),
-])
+@pytest.mark.parametrize(
+    "second,message",
+    [
+        (Returned(kind="other", type="int"), "lse must be exactly a torch.Tensor, not int"),
+        (_out(GOLD_LSE.float(), device="cuda:0"), "lse is on cuda:0; expected it on the input's device (cpu)"),
+        (_out(GOLD_LSE.half()), "lse has dtype float16; expected float32"),
+        (_out(GOLD_LSE.float().reshape(2, 1)), "lse has shape (2, 1); expected (2,)"),
+    ],
+)
 def test_each_item_must_be_an_exact_tensor_on_the_device_with_its_dtype_and_shape(second, message):
     wrong = _check(ATTENTION, "tuple", [RIGHT[0], second])
     assert wrong is not None and wrong.verdict is Verdict.WA and wrong.message == message
@@ -109,8 +125,10 @@ def test_an_output_on_the_gpu_is_on_the_inputs_device_whatever_its_index():
 
 def test_inputs_must_be_left_unchanged():
     wrong = _check(ATTENTION, "tuple", RIGHT, modified=(0, 2))
-    assert wrong.message == ("the entry point wrote into its inputs (argument 1, argument 3); it must leave them "
-                             "unchanged and return new tensors")
+    assert wrong.message == (
+        "the entry point wrote into its inputs (argument 1, argument 3); it must leave them "
+        "unchanged and return new tensors"
+    )
 
 
 def test_an_output_may_not_share_memory_with_an_input_but_a_derived_gradient_may():
@@ -127,9 +145,17 @@ def test_a_wrong_value_says_where_with_its_details():
     assert wrong.verdict is Verdict.WA and wrong.message.startswith("o: 1 of 4 elements wrong")
     d = wrong.details
     assert d["output"] == "o" and d["bad"] == 1 and d["total"] == 4 and d["pattern"] == "rows 1 of 2; cols 0 of 2"
-    assert d["samples"] == [{"index": [1, 0], "got": 9.0, "expected": 3.0, "allowed_error": pytest.approx(
-        2 * torch.finfo(torch.float32).eps * 3.0 + 2 * torch.finfo(torch.float32).eps * torch.finfo(
-            torch.float32).tiny)}]
+    assert d["samples"] == [
+        {
+            "index": [1, 0],
+            "got": 9.0,
+            "expected": 3.0,
+            "allowed_error": pytest.approx(
+                2 * torch.finfo(torch.float32).eps * 3.0
+                + 2 * torch.finfo(torch.float32).eps * torch.finfo(torch.float32).tiny
+            ),
+        }
+    ]
     assert set(d) == {"output", "pattern", "hint", "hint_id", "bad", "total", "samples"}
 
 
@@ -150,8 +176,9 @@ def test_a_right_output_no_kernel_of_the_file_was_given_is_named():
     untouched = _out(GOLD_LSE.float(), kernel_wrote=False)
     found = kernel_wrote.check(Evidence(), (RIGHT[0], untouched), ctx)
     assert found.verdict is Verdict.RJ
-    assert found.message == ("lse is right but none of your Triton kernels was given its memory: it was computed "
-                             "some other way")
+    assert found.message == (
+        "lse is right but none of your Triton kernels was given its memory: it was computed some other way"
+    )
     # Past the names the problem gives, by its place; a derived gradient and a non-tensor are not its business.
     found = kernel_wrote.check(Evidence(), (RIGHT[0], RIGHT[1], untouched), ctx)
     assert found.message.startswith("output 3 is right")
@@ -160,16 +187,21 @@ def test_a_right_output_no_kernel_of_the_file_was_given_is_named():
     assert kernel_wrote.check(Evidence(), tuple(RIGHT), ctx) is None
 
 
-@pytest.mark.parametrize("graph,holds", [
-    (("aten::add", "aten::mul", "aten::add"), "aten::add, aten::mul"),
-    ((), "nothing"),
-])
+@pytest.mark.parametrize(
+    "graph,holds",
+    [
+        (("aten::add", "aten::mul", "aten::add"), "aten::add, aten::mul"),
+        ((), "nothing"),
+    ],
+)
 def test_a_compiled_graph_must_call_an_operator_of_the_given_namespace(graph, holds):
     ctx = Context(file="mine.py")
     found = custom_op.check(Evidence(graph_ops=graph), (), ctx)
     assert found.verdict is Verdict.WA
-    assert found.message == ("torch.compile traced your callable inline: the graph it captured calls no operator of "
-                             f"the namespace register() was given (it holds: {holds})")
+    assert found.message == (
+        "torch.compile traced your callable inline: the graph it captured calls no operator of "
+        f"the namespace register() was given (it holds: {holds})"
+    )
     assert custom_op.check(Evidence(graph_ops=("aten::empty", "<ns>::add")), (), ctx) is None
     assert custom_op.check(Evidence(), (), ctx) is None  # not a compiled call
 

@@ -12,13 +12,21 @@ import datetime as dt
 
 import pytest
 
-from judge.grading.rubric import (ProblemRubric, Rubric, RubricError, grade, load_rubric, speed_points,
-                                  student_view, visibility)
+from judge.grading.rubric import (
+    ProblemRubric,
+    Rubric,
+    RubricError,
+    grade,
+    load_rubric,
+    speed_points,
+    student_view,
+    visibility,
+)
 from judge.problems import find_problem
 
 P93 = find_problem("93")  # small-ragged 20, block-edges 15, views 15, extreme-values 10, large 10; speed 30
 NAMES = [g.name for g in P93.groups]
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _report(verdict, passed, failed_verdict=None, speed=None, mode=None):
@@ -26,13 +34,24 @@ def _report(verdict, passed, failed_verdict=None, speed=None, mode=None):
     groups = []
     for name in NAMES:
         ok = name in passed
-        groups.append({"name": name, "passed": ok, "verdict": "AC" if ok else (failed_verdict or verdict),
-                       "skipped": None,
-                       "failure": None if ok else {"message": f"{name} failed", "case": {"n": 1}}})
-    return {"verdict": verdict, "message": "the judge's message", "groups": groups,
-            "speed": speed or {"scored": False, "points": 0, "max_points": 30},
-            "mode": mode or {"device": "cuda", "interpret": False},
-            "submission": {"path": "/srv/course/roster/alice/add.py", "sha256": "x"}, "seed": 99}
+        groups.append(
+            {
+                "name": name,
+                "passed": ok,
+                "verdict": "AC" if ok else (failed_verdict or verdict),
+                "skipped": None,
+                "failure": None if ok else {"message": f"{name} failed", "case": {"n": 1}},
+            }
+        )
+    return {
+        "verdict": verdict,
+        "message": "the judge's message",
+        "groups": groups,
+        "speed": speed or {"scored": False, "points": 0, "max_points": 30},
+        "mode": mode or {"device": "cuda", "interpret": False},
+        "submission": {"path": "/srv/course/roster/alice/add.py", "sha256": "x"},
+        "seed": 99,
+    }
 
 
 # ---------------------------------------------------------------------- grade
@@ -90,8 +109,9 @@ def test_an_interpreter_or_quick_run_has_no_speed_in_its_maximum_unless_the_rubr
 CURVE = ProblemRubric(speed={"max_points": 40, "curve": [[0.5, 0.0], [1.0, 0.5], [2.0, 1.0]]})
 
 
-@pytest.mark.parametrize("speedup,points", [
-    (0.1, 0.0), (0.5, 0.0), (0.75, 10.0), (1.0, 20.0), (1.5, 30.0), (2.0, 40.0), (5.0, 40.0)])
+@pytest.mark.parametrize(
+    "speedup,points", [(0.1, 0.0), (0.5, 0.0), (0.75, 10.0), (1.0, 20.0), (1.5, 30.0), (2.0, 40.0), (5.0, 40.0)]
+)
 def test_the_curve_maps_the_reported_speedup_piecewise_linearly_and_flat_outside(speedup, points):
     speed = {"scored": True, "speedup": speedup, "points": 3, "max_points": 30}
     assert speed_points(CURVE, speed, P93) == (points, 40.0)
@@ -121,9 +141,14 @@ def test_unscored_speed_earns_nothing():
 BEFORE = dt.datetime(2026, 12, 1, tzinfo=UTC)
 DEADLINE = dt.datetime(2026, 12, 15, 23, 59, tzinfo=UTC)
 AFTER = dt.datetime(2026, 12, 16, tzinfo=UTC)
-HIDING = Rubric(deadline=DEADLINE, problems={93: ProblemRubric(visible_before=["small-ragged", "block-edges"],
-                                                               visible_after=["small-ragged", "block-edges",
-                                                                              "views"])})
+HIDING = Rubric(
+    deadline=DEADLINE,
+    problems={
+        93: ProblemRubric(
+            visible_before=["small-ragged", "block-edges"], visible_after=["small-ragged", "block-edges", "views"]
+        )
+    },
+)
 
 
 def test_visibility_in_gradescopes_words():
@@ -205,7 +230,7 @@ def test_the_graded_seed_is_a_per_problem_digest_of_the_secret():
     p94 = find_problem("94")
     assert a.seed_for(P93) == a.seed_for(P93)  # the same for every student
     assert a.seed_for(P93) != a.seed_for(p94) and a.seed_for(P93) != b.seed_for(P93)
-    assert 0 <= a.seed_for(P93) < 2 ** 31
+    assert 0 <= a.seed_for(P93) < 2**31
     assert Rubric().seed_for(P93) is None
     assert "correct horse" not in repr(a)
 
@@ -213,63 +238,90 @@ def test_the_graded_seed_is_a_per_problem_digest_of_the_secret():
 # ---------------------------------------------------------------------- a wrong rubric: one line
 
 
-ORDER = ("a failure there can stop the later groups, which would show it; show the groups in the problem's "
-         "order (small-ragged, block-edges, views, extreme-values, large)")
-CURVE_WORDS = " [problems.93].speed.curve: must be [[speedup, fraction], ...] with increasing speedups and fractions " \
-              "in [0, 1]"
+ORDER = (
+    "a failure there can stop the later groups, which would show it; show the groups in the problem's "
+    "order (small-ragged, block-edges, views, extreme-values, large)"
+)
+CURVE_WORDS = (
+    " [problems.93].speed.curve: must be [[speedup, fraction], ...] with increasing speedups and fractions in [0, 1]"
+)
 GROUPS = "valid: small-ragged, block-edges, views, extreme-values, large"
 
 
 # (the rubric's text, its one line after the file's path: written out, since the line is what the staff read;
 # "..." at the end: the rest is the TOML parser's)
-@pytest.mark.parametrize("text,line", [
-    ("colour = 1\nflavour = 2\n",
-     ": unknown key(s) colour, flavour; valid: deadline, problems, secret_seed, secret_seed_env"),
-    ("deadline = 2026-01-01T00:00:00\n",
-     ": deadline must be a TOML date-time with a time zone, e.g. 2026-12-15T23:59:00Z"),
-    ("deadline = 'tomorrow'\n", ": deadline must be a TOML date-time with a time zone, e.g. 2026-12-15T23:59:00Z"),
-    ("secret_seed = 'seven77'\n",
-     ": the secret seed must be at least 8 characters (it must not be guessable)"),
-    ("secret_seed = 'long enough'\nsecret_seed_env = 'X'\n", ": give secret_seed or secret_seed_env, not both"),
-    ("secret_seed_env = 'JUDGE_TEST_SURELY_UNSET_SECRET'\n",
-     ": secret_seed_env names $JUDGE_TEST_SURELY_UNSET_SECRET, which is not set"),
-    ("problems = 3\n", ": [problems] must be a table of [problems.ID] tables"),
-    ("[problems.999]\n", ": [problems.999]: unknown problem"),
-    ("[problems]\n93 = 1\n", " [problems.93]: must be a table"),
-    ("[problems.93]\nbonus = 1\nextra = 2\n",
-     " [problems.93]: unknown key(s) bonus, extra; valid: points, speed, visible_after_deadline, "
-     "visible_before_deadline"),
-    ("[problems.93]\npoints = 5\n", " [problems.93]: points must be a table of group = points"),
-    ("[problems.93]\npoints = { nope = 3 }\n", " [problems.93].points: unknown group 'nope'; " + GROUPS),
-    ("[problems.93]\npoints = { large = -1 }\n", " [problems.93].points.large: must be a number >= 0"),
-    ("[problems.93]\npoints = { large = true }\n", " [problems.93].points.large: must be a number >= 0"),
-    ("[problems.93]\npoints = { large = 'ten' }\n", " [problems.93].points.large: must be a number >= 0"),
-    ("[problems.93]\nvisible_before_deadline = 'some'\n",
-     ' [problems.93].visible_before_deadline: must be a list of group names or "all"'),
-    ("[problems.93]\nvisible_before_deadline = [1]\n",
-     ' [problems.93].visible_before_deadline: must be a list of group names or "all"'),
-    ("[problems.93]\nvisible_after_deadline = ['nope']\n",
-     " [problems.93].visible_after_deadline: unknown group 'nope'; " + GROUPS),
-    ("[problems.93]\nvisible_before_deadline = ['large', 'views']\nvisible_after_deadline = ['small-ragged']\n",
-     " [problems.93]: group(s) large, views visible before the deadline must stay visible after it"),
-    ("[problems.93]\nvisible_before_deadline = ['small-ragged', 'views']\n",
-     " [problems.93].visible_before_deadline: 'views' is shown but comes after 'block-edges', which is not: " + ORDER),
-    ("[problems.93]\nvisible_before_deadline = ['small-ragged']\nvisible_after_deadline = ['small-ragged', 'large']\n",
-     " [problems.93].visible_after_deadline: 'large' is shown but comes after 'block-edges', which is not: " + ORDER),
-    ("[problems.93]\nspeed = 1\n", " [problems.93].speed: must be a table"),
-    ("[problems.93.speed]\nmax_points = -5\n", " [problems.93].speed.max_points: must be a number >= 0"),
-    ("[problems.93.speed]\nmax_points = 'all'\n", " [problems.93].speed.max_points: must be a number >= 0"),
-    ("[problems.93.speed]\ncurve = [[1.0, 0.5]]\n", CURVE_WORDS),
-    ("[problems.93.speed]\ncurve = [[2.0, 1.0], [1.0, 0.5]]\n", CURVE_WORDS),
-    ("[problems.93.speed]\ncurve = [[2.0, 0.0], [1.0, 0.5]]\n", CURVE_WORDS),
-    ("[problems.93.speed]\ncurve = [[1.0, 1.0], [1.0, 0.5]]\n", CURVE_WORDS),
-    ("[problems.93.speed]\ncurve = [[0.5, 0.0], [1.0, 1.5]]\n", CURVE_WORDS),
-    ("[problems.93.speed]\ncurve = [[0.5, -0.1], [1.0, 1.0]]\n", CURVE_WORDS),
-    ("[problems.93.speed]\ncurve = [[0.5, 0.0, 1.0], [1.0, 1.0]]\n", CURVE_WORDS),
-    ("[problems.93.speed]\ncurve = [[0.5, 'x'], [1.0, 1.0]]\n", CURVE_WORDS),
-    ("[problems.93.speed]\ncurve = 'steep'\n", CURVE_WORDS),
-    ("not toml = = =\n", ": not valid TOML: ..."),
-])
+@pytest.mark.parametrize(
+    "text,line",
+    [
+        (
+            "colour = 1\nflavour = 2\n",
+            ": unknown key(s) colour, flavour; valid: deadline, problems, secret_seed, secret_seed_env",
+        ),
+        (
+            "deadline = 2026-01-01T00:00:00\n",
+            ": deadline must be a TOML date-time with a time zone, e.g. 2026-12-15T23:59:00Z",
+        ),
+        ("deadline = 'tomorrow'\n", ": deadline must be a TOML date-time with a time zone, e.g. 2026-12-15T23:59:00Z"),
+        ("secret_seed = 'seven77'\n", ": the secret seed must be at least 8 characters (it must not be guessable)"),
+        ("secret_seed = 'long enough'\nsecret_seed_env = 'X'\n", ": give secret_seed or secret_seed_env, not both"),
+        (
+            "secret_seed_env = 'JUDGE_TEST_SURELY_UNSET_SECRET'\n",
+            ": secret_seed_env names $JUDGE_TEST_SURELY_UNSET_SECRET, which is not set",
+        ),
+        ("problems = 3\n", ": [problems] must be a table of [problems.ID] tables"),
+        ("[problems.999]\n", ": [problems.999]: unknown problem"),
+        ("[problems]\n93 = 1\n", " [problems.93]: must be a table"),
+        (
+            "[problems.93]\nbonus = 1\nextra = 2\n",
+            " [problems.93]: unknown key(s) bonus, extra; valid: points, speed, visible_after_deadline, "
+            "visible_before_deadline",
+        ),
+        ("[problems.93]\npoints = 5\n", " [problems.93]: points must be a table of group = points"),
+        ("[problems.93]\npoints = { nope = 3 }\n", " [problems.93].points: unknown group 'nope'; " + GROUPS),
+        ("[problems.93]\npoints = { large = -1 }\n", " [problems.93].points.large: must be a number >= 0"),
+        ("[problems.93]\npoints = { large = true }\n", " [problems.93].points.large: must be a number >= 0"),
+        ("[problems.93]\npoints = { large = 'ten' }\n", " [problems.93].points.large: must be a number >= 0"),
+        (
+            "[problems.93]\nvisible_before_deadline = 'some'\n",
+            ' [problems.93].visible_before_deadline: must be a list of group names or "all"',
+        ),
+        (
+            "[problems.93]\nvisible_before_deadline = [1]\n",
+            ' [problems.93].visible_before_deadline: must be a list of group names or "all"',
+        ),
+        (
+            "[problems.93]\nvisible_after_deadline = ['nope']\n",
+            " [problems.93].visible_after_deadline: unknown group 'nope'; " + GROUPS,
+        ),
+        (
+            "[problems.93]\nvisible_before_deadline = ['large', 'views']\nvisible_after_deadline = ['small-ragged']\n",
+            " [problems.93]: group(s) large, views visible before the deadline must stay visible after it",
+        ),
+        (
+            "[problems.93]\nvisible_before_deadline = ['small-ragged', 'views']\n",
+            " [problems.93].visible_before_deadline: 'views' is shown but comes after 'block-edges', which is not: "
+            + ORDER,
+        ),
+        (
+            "[problems.93]\nvisible_before_deadline = ['small-ragged']\nvisible_after_deadline = ['small-ragged', 'large']\n",
+            " [problems.93].visible_after_deadline: 'large' is shown but comes after 'block-edges', which is not: "
+            + ORDER,
+        ),
+        ("[problems.93]\nspeed = 1\n", " [problems.93].speed: must be a table"),
+        ("[problems.93.speed]\nmax_points = -5\n", " [problems.93].speed.max_points: must be a number >= 0"),
+        ("[problems.93.speed]\nmax_points = 'all'\n", " [problems.93].speed.max_points: must be a number >= 0"),
+        ("[problems.93.speed]\ncurve = [[1.0, 0.5]]\n", CURVE_WORDS),
+        ("[problems.93.speed]\ncurve = [[2.0, 1.0], [1.0, 0.5]]\n", CURVE_WORDS),
+        ("[problems.93.speed]\ncurve = [[2.0, 0.0], [1.0, 0.5]]\n", CURVE_WORDS),
+        ("[problems.93.speed]\ncurve = [[1.0, 1.0], [1.0, 0.5]]\n", CURVE_WORDS),
+        ("[problems.93.speed]\ncurve = [[0.5, 0.0], [1.0, 1.5]]\n", CURVE_WORDS),
+        ("[problems.93.speed]\ncurve = [[0.5, -0.1], [1.0, 1.0]]\n", CURVE_WORDS),
+        ("[problems.93.speed]\ncurve = [[0.5, 0.0, 1.0], [1.0, 1.0]]\n", CURVE_WORDS),
+        ("[problems.93.speed]\ncurve = [[0.5, 'x'], [1.0, 1.0]]\n", CURVE_WORDS),
+        ("[problems.93.speed]\ncurve = 'steep'\n", CURVE_WORDS),
+        ("not toml = = =\n", ": not valid TOML: ..."),
+    ],
+)
 def test_a_wrong_rubric_is_one_line(tmp_path, monkeypatch, text, line):
     monkeypatch.delenv("JUDGE_TEST_SURELY_UNSET_SECRET", raising=False)
     path = tmp_path / "rubric.toml"
@@ -299,10 +351,12 @@ def test_a_missing_rubric_file_is_one_line(tmp_path):
 def test_a_good_rubric_loads_every_key(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_SECRET_FOR_TEST", "a secret long enough")
     path = tmp_path / "rubric.toml"
-    path.write_text("deadline = 2026-12-15T23:59:00Z\nsecret_seed_env = 'COURSE_SECRET_FOR_TEST'\n"
-                    "[problems.vector-add]\npoints = { large = 25, views = 0 }\n"
-                    "visible_before_deadline = ['small-ragged']\nvisible_after_deadline = 'all'\n"
-                    "[problems.vector-add.speed]\nmax_points = 0\ncurve = [[0.5, 0.0], [1.0, 1.0]]\n")
+    path.write_text(
+        "deadline = 2026-12-15T23:59:00Z\nsecret_seed_env = 'COURSE_SECRET_FOR_TEST'\n"
+        "[problems.vector-add]\npoints = { large = 25, views = 0 }\n"
+        "visible_before_deadline = ['small-ragged']\nvisible_after_deadline = 'all'\n"
+        "[problems.vector-add.speed]\nmax_points = 0\ncurve = [[0.5, 0.0], [1.0, 1.0]]\n"
+    )
     rubric = load_rubric(path)
     assert rubric.deadline == DEADLINE and rubric.secret_seed == "a secret long enough"
     pr = rubric.for_problem(P93)
@@ -314,9 +368,15 @@ def test_a_good_rubric_loads_every_key(tmp_path, monkeypatch):
 
 
 def test_a_students_view_carries_the_problem_speed_and_file_and_rounds_to_hundredths():
-    rubric = Rubric(problems={93: ProblemRubric(points={"small-ragged": 1 / 3, "block-edges": 1 / 3, "large": 1 / 3},
-                                                visible_before=["small-ragged", "block-edges"])},
-                    deadline=DEADLINE)
+    rubric = Rubric(
+        problems={
+            93: ProblemRubric(
+                points={"small-ragged": 1 / 3, "block-edges": 1 / 3, "large": 1 / 3},
+                visible_before=["small-ragged", "block-edges"],
+            )
+        },
+        deadline=DEADLINE,
+    )
     speed = {"scored": True, "points": 10 / 3, "max_points": 30, "speedup": 0.6}
     graded = grade(_report("AC", set(NAMES), speed=speed), P93, rubric)
     view = student_view(graded, rubric, now=AFTER)  # every group is shown after the deadline
@@ -335,8 +395,11 @@ def test_a_shown_failure_without_a_message_is_told_by_its_verdicts_meaning():
 
 def test_a_grade_and_a_students_view_in_full():
     """Every field of a grade and of what a student sees, for one report, written out."""
-    report = _report("WA", {"small-ragged", "block-edges"},
-                     speed={"scored": False, "points": 0, "max_points": 30, "reason": "not every group passed"})
+    report = _report(
+        "WA",
+        {"small-ragged", "block-edges"},
+        speed={"scored": False, "points": 0, "max_points": 30, "reason": "not every group passed"},
+    )
     report["groups"][3]["skipped"] = "not run: an earlier group ended with TLE"
     report.update(details={"error": "x"}, elapsed_seconds=3.5, notes=["a note"])
     about = {g.name: g.about for g in P93.groups}
@@ -344,32 +407,63 @@ def test_a_grade_and_a_students_view_in_full():
     graded = grade(report, P93, HIDING)
     assert graded == {
         "problem": {"id": 93, "slug": "vector-add", "title": "Vector addition"},
-        "verdict": "WA", "message": "the judge's message", "details": {"error": "x"},
-        "score": 35.0, "max_score": 100.0,
-        "groups": [{"name": n, "about": about[n], "points": p, "earned": p if i < 2 else 0.0, "passed": i < 2,
-                    "verdict": "AC" if i < 2 else "WA",
-                    "skipped": "not run: an earlier group ended with TLE" if n == "extreme-values" else None,
-                    "failure": None if i < 2 else {"message": f"{n} failed", "case": {"n": 1}},
-                    "visibility": vis[i]}
-                   for i, (n, p) in enumerate(zip(NAMES, (20.0, 15.0, 15.0, 10.0, 10.0)))],
-        "speed": {"scored": False, "points": 0.0, "max_points": 30.0, "speedup": None,
-                  "reason": "not every group passed"},
+        "verdict": "WA",
+        "message": "the judge's message",
+        "details": {"error": "x"},
+        "score": 35.0,
+        "max_score": 100.0,
+        "groups": [
+            {
+                "name": n,
+                "about": about[n],
+                "points": p,
+                "earned": p if i < 2 else 0.0,
+                "passed": i < 2,
+                "verdict": "AC" if i < 2 else "WA",
+                "skipped": "not run: an earlier group ended with TLE" if n == "extreme-values" else None,
+                "failure": None if i < 2 else {"message": f"{n} failed", "case": {"n": 1}},
+                "visibility": vis[i],
+            }
+            for i, (n, p) in enumerate(zip(NAMES, (20.0, 15.0, 15.0, 10.0, 10.0)))
+        ],
+        "speed": {
+            "scored": False,
+            "points": 0.0,
+            "max_points": 30.0,
+            "speedup": None,
+            "reason": "not every group passed",
+        },
         "submission": {"path": "add.py", "sha256": "x"},
-        "elapsed_seconds": 3.5, "notes": ["a note"],
+        "elapsed_seconds": 3.5,
+        "notes": ["a note"],
     }
     view = student_view(graded, HIDING, now=BEFORE)
     assert view == {
         "problem": {"id": 93, "slug": "vector-add", "title": "Vector addition"},
-        "verdict": "AC", "message": "all shown tests passed",
-        "score": 35.0, "max_score": 35.0, "hidden_points": 65.0,
-        "groups": [{k: g[k] for k in ("name", "about", "points", "earned", "passed", "verdict", "skipped",
-                                      "failure")} for g in graded["groups"][:2]]
-        + [{"name": "views", "hidden": True, "about": "results shown after the deadline"},
-           {"name": "extreme-values", "hidden": True, "about": "hidden"},
-           {"name": "large", "hidden": True, "about": "hidden"}],
-        "speed": {"scored": False, "points": 0.0, "max_points": 0.0, "speedup": None, "withheld": True,
-                  "reason": "shown when every test group is shown (the speed run happens only when all of them pass)"},
-        "submission": {"path": "add.py", "sha256": "x"}, "all_shown": False,
+        "verdict": "AC",
+        "message": "all shown tests passed",
+        "score": 35.0,
+        "max_score": 35.0,
+        "hidden_points": 65.0,
+        "groups": [
+            {k: g[k] for k in ("name", "about", "points", "earned", "passed", "verdict", "skipped", "failure")}
+            for g in graded["groups"][:2]
+        ]
+        + [
+            {"name": "views", "hidden": True, "about": "results shown after the deadline"},
+            {"name": "extreme-values", "hidden": True, "about": "hidden"},
+            {"name": "large", "hidden": True, "about": "hidden"},
+        ],
+        "speed": {
+            "scored": False,
+            "points": 0.0,
+            "max_points": 0.0,
+            "speedup": None,
+            "withheld": True,
+            "reason": "shown when every test group is shown (the speed run happens only when all of them pass)",
+        },
+        "submission": {"path": "add.py", "sha256": "x"},
+        "all_shown": False,
     }
 
 
@@ -377,8 +471,7 @@ def test_an_accepted_grade_adds_the_speed_points():
     speed = {"scored": True, "points": 21.5, "max_points": 30, "speedup": 0.85, "reason": "0.85x"}
     graded = grade(_report("AC", set(NAMES), speed=speed), P93, Rubric())
     assert graded["score"] == 70 + 21.5 and graded["max_score"] == 100
-    assert graded["speed"] == {"scored": True, "points": 21.5, "max_points": 30.0, "speedup": 0.85,
-                               "reason": "0.85x"}
+    assert graded["speed"] == {"scored": True, "points": 21.5, "max_points": 30.0, "speedup": 0.85, "reason": "0.85x"}
 
 
 def test_the_graded_seed_is_derived_as_documented_and_stays_the_same_across_versions():
@@ -413,8 +506,10 @@ def test_speed_points_without_a_curve_round_to_hundredths_and_count_missing_poin
 
 def test_groups_visible_before_the_deadline_and_more_after_it_load(tmp_path):
     path = tmp_path / "rubric.toml"
-    path.write_text("[problems.93]\nvisible_before_deadline = ['small-ragged']\n"
-                    "visible_after_deadline = ['small-ragged', 'block-edges', 'views']\n")
+    path.write_text(
+        "[problems.93]\nvisible_before_deadline = ['small-ragged']\n"
+        "visible_after_deadline = ['small-ragged', 'block-edges', 'views']\n"
+    )
     pr = load_rubric(path).for_problem(P93)
     assert pr.visible_before == ["small-ragged"] and pr.visible_after == ["small-ragged", "block-edges", "views"]
     assert [visibility(pr, n) for n in NAMES] == ["visible", "after_due_date", "after_due_date", "hidden", "hidden"]
@@ -469,9 +564,14 @@ def test_the_message_is_the_shown_failure_of_the_verdict_shown():
 
 
 def test_grades_and_views_round_to_hundredths():
-    rubric = Rubric(problems={93: ProblemRubric(points={"small-ragged": 1 / 3, "block-edges": 0, "views": 0,
-                                                        "extreme-values": 0, "large": 0},
-                                                speed={"max_points": 1 / 7})})
+    rubric = Rubric(
+        problems={
+            93: ProblemRubric(
+                points={"small-ragged": 1 / 3, "block-edges": 0, "views": 0, "extreme-values": 0, "large": 0},
+                speed={"max_points": 1 / 7},
+            )
+        }
+    )
     speed = {"scored": True, "points": 30, "max_points": 30, "speedup": 1.2}
     graded = grade(_report("AC", set(NAMES), speed=speed), P93, rubric)
     assert graded["speed"]["points"] == 0.14  # 1/7, rounded first

@@ -17,16 +17,32 @@ from judge.rules import Context
 from judge.verdicts import Verdict
 
 
-@pytest.mark.parametrize("reason,verdict", [
-    ("timeout", Verdict.TLE), ("memory", Verdict.MLE), ("output", Verdict.OLE), ("crash", Verdict.RTE),
-    ("protocol", Verdict.RJ), ("something new", Verdict.RTE)])
+@pytest.mark.parametrize(
+    "reason,verdict",
+    [
+        ("timeout", Verdict.TLE),
+        ("memory", Verdict.MLE),
+        ("output", Verdict.OLE),
+        ("crash", Verdict.RTE),
+        ("protocol", Verdict.RJ),
+        ("something new", Verdict.RTE),
+    ],
+)
 def test_how_a_workers_end_maps_to_a_verdict(reason, verdict):
     assert rules.death_verdict(reason) is verdict
 
 
-@pytest.mark.parametrize("category,verdict", [
-    ("compile", Verdict.CE), ("memory", Verdict.MLE), ("runtime", Verdict.RTE), ("rule", Verdict.RJ),
-    ("contract", Verdict.WA), ("something new", Verdict.RTE)])
+@pytest.mark.parametrize(
+    "category,verdict",
+    [
+        ("compile", Verdict.CE),
+        ("memory", Verdict.MLE),
+        ("runtime", Verdict.RTE),
+        ("rule", Verdict.RJ),
+        ("contract", Verdict.WA),
+        ("something new", Verdict.RTE),
+    ],
+)
 def test_how_a_reported_exception_maps_to_a_verdict(category, verdict):
     assert rules.error_verdict(category) is verdict
     assert error_outcome(ErrorInfo(category=category, type="E", message="m")).verdict is verdict
@@ -46,8 +62,16 @@ def test_without_cuda_the_judge_never_sees_a_full_device():
 
 
 def test_the_rules_run_in_the_documented_order():
-    assert rules.RULES == ("tampering", "own_threads", "threads_left", "tensor_subclass", "torch_ops", "no_kernel",
-                           "kernel_wrote", "custom_op")
+    assert rules.RULES == (
+        "tampering",
+        "own_threads",
+        "threads_left",
+        "tensor_subclass",
+        "torch_ops",
+        "no_kernel",
+        "kernel_wrote",
+        "custom_op",
+    )
     assert [m.__name__.rsplit(".", 1)[-1] for m in rules.rules()] == list(rules.RULES)
 
 
@@ -69,39 +93,87 @@ def test_an_honest_calls_evidence_breaks_no_rule():
         assert rules.violation(_ev(), (), ctx, stage="provenance") is None
 
 
-@pytest.mark.parametrize("evidence,ctx,message,details", [
-    (_ev(tampered=("torch.cuda.synchronize", "time.perf_counter")), CASE,
-     "the call changed what the judge relies on: torch.cuda.synchronize, time.perf_counter",
-     {"tampered": ["torch.cuda.synchronize", "time.perf_counter"]}),
-    (_ev(tampered=("time.perf_counter",)), TIMED,
-     "while timed, the submission changed what the judge relies on: time.perf_counter",
-     {"tampered": ["time.perf_counter"]}),
-    (_ev(started=MappingProxyType({"thread": 2, "process": 1})), CASE,
-     "the call started 1 process and 2 threads of its own: all work must be done by your Triton kernels, in this "
-     "process and on this thread", {"started": {"thread": 2, "process": 1}}),
-    (_ev(started=MappingProxyType({"thread": 1})), TIMED,
-     "at bench shape n=4096: the submission started 1 thread of its own while timed", {"started": {"thread": 1}}),
-    (_ev(started=MappingProxyType({"thread": 1})), Context(file="mine.py", phase="timed"),
-     "the submission started 1 thread of its own while timed", {"started": {"thread": 1}}),
-    (_ev(threads_left=("worker-1", "worker-2")), CASE,
-     "threads the submission started were still running after it returned (worker-1, worker-2): all work must be "
-     "done by then", {"threads_left": ["worker-1", "worker-2"]}),
-    (_ev(torch_ops=MappingProxyType({"mul": 1, "add": 2})), CASE,
-     "the answer was computed with PyTorch operators (torch add, torch mul); only allocation, views and copies may "
-     "run outside your Triton kernels", {"torch_ops": {"mul": 1, "add": 2}}),
-    (_ev(torch_ops=MappingProxyType({"add": 2})), TIMED,
-     "at bench shape n=4096: the answer was computed with PyTorch operators (torch add) in timed calls",
-     {"torch_ops": {"add": 2}}),
-    (_ev(torch_ops=MappingProxyType({"add": 2})), WARMUP,
-     "at bench shape n=4096: the answer was computed with PyTorch operators (torch add)", {"torch_ops": {"add": 2}}),
-    (Evidence(), CASE, "no Triton kernel defined in mine.py was launched",
-     {"other_launches": {}, "no_kernel": True}),
-    (Evidence(other_launches=MappingProxyType({"lib_add": 1, "lib_mul": 1})), WARMUP,
-     "at bench shape n=4096: no Triton kernel defined in mine.py was launched (it launched only kernels defined "
-     "elsewhere: lib_add, lib_mul)", {"other_launches": {"lib_add": 1, "lib_mul": 1}, "no_kernel": True}),
-    (_ev(calls_without_own_launch=3), TIMED, "at bench shape n=4096: 3 timed call(s) launched no Triton kernel of "
-     "mine.py", {}),
-])
+@pytest.mark.parametrize(
+    "evidence,ctx,message,details",
+    [
+        (
+            _ev(tampered=("torch.cuda.synchronize", "time.perf_counter")),
+            CASE,
+            "the call changed what the judge relies on: torch.cuda.synchronize, time.perf_counter",
+            {"tampered": ["torch.cuda.synchronize", "time.perf_counter"]},
+        ),
+        (
+            _ev(tampered=("time.perf_counter",)),
+            TIMED,
+            "while timed, the submission changed what the judge relies on: time.perf_counter",
+            {"tampered": ["time.perf_counter"]},
+        ),
+        (
+            _ev(started=MappingProxyType({"thread": 2, "process": 1})),
+            CASE,
+            "the call started 1 process and 2 threads of its own: all work must be done by your Triton kernels, in this "
+            "process and on this thread",
+            {"started": {"thread": 2, "process": 1}},
+        ),
+        (
+            _ev(started=MappingProxyType({"thread": 1})),
+            TIMED,
+            "at bench shape n=4096: the submission started 1 thread of its own while timed",
+            {"started": {"thread": 1}},
+        ),
+        (
+            _ev(started=MappingProxyType({"thread": 1})),
+            Context(file="mine.py", phase="timed"),
+            "the submission started 1 thread of its own while timed",
+            {"started": {"thread": 1}},
+        ),
+        (
+            _ev(threads_left=("worker-1", "worker-2")),
+            CASE,
+            "threads the submission started were still running after it returned (worker-1, worker-2): all work must be "
+            "done by then",
+            {"threads_left": ["worker-1", "worker-2"]},
+        ),
+        (
+            _ev(torch_ops=MappingProxyType({"mul": 1, "add": 2})),
+            CASE,
+            "the answer was computed with PyTorch operators (torch add, torch mul); only allocation, views and copies may "
+            "run outside your Triton kernels",
+            {"torch_ops": {"mul": 1, "add": 2}},
+        ),
+        (
+            _ev(torch_ops=MappingProxyType({"add": 2})),
+            TIMED,
+            "at bench shape n=4096: the answer was computed with PyTorch operators (torch add) in timed calls",
+            {"torch_ops": {"add": 2}},
+        ),
+        (
+            _ev(torch_ops=MappingProxyType({"add": 2})),
+            WARMUP,
+            "at bench shape n=4096: the answer was computed with PyTorch operators (torch add)",
+            {"torch_ops": {"add": 2}},
+        ),
+        (
+            Evidence(),
+            CASE,
+            "no Triton kernel defined in mine.py was launched",
+            {"other_launches": {}, "no_kernel": True},
+        ),
+        (
+            Evidence(other_launches=MappingProxyType({"lib_add": 1, "lib_mul": 1})),
+            WARMUP,
+            "at bench shape n=4096: no Triton kernel defined in mine.py was launched (it launched only kernels defined "
+            "elsewhere: lib_add, lib_mul)",
+            {"other_launches": {"lib_add": 1, "lib_mul": 1}, "no_kernel": True},
+        ),
+        (
+            _ev(calls_without_own_launch=3),
+            TIMED,
+            "at bench shape n=4096: 3 timed call(s) launched no Triton kernel of mine.py",
+            {},
+        ),
+    ],
+)
 def test_each_rule_says_what_it_found(evidence, ctx, message, details):
     found = rules.violation(evidence, (), ctx)
     assert found is not None and found.verdict is Verdict.RJ
@@ -115,15 +187,18 @@ def test_a_timed_call_is_judged_by_its_own_launch_count():
 def test_a_tensor_subclass_returned_is_named():
     sub = Returned(kind="tensor", type="Mine", tensor_subclass=True)
     found = rules.violation(_ev(), (Returned(kind="tensor", type="Tensor"), sub), CASE)
-    assert found.message == ("the result is a torch.Tensor subclass (Mine): results must be plain tensors (a "
-                             "subclass can compute inside the judge's checks)")
+    assert found.message == (
+        "the result is a torch.Tensor subclass (Mine): results must be plain tensors (a "
+        "subclass can compute inside the judge's checks)"
+    )
 
 
 def test_the_first_rule_broken_in_the_rulebooks_order_decides():
     both = _ev(tampered=("time.perf_counter",), torch_ops=MappingProxyType({"add": 1}))
     assert rules.violation(both, (), CASE).message.startswith("the call changed what the judge relies on")
-    assert rules.violation(_ev(torch_ops=MappingProxyType({"add": 1})), (), CASE,
-                           stage="provenance") is None  # an evidence rule is not a provenance rule
+    assert (
+        rules.violation(_ev(torch_ops=MappingProxyType({"add": 1})), (), CASE, stage="provenance") is None
+    )  # an evidence rule is not a provenance rule
 
 
 class _Cuda:
@@ -144,13 +219,16 @@ class _Cuda:
         return self.free, 80 << 30
 
 
-@pytest.mark.parametrize("cuda,full", [
-    (_Cuda(free=(2 << 30) - 1), True),  # under 2 GiB free: the judge sees the device full
-    (_Cuda(free=2 << 30), False),
-    (_Cuda(free=40 << 30), False),
-    (_Cuda(free=0, initialized=False), False),  # the judge's own process never used the GPU: it does not know
-    (_Cuda(free=0, error=RuntimeError("CUDA error: unknown")), False),  # no view of the device
-])
+@pytest.mark.parametrize(
+    "cuda,full",
+    [
+        (_Cuda(free=(2 << 30) - 1), True),  # under 2 GiB free: the judge sees the device full
+        (_Cuda(free=2 << 30), False),
+        (_Cuda(free=40 << 30), False),
+        (_Cuda(free=0, initialized=False), False),  # the judge's own process never used the GPU: it does not know
+        (_Cuda(free=0, error=RuntimeError("CUDA error: unknown")), False),  # no view of the device
+    ],
+)
 def test_the_judge_sees_a_full_device_under_two_gib_free(monkeypatch, cuda, full):
     import torch
 

@@ -9,8 +9,7 @@ made unreachable) fails its line here; a rule added without a snippet fails test
 import pytest
 
 from judge import scan_tables
-from judge.scan_tables import (FORBIDDEN_ATTRIBUTES, FORBIDDEN_CALLS, FORBIDDEN_MODULES, FORBIDDEN_NAMES,
-                               UNLISTED_WHY)
+from judge.scan_tables import FORBIDDEN_ATTRIBUTES, FORBIDDEN_CALLS, FORBIDDEN_MODULES, FORBIDDEN_NAMES, UNLISTED_WHY
 from judge.staticscan import scan
 
 # module -> (a line that imports it, the code the finding names)
@@ -64,8 +63,10 @@ ATTRIBUTES = {
     "torch.package": ("import torch\nimp = torch.package.PackageImporter('k.pt')", "torch.package"),
     "torch.hub": ("import torch\nm = torch.hub.load('me/repo', 'add')", "torch.hub"),
     "torch.jit": ("import torch\nf = torch.jit.script(g)", "torch.jit"),
-    "triton.runtime.interpreter": ("import triton\nb = triton.runtime.interpreter.InterpreterBuilder",
-                                   "triton.runtime.interpreter"),
+    "triton.runtime.interpreter": (
+        "import triton\nb = triton.runtime.interpreter.InterpreterBuilder",
+        "triton.runtime.interpreter",
+    ),
     "os.environ": ("import os\nseed = os.environ['JUDGE_SEED']", "os.environ"),
     "os.getenv": ("import os\nseed = os.getenv('JUDGE_SEED')", "os.getenv"),
     "os.putenv": ("import os\nos.putenv('X', '1')", "os.putenv"),
@@ -97,33 +98,51 @@ ATTRIBUTES = {
     "os.spawnv": ("import os\nos.spawnv(0, '/bin/sh', ['sh'])", "os.spawnv"),
     "os.posix_spawn": ("import os\nos.posix_spawn('/bin/sh', ['sh'], {})", "os.posix_spawn"),
     "torch._C": ("import torch\nguard = torch._C._DisableTorchDispatch", "torch._C"),
-    "torch.utils._python_dispatch": ("import torch\nm = torch.utils._python_dispatch.TorchDispatchMode",
-                                     "torch.utils._python_dispatch"),
+    "torch.utils._python_dispatch": (
+        "import torch\nm = torch.utils._python_dispatch.TorchDispatchMode",
+        "torch.utils._python_dispatch",
+    ),
     "torch._dynamo": ("import torch\ntorch._dynamo.reset()", "torch._dynamo"),
-    "torch.Tensor._make_subclass": ("import torch\nt = torch.Tensor._make_subclass(C, x)",
-                                    "torch.Tensor._make_subclass"),
+    "torch.Tensor._make_subclass": (
+        "import torch\nt = torch.Tensor._make_subclass(C, x)",
+        "torch.Tensor._make_subclass",
+    ),
     "torch.cuda.Stream": ("import torch\nside = torch.cuda.Stream()", "torch.cuda.Stream"),
     "torch.cuda.stream": ("import torch\nwith torch.cuda.stream(s):\n    pass", "torch.cuda.stream"),
     "torch.cuda.CUDAGraph": ("import torch\ng = torch.cuda.CUDAGraph()", "torch.cuda.CUDAGraph"),
     "torch.cuda.graph": ("import torch\nwith torch.cuda.graph(g):\n    pass", "torch.cuda.graph"),
-    "torch.cuda.set_sync_debug_mode": ("import torch\ntorch.cuda.set_sync_debug_mode(0)",
-                                       "torch.cuda.set_sync_debug_mode"),
-    "torch.set_float32_matmul_precision": ("import torch\ntorch.set_float32_matmul_precision('medium')",
-                                           "torch.set_float32_matmul_precision"),
-    "torch.use_deterministic_algorithms": ("import torch\ntorch.use_deterministic_algorithms(False)",
-                                           "torch.use_deterministic_algorithms"),
+    "torch.cuda.set_sync_debug_mode": (
+        "import torch\ntorch.cuda.set_sync_debug_mode(0)",
+        "torch.cuda.set_sync_debug_mode",
+    ),
+    "torch.set_float32_matmul_precision": (
+        "import torch\ntorch.set_float32_matmul_precision('medium')",
+        "torch.set_float32_matmul_precision",
+    ),
+    "torch.use_deterministic_algorithms": (
+        "import torch\ntorch.use_deterministic_algorithms(False)",
+        "torch.use_deterministic_algorithms",
+    ),
     "torch.backends": ("import torch\ntf32 = torch.backends.cuda.matmul", "torch.backends.cuda.matmul"),
-    "torch.utils.deterministic": ("import torch\nd = torch.utils.deterministic.fill_uninitialized_memory",
-                                  "torch.utils.deterministic.fill_uninitialized_memory"),
+    "torch.utils.deterministic": (
+        "import torch\nd = torch.utils.deterministic.fill_uninitialized_memory",
+        "torch.utils.deterministic.fill_uninitialized_memory",
+    ),
     "torch.library": ("import torch\nlib = torch.library.Library('mine', 'DEF')", "torch.library.Library"),
-    "torch.multiprocessing": ("import torch\nctx = torch.multiprocessing.get_context('fork')",
-                              "torch.multiprocessing.get_context"),
+    "torch.multiprocessing": (
+        "import torch\nctx = torch.multiprocessing.get_context('fork')",
+        "torch.multiprocessing.get_context",
+    ),
     "torch.ops.load_library": ("import torch\ntorch.ops.load_library('fast.so')", "torch.ops.load_library"),
-    "torch.utils.cpp_extension": ("import torch\nload = torch.utils.cpp_extension.load_inline",
-                                  "torch.utils.cpp_extension.load_inline"),
+    "torch.utils.cpp_extension": (
+        "import torch\nload = torch.utils.cpp_extension.load_inline",
+        "torch.utils.cpp_extension.load_inline",
+    ),
     "torch.from_numpy": ("import torch\nt = torch.from_numpy(a)", "torch.from_numpy"),
-    "torch.ExcludeDispatchKeyGuard": ("import torch\nguard = torch.ExcludeDispatchKeyGuard(k)",
-                                      "torch.ExcludeDispatchKeyGuard"),
+    "torch.ExcludeDispatchKeyGuard": (
+        "import torch\nguard = torch.ExcludeDispatchKeyGuard(k)",
+        "torch.ExcludeDispatchKeyGuard",
+    ),
     "torch.DispatchKeySet": ("import torch\nks = torch.DispatchKeySet(k)", "torch.DispatchKeySet"),
     "torch.DispatchKey": ("import torch\nk = torch.DispatchKey.Python", "torch.DispatchKey.Python"),
     "torch.fx": ("import torch\ngm = torch.fx.symbolic_trace(f)", "torch.fx.symbolic_trace"),
@@ -131,13 +150,17 @@ ATTRIBUTES = {
     "torch.profiler": ("import torch\nwith torch.profiler.profile():\n    pass", "torch.profiler.profile"),
     "torch.autograd.profiler": ("import torch\np = torch.autograd.profiler.profile()", "torch.autograd.profiler"),
     "torch.ops.profiler": ("import torch\nr = torch.ops.profiler._record_function_enter", "torch.ops.profiler"),
-    "torch.cuda.set_per_process_memory_fraction": ("import torch\ntorch.cuda.set_per_process_memory_fraction(1.0)",
-                                                   "torch.cuda.set_per_process_memory_fraction"),
+    "torch.cuda.set_per_process_memory_fraction": (
+        "import torch\ntorch.cuda.set_per_process_memory_fraction(1.0)",
+        "torch.cuda.set_per_process_memory_fraction",
+    ),
     "string.Formatter": ("import string\nf = string.Formatter()", "string.Formatter"),
     "torch.save": ("import torch\ntorch.save(x, 'x.pt')", "torch.save"),
     "torch.load": ("import torch\nx = torch.load('x.pt')", "torch.load"),
-    "torch.serialization": ("import torch\ns = torch.serialization.default_restore_location",
-                            "torch.serialization.default_restore_location"),
+    "torch.serialization": (
+        "import torch\ns = torch.serialization.default_restore_location",
+        "torch.serialization.default_restore_location",
+    ),
     "torch.set_printoptions": ("import torch\ntorch.set_printoptions(precision=20)", "torch.set_printoptions"),
 }
 
@@ -327,91 +350,125 @@ LANGUAGE_CLASSES = {
 }
 
 # Reasons the scan gives, written out (each is what a student reads beside the line it refuses).
-LIBRARY_WHY = 'replaces part of a library the judge relies on'
-PASSED_AROUND_WHY = 'passes a name-lookup or code-running built-in around'
-COMPUTED_NAME_WHY = 'reaches an attribute by a computed or private name'
-UNKNOWN_SUBJECT_WHY = 'may read an attribute the scan forbids (the subject is not a plain name)'
+LIBRARY_WHY = "replaces part of a library the judge relies on"
+PASSED_AROUND_WHY = "passes a name-lookup or code-running built-in around"
+COMPUTED_NAME_WHY = "reaches an attribute by a computed or private name"
+UNKNOWN_SUBJECT_WHY = "may read an attribute the scan forbids (the subject is not a plain name)"
 PRIVATE_WHY = "reaches PyTorch's private internals"
-FORMAT_FIELD_WHY = 'a format string that reads a private or forbidden attribute'
-FORMAT_WHY = 'formats with a string the scan cannot read (a format string reads attributes by name)'
-WRAPS_WHY = 'sets attributes by the names it is given (a computed setattr)'
+FORMAT_FIELD_WHY = "a format string that reads a private or forbidden attribute"
+FORMAT_WHY = "formats with a string the scan cannot read (a format string reads attributes by name)"
+WRAPS_WHY = "sets attributes by the names it is given (a computed setattr)"
 
 # The rules written as code rather than as a table entry: (snippet, the finding's code, its reason).
 STRUCTURAL = [
-    ('from . import helpers', 'a relative import', 'imports from outside the submission file'),
-    ('import email', 'import email',
-     'a kernel exercise imports only Triton, PyTorch and a few standard modules (math, functools, ...)'),
-    ('import torch\nr = torch.nn._reduction', 'torch.nn._reduction', PRIVATE_WHY),
-    ('import torch._prims', 'import torch._prims', PRIVATE_WHY),
-    ('from torch.nn import _reduction', 'from torch.nn import _reduction', PRIVATE_WHY),
-    ('s = fmt.format(x)', '.format', FORMAT_WHY),
-    ('s = fmt.format_map(d)', '.format_map', FORMAT_WHY),
-    ("data = open('/proc/self/mem', 'rb')", '/proc', "reads the process's memory or descriptors through /proc"),
-    ("s = '{0.__class__}'.format(x)", '{...__class__}', FORMAT_FIELD_WHY),
-    ("s = '{0:{1._secret}}'.format(x, y)", '{..._secret}', FORMAT_FIELD_WHY),
-    ('match p:\n    case Point(a, b):\n        pass', 'a positional class pattern',
-     "reads the attributes the class's __match_args__ names"),
-    ('match p:\n    case object(_secret=s):\n        pass', 'case ...(_secret=...)',
-     'reads an attribute by a private name'),
-    ('match p:\n    case object(__class__=k):\n        pass', 'case ...(__class__=...)', 'walks the class hierarchy'),
-    ('import os\nmatch os:\n    case object(environ=e):\n        pass', 'case ...(environ=...)',
-     'reads the environment'),
-    ('match f():\n    case object(environ=e):\n        pass', 'case ...(environ=...)', UNKNOWN_SUBJECT_WHY),
-    ('import torch\nmatch torch:\n    case object(cuda=object(Stream=s)):\n        pass', 'case ...(Stream=...)',
-     'runs work on a side stream the timer may not see'),
-    ('import torch\nmatch torch:\n    case object(cuda=object(Stream=s) as c):\n        pass', 'case ...(Stream=...)',
-     'runs work on a side stream the timer may not see'),
-    ('import torch\nmatch torch:\n    case object(cuda=object(graph=g) | object(Stream=s)):\n        pass',
-     'case ...(Stream=...)', 'runs work on a side stream the timer may not see'),
-    ('import os\nmatch os:\n    case (object(environ=e) as found) if found:\n        pass', 'case ...(environ=...)',
-     'reads the environment'),
-    ('match pair:\n    case [object(environ=e), _]:\n        pass', 'case ...(environ=...)', UNKNOWN_SUBJECT_WHY),
-    ("match d:\n    case {'k': object(environ=e)}:\n        pass", 'case ...(environ=...)', UNKNOWN_SUBJECT_WHY),
-    ('match p:\n    case Point(x=object(_secret=s)):\n        pass', 'case ...(_secret=...)',
-     'reads an attribute by a private name'),
-    ('import os\nmatch x:\n    case os.environ:\n        pass', 'os.environ', 'reads the environment'),
-    ('match f():\n    case object(a=object(environ=e)):\n        pass', 'case ...(environ=...)', UNKNOWN_SUBJECT_WHY),
-    ("s = '{0._secret}{1}'.format(x, y)", '{..._secret}', FORMAT_FIELD_WHY),
-    ("s = '{0._secret:{1}}'.format(x, 5)", '{..._secret}', FORMAT_FIELD_WHY),
-    ('run = exec', 'exec', PASSED_AROUND_WHY),
-    ('look = getattr', 'getattr', PASSED_AROUND_WHY),
-    ("import torch\nc = getattr(torch, '_' + 'C')", 'getattr()', COMPUTED_NAME_WHY),
-    ("ok = hasattr(x, '_secret')", 'hasattr()', COMPUTED_NAME_WHY),
-    ("k = getattr(x, '__class__')", 'getattr()', COMPUTED_NAME_WHY),
-    ("import os\nenv = getattr(os, 'environ')", 'getattr()', 'reads the environment'),
-    ("import functools\nw = functools.wraps(f, assigned=('__name__',))", 'wraps(assigned=/updated=)', WRAPS_WHY),
-    ('import functools\nw = functools.wraps(f, updated=())', 'wraps(assigned=/updated=)', WRAPS_WHY),
-    ('def f():\n    global range\n    range = g', 'global range', 'rebinds a built-in name that kernels call'),
-    ('def f():\n    global __builtins__', 'global __builtins__', 'reaches the built-ins'),
-    ('def __getattr__(name):\n    return 1', 'def __getattr__', 'reaches attributes by computed names'),
-    ('class ForwardRef:\n    pass', 'class ForwardRef', 'evaluates a string as code'),
-    ("def f(x: 'not )( an expression'):\n    pass", 'a string annotation',
-     'is not an expression (typing would evaluate it)'),
-    ("def f(x: 'os.environ'):\n    pass", 'os.environ', 'reads the environment'),
-    ("v: '__import__' = 1", '__import__', PASSED_AROUND_WHY),
-    ('BLOCK.value = 64', 'BLOCK.value = ...',
-     "changes a tl.constexpr's value (a kernel reads your file's constants as its source sets them)"),
-    ('import torch as t\nt.manual_seed = f', 't.manual_seed = ...', LIBRARY_WHY),
-    ('import torch\nc = torch.cuda\nc.synchronize = f', 'c.synchronize = ...', LIBRARY_WHY),
-    ('import time\nfor time.perf_counter in [f]:\n    pass', 'time.perf_counter = ...', LIBRARY_WHY),
-    ('import time\nwith ctx() as time.perf_counter:\n    pass', 'time.perf_counter = ...', LIBRARY_WHY),
-    ('import math\nmath.pi += 1', 'math.pi = ...', LIBRARY_WHY),
-    ('import math\ndel math.pi', 'math.pi = ...', LIBRARY_WHY),
-    ('import math\nmath.pi: float = 3.0', 'math.pi = ...', LIBRARY_WHY),
-    ('import time\nvals = [0 for time.perf_counter in [f]]', 'time.perf_counter = ...', LIBRARY_WHY),
-    ("import os as o\nv = o.environ['JUDGE_SEED']", 'o.environ', 'reads the environment'),
-    ("from os import environ as e\nv = e['JUDGE_SEED']", 'e', 'reads the environment'),
-    ('import sys\nm = sys\nm.settrace(f)', 'm.settrace', "traces the judge's code"),
-    ('from os import environ', 'from os import environ', 'reads the environment'),
-    ('from typing import __builtins__', 'from typing import __builtins__', 'reaches the built-ins'),
-    ('import sys.monitoring', 'import sys.monitoring', None),  # sys is allowed; its monitoring is no module
+    ("from . import helpers", "a relative import", "imports from outside the submission file"),
+    (
+        "import email",
+        "import email",
+        "a kernel exercise imports only Triton, PyTorch and a few standard modules (math, functools, ...)",
+    ),
+    ("import torch\nr = torch.nn._reduction", "torch.nn._reduction", PRIVATE_WHY),
+    ("import torch._prims", "import torch._prims", PRIVATE_WHY),
+    ("from torch.nn import _reduction", "from torch.nn import _reduction", PRIVATE_WHY),
+    ("s = fmt.format(x)", ".format", FORMAT_WHY),
+    ("s = fmt.format_map(d)", ".format_map", FORMAT_WHY),
+    ("data = open('/proc/self/mem', 'rb')", "/proc", "reads the process's memory or descriptors through /proc"),
+    ("s = '{0.__class__}'.format(x)", "{...__class__}", FORMAT_FIELD_WHY),
+    ("s = '{0:{1._secret}}'.format(x, y)", "{..._secret}", FORMAT_FIELD_WHY),
+    (
+        "match p:\n    case Point(a, b):\n        pass",
+        "a positional class pattern",
+        "reads the attributes the class's __match_args__ names",
+    ),
+    (
+        "match p:\n    case object(_secret=s):\n        pass",
+        "case ...(_secret=...)",
+        "reads an attribute by a private name",
+    ),
+    ("match p:\n    case object(__class__=k):\n        pass", "case ...(__class__=...)", "walks the class hierarchy"),
+    (
+        "import os\nmatch os:\n    case object(environ=e):\n        pass",
+        "case ...(environ=...)",
+        "reads the environment",
+    ),
+    ("match f():\n    case object(environ=e):\n        pass", "case ...(environ=...)", UNKNOWN_SUBJECT_WHY),
+    (
+        "import torch\nmatch torch:\n    case object(cuda=object(Stream=s)):\n        pass",
+        "case ...(Stream=...)",
+        "runs work on a side stream the timer may not see",
+    ),
+    (
+        "import torch\nmatch torch:\n    case object(cuda=object(Stream=s) as c):\n        pass",
+        "case ...(Stream=...)",
+        "runs work on a side stream the timer may not see",
+    ),
+    (
+        "import torch\nmatch torch:\n    case object(cuda=object(graph=g) | object(Stream=s)):\n        pass",
+        "case ...(Stream=...)",
+        "runs work on a side stream the timer may not see",
+    ),
+    (
+        "import os\nmatch os:\n    case (object(environ=e) as found) if found:\n        pass",
+        "case ...(environ=...)",
+        "reads the environment",
+    ),
+    ("match pair:\n    case [object(environ=e), _]:\n        pass", "case ...(environ=...)", UNKNOWN_SUBJECT_WHY),
+    ("match d:\n    case {'k': object(environ=e)}:\n        pass", "case ...(environ=...)", UNKNOWN_SUBJECT_WHY),
+    (
+        "match p:\n    case Point(x=object(_secret=s)):\n        pass",
+        "case ...(_secret=...)",
+        "reads an attribute by a private name",
+    ),
+    ("import os\nmatch x:\n    case os.environ:\n        pass", "os.environ", "reads the environment"),
+    ("match f():\n    case object(a=object(environ=e)):\n        pass", "case ...(environ=...)", UNKNOWN_SUBJECT_WHY),
+    ("s = '{0._secret}{1}'.format(x, y)", "{..._secret}", FORMAT_FIELD_WHY),
+    ("s = '{0._secret:{1}}'.format(x, 5)", "{..._secret}", FORMAT_FIELD_WHY),
+    ("run = exec", "exec", PASSED_AROUND_WHY),
+    ("look = getattr", "getattr", PASSED_AROUND_WHY),
+    ("import torch\nc = getattr(torch, '_' + 'C')", "getattr()", COMPUTED_NAME_WHY),
+    ("ok = hasattr(x, '_secret')", "hasattr()", COMPUTED_NAME_WHY),
+    ("k = getattr(x, '__class__')", "getattr()", COMPUTED_NAME_WHY),
+    ("import os\nenv = getattr(os, 'environ')", "getattr()", "reads the environment"),
+    ("import functools\nw = functools.wraps(f, assigned=('__name__',))", "wraps(assigned=/updated=)", WRAPS_WHY),
+    ("import functools\nw = functools.wraps(f, updated=())", "wraps(assigned=/updated=)", WRAPS_WHY),
+    ("def f():\n    global range\n    range = g", "global range", "rebinds a built-in name that kernels call"),
+    ("def f():\n    global __builtins__", "global __builtins__", "reaches the built-ins"),
+    ("def __getattr__(name):\n    return 1", "def __getattr__", "reaches attributes by computed names"),
+    ("class ForwardRef:\n    pass", "class ForwardRef", "evaluates a string as code"),
+    (
+        "def f(x: 'not )( an expression'):\n    pass",
+        "a string annotation",
+        "is not an expression (typing would evaluate it)",
+    ),
+    ("def f(x: 'os.environ'):\n    pass", "os.environ", "reads the environment"),
+    ("v: '__import__' = 1", "__import__", PASSED_AROUND_WHY),
+    (
+        "BLOCK.value = 64",
+        "BLOCK.value = ...",
+        "changes a tl.constexpr's value (a kernel reads your file's constants as its source sets them)",
+    ),
+    ("import torch as t\nt.manual_seed = f", "t.manual_seed = ...", LIBRARY_WHY),
+    ("import torch\nc = torch.cuda\nc.synchronize = f", "c.synchronize = ...", LIBRARY_WHY),
+    ("import time\nfor time.perf_counter in [f]:\n    pass", "time.perf_counter = ...", LIBRARY_WHY),
+    ("import time\nwith ctx() as time.perf_counter:\n    pass", "time.perf_counter = ...", LIBRARY_WHY),
+    ("import math\nmath.pi += 1", "math.pi = ...", LIBRARY_WHY),
+    ("import math\ndel math.pi", "math.pi = ...", LIBRARY_WHY),
+    ("import math\nmath.pi: float = 3.0", "math.pi = ...", LIBRARY_WHY),
+    ("import time\nvals = [0 for time.perf_counter in [f]]", "time.perf_counter = ...", LIBRARY_WHY),
+    ("import os as o\nv = o.environ['JUDGE_SEED']", "o.environ", "reads the environment"),
+    ("from os import environ as e\nv = e['JUDGE_SEED']", "e", "reads the environment"),
+    ("import sys\nm = sys\nm.settrace(f)", "m.settrace", "traces the judge's code"),
+    ("from os import environ", "from os import environ", "reads the environment"),
+    ("from typing import __builtins__", "from typing import __builtins__", "reaches the built-ins"),
+    ("import sys.monitoring", "import sys.monitoring", None),  # sys is allowed; its monitoring is no module
 ]
 
 
 def _check(source: str, code: str, why: str):
     findings = scan(source)
-    assert any(f.code == code and f.why == why for f in findings), \
+    assert any(f.code == code and f.why == why for f in findings), (
         f"{source!r} should be refused as {code!r} ({why}); findings: {[f.message() for f in findings]}"
+    )
     assert all(f.line >= 1 for f in findings)
 
 
@@ -456,8 +513,11 @@ def test_each_launch_method(method):
 def test_each_language_class(cls):
     source = LANGUAGE_CLASSES[cls]
     name = source.split("(")[0].removeprefix("class ")
-    _check(source, f"class {name}({cls})", "subclasses a class of Triton's language (its methods run inside the "
-                                          "compiler and the interpreter)")
+    _check(
+        source,
+        f"class {name}({cls})",
+        "subclasses a class of Triton's language (its methods run inside the compiler and the interpreter)",
+    )
 
 
 @pytest.mark.parametrize("source,code,why", STRUCTURAL, ids=[s[1] for s in STRUCTURAL])

@@ -24,7 +24,7 @@ def test_one_outlier_sample_does_not_move_a_rounds_ratio(outlier):
     assert clean == pytest.approx(math.log(2.0 / 1.0))
     # The submission's samples with one of them replaced by an outlier, in any place.
     for i in range(len(SUB)):
-        noisy = SUB[:i] + [outlier] + SUB[i + 1:]
+        noisy = SUB[:i] + [outlier] + SUB[i + 1 :]
         assert stats.round_log_ratio(REF, noisy) == pytest.approx(math.log(2.0 / 1.0), abs=0.03)
         assert stats.round_log_ratio(noisy, REF) == pytest.approx(math.log(1.0 / 2.0), abs=0.03)
 
@@ -77,8 +77,12 @@ def test_an_interval_from_logs_is_a_t_interval_around_their_mean():
     sd = math.sqrt(sum((x - 0.2) ** 2 for x in logs) / 4)
     assert iv.value == pytest.approx(math.exp(0.2))
     assert iv.half_width == pytest.approx(2.776 * sd / math.sqrt(5))
-    assert iv.as_dict() == {"speedup": iv.value, "ci": [iv.low, iv.high], "ci_half_width_log": iv.half_width,
-                            "rounds": 5}
+    assert iv.as_dict() == {
+        "speedup": iv.value,
+        "ci": [iv.low, iv.high],
+        "ci_half_width_log": iv.half_width,
+        "rounds": 5,
+    }
     one = stats.mean_interval([0.5])
     assert (one.low, one.high, one.rounds) == (0.0, math.inf, 1) and one.value == pytest.approx(math.exp(0.5))
     with pytest.raises(ValueError, match="^no rounds$"):
@@ -118,11 +122,22 @@ def test_geomean_of_positive_values_only():
 DEFAULT = SpeedScore(max_points=30, zero_at=0.5, full_at=1.0, clamp=8)
 
 
-@pytest.mark.parametrize("speedup,points", [
-    (0.0, 0), (0.25, 0), (0.5, 0),  # twice as slow or slower: nothing
-    (0.6, 7.89), (math.sqrt(0.5), 15.0), (0.8, 20.34), (0.9, 25.44), (0.99, 29.57),  # 30 * log2(s / 0.5)
-    (1.0, 30), (1.5, 30), (100.0, 30),  # as fast as the reference or faster: all, and no more
-])
+@pytest.mark.parametrize(
+    "speedup,points",
+    [
+        (0.0, 0),
+        (0.25, 0),
+        (0.5, 0),  # twice as slow or slower: nothing
+        (0.6, 7.89),
+        (math.sqrt(0.5), 15.0),
+        (0.8, 20.34),
+        (0.9, 25.44),
+        (0.99, 29.57),  # 30 * log2(s / 0.5)
+        (1.0, 30),
+        (1.5, 30),
+        (100.0, 30),  # as fast as the reference or faster: all, and no more
+    ],
+)
 def test_speed_points_by_hand(speedup, points):
     assert DEFAULT.points(speedup) == pytest.approx(points, abs=0.006)
 
@@ -138,8 +153,9 @@ def test_no_speed_points_without_correctness():
 
 
 def test_equal_steps_in_log2_are_equal_steps_in_points():
-    assert DEFAULT.points(0.72) - DEFAULT.points(0.6) == pytest.approx(DEFAULT.points(0.96) - DEFAULT.points(0.8),
-                                                                       abs=0.02)
+    assert DEFAULT.points(0.72) - DEFAULT.points(0.6) == pytest.approx(
+        DEFAULT.points(0.96) - DEFAULT.points(0.8), abs=0.02
+    )
 
 
 def test_a_problems_own_constants_shape_the_curve():
@@ -150,13 +166,16 @@ def test_a_problems_own_constants_shape_the_curve():
     assert SpeedScore.from_spec({}, 30) == DEFAULT  # the defaults
 
 
-@pytest.mark.parametrize("spec", [
-    {"speed_zero_at": 1.0, "speed_full_at": 0.5},
-    {"speed_zero_at": 1.0, "speed_full_at": 1.0},
-    {"speed_zero_at": 0.0, "speed_full_at": 1.0},
-    {"speed_zero_at": -0.5, "speed_full_at": 1.0},
-    {"speedup_clamp": 0.5},
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"speed_zero_at": 1.0, "speed_full_at": 0.5},
+        {"speed_zero_at": 1.0, "speed_full_at": 1.0},
+        {"speed_zero_at": 0.0, "speed_full_at": 1.0},
+        {"speed_zero_at": -0.5, "speed_full_at": 1.0},
+        {"speedup_clamp": 0.5},
+    ],
+)
 def test_constants_that_make_no_curve_are_refused(spec):
     words = r"^\[score\] needs 0 < speed_zero_at < speed_full_at and speedup_clamp >= 1$"
     with pytest.raises(ValueError, match=words):

@@ -13,19 +13,55 @@ import pytest
 
 from judge.verdicts import GroupResult, Report, Verdict, worst
 
-AC, WA, RTE, TLE, MLE, OLE, CE, RJ, IE = (Verdict.AC, Verdict.WA, Verdict.RTE, Verdict.TLE, Verdict.MLE,
-                                          Verdict.OLE, Verdict.CE, Verdict.RJ, Verdict.IE)
+AC, WA, RTE, TLE, MLE, OLE, CE, RJ, IE = (
+    Verdict.AC,
+    Verdict.WA,
+    Verdict.RTE,
+    Verdict.TLE,
+    Verdict.MLE,
+    Verdict.OLE,
+    Verdict.CE,
+    Verdict.RJ,
+    Verdict.IE,
+)
 
 # Every pair of distinct verdicts and the one that wins, by hand (IE > RJ > CE > TLE > MLE > OLE > RTE > WA > AC).
 PAIRS = [
-    (AC, WA, WA), (AC, RTE, RTE), (AC, TLE, TLE), (AC, MLE, MLE), (AC, OLE, OLE), (AC, CE, CE), (AC, RJ, RJ),
+    (AC, WA, WA),
+    (AC, RTE, RTE),
+    (AC, TLE, TLE),
+    (AC, MLE, MLE),
+    (AC, OLE, OLE),
+    (AC, CE, CE),
+    (AC, RJ, RJ),
     (AC, IE, IE),
-    (WA, RTE, RTE), (WA, TLE, TLE), (WA, MLE, MLE), (WA, OLE, OLE), (WA, CE, CE), (WA, RJ, RJ), (WA, IE, IE),
-    (RTE, TLE, TLE), (RTE, MLE, MLE), (RTE, OLE, OLE), (RTE, CE, CE), (RTE, RJ, RJ), (RTE, IE, IE),
-    (TLE, MLE, TLE), (TLE, OLE, TLE), (TLE, CE, CE), (TLE, RJ, RJ), (TLE, IE, IE),
-    (MLE, OLE, MLE), (MLE, CE, CE), (MLE, RJ, RJ), (MLE, IE, IE),
-    (OLE, CE, CE), (OLE, RJ, RJ), (OLE, IE, IE),
-    (CE, RJ, RJ), (CE, IE, IE),
+    (WA, RTE, RTE),
+    (WA, TLE, TLE),
+    (WA, MLE, MLE),
+    (WA, OLE, OLE),
+    (WA, CE, CE),
+    (WA, RJ, RJ),
+    (WA, IE, IE),
+    (RTE, TLE, TLE),
+    (RTE, MLE, MLE),
+    (RTE, OLE, OLE),
+    (RTE, CE, CE),
+    (RTE, RJ, RJ),
+    (RTE, IE, IE),
+    (TLE, MLE, TLE),
+    (TLE, OLE, TLE),
+    (TLE, CE, CE),
+    (TLE, RJ, RJ),
+    (TLE, IE, IE),
+    (MLE, OLE, MLE),
+    (MLE, CE, CE),
+    (MLE, RJ, RJ),
+    (MLE, IE, IE),
+    (OLE, CE, CE),
+    (OLE, RJ, RJ),
+    (OLE, IE, IE),
+    (CE, RJ, RJ),
+    (CE, IE, IE),
     (RJ, IE, IE),
 ]
 
@@ -74,9 +110,19 @@ def test_which_verdicts_stop_the_later_groups(v):
 
 
 def _report(verdict, groups, speed=None):
-    return Report(problem={"id": 93}, submission={}, mode={"device": "cuda", "interpret": False}, seed=0,
-                  verdict=verdict, message="", groups=groups, notes=[], max_score=100.0,
-                  speed=speed or {"scored": False, "points": 0, "max_points": 30}, elapsed_seconds=0.0)
+    return Report(
+        problem={"id": 93},
+        submission={},
+        mode={"device": "cuda", "interpret": False},
+        seed=0,
+        verdict=verdict,
+        message="",
+        groups=groups,
+        notes=[],
+        max_score=100.0,
+        speed=speed or {"scored": False, "points": 0, "max_points": 30},
+        elapsed_seconds=0.0,
+    )
 
 
 def _groups(*passed):
@@ -139,44 +185,107 @@ def test_the_attainable_maximum_leaves_out_speed_only_where_speed_cannot_be_meas
 
 def test_the_reports_json_in_full():
     """Every key of the report's JSON (README: "The report"), for one passed group and one failed."""
-    groups = [GroupResult("small", "n from 1", 20, True, 3),
-              GroupResult("views", "strided", 15, False, 2, WA, case={"n": 7}, message="out: 1 of 7 elements wrong",
-                          details={"pattern": "elements 3 of 7"}, repro="python -m judge test 93 add.py --group views",
-                          skipped="")]
-    report = Report(problem={"id": 93, "slug": "vector-add"}, submission={"path": "add.py", "sha256": "s"},
-                    mode={"device": "cuda", "interpret": False}, seed=12, verdict=WA, message="views: out: wrong",
-                    groups=groups, notes=["n1"], max_score=100.0,
-                    speed={"scored": False, "points": 0, "max_points": 30, "reason": "no speed points"},
-                    elapsed_seconds=1.23456, worker={"versions": {"torch": "x"}}, output="printed",
-                    details={"d": 1}, timing={"cases": 5})
+    groups = [
+        GroupResult("small", "n from 1", 20, True, 3),
+        GroupResult(
+            "views",
+            "strided",
+            15,
+            False,
+            2,
+            WA,
+            case={"n": 7},
+            message="out: 1 of 7 elements wrong",
+            details={"pattern": "elements 3 of 7"},
+            repro="python -m judge test 93 add.py --group views",
+            skipped="",
+        ),
+    ]
+    report = Report(
+        problem={"id": 93, "slug": "vector-add"},
+        submission={"path": "add.py", "sha256": "s"},
+        mode={"device": "cuda", "interpret": False},
+        seed=12,
+        verdict=WA,
+        message="views: out: wrong",
+        groups=groups,
+        notes=["n1"],
+        max_score=100.0,
+        speed={"scored": False, "points": 0, "max_points": 30, "reason": "no speed points"},
+        elapsed_seconds=1.23456,
+        worker={"versions": {"torch": "x"}},
+        output="printed",
+        details={"d": 1},
+        timing={"cases": 5},
+    )
     assert report.to_json() == {
-        "version": 1, "verdict": "WA", "verdict_meaning": "wrong answer", "score": 20.0,
-        "max_score": 65.0, "full_score": 100.0, "max_score_note": "only some of the test groups ran",  # 35 + 30
-        "message": "views: out: wrong", "details": {"d": 1},
-        "problem": {"id": 93, "slug": "vector-add"}, "submission": {"path": "add.py", "sha256": "s"},
-        "mode": {"device": "cuda", "interpret": False}, "seed": 12,
+        "version": 1,
+        "verdict": "WA",
+        "verdict_meaning": "wrong answer",
+        "score": 20.0,
+        "max_score": 65.0,
+        "full_score": 100.0,
+        "max_score_note": "only some of the test groups ran",  # 35 + 30
+        "message": "views: out: wrong",
+        "details": {"d": 1},
+        "problem": {"id": 93, "slug": "vector-add"},
+        "submission": {"path": "add.py", "sha256": "s"},
+        "mode": {"device": "cuda", "interpret": False},
+        "seed": 12,
         "groups": [
-            {"name": "small", "about": "n from 1", "points": 20, "earned": 20, "passed": True, "verdict": "AC",
-             "cases_run": 3, "skipped": None, "failure": None},
-            {"name": "views", "about": "strided", "points": 15, "earned": 0.0, "passed": False, "verdict": "WA",
-             "cases_run": 2, "skipped": None,
-             "failure": {"case": {"n": 7}, "message": "out: 1 of 7 elements wrong",
-                         "details": {"pattern": "elements 3 of 7"},
-                         "reproduce": "python -m judge test 93 add.py --group views"}},
+            {
+                "name": "small",
+                "about": "n from 1",
+                "points": 20,
+                "earned": 20,
+                "passed": True,
+                "verdict": "AC",
+                "cases_run": 3,
+                "skipped": None,
+                "failure": None,
+            },
+            {
+                "name": "views",
+                "about": "strided",
+                "points": 15,
+                "earned": 0.0,
+                "passed": False,
+                "verdict": "WA",
+                "cases_run": 2,
+                "skipped": None,
+                "failure": {
+                    "case": {"n": 7},
+                    "message": "out: 1 of 7 elements wrong",
+                    "details": {"pattern": "elements 3 of 7"},
+                    "reproduce": "python -m judge test 93 add.py --group views",
+                },
+            },
         ],
         "speed": {"scored": False, "points": 0, "max_points": 30, "reason": "no speed points"},
-        "timing": {"cases": 5}, "notes": ["n1"], "worker": {"versions": {"torch": "x"}}, "output": "printed",
+        "timing": {"cases": 5},
+        "notes": ["n1"],
+        "worker": {"versions": {"torch": "x"}},
+        "output": "printed",
         "elapsed_seconds": 1.235,
     }
     skipped = GroupResult("large", "big", 10, False, 0, TLE, skipped="not run: an earlier group ended with TLE")
     assert _report(TLE, [skipped]).to_json()["groups"][0]["skipped"] == "not run: an earlier group ended with TLE"
 
 
-@pytest.mark.parametrize("v,meaning,folder", [
-    (AC, "accepted", "accepted"), (WA, "wrong answer", "wrong_answer"), (RTE, "run-time error", "runtime_error"),
-    (TLE, "time limit exceeded", "time_limit_exceeded"), (MLE, "memory limit exceeded", "memory_limit_exceeded"),
-    (OLE, "output limit exceeded", "output_limit_exceeded"), (CE, "compile error", "compile_error"),
-    (RJ, "rejected (rule violation)", "rejected"), (IE, "internal error of the judge", None)])
+@pytest.mark.parametrize(
+    "v,meaning,folder",
+    [
+        (AC, "accepted", "accepted"),
+        (WA, "wrong answer", "wrong_answer"),
+        (RTE, "run-time error", "runtime_error"),
+        (TLE, "time limit exceeded", "time_limit_exceeded"),
+        (MLE, "memory limit exceeded", "memory_limit_exceeded"),
+        (OLE, "output limit exceeded", "output_limit_exceeded"),
+        (CE, "compile error", "compile_error"),
+        (RJ, "rejected (rule violation)", "rejected"),
+        (IE, "internal error of the judge", None),
+    ],
+)
 def test_each_verdicts_meaning_and_corpus_folder(v, meaning, folder):
     # The folders are problems/README.md's: a corpus file's folder names the verdict it must get.
     assert v.meaning == meaning and v.directory == folder

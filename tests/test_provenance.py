@@ -29,7 +29,9 @@ from judge.selftest import corpus_of
 from judge.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
-ACCEPTED = [(p, path) for p in all_problems() if p.kind == "kernel" for verdict, path in corpus_of(p) if verdict == "AC"]
+ACCEPTED = [
+    (p, path) for p in all_problems() if p.kind == "kernel" for verdict, path in corpus_of(p) if verdict == "AC"
+]
 BACKENDS = ["process", "bwrap", "docker"]
 # The README's slice: each problem's reference in the process backend; the rest is "full".
 SLICE = {(p.id, p.reference_path) for p in all_problems() if p.kind == "kernel"}
@@ -47,8 +49,9 @@ def proven(report) -> None:
 
 def _param(backend, problem, path):
     fast = backend == "process" and (problem.id, path) in SLICE
-    return pytest.param(backend, problem, path, marks=() if fast else (pytest.mark.full,),
-                        id=f"{backend}-{problem.id}-{path.stem}")
+    return pytest.param(
+        backend, problem, path, marks=() if fast else (pytest.mark.full,), id=f"{backend}-{problem.id}-{path.stem}"
+    )
 
 
 @pytest.mark.corpus
@@ -57,14 +60,19 @@ def test_every_passing_case_of_an_accepted_file_was_replayed(backend, problem, p
     why = get_backend(backend).unavailable()
     if why is not None:
         pytest.skip(f"sandbox {backend} unavailable: {why}")
-    options = Options(sandbox=backend, seed=1, device="cpu", interpret=True, speed=False,
-                      quick=backend != "process")
+    options = Options(sandbox=backend, seed=1, device="cpu", interpret=True, speed=False, quick=backend != "process")
     proven(Session(problem, path, options).run())
 
 
 def _cli(*args) -> dict:
-    out = subprocess.run([sys.executable, "-m", "judge", *map(str, args)], capture_output=True, text=True,
-                         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=900)
+    out = subprocess.run(
+        [sys.executable, "-m", "judge", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=900,
+    )
     return json.loads(out.stdout)
 
 
@@ -79,8 +87,17 @@ def test_every_way_to_a_report_replays_every_passing_case(how, tmp_path):
     else:
         from judge.grading.job import run_subprocess
 
-        report = run_subprocess({"problem": 94, "path": str(reference), "seed": 2, "device": "cpu",
-                                 "interpret": True, "sandbox": "process"}, timeout=900)
+        report = run_subprocess(
+            {
+                "problem": 94,
+                "path": str(reference),
+                "seed": 2,
+                "device": "cpu",
+                "interpret": True,
+                "sandbox": "process",
+            },
+            timeout=900,
+        )
     proven(report)
 
 
@@ -110,8 +127,14 @@ def test_each_way_to_tell_the_worker_from_its_replay_fails(name, verdict, text, 
 @pytest.mark.corpus
 def test_a_kernel_that_stalls_only_when_replayed_stops_at_the_run_limit():
     path = R93 / "time_limit_exceeded" / "exploit7_spins_only_when_replayed.py"
-    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, speed=False,
-                      limits={"run_seconds_interpret": 30, "run_seconds": 30})
+    options = Options(
+        sandbox="process",
+        seed=1,
+        device="cpu",
+        interpret=True,
+        speed=False,
+        limits={"run_seconds_interpret": 30, "run_seconds": 30},
+    )
     started = time.monotonic()
     report = Session(find_problem("93"), path, options).run()
     elapsed = time.monotonic() - started

@@ -25,9 +25,8 @@ from types import MappingProxyType
 import pytest
 import torch
 
-from judge.replies import parsers, records
-from judge.shared import tracing
 from judge.replay_input import encode, outside_source, validate
+from judge.replies import parsers, records
 from judge.shared import kernel_source, tracing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,8 +77,9 @@ def test_kernels_constants_and_triton_imports_are_kept_and_nothing_else():
     assert ex.kernels == ["tuned", "aliased"]
     codes = {s.name: s for s in ex.steps if isinstance(s, kernel_source.Code)}
     assert set(codes) == {"LOG2E", "RCP", "tuned", "aliased"}
-    assert [kernel_source._dotted(d.func if hasattr(d, "func") else d) for d in codes["tuned"].node.decorator_list] \
-        == ["tt.jit"]
+    assert [kernel_source._dotted(d.func if hasattr(d, "func") else d) for d in codes["tuned"].node.decorator_list] == [
+        "tt.jit"
+    ]
     # LOG2E is declared global in a function (it may change while the file runs): defined, then removed.
     assert {"TABLE", "SIZE", "HOST", "helper", "not_a_kernel", "entry", "torch", "LOG2E"} <= ex.unbound
     assert not {"RCP", "tuned", "aliased", "tl", "tt", "J", "math", "libdevice"} & ex.unbound
@@ -107,8 +107,7 @@ def _trace(events, storages=None, outputs=None, truncated=""):
     return records.Trace(tuple(storages), tuple(events), tuple(outputs or (_ref(1),)), truncated)
 
 
-ALLOC = records.TraceEvent("op", op="empty.memory_format",
-                           args=(records.Tagged("list", (4,)),), made=(1,))
+ALLOC = records.TraceEvent("op", op="empty.memory_format", args=(records.Tagged("list", (4,)),), made=(1,))
 
 
 def _launch(*args, kernel="k"):
@@ -123,33 +122,59 @@ def test_a_consistent_record_validates():
     assert _validate(_trace([ALLOC, _launch(_ref(0), _ref(1), 4)])) is None
 
 
-@pytest.mark.parametrize("trace,sizes,verdict,text", [
-    (_trace([ALLOC, _launch(_ref(0), _ref(1), kernel="other")]), None, "RJ", "not a top-level @triton.jit"),
-    (_trace([ALLOC, _launch(_ref(0, n=5), _ref(1))]), None, "RJ", "beyond its memory"),
-    (_trace([ALLOC, _launch(_ref(0, offset=1), _ref(1))]), None, "RJ", "beyond its memory"),
-    (_trace([ALLOC, _launch(_ref(7), _ref(1))]), None, "RJ", "never describes"),
-    (_trace([_launch(_ref(0), _ref(1)), ALLOC]), None, "RJ", "not consistent"),
-    (_trace([ALLOC, _launch(_ref(0), _ref(1))]), {0: 32}, "RJ", "not the case's"),
-    (_trace([ALLOC, _launch(_ref(0), _ref(1))]), {0: 16, 1: 16}, "RJ", "lacks some"),
-    (_trace([ALLOC, records.TraceEvent("foreign", kernel="x (lib.py)")]), None, "RJ", "not defined in sub.py"),
-    (_trace([ALLOC, _launch(_ref(0), records.Tagged("opaque", "builtins.function"))]), None, "RJ",
-     "a Triton kernel takes"),
-    (_trace([ALLOC, _launch(_ref(0), records.Tagged("opaque", "triton.tools.tensor_descriptor.TensorDescriptor"))]),
-     None, "note", "replay not possible"),
-    (_trace([], truncated="the call made more than 4096 launches and copies"), None, "note", "4096"),
-    (_trace([ALLOC, _launch(_ref(2), _ref(1))], storages=(
-        records.TraceStorage(0, 16, "cpu", "input", arg=0), records.TraceStorage(1, 16, "cpu", "made", event=0),
-        records.TraceStorage(2, 16, "cpu", "outside", snapshot=None))), None, "RJ", "data from outside your kernels"),
-])
+@pytest.mark.parametrize(
+    "trace,sizes,verdict,text",
+    [
+        (_trace([ALLOC, _launch(_ref(0), _ref(1), kernel="other")]), None, "RJ", "not a top-level @triton.jit"),
+        (_trace([ALLOC, _launch(_ref(0, n=5), _ref(1))]), None, "RJ", "beyond its memory"),
+        (_trace([ALLOC, _launch(_ref(0, offset=1), _ref(1))]), None, "RJ", "beyond its memory"),
+        (_trace([ALLOC, _launch(_ref(7), _ref(1))]), None, "RJ", "never describes"),
+        (_trace([_launch(_ref(0), _ref(1)), ALLOC]), None, "RJ", "not consistent"),
+        (_trace([ALLOC, _launch(_ref(0), _ref(1))]), {0: 32}, "RJ", "not the case's"),
+        (_trace([ALLOC, _launch(_ref(0), _ref(1))]), {0: 16, 1: 16}, "RJ", "lacks some"),
+        (_trace([ALLOC, records.TraceEvent("foreign", kernel="x (lib.py)")]), None, "RJ", "not defined in sub.py"),
+        (
+            _trace([ALLOC, _launch(_ref(0), records.Tagged("opaque", "builtins.function"))]),
+            None,
+            "RJ",
+            "a Triton kernel takes",
+        ),
+        (
+            _trace(
+                [ALLOC, _launch(_ref(0), records.Tagged("opaque", "triton.tools.tensor_descriptor.TensorDescriptor"))]
+            ),
+            None,
+            "note",
+            "replay not possible",
+        ),
+        (_trace([], truncated="the call made more than 4096 launches and copies"), None, "note", "4096"),
+        (
+            _trace(
+                [ALLOC, _launch(_ref(2), _ref(1))],
+                storages=(
+                    records.TraceStorage(0, 16, "cpu", "input", arg=0),
+                    records.TraceStorage(1, 16, "cpu", "made", event=0),
+                    records.TraceStorage(2, 16, "cpu", "outside", snapshot=None),
+                ),
+            ),
+            None,
+            "RJ",
+            "data from outside your kernels",
+        ),
+    ],
+)
 def test_records_that_do_not_add_up(trace, sizes, verdict, text):
     found = _validate(trace, sizes)
     assert found is not None and found[0] == verdict and text in found[1], found
 
 
 def test_outside_memory_is_followed_to_the_output():
-    storages = (records.TraceStorage(0, 16, "cpu", "input", arg=0), records.TraceStorage(1, 16, "cpu", "made", event=0),
-                records.TraceStorage(2, 16, "cpu", "outside", snapshot=b"\0" * 16),
-                records.TraceStorage(3, 16, "cpu", "made", event=2))
+    storages = (
+        records.TraceStorage(0, 16, "cpu", "input", arg=0),
+        records.TraceStorage(1, 16, "cpu", "made", event=0),
+        records.TraceStorage(2, 16, "cpu", "outside", snapshot=b"\0" * 16),
+        records.TraceStorage(3, 16, "cpu", "made", event=2),
+    )
     copy = records.TraceEvent("op", op="copy_.default", args=(_ref(1), _ref(2)))
     other = records.TraceEvent("op", op="empty.memory_format", args=(records.Tagged("list", (4,)),), made=(3,))
     trace = _trace([ALLOC, copy, other, _launch(_ref(1), _ref(3))], storages=storages)
@@ -160,8 +185,17 @@ def test_outside_memory_is_followed_to_the_output():
 
 
 def test_the_record_crosses_back_unchanged():
-    trace = _trace([ALLOC, _launch(_ref(0), _ref(1), records.Tagged("tuple", (1, 2.5, None)),
-                                   records.Tagged("constexpr", records.Tagged("tl_dtype", "fp16")))])
+    trace = _trace(
+        [
+            ALLOC,
+            _launch(
+                _ref(0),
+                _ref(1),
+                records.Tagged("tuple", (1, 2.5, None)),
+                records.Tagged("constexpr", records.Tagged("tl_dtype", "fp16")),
+            ),
+        ]
+    )
     record, _ = encode(trace)
     again = parsers.parse_trace(json.loads(json.dumps(record)), [])
     assert again.events == trace.events and again.outputs == trace.outputs
@@ -269,8 +303,9 @@ RECORD = textwrap.dedent("""
 def recorded(tmp_path_factory):
     path = tmp_path_factory.mktemp("replay") / "sub.py"
     path.write_text(SUBMISSION)
-    proc = subprocess.run([sys.executable, "-c", RECORD, str(path), str(ROOT)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", RECORD, str(path), str(ROOT)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return path, json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -317,8 +352,14 @@ def _replay(path, record, frames):
 
     limits = Limits(case_seconds=120, run_seconds=300, memory_mb=4096, output_bytes=1 << 20, processes=64)
     with tempfile.TemporaryDirectory() as scratch:
-        job = Job(submission=path, scratch=Path(scratch), device="cpu", interpret=True, limits=limits,
-                  module="judge.untrusted.replay")
+        job = Job(
+            submission=path,
+            scratch=Path(scratch),
+            device="cpu",
+            interpret=True,
+            limits=limits,
+            module="judge.untrusted.replay",
+        )
         ch = WorkerChannel(ProcessBackend(), job)
         try:
             ch.start(submission_entry="", arity=0, threads=1)
@@ -350,7 +391,7 @@ def test_the_replay_worker_recomputes_the_call_on_fresh_inputs(recorded):
     # The kernel's float32 chain adds and takes away 1.0, so a value can land on the other side of an fp16
     # rounding boundary than x.half() would: allow one fp16 step, far below the gap to the recorded inputs.
     want = torch.cat([x.half().float(), torch.zeros(3)]) * 2
-    assert torch.allclose(result.outputs[0].tensor, want, rtol=2 ** -10, atol=2 ** -14)
+    assert torch.allclose(result.outputs[0].tensor, want, rtol=2**-10, atol=2**-14)
     assert result.writers[0] == len(parsed.events) - 1  # the last launch wrote it
 
 
@@ -455,11 +496,16 @@ def test_a_replay_that_computes_the_answer_passes():
 def test_a_replay_that_misses_names_the_output_and_the_launch():
     out = _judge(records.ReplayResult(1, True, (_returned([1.0, 2.0, 3.0, 4.0]),), (1,)))
     assert out.verdict.value == "RJ"
-    assert out.message.startswith("replayed alone on fresh inputs, the recorded launches did not compute out: out: 4 of 4")
+    assert out.message.startswith(
+        "replayed alone on fresh inputs, the recorded launches did not compute out: out: 4 of 4"
+    )
     assert out.message.endswith("(last written by launch 1 of 1, k grid (1,))")
     # Written last by the allocation, with a launch given it after: both are named.
     out = _judge(records.ReplayResult(1, True, (_returned([1.0, 2.0, 3.0, 4.0]),), (0,)))
-    assert "launch 1 of 1, k grid (1,) was the last launch given it; last written by empty before any launch" in out.message
+    assert (
+        "launch 1 of 1, k grid (1,) was the last launch given it; last written by empty before any launch"
+        in out.message
+    )
 
 
 def test_a_replay_whose_kernel_failed_is_rejected_with_the_error():
@@ -477,24 +523,36 @@ def test_a_replay_that_could_not_allocate_on_a_gpu_others_filled_is_ie_not_rj(mo
     from judge import rules
 
     monkeypatch.setattr(rules, "gpu_full", lambda: True)
-    full = ("CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
-            "228.00 MiB is free. Including non-PyTorch memory, this process has 646.00 MiB memory in use.")
+    full = (
+        "CUDA out of memory. Tried to allocate 256.00 MiB. GPU 0 has a total capacity of 139.80 GiB of which "
+        "228.00 MiB is free. Including non-PyTorch memory, this process has 646.00 MiB memory in use."
+    )
     for kind in ("record", "run"):
-        out = _judge(records.ReplayResult(1, False, event=-1, kind=kind,
-                                          error=records.ErrorInfo("runtime", "OutOfMemoryError", full)))
+        out = _judge(
+            records.ReplayResult(
+                1, False, event=-1, kind=kind, error=records.ErrorInfo("runtime", "OutOfMemoryError", full)
+            )
+        )
         assert out.verdict.value == "IE" and "the GPU was full with other work" in out.message, kind
     # A replay that asks for most of the device itself stays a finding against the file.
     own = full.replace("646.00 MiB memory in use", "120.00 GiB memory in use")
-    out = _judge(records.ReplayResult(1, False, event=-1, kind="record",
-                                      error=records.ErrorInfo("runtime", "OutOfMemoryError", own)))
+    out = _judge(
+        records.ReplayResult(
+            1, False, event=-1, kind="record", error=records.ErrorInfo("runtime", "OutOfMemoryError", own)
+        )
+    )
     assert out.verdict.value == "RJ"
     monkeypatch.setattr(rules, "gpu_full", lambda: False)  # a device with room: the message is not believed
-    out = _judge(records.ReplayResult(1, False, event=-1, kind="record",
-                                      error=records.ErrorInfo("runtime", "OutOfMemoryError", full)))
+    out = _judge(
+        records.ReplayResult(
+            1, False, event=-1, kind="record", error=records.ErrorInfo("runtime", "OutOfMemoryError", full)
+        )
+    )
     assert out.verdict.value == "RJ"
 
 
 # --------------------------------------------------------------------------- replays settled after later groups
+
 
 def test_the_fresh_inputs_are_the_same_for_the_same_run_seed_and_secret_without_one():
     """A fixed seed judges the same way twice, replays included (a kernel wrong on some values only was found
@@ -579,10 +637,13 @@ def test_scalars_are_recorded_exactly_and_strings_whole_or_not_at_all():
     whole = "s" * tracing.MAX_STRING
     assert rec.value(whole) == whole and parsers._trace_value(whole, "test") == whole
     long = rec.value("s" * (tracing.MAX_STRING + 1))
-    assert long == {"opaque": f"string of {tracing.MAX_STRING + 1} characters (at most {tracing.MAX_STRING} are "
-                              "recorded)"}
-    trace = records.Trace(storages=(), events=(records.TraceEvent("launch", kernel="k", grid=(1,),
-                                                                  args=(parsers._trace_value(long, "t"),)),),
-                          outputs=())
+    assert long == {
+        "opaque": f"string of {tracing.MAX_STRING + 1} characters (at most {tracing.MAX_STRING} are recorded)"
+    }
+    trace = records.Trace(
+        storages=(),
+        events=(records.TraceEvent("launch", kernel="k", grid=(1,), args=(parsers._trace_value(long, "t"),)),),
+        outputs=(),
+    )
     found = validate(trace, {"k"}, {}, "cpu", "f.py")
     assert found[0] == "RJ" and "string of 4097 characters" in found[1], found

@@ -12,16 +12,21 @@ from pathlib import Path
 import pytest
 
 from judge.problems import find_problem
-from judge.sandbox import Job, Limits, backend_class, get_backend
-from judge.sandbox import base
+from judge.sandbox import Job, Limits, backend_class, base, get_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMITS = Limits(case_seconds=120, run_seconds=300, memory_mb=4096, output_bytes=1 << 20, processes=64)
 
 
 def _job(device="cpu", interpret=True, module=base.REPLAY_MODULE) -> Job:
-    return Job(submission=find_problem("93").reference_path, scratch=Path(tempfile.gettempdir()), device=device,
-               interpret=interpret, limits=LIMITS, module=module)
+    return Job(
+        submission=find_problem("93").reference_path,
+        scratch=Path(tempfile.gettempdir()),
+        device=device,
+        interpret=interpret,
+        limits=LIMITS,
+        module=module,
+    )
 
 
 def _autogroups_on():
@@ -61,8 +66,9 @@ print(" ".join(seen))
 def test_the_low_priority_has_a_bound_even_when_the_imports_take_longer():
     _autogroups_on()
     # A session of its own (as every worker has): its autogroup is its own, not this test runner's.
-    proc = subprocess.run([sys.executable, "-c", BOUND, str(ROOT)], capture_output=True, text=True, timeout=60,
-                          start_new_session=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", BOUND, str(ROOT)], capture_output=True, text=True, timeout=60, start_new_session=True
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["19", "0", "0"]
 
@@ -136,8 +142,15 @@ def test_giving_the_priority_back_outlasts_the_kernels_rate_limit():
             os.setgid(65534)
             os.setgroups([])
             os.setuid(65534)
-    proc = subprocess.run([python, "-c", RATE_LIMITED, str(ROOT)], capture_output=True, text=True,
-                          timeout=60, start_new_session=True, preexec_fn=drop)
+
+    proc = subprocess.run(
+        [python, "-c", RATE_LIMITED, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=True,
+        preexec_fn=drop,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["0"]
 

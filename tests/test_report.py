@@ -8,18 +8,30 @@ from rich.console import Console
 from judge.report import render
 from judge.verdicts import GroupResult, Report, Verdict
 
-ERROR = {"error": {"type": "ValueError", "message": "boom", "frames": [
-    {"line": 3, "function": "<module>", "code": "raise ValueError('boom')"}]}}
+ERROR = {
+    "error": {
+        "type": "ValueError",
+        "message": "boom",
+        "frames": [{"line": 3, "function": "<module>", "code": "raise ValueError('boom')"}],
+    }
+}
 
 
 def _report(groups, mode=None, speed=None, verdict=Verdict.RTE):
-    return Report(problem={"id": 93, "slug": "vector-add", "title": "Vector addition"},
-                  submission={"path": "/home/me/add.py", "sha256": "x"},
-                  mode=mode or {"device": "cpu", "interpret": True, "sandbox": "process", "quick": False}, seed=1,
-                  verdict=verdict, message="m", groups=groups, notes=[], max_score=100.0,
-                  speed=speed or {"scored": False, "points": 0, "max_points": 30,
-                                  "reason": "speed is not scored in interpreter mode"},
-                  elapsed_seconds=1.0)
+    return Report(
+        problem={"id": 93, "slug": "vector-add", "title": "Vector addition"},
+        submission={"path": "/home/me/add.py", "sha256": "x"},
+        mode=mode or {"device": "cpu", "interpret": True, "sandbox": "process", "quick": False},
+        seed=1,
+        verdict=verdict,
+        message="m",
+        groups=groups,
+        notes=[],
+        max_score=100.0,
+        speed=speed
+        or {"scored": False, "points": 0, "max_points": 30, "reason": "speed is not scored in interpreter mode"},
+        elapsed_seconds=1.0,
+    )
 
 
 def _text(report) -> str:
@@ -29,13 +41,27 @@ def _text(report) -> str:
 
 
 def _failed(name, case, message="error while importing the submission: ValueError: boom (line 3)"):
-    return GroupResult(name, "about " + name, 10, False, 1, Verdict.RTE, case=case, message=message,
-                       details=ERROR, repro=f"python -m judge test 93 add.py --group {name}")
+    return GroupResult(
+        name,
+        "about " + name,
+        10,
+        False,
+        1,
+        Verdict.RTE,
+        case=case,
+        message=message,
+        details=ERROR,
+        repro=f"python -m judge test 93 add.py --group {name}",
+    )
 
 
 def test_an_identical_failure_is_printed_once_with_its_groups():
-    groups = [_failed("small-ragged", {"n": 1}), _failed("views", {"n": 2}), _failed("large", {"n": 3}),
-              _failed("extreme-values", {"n": 4}, message="RTE: something else")]
+    groups = [
+        _failed("small-ragged", {"n": 1}),
+        _failed("views", {"n": 2}),
+        _failed("large", {"n": 3}),
+        _failed("extreme-values", {"n": 4}, message="RTE: something else"),
+    ]
     text = _text(_report(groups))
     assert text.count("ValueError: boom (line 3)") == 1
     assert "small-ragged, views, large" in text and "the same failure in 3 groups" in text
@@ -47,8 +73,10 @@ def test_an_identical_failure_is_printed_once_with_its_groups():
 
 def test_wrong_values_are_never_merged():
     wa = {"output": "out", "samples": [{"index": [0], "got": 1.0, "expected": 2.0, "allowed_error": 0.1}]}
-    groups = [GroupResult(n, "", 10, False, 1, Verdict.WA, case={"n": i}, message="out: 1 of 1 elements wrong",
-                          details=wa) for i, n in enumerate(("a", "b"))]
+    groups = [
+        GroupResult(n, "", 10, False, 1, Verdict.WA, case={"n": i}, message="out: 1 of 1 elements wrong", details=wa)
+        for i, n in enumerate(("a", "b"))
+    ]
     text = _text(_report(groups, verdict=Verdict.WA))
     assert "✗ a" in text and "✗ b" in text
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from judge import intake
+from judge.options import Options
 from judge.problems import VERDICT_DIRS, find_problem
 from judge.sandbox import get_backend
 from judge.selftest import declared_verdict, expect_texts
-from judge.options import Options
 from judge.session import Session
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,8 +91,11 @@ SLICE = {next(p for p in HOSTILE if p.parent == d) for d in {p.parent for p in H
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("backend_name", BACKENDS)
-@pytest.mark.parametrize("path", [p if p in SLICE else pytest.param(p, marks=pytest.mark.full) for p in HOSTILE],
-                         ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
+@pytest.mark.parametrize(
+    "path",
+    [p if p in SLICE else pytest.param(p, marks=pytest.mark.full) for p in HOSTILE],
+    ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE],
+)
 def test_hostile_submission_is_contained(backend_name, path, monkeypatch):
     _contained(backend_name, path, monkeypatch, pooled=False)
 
@@ -104,8 +107,11 @@ POOL_SLICE = {"reads_judge_code", "read_reference", "daemon_outlives", "fork_bom
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("backend_name", BACKENDS)
-@pytest.mark.parametrize("path", [p if p.stem in POOL_SLICE else pytest.param(p, marks=pytest.mark.full)
-                                  for p in HOSTILE], ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
+@pytest.mark.parametrize(
+    "path",
+    [p if p.stem in POOL_SLICE else pytest.param(p, marks=pytest.mark.full) for p in HOSTILE],
+    ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE],
+)
 def test_hostile_submission_is_contained_in_a_pooled_worker(backend_name, path, monkeypatch):
     _contained(backend_name, path, monkeypatch, pooled=True)
 
@@ -118,8 +124,11 @@ LITTER_SLICE = POOL_SLICE
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("path", [p if p.stem in LITTER_SLICE else pytest.param(p, marks=pytest.mark.full)
-                                  for p in HOSTILE], ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE])
+@pytest.mark.parametrize(
+    "path",
+    [p if p.stem in LITTER_SLICE else pytest.param(p, marks=pytest.mark.full) for p in HOSTILE],
+    ids=[f"{p.parent.name}-{p.stem}" for p in HOSTILE],
+)
 def test_hostile_submission_is_contained_in_a_litter(path, monkeypatch):
     _contained("bwrap", path, monkeypatch, pooled=True, litter=True)
 
@@ -132,7 +141,8 @@ def _contained(backend_name, path, monkeypatch, pooled: bool, litter: bool = Fal
         pytest.skip(f"not safe to run here: {backend.caveat()}")
     recording = Recording(backend)
     if pooled:
-        from judge.pool import client as pool_client, server as pool_server
+        from judge.pool import client as pool_client
+        from judge.pool import server as pool_server
 
         # The backend's own class, recording the workers it starts: the pool spawns through it, and so does the
         # session when the pool has none of a kind warm.
@@ -177,11 +187,19 @@ def _judge_contained(backend_name, backend, path, recording, server, litter=Fals
     # took 30 s and more in a dry run of CI, and more than 60 s in the CI run of 0c45c9e, pooled under bwrap, while
     # the service test's fifty submissions ran beside it. Its limit is therefore loose: a slow walk is the host's
     # doing, and what the test checks, that no judge file is in reach, does not depend on it.)
-    seconds = 3 * CASE_SECONDS if expected == "MLE" else 30 * CASE_SECONDS if path.stem == "read_reference" \
-        else CASE_SECONDS
-    options = Options(sandbox=backend_name, seed=1, device=device, interpret=device == "cpu", static_scan=False,
-                      speed=False, workers=2 if litter else 1,
-                      limits={"case_seconds_interpret": seconds, "case_seconds": seconds, "startup_seconds": 60})
+    seconds = (
+        3 * CASE_SECONDS if expected == "MLE" else 30 * CASE_SECONDS if path.stem == "read_reference" else CASE_SECONDS
+    )
+    options = Options(
+        sandbox=backend_name,
+        seed=1,
+        device=device,
+        interpret=device == "cpu",
+        static_scan=False,
+        speed=False,
+        workers=2 if litter else 1,
+        limits={"case_seconds_interpret": seconds, "case_seconds": seconds, "startup_seconds": 60},
+    )
     problem = find_problem("93")
     if server is not None:  # a worker of each kind the session asks for, warm before it starts
         from dataclasses import replace
@@ -191,9 +209,15 @@ def _judge_contained(backend_name, backend, path, recording, server, litter=Fals
 
         # The session's own job, kernel cache included (compiled on a GPU, a job has one; the H200 run of
         # 2026-12-01 warmed workers without it, and the session, whose key differs, took none).
-        job = Job(submission=path, scratch=ROOT, device=device, interpret=device == "cpu",
-                  limits=limits_for(problem, options), gpu=options.gpu,
-                  cache=intake.kernel_cache(path, device, device == "cpu"))
+        job = Job(
+            submission=path,
+            scratch=ROOT,
+            device=device,
+            interpret=device == "cpu",
+            limits=limits_for(problem, options),
+            gpu=options.gpu,
+            cache=intake.kernel_cache(path, device, device == "cpu"),
+        )
         server.warm(backend, job, n=2 if litter else 1, own_cache=litter, litter=litter)
         server.warm(backend, replace(job, module="judge.untrusted.replay"))
         deadline = time.monotonic() + 60
@@ -216,8 +240,9 @@ def _judge_contained(backend_name, backend, path, recording, server, litter=Fals
     # fork bomb, one CI run took 33.8 s where 30 had been allowed).
     if expected == "TLE":
         first = next(i for i, g in enumerate(report.groups) if g.verdict.value == "TLE")
-        assert all(g.skipped and "TLE" in g.skipped for g in report.groups[first + 1:]), \
-            [(g.name, g.skipped) for g in report.groups]
+        assert all(g.skipped and "TLE" in g.skipped for g in report.groups[first + 1 :]), [
+            (g.name, g.skipped) for g in report.groups
+        ]
         assert "killed" in report.groups[first].message or "limit" in report.groups[first].message
     assert elapsed < 300, f"the judge took {elapsed:.1f} s"  # a judge that hangs with the submission
     assert recording.procs, "no worker was started"

@@ -7,7 +7,6 @@ marked corpus. Nothing is mocked.
 """
 
 import base64
-import concurrent.futures
 import json
 import os
 import signal
@@ -57,8 +56,9 @@ def course(tmp_path):
 
 def test_submit_answers_at_once_then_poll_and_stream(course):
     started = time.monotonic()
-    code, doc, head = course.call("POST", "/submissions", {"problem": "101", "text": EXACT_101,
-                                                           "filename": "101.toml"}, TOKENS["alice"])
+    code, doc, head = course.call(
+        "POST", "/submissions", {"problem": "101", "text": EXACT_101, "filename": "101.toml"}, TOKENS["alice"]
+    )
     assert code == 202 and head["location"] == f"/submissions/{doc['id']}", (code, doc)
     assert time.monotonic() - started < 5  # the id comes back at once, before any judging
     assert doc["status"] == "queued" and doc["events"] == f"/submissions/{doc['id']}/events"
@@ -94,8 +94,16 @@ def test_submit_answers_at_once_then_poll_and_stream(course):
     code, mine, _ = course.call("GET", "/submissions", token=TOKENS["alice"])
     assert {j["id"] for j in mine["submissions"]} == {doc["id"], again}
     # The old blocking call still answers with the report, for bundles built before the job API.
-    code, old, _ = course.call("POST", "/grade", {"problem": "101", "source": base64.b64encode(
-        EXACT_101.replace("97", "96", 1).encode()).decode(), "filename": "x.toml"}, TOKENS["ta"])
+    code, old, _ = course.call(
+        "POST",
+        "/grade",
+        {
+            "problem": "101",
+            "source": base64.b64encode(EXACT_101.replace("97", "96", 1).encode()).decode(),
+            "filename": "x.toml",
+        },
+        TOKENS["ta"],
+    )
     assert code == 200 and old["verdict"] == "WA" and "seed" not in old
 
 
@@ -134,7 +142,9 @@ def test_tokens_own_reports_and_hidden_groups(course, tmp_path):
     assert staff_doc["student"] == "alice" and "1777" in json.dumps(staff_doc["report"])
     # The page tells alice no more than the API.
     code, page, _ = course.call("GET", f"/ui/submissions/{job}", token=alice)
-    assert code == 200 and b"programs_big" in page and b"1777" not in page and b'id="verdict" class="verdict v-AC"' in page
+    assert (
+        code == 200 and b"programs_big" in page and b"1777" not in page and b'id="verdict" class="verdict v-AC"' in page
+    )
     # The seed of the graded runs, and the secret behind it, never leave the server.
     from judge.grading.rubric import load_rubric
 
@@ -144,8 +154,9 @@ def test_tokens_own_reports_and_hidden_groups(course, tmp_path):
     for text in seen:
         assert SECRET not in text and f'"seed": {seed}' not in text and f"--seed {seed}" not in text
     with sqlite3.connect(course.state / "results.sqlite") as db:
-        stored = [r[0] for r in db.execute("SELECT report FROM jobs")] + [r[0] for r in db.execute(
-            "SELECT report FROM results")]
+        stored = [r[0] for r in db.execute("SELECT report FROM jobs")] + [
+            r[0] for r in db.execute("SELECT report FROM results")
+        ]
         assert db.execute("SELECT COUNT(*) FROM jobs WHERE seed IS NOT NULL").fetchone()[0] == 0
     assert stored and all(SECRET not in t and '"seed"' not in t for t in stored)
 
@@ -170,8 +181,9 @@ def test_after_the_deadline_the_hidden_groups_show(tmp_path):
 
 def test_rate_limit_and_upload_size(tmp_path):
     tokens = tokens_file(tmp_path / "tokens.csv", TOKENS, staff=("ta",))
-    served = Served(tmp_path / "state", "--tokens", tokens, "--rate-limit", "2/hour", "--max-pending", "0",
-                    "--max-upload", "4")
+    served = Served(
+        tmp_path / "state", "--tokens", tokens, "--rate-limit", "2/hour", "--max-pending", "0", "--max-upload", "4"
+    )
     try:
         alice = TOKENS["alice"]
         first = served.submit(alice, 101, EXACT_101)
@@ -224,10 +236,12 @@ def test_rate_and_pending_limits_count_the_stored_jobs(tmp_path):
 
 def test_malformed_requests_problems_and_docs(course):
     ta = TOKENS["ta"]
-    for body, code, text in (({"problem": 999, "text": "x"}, 400, "unknown problem"),
-                             ({"problem": 101}, 400, "source"),
-                             ({"problem": 101, "source": "%%%"}, 400, "base64"),
-                             ({"text": "x"}, 400, "problem")):
+    for body, code, text in (
+        ({"problem": 999, "text": "x"}, 400, "unknown problem"),
+        ({"problem": 101}, 400, "source"),
+        ({"problem": 101, "source": "%%%"}, 400, "base64"),
+        ({"text": "x"}, 400, "problem"),
+    ):
         got, doc, _ = course.call("POST", "/submissions", body, ta)
         assert got == code and text in doc["error"], (body, got, doc)
     assert course.call("POST", "/submissions", raw=b"{", token=ta)[0] == 400
@@ -249,8 +263,9 @@ def test_malformed_requests_problems_and_docs(course):
     assert code == 200 and b"/static/swagger/swagger-ui-bundle.js" in page and b"cdn" not in page.lower()
     assert course.call("GET", "/static/swagger/swagger-ui-bundle.js")[0] == 200
     code, spec, _ = course.call("GET", "/openapi.json")
-    assert {"/submissions", "/submissions/{job_id}", "/submissions/{job_id}/events", "/health",
-            "/problems"} <= set(spec["paths"])
+    assert {"/submissions", "/submissions/{job_id}", "/submissions/{job_id}/events", "/health", "/problems"} <= set(
+        spec["paths"]
+    )
     # Pages: no script or style from another site, and the browser is told so.
     code, page, head = course.call("GET", "/")
     assert code == 200 and "default-src 'self'" in head["content-security-policy"]
@@ -260,8 +275,11 @@ def test_malformed_requests_problems_and_docs(course):
 def test_staff_results_csv_and_leaderboard(course):
     alice, bob, ta = TOKENS["alice"], TOKENS["bob"], TOKENS["ta"]
     wrong = (P101.directory / "submissions" / "wrong_answer" / "forgot_partial_program.toml").read_text()
-    jobs = [(alice, course.submit(alice, 101, EXACT_101)), (bob, course.submit(bob, 101, wrong)),
-            (ta, course.submit(ta, 101, EXACT_101, student="carol"))]
+    jobs = [
+        (alice, course.submit(alice, 101, EXACT_101)),
+        (bob, course.submit(bob, 101, wrong)),
+        (ta, course.submit(ta, 101, EXACT_101, student="carol")),
+    ]
     for token, job in jobs:
         course.wait_done(token, job)
     code, board, _ = course.call("GET", "/leaderboard/101", token=ta)
@@ -297,14 +315,37 @@ def test_the_report_page_shows_speed_tables_and_the_plot(tmp_path):
     pytest.importorskip("matplotlib")
     bench = json.loads((Path(__file__).parent / "data" / "bench-94-reference.json").read_text())
     p94 = find_problem("94")
-    report = {"version": 1, "verdict": "AC", "verdict_meaning": "accepted", "message": "all tests passed",
-              "score": 100.0, "max_score": 100.0, "problem": {"id": 94, "slug": "softmax", "title": p94.title},
-              "submission": {"path": "softmax.py", "sha256": "0" * 64},
-              "mode": {"device": "cuda", "interpret": False, "sandbox": "bwrap"},
-              "groups": [{"name": g.name, "about": g.about, "points": g.points, "earned": g.points, "passed": True,
-                          "verdict": "AC", "cases_run": 12} for g in p94.groups],
-              "speed": {**bench["speed"], "scored": True, "points": 30.0, "max_points": 30.0,
-                        "speedup": bench["speed"]["geomean_speedup"]}, "notes": []}
+    report = {
+        "version": 1,
+        "verdict": "AC",
+        "verdict_meaning": "accepted",
+        "message": "all tests passed",
+        "score": 100.0,
+        "max_score": 100.0,
+        "problem": {"id": 94, "slug": "softmax", "title": p94.title},
+        "submission": {"path": "softmax.py", "sha256": "0" * 64},
+        "mode": {"device": "cuda", "interpret": False, "sandbox": "bwrap"},
+        "groups": [
+            {
+                "name": g.name,
+                "about": g.about,
+                "points": g.points,
+                "earned": g.points,
+                "passed": True,
+                "verdict": "AC",
+                "cases_run": 12,
+            }
+            for g in p94.groups
+        ],
+        "speed": {
+            **bench["speed"],
+            "scored": True,
+            "points": 30.0,
+            "max_points": 30.0,
+            "speedup": bench["speed"]["geomean_speedup"],
+        },
+        "notes": [],
+    }
     state = tmp_path / "state"
     store = Store(state / "results.sqlite")
     store.add_job("f" * 24, "local", 94, "softmax.py", "0" * 64, b"x = 1\n")
@@ -333,17 +374,33 @@ def test_open_mode_is_local_only_and_tokens_are_checked(tmp_path):
     from service_helpers import ROOT
 
     def serve(*args):
-        return subprocess.run([sys.executable, "-m", "judge", "serve", "--device", "cpu", "--state",
-                               str(tmp_path / "s"), *map(str, args)], cwd=ROOT, capture_output=True, text=True,
-                              timeout=120)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "judge",
+                "serve",
+                "--device",
+                "cpu",
+                "--state",
+                str(tmp_path / "s"),
+                *map(str, args),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
 
     r = serve("--host", "0.0.0.0", "--port", "0")
     assert r.returncode == 2 and "give it tokens" in r.stderr
     bad = tmp_path / "bad.csv"
-    for text, why in (("name,token\nalice,short\n", "at least 16 characters"),
-                      ("name,token,role\nalice,0123456789abcdefgh,boss\n", "role must be"),
-                      ("who,secret\n", "header name,token"),
-                      ("name,token\na,0123456789abcdefgh\nb,0123456789abcdefgh\n", "share one token")):
+    for text, why in (
+        ("name,token\nalice,short\n", "at least 16 characters"),
+        ("name,token,role\nalice,0123456789abcdefgh,boss\n", "role must be"),
+        ("who,secret\n", "header name,token"),
+        ("name,token\na,0123456789abcdefgh\nb,0123456789abcdefgh\n", "share one token"),
+    ):
         bad.write_text(text)
         r = serve("--port", "0", "--tokens", bad)
         assert r.returncode == 2 and why in r.stderr.strip().splitlines()[-1], r.stderr
@@ -363,15 +420,25 @@ def test_serve_tokens_writes_a_token_per_student(tmp_path):
     names = tmp_path / "names.txt"
     names.write_text("alice\nbob\n")
     out = tmp_path / "tokens.csv"
-    r = subprocess.run([sys.executable, "-m", "judge", "serve-tokens", str(names), "-o", str(out)], cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "judge", "serve-tokens", str(names), "-o", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
     first = list(csv.DictReader(out.read_text().splitlines()))
     assert [(r["name"], r["role"]) for r in first] == [("alice", "student"), ("bob", "student")]
     assert all(len(r["token"]) >= 32 for r in first) and out.stat().st_mode & 0o077 == 0
     names.write_text("alice\nbob\ncarol\n")
-    subprocess.run([sys.executable, "-m", "judge", "serve-tokens", str(names), "-o", str(out)], cwd=ROOT,
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "judge", "serve-tokens", str(names), "-o", str(out)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     second = list(csv.DictReader(out.read_text().splitlines()))
     assert second[:2] == first and second[2]["name"] == "carol"  # existing tokens kept
 
@@ -382,8 +449,15 @@ def test_local_executor_takes_jobs_from_an_endless_source():
     from judge.grading.executors import LocalExecutor
 
     text = base64.b64encode(EXACT_101.encode()).decode()
-    spec = {"problem": 101, "source": text, "filename": "a.toml", "seed": 1, "device": "cpu", "interpret": True,
-            "sandbox": "process"}
+    spec = {
+        "problem": 101,
+        "source": text,
+        "filename": "a.toml",
+        "seed": 1,
+        "device": "cpu",
+        "interpret": True,
+        "sandbox": "process",
+    }
     results = []
     done = threading.Event()
     executor = LocalExecutor([None, None], timeout=120)  # a free slot: the source is asked while "a" runs
@@ -451,8 +525,12 @@ def test_kill_the_service_mid_job_then_restart(tmp_path, how):
     """SIGKILL the service while a kernel job runs (or stop it with SIGTERM: it ends that job's child and
     leaves the job to the next start), start it again on the same store: every job ends done exactly once,
     nothing is lost, and what was done before the kill is not judged again."""
-    files = {"ce": "compile_error/syntax_error.py", "ac": "accepted/masked_block.py",
-             "wa": "wrong_answer/tail_dropped.py", "ce2": "compile_error/empty.py"}
+    files = {
+        "ce": "compile_error/syntax_error.py",
+        "ac": "accepted/masked_block.py",
+        "wa": "wrong_answer/tail_dropped.py",
+        "ce2": "compile_error/empty.py",
+    }
     state = tmp_path / "state"
     first = Served(state, "--jobs", "1", "--rate-limit", "off", "--max-pending", "0")
     ids = {}
@@ -488,8 +566,10 @@ def test_kill_the_service_mid_job_then_restart(tmp_path, how):
         second.stop()
     assert "1 job(s) left running were queued again" in log
     with sqlite3.connect(db) as c:
-        after = {i: (s, a, f, v) for i, s, a, f, v in c.execute("SELECT id, status, attempts, finished_at, verdict "
-                                                                 "FROM jobs")}
+        after = {
+            i: (s, a, f, v)
+            for i, s, a, f, v in c.execute("SELECT id, status, attempts, finished_at, verdict FROM jobs")
+        }
         results = c.execute("SELECT problem, sha256, verdict FROM results").fetchall()
     assert len(after) == len(files) and all(s == "done" for s, *_ in after.values())
     assert {n: after[ids[n]][3] for n in files} == {"ce": "CE", "ac": "AC", "wa": "WA", "ce2": "CE"}
@@ -511,17 +591,19 @@ def test_a_burst_is_judged_once_and_none_is_lost(capsys, n, students):
     asserted (this host is shared: docs/measurements has the figures with their load)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("service_throughput", Path(__file__).parent / "bench" /
-                                                  "service_throughput.py")
+    spec = importlib.util.spec_from_file_location(
+        "service_throughput", Path(__file__).parent / "bench" / "service_throughput.py"
+    )
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
-    r = bench.burst([find_problem(str(p)) for p in (101, 102, 103, 104)], n=n, students=students, jobs=2,
-                    timeout=1500)
+    r = bench.burst([find_problem(str(p)) for p in (101, 102, 103, 104)], n=n, students=students, jobs=2, timeout=1500)
     assert all(r["checks"].values()), (r["checks"], r["mismatches"][:5], r["refused"][:3])
     with capsys.disabled():
-        print(f"\n{n} submissions from {students} students (101-104, --jobs 2 on the CPU): posted in "
-              f"{r['posted']:.1f} s, all judged once and stored in {r['wall']:.1f} s; status p95 {r['p95_ms']:.0f} ms "
-              f"(load {r['load_before'][0]:.1f})")
+        print(
+            f"\n{n} submissions from {students} students (101-104, --jobs 2 on the CPU): posted in "
+            f"{r['posted']:.1f} s, all judged once and stored in {r['wall']:.1f} s; status p95 {r['p95_ms']:.0f} ms "
+            f"(load {r['load_before'][0]:.1f})"
+        )
 
 
 @pytest.mark.corpus

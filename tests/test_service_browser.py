@@ -55,8 +55,15 @@ def browser():
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1280,1500", "--no-first-run", "--disable-extensions"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,1500",
+        "--no-first-run",
+        "--disable-extensions",
+    ):
         options.add_argument(arg)
     options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console errors: a blocked script shows
@@ -143,7 +150,8 @@ def test_submit_through_the_page_and_read_the_verdicts(browser, tmp_path):
         failure = d.find_element(By.CSS_SELECTOR, "section.failure")
         assert "NaN where finite values were expected" in failure.text
         assert d.find_element(By.CSS_SELECTOR, "section.failure pre.reproduce").text.startswith(
-            "python -m judge test 93 add.py --group")
+            "python -m judge test 93 add.py --group"
+        )
         assert d.find_element(By.CSS_SELECTOR, "section.failure pre.case").text.startswith("{")
         if shots:
             d.set_window_size(1100, 1250)
@@ -173,8 +181,9 @@ def test_staff_page_and_another_students_report(browser, tmp_path):
     served = Served(tmp_path / "state", "--tokens", tokens)
     try:
         p101 = find_problem("101")
-        job = served.submit(people["alice"], 101, (p101.directory / "submissions" / "accepted" / "exact.toml")
-                            .read_text(), "101.toml")
+        job = served.submit(
+            people["alice"], 101, (p101.directory / "submissions" / "accepted" / "exact.toml").read_text(), "101.toml"
+        )
         served.wait_done(people["alice"], job)
         d = browser
         d.get(served.url + "/ui/login")
@@ -254,12 +263,19 @@ def test_the_pages_fit_a_phone(browser, tmp_path):
         job = served.submit(people["alice"], 101, wrong, "a_long_file_name_with_underscores_101.toml")
         served.wait_done(people["alice"], job)
         d = browser
-        d.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                          {"width": 375, "height": 812, "deviceScaleFactor": 2, "mobile": True})
+        d.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride", {"width": 375, "height": 812, "deviceScaleFactor": 2, "mobile": True}
+        )
         _login(d, served.url, people["ta"])
-        for name, path in (("index", "/"), ("problem", "/ui/problems/94"), ("report", f"/ui/submissions/{job}"),
-                           ("submissions", "/ui/submissions"), ("leaderboard", "/ui/leaderboard/101"),
-                           ("staff", "/ui/staff"), ("me", "/ui/me")):
+        for name, path in (
+            ("index", "/"),
+            ("problem", "/ui/problems/94"),
+            ("report", f"/ui/submissions/{job}"),
+            ("submissions", "/ui/submissions"),
+            ("leaderboard", "/ui/leaderboard/101"),
+            ("staff", "/ui/staff"),
+            ("me", "/ui/me"),
+        ):
             d.get(served.url + path)
             width, inner = _no_horizontal_scroll(d)
             d.save_screenshot(str(shots / f"phone-{name}.png"))
@@ -285,8 +301,10 @@ def test_two_students_one_failing_a_hidden_group_see_the_same_pages(browser, tmp
 
     def rubric(deadline):
         path = tmp_path / f"rubric-{deadline[:4]}.toml"
-        path.write_text(f'deadline = {deadline}\nsecret_seed = "browser-secret-0123"\n[problems.101]\n'
-                        'visible_before_deadline = ["programs", "masked_lanes"]\nvisible_after_deadline = "all"\n')
+        path.write_text(
+            f'deadline = {deadline}\nsecret_seed = "browser-secret-0123"\n[problems.101]\n'
+            'visible_before_deadline = ["programs", "masked_lanes"]\nvisible_after_deadline = "all"\n'
+        )
         return path
 
     def mask(text, job, name):
@@ -299,8 +317,11 @@ def test_two_students_one_failing_a_hidden_group_see_the_same_pages(browser, tmp
         d = browser
         _login(d, served.url, token)
         out = {}
-        for what, path in (("report", f"/ui/submissions/{job}"), ("list", "/ui/submissions"),
-                           ("board", "/ui/leaderboard/101")):
+        for what, path in (
+            ("report", f"/ui/submissions/{job}"),
+            ("list", "/ui/submissions"),
+            ("board", "/ui/leaderboard/101"),
+        ):
             d.get(served.url + path)
             out[what] = mask(d.find_element(By.TAG_NAME, "main").text, job, name)
         out["verdict"] = d.get(served.url + f"/ui/submissions/{job}") or d.find_element(By.ID, "verdict").text
@@ -311,8 +332,7 @@ def test_two_students_one_failing_a_hidden_group_see_the_same_pages(browser, tmp
     try:
         a = before.submit(people["ann01"], 101, exact, "101.toml")
         before.wait_done(people["ann01"], a)
-        b = before.submit(people["ben02"], 101, exact.replace("programs_big = 1025", "programs_big = 1777"),
-                          "101.toml")
+        b = before.submit(people["ben02"], 101, exact.replace("programs_big = 1025", "programs_big = 1777"), "101.toml")
         before.wait_done(people["ben02"], b)
         seen_a, seen_b = pages(before, people["ann01"], "ann01", a), pages(before, people["ben02"], "ben02", b)
         assert seen_a == seen_b and seen_a["verdict"] == "AC"

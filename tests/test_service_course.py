@@ -24,8 +24,12 @@ pytest.importorskip("uvicorn")
 
 P101 = find_problem("101")
 SECRET = "course-tests-secret-0xC0FFEE"
-PEOPLE = {"ann01": "ann01-token-0123456789ab", "ben02": "ben02-token-0123456789ab",
-          "cat03": "cat03-token-0123456789ab", "ta": "ta-token-0123456789abcdef"}
+PEOPLE = {
+    "ann01": "ann01-token-0123456789ab",
+    "ben02": "ben02-token-0123456789ab",
+    "cat03": "cat03-token-0123456789ab",
+    "ta": "ta-token-0123456789abcdef",
+}
 EXACT = (P101.directory / "submissions" / "accepted" / "exact.toml").read_text()
 HIDDEN_WRONG = EXACT.replace("programs_big = 1025", "programs_big = 1777")  # wrong only in a hidden part
 WRONG = (P101.directory / "submissions" / "wrong_answer" / "forgot_partial_program.toml").read_text()
@@ -33,15 +37,22 @@ WRONG = (P101.directory / "submissions" / "wrong_answer" / "forgot_partial_progr
 
 def rubric(tmp_path, deadline: str, extra: str = "") -> str:
     path = tmp_path / f"rubric-{deadline[:4]}.toml"
-    path.write_text(f'deadline = {deadline}\nsecret_seed = "{SECRET}"\n[problems.101]\n'
-                    'visible_before_deadline = ["programs", "masked_lanes"]\nvisible_after_deadline = "all"\n' + extra)
+    path.write_text(
+        f'deadline = {deadline}\nsecret_seed = "{SECRET}"\n[problems.101]\n'
+        'visible_before_deadline = ["programs", "masked_lanes"]\nvisible_after_deadline = "all"\n' + extra
+    )
     return str(path)
 
 
 def masked(thing, ids=(), names=()) -> str:
     """THING as text with what may differ between two students' files masked: ids, names, times, hashes."""
-    text = thing if isinstance(thing, str) else thing.decode() if isinstance(thing, bytes) else json.dumps(
-        thing, sort_keys=True)
+    text = (
+        thing
+        if isinstance(thing, str)
+        else thing.decode()
+        if isinstance(thing, bytes)
+        else json.dumps(thing, sort_keys=True)
+    )
     for i in ids:
         text = text.replace(i, "<ID>")
     for n in names:
@@ -83,8 +94,9 @@ def views_of(served, job, token, name) -> dict:
         "events": masked(sse_done(served, job, token), ids, names),
         "board": masked(without_me(served.call("GET", "/leaderboard/101", token=token)[1]), ids, names),
         "page": masked(served.call("GET", f"/ui/submissions/{job}", token=token)[1], ids, names),
-        "board_page": masked(without_me(served.call("GET", "/ui/leaderboard/101", token=token)[1].decode()),
-                             ids, names),
+        "board_page": masked(
+            without_me(served.call("GET", "/ui/leaderboard/101", token=token)[1].decode()), ids, names
+        ),
     }
 
 
@@ -106,8 +118,9 @@ def test_a_hidden_group_shows_in_nothing_a_student_reads_until_the_deadline(tmp_
         assert staff["verdict"] == "WA" and staff["report"]["verdict"] == "WA"  # staff see everything
         # A compile error under the rubric: its headline is the file's message, not an empty group's.
         cat = PEOPLE["cat03"]
-        ce = before.submit(cat, 101, (P101.directory / "submissions" / "compile_error" / "missing_part.toml")
-                           .read_text(), "101.toml")
+        ce = before.submit(
+            cat, 101, (P101.directory / "submissions" / "compile_error" / "missing_part.toml").read_text(), "101.toml"
+        )
         report = before.wait_done(cat, ce)["report"]
         assert report["verdict"] == "CE" and report["message"].startswith("missing the answer"), report["message"]
         assert b"missing the answer" in before.call("GET", f"/ui/submissions/{ce}", token=cat)[1]
@@ -137,20 +150,35 @@ def test_staff_tools_round_trip_through_the_store_and_show_in_the_csv(tmp_path):
     whose deadline has passed."""
     ta, ann, ben = PEOPLE["ta"], PEOPLE["ann01"], PEOPLE["ben02"]
     tokens = tokens_file(tmp_path / "tokens.csv", PEOPLE, staff=("ta",))
-    served = Served(tmp_path / "state", "--tokens", tokens, "--rubric",
-                    rubric(tmp_path, "2000-01-01T00:00:00Z", "[problems.102]\n"), "--jobs", "2")
+    served = Served(
+        tmp_path / "state",
+        "--tokens",
+        tokens,
+        "--rubric",
+        rubric(tmp_path, "2000-01-01T00:00:00Z", "[problems.102]\n"),
+        "--jobs",
+        "2",
+    )
     try:
         # An extension: ann's deadline is hers; the hidden parts stay hidden for her until then.
-        code, ext = served.call("POST", "/staff/extensions", {"student": "ann01", "deadline": "2999-01-01T00:00:00Z",
-                                                              "reason": "a doctor's note"}, ta)[:2]
+        code, ext = served.call(
+            "POST",
+            "/staff/extensions",
+            {"student": "ann01", "deadline": "2999-01-01T00:00:00Z", "reason": "a doctor's note"},
+            ta,
+        )[:2]
         assert code == 200 and ext["by"] == "ta"
         assert served.call("POST", "/staff/extensions", {"student": "ann01", "reason": "x"}, ann)[0] == 403
-        assert served.call("POST", "/staff/extensions", {"student": "ann01", "deadline": "tomorrow",
-                                                         "reason": "x"}, ta)[0] == 400
+        assert (
+            served.call("POST", "/staff/extensions", {"student": "ann01", "deadline": "tomorrow", "reason": "x"}, ta)[0]
+            == 400
+        )
         assert served.call("GET", "/me", token=ann)[1]["deadline"].startswith("2999-01-01")
-        jobs = {"ann": served.submit(ann, 101, HIDDEN_WRONG, '=HYPERLINK("x").toml'),
-                "ben": served.submit(ben, 101, HIDDEN_WRONG, "101.toml"),
-                "ben102": served.submit(ben, 102, "x = 1\n", "102.toml")}
+        jobs = {
+            "ann": served.submit(ann, 101, HIDDEN_WRONG, '=HYPERLINK("x").toml'),
+            "ben": served.submit(ben, 101, HIDDEN_WRONG, "101.toml"),
+            "ben102": served.submit(ben, 102, "x = 1\n", "102.toml"),
+        }
         docs = {k: served.wait_done(PEOPLE["ann01" if k == "ann" else "ben02"], j) for k, j in jobs.items()}
         assert docs["ann"]["verdict"] == "AC" and docs["ben"]["verdict"] == "WA"  # her deadline is not past
         rows = staff_csv(served)
@@ -187,8 +215,10 @@ def test_staff_tools_round_trip_through_the_store_and_show_in_the_csv(tmp_path):
         stale = json.dumps({"verdict": "WA", "message": "an older judge's mistake", "groups": []})
         with db:
             db.execute("UPDATE jobs SET verdict = 'WA', report = ? WHERE id = ?", (stale, right))
-            db.execute("UPDATE results SET verdict = 'WA', score = 0, report = ? WHERE student = 'ann01' AND "
-                       "verdict = 'AC'", (stale,))
+            db.execute(
+                "UPDATE results SET verdict = 'WA', score = 0, report = ? WHERE student = 'ann01' AND verdict = 'AC'",
+                (stale,),
+            )
         code, round_ = served.call("POST", "/staff/regrade", {"problem": 101}, ta)[:2]
         assert code == 202 and round_["round"] == 1 and round_["jobs"] == 4
         for job in (jobs["ann"], jobs["ben"], right, wrong):
@@ -209,8 +239,12 @@ def test_staff_tools_round_trip_through_the_store_and_show_in_the_csv(tmp_path):
 
 def login(served, token) -> tuple[int, dict]:
     conn = http.client.HTTPConnection(served.url.split("//")[1], timeout=60)
-    conn.request("POST", "/ui/login", body=urllib.parse.urlencode({"token": token, "next": "/ui/submissions"}),
-                 headers={"Content-Type": "application/x-www-form-urlencoded"})
+    conn.request(
+        "POST",
+        "/ui/login",
+        body=urllib.parse.urlencode({"token": token, "next": "/ui/submissions"}),
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     response = conn.getresponse()
     response.read()
     conn.close()
@@ -249,8 +283,13 @@ def test_tokens_change_without_a_restart_and_sessions_hold_no_token(tmp_path):
         while served.call("GET", "/me", token=dan)[0] != 200:
             assert time.monotonic() < deadline, "the new token was not taken"
             time.sleep(0.3)
-        r = subprocess.run([sys.executable, "-m", "judge", "serve-tokens", "--revoke", "ann01", "-o", str(tokens)],
-                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+        r = subprocess.run(
+            [sys.executable, "-m", "judge", "serve-tokens", "--revoke", "ann01", "-o", str(tokens)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert r.returncode == 0 and "1 revoked" in r.stdout, r.stderr
         deadline = time.monotonic() + 10
         while served.call("GET", "/me", token=ann)[0] != 401:
@@ -271,8 +310,12 @@ def test_tokens_change_without_a_restart_and_sessions_hold_no_token(tmp_path):
 def test_errors_have_one_shape_everywhere(tmp_path):
     served = Served(tmp_path / "state")
     try:
-        for method, path, code in (("GET", "/no/such/thing", 404), ("GET", "/static/nope.js", 404),
-                                   ("DELETE", "/submissions", 405), ("GET", "/problems/999", 404)):
+        for method, path, code in (
+            ("GET", "/no/such/thing", 404),
+            ("GET", "/static/nope.js", 404),
+            ("DELETE", "/submissions", 405),
+            ("GET", "/problems/999", 404),
+        ):
             got, doc, head = served.call(method, path)
             assert got == code and set(doc) == {"error"} and doc["error"], (path, got, doc)
         code, page, head = served.call("GET", "/ui/nothing-here")
@@ -298,9 +341,11 @@ def test_the_documented_start_command_works_without_a_gpu(tmp_path):
         served.stop()
 
 
-PRINTS = ('import sys\nprint("HELLO-FROM-THE-SUBMISSION")\nprint("AND-ON-STDERR", file=sys.stderr)\n\n'
-          "def add(x, y):  # loads, then fails at every call: its worker is alive when the report is made\n"
-          '    raise ValueError("not written yet")\n')
+PRINTS = (
+    'import sys\nprint("HELLO-FROM-THE-SUBMISSION")\nprint("AND-ON-STDERR", file=sys.stderr)\n\n'
+    "def add(x, y):  # loads, then fails at every call: its worker is alive when the report is made\n"
+    '    raise ValueError("not written yet")\n'
+)
 
 
 def test_what_the_submission_printed_is_in_its_report(tmp_path):
@@ -308,8 +353,13 @@ def test_what_the_submission_printed_is_in_its_report(tmp_path):
     worker stopped, after the report): in `submit --json`, and on the service's report page."""
     path = tmp_path / "add.py"
     path.write_text(PRINTS)
-    r = subprocess.run([sys.executable, "-m", "judge", "submit", "93", str(path), "--device", "cpu", "--sandbox",
-                        "process", "--json"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-m", "judge", "submit", "93", str(path), "--device", "cpu", "--sandbox", "process", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     report = json.loads(r.stdout)
     assert report["verdict"] == "RTE" and "HELLO-FROM-THE-SUBMISSION" in report["output"], report["output"]
     assert "AND-ON-STDERR" in report["output"]

@@ -7,7 +7,6 @@ the service's view, `judge grade`'s student reports and Gradescope's results; th
 groups come first; and CSV cells that a spreadsheet would run, in every CSV the judge writes.
 """
 
-import copy
 import csv
 import datetime as dt
 import io
@@ -24,20 +23,26 @@ from judge.service.auth import Identity
 
 P93 = find_problem("93")
 P101 = find_problem("101")
-NOW = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
+NOW = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
 ALICE, BOB, TA = Identity("alice", "student"), Identity("bob", "student"), Identity("ta", "staff")
 
 
 def rubric_file(tmp_path, deadline="2029-06-01T00:00:00Z", body=None) -> Path:
     path = tmp_path / "rubric.toml"
-    path.write_text(f"deadline = {deadline}\n" + (body or """
+    path.write_text(
+        f"deadline = {deadline}\n"
+        + (
+            body
+            or """
 [problems.93]
 visible_before_deadline = ["small-ragged", "block-edges"]
 visible_after_deadline = "all"
 [problems.101]
 visible_before_deadline = ["programs", "masked_lanes"]
 visible_after_deadline = "all"
-"""))
+"""
+        )
+    )
     return path
 
 
@@ -46,25 +51,56 @@ def kernel_report(fail_hidden: bool) -> dict:
     groups = []
     for g in P93.groups:
         failed = fail_hidden and g.name == "large"
-        groups.append({"name": g.name, "about": g.about, "points": g.points, "earned": 0 if failed else g.points,
-                       "passed": not failed, "verdict": "WA" if failed else "AC", "cases_run": 7, "skipped": None,
-                       "failure": {"case": {"n": 1 << 20, "seed": 99}, "message": "wrong values at the tail 1777",
-                                   "details": {"hint": "the last block"}, "reproduce": "python -m judge test 93 x.py "
-                                                                                       "--group large"}
-                       if failed else None})
-    speed = ({"scored": False, "points": 0, "max_points": 30, "reason": "not measured: WA before the speed run"}
-             if fail_hidden else
-             {"scored": True, "points": 21.0, "max_points": 30, "speedup": 1.7, "geomean_speedup": 1.7,
-              "reason": "1.70x the reference", "shapes": [{"shape": "n=1048576"}]})
-    return {"version": 1, "verdict": "WA" if fail_hidden else "AC", "verdict_meaning": "",
-            "message": "large: wrong values at the tail 1777" if fail_hidden else "all tests passed",
-            "details": {}, "problem": {"id": 93, "slug": P93.slug, "title": P93.title},
-            "submission": {"path": "add.py", "sha256": ("b" if fail_hidden else "a") * 64},
-            "mode": {"device": "cuda", "interpret": False, "sandbox": "bwrap"}, "groups": groups, "speed": speed,
-            "notes": ["register spills: _add_kernel (3 spilled)"] if not fail_hidden else
-                     ["a case of group large: NaN at 1777"],
-            "output": "printed in large: n=1048576" if fail_hidden else "hello",
-            "elapsed_seconds": 12.5 if fail_hidden else 31.0}
+        groups.append(
+            {
+                "name": g.name,
+                "about": g.about,
+                "points": g.points,
+                "earned": 0 if failed else g.points,
+                "passed": not failed,
+                "verdict": "WA" if failed else "AC",
+                "cases_run": 7,
+                "skipped": None,
+                "failure": {
+                    "case": {"n": 1 << 20, "seed": 99},
+                    "message": "wrong values at the tail 1777",
+                    "details": {"hint": "the last block"},
+                    "reproduce": "python -m judge test 93 x.py --group large",
+                }
+                if failed
+                else None,
+            }
+        )
+    speed = (
+        {"scored": False, "points": 0, "max_points": 30, "reason": "not measured: WA before the speed run"}
+        if fail_hidden
+        else {
+            "scored": True,
+            "points": 21.0,
+            "max_points": 30,
+            "speedup": 1.7,
+            "geomean_speedup": 1.7,
+            "reason": "1.70x the reference",
+            "shapes": [{"shape": "n=1048576"}],
+        }
+    )
+    return {
+        "version": 1,
+        "verdict": "WA" if fail_hidden else "AC",
+        "verdict_meaning": "",
+        "message": "large: wrong values at the tail 1777" if fail_hidden else "all tests passed",
+        "details": {},
+        "problem": {"id": 93, "slug": P93.slug, "title": P93.title},
+        "submission": {"path": "add.py", "sha256": ("b" if fail_hidden else "a") * 64},
+        "mode": {"device": "cuda", "interpret": False, "sandbox": "bwrap"},
+        "groups": groups,
+        "speed": speed,
+        "notes": ["register spills: _add_kernel (3 spilled)"]
+        if not fail_hidden
+        else ["a case of group large: NaN at 1777"],
+        "output": "printed in large: n=1048576" if fail_hidden else "hello",
+        "elapsed_seconds": 12.5 if fail_hidden else 31.0,
+    }
 
 
 def test_a_hidden_group_changes_nothing_a_student_sees_before_the_deadline(tmp_path):
@@ -94,9 +130,15 @@ def test_progress_in_a_hidden_group_or_the_speed_run_is_hidden_tests(tmp_path):
     rubric = load_rubric(rubric_file(tmp_path))
     job = {"problem": 93}
     before = NOW.replace(year=2029)
-    seen = [views.progress_for(ALICE, job, e, rubric, before) for e in (
-        {"group": "block-edges", "index": 2, "groups": 5}, {"group": "large", "index": 5, "groups": 5},
-        {"phase": "timing"}, {"wait": "waiting for the GPU's lock"})]
+    seen = [
+        views.progress_for(ALICE, job, e, rubric, before)
+        for e in (
+            {"group": "block-edges", "index": 2, "groups": 5},
+            {"group": "large", "index": 5, "groups": 5},
+            {"phase": "timing"},
+            {"wait": "waiting for the GPU's lock"},
+        )
+    ]
     assert seen[0] == {"phase": "testing", "group": "block-edges", "index": 2, "groups": 5}
     assert seen[1:] == [views.HIDDEN_PROGRESS] * 3
     assert views.progress_for(TA, job, {"phase": "timing"}, rubric, before) == {"phase": "timing"}
@@ -105,9 +147,17 @@ def test_progress_in_a_hidden_group_or_the_speed_run_is_hidden_tests(tmp_path):
 
 def test_the_leaderboard_ranks_by_what_a_student_is_shown(tmp_path):
     rubric = load_rubric(rubric_file(tmp_path))
-    rows = [{"student": s, "problem": 93, "sha256": s * 64, "report": r, "speedup": r["speed"].get("speedup"),
-             "graded_at": f"2029-01-01T00:00:0{i}+00:00"}
-            for i, (s, r) in enumerate((("a", kernel_report(False)), ("b", kernel_report(True))))]
+    rows = [
+        {
+            "student": s,
+            "problem": 93,
+            "sha256": s * 64,
+            "report": r,
+            "speedup": r["speed"].get("speedup"),
+            "graded_at": f"2029-01-01T00:00:0{i}+00:00",
+        }
+        for i, (s, r) in enumerate((("a", kernel_report(False)), ("b", kernel_report(True))))
+    ]
     people = {"a": {"display_name": "Ada", "on_leaderboard": True}}
     before = NOW.replace(year=2029)
     board_a = views.leaderboard(rows, P93, rubric, set(), people, viewer=Identity("a", "student"), now=before)
@@ -123,8 +173,13 @@ def test_the_leaderboard_ranks_by_what_a_student_is_shown(tmp_path):
 
 def test_shown_groups_must_come_before_hidden_ones_in_a_kernel_problem(tmp_path):
     with pytest.raises(RubricError, match="'large' is shown but comes after 'block-edges'"):
-        load_rubric(rubric_file(tmp_path, body="[problems.93]\nvisible_before_deadline = ['small-ragged', "
-                                               "'large']\nvisible_after_deadline = 'all'\n"))
+        load_rubric(
+            rubric_file(
+                tmp_path,
+                body="[problems.93]\nvisible_before_deadline = ['small-ragged', "
+                "'large']\nvisible_after_deadline = 'all'\n",
+            )
+        )
     # An answers problem checks every part: any subset may be shown.
     load_rubric(rubric_file(tmp_path, body="[problems.101]\nvisible_before_deadline = ['masked_fraction']\n"))
 
@@ -135,8 +190,9 @@ def _ce_101():
     from judge.report import finite_json
 
     path = P101.directory / "submissions" / "compile_error" / "missing_part.toml"
-    return finite_json(judge_file(P101, path, Options(device="cpu", interpret=True, sandbox="process",
-                                                      seed=1)).to_json())
+    return finite_json(
+        judge_file(P101, path, Options(device="cpu", interpret=True, sandbox="process", seed=1)).to_json()
+    )
 
 
 def test_a_compile_error_has_a_headline_under_a_rubric(tmp_path):
@@ -160,7 +216,7 @@ def test_a_compile_error_has_a_headline_under_a_rubric(tmp_path):
 
 def test_judge_grade_writes_ce_headlines_into_the_student_reports(tmp_path):
     """`judge grade --rubric`'s reports/STUDENT.json: the CE's message, not a group's empty one."""
-    from judge.grading.batch import export, Plan
+    from judge.grading.batch import Plan, export
     from judge.grading.rubric import grade as grade_
     from judge.grading.store import Store
 
@@ -169,8 +225,19 @@ def test_judge_grade_writes_ce_headlines_into_the_student_reports(tmp_path):
     store = Store(out / "results.sqlite")
     report = _ce_101()
     store.put("ann", 101, "c" * 64, "101.toml", report, grade_(report, P101, rubric))
-    export(store, Plan(entries=[], problems=[P101], out=out, rubric=rubric, device="cpu", sandbox="process",
-                       executor=None, csv_path=out / "grades.csv"))
+    export(
+        store,
+        Plan(
+            entries=[],
+            problems=[P101],
+            out=out,
+            rubric=rubric,
+            device="cpu",
+            sandbox="process",
+            executor=None,
+            csv_path=out / "grades.csv",
+        ),
+    )
     store.close()
     doc = json.loads((out / "reports" / "ann.json").read_text())
     assert doc["problems"][0]["message"].startswith("missing the answer")
@@ -179,7 +246,7 @@ def test_judge_grade_writes_ce_headlines_into_the_student_reports(tmp_path):
 # ---------------------------------------------------------------------- CSV cells
 
 
-NASTY = ["=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"]
+NASTY = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd"]
 
 
 def _cells(text: str) -> list[str]:
@@ -188,8 +255,11 @@ def _cells(text: str) -> list[str]:
 
 def test_every_csv_the_judge_writes_goes_through_the_safe_writer():
     root = Path(__file__).resolve().parent.parent / "judge"
-    offenders = [str(p) for p in root.rglob("*.py") if p.name != "csv_safe.py"
-                 and re.search(r"csv\.(writer|DictWriter)\(", p.read_text())]
+    offenders = [
+        str(p)
+        for p in root.rglob("*.py")
+        if p.name != "csv_safe.py" and re.search(r"csv\.(writer|DictWriter)\(", p.read_text())
+    ]
     assert offenders == []
 
 
@@ -199,9 +269,19 @@ def test_the_grades_csv_neutralises_formulas():
     best = {}
     for i, nasty in enumerate(NASTY):
         graded = grade({"verdict": "AC", "groups": [], "mode": {"interpret": True}}, P101, load_rubric(None))
-        best[(f"s{i}", 101)] = {"graded": graded, "path": nasty + ".toml", "sha256": "0" * 64, "graded_at": "t",
-                                "speedup": None, "score": 1.0, "judged_score": 0.5, "counts": "best",
-                                "override": {"reason": nasty, "by": "ta"}, "deadline": None, "late": False}
+        best[(f"s{i}", 101)] = {
+            "graded": graded,
+            "path": nasty + ".toml",
+            "sha256": "0" * 64,
+            "graded_at": "t",
+            "speedup": None,
+            "score": 1.0,
+            "judged_score": 0.5,
+            "counts": "best",
+            "override": {"reason": nasty, "by": "ta"},
+            "deadline": None,
+            "late": False,
+        }
     buf = io.StringIO()
     write_csv_to(best, buf)
     cells = _cells(buf.getvalue())
@@ -236,12 +316,15 @@ def test_an_old_store_is_migrated_and_keeps_working(tmp_path):
     db.executescript((Path(__file__).parent / "data" / "store_schema_v0.sql").read_text())
     now = "2029-01-01T00:00:00.000+00:00"
     report = json.dumps({"verdict": "AC", "groups": [], "mode": {"interpret": True}})
-    db.execute("INSERT INTO results VALUES ('ann', 101, 'h1', '101.toml', 'AC', 70, 70, NULL, 1.0, ?, ?)",
-               (report, now))
+    db.execute(
+        "INSERT INTO results VALUES ('ann', 101, 'h1', '101.toml', 'AC', 70, 70, NULL, 1.0, ?, ?)", (report, now)
+    )
     for i, (student, sha) in enumerate((("ann", "h1"), ("staff", "h2"))):  # the second: a --forward job
-        db.execute("INSERT INTO jobs(id, student, problem, filename, sha256, source, status, attempts, verdict, "
-                   "report, submitted_at, finished_at) VALUES (?, ?, 101, 'f.toml', ?, x'00', 'done', 1, 'AC', ?, ?, ?)",
-                   (f"job{i}", student, sha, report, now, now))
+        db.execute(
+            "INSERT INTO jobs(id, student, problem, filename, sha256, source, status, attempts, verdict, "
+            "report, submitted_at, finished_at) VALUES (?, ?, 101, 'f.toml', ?, x'00', 'done', 1, 'AC', ?, ?, ?)",
+            (f"job{i}", student, sha, report, now, now),
+        )
     db.commit()
     db.close()
     store = Store(tmp_path / "results.sqlite")

@@ -29,13 +29,37 @@ def test_unset_every_setting_has_its_default(monkeypatch):
 
 
 def test_each_setting_is_read_from_its_variable():
-    s = from_environ({"JUDGE_PROBLEMS": "/course/problems", "JUDGE_CACHE_DIR": "/c", "JUDGE_LOCK_DIR": "/l",
-                      "XDG_RUNTIME_DIR": "/run/user/7", "JUDGE_WORKERS": "3", "JUDGE_REPLAY_WORKERS": "2",
-                      "JUDGE_KERNEL_CACHE_GB": "2.5", "JUDGE_SUBMISSION_CACHE_GB": "0.5", "JUDGE_DOCKER_IMAGE": "img",
-                      "JUDGE_POOL": "off", "JUDGE_SERVE_TOKEN": "tok", "JUDGE_TIMELINE": "/t", "JUDGE_DEBUG": "1"})
-    assert s == Settings(problems=Path("/course/problems"), cache_dir=Path("/c"), lock_dir=Path("/l"), workers=3,
-                         replay_workers=2, kernel_cache_gb=2.5, submission_cache_gb=0.5, docker_image="img",
-                         pool="off", serve_token="tok", timeline="/t", debug=True)
+    s = from_environ(
+        {
+            "JUDGE_PROBLEMS": "/course/problems",
+            "JUDGE_CACHE_DIR": "/c",
+            "JUDGE_LOCK_DIR": "/l",
+            "XDG_RUNTIME_DIR": "/run/user/7",
+            "JUDGE_WORKERS": "3",
+            "JUDGE_REPLAY_WORKERS": "2",
+            "JUDGE_KERNEL_CACHE_GB": "2.5",
+            "JUDGE_SUBMISSION_CACHE_GB": "0.5",
+            "JUDGE_DOCKER_IMAGE": "img",
+            "JUDGE_POOL": "off",
+            "JUDGE_SERVE_TOKEN": "tok",
+            "JUDGE_TIMELINE": "/t",
+            "JUDGE_DEBUG": "1",
+        }
+    )
+    assert s == Settings(
+        problems=Path("/course/problems"),
+        cache_dir=Path("/c"),
+        lock_dir=Path("/l"),
+        workers=3,
+        replay_workers=2,
+        kernel_cache_gb=2.5,
+        submission_cache_gb=0.5,
+        docker_image="img",
+        pool="off",
+        serve_token="tok",
+        timeline="/t",
+        debug=True,
+    )
     assert from_environ({"JUDGE_WORKERS": "0"}).workers == 1  # at least one
     assert from_environ({"JUDGE_KERNEL_CACHE_GB": "lots"}).kernel_cache_gb == 20.0  # not a number: the default
     assert from_environ({"JUDGE_KERNEL_CACHE_GB": "-3"}).kernel_cache_gb == 0.0
@@ -44,8 +68,14 @@ def test_each_setting_is_read_from_its_variable():
 
 
 def test_a_bad_setting_is_a_usage_error_in_one_line(repo_root):
-    proc = subprocess.run([sys.executable, "-m", "judge", "list"], cwd=repo_root, capture_output=True, text=True,
-                          env={**os.environ, "JUDGE_WORKERS": "many"}, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "judge", "list"],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "JUDGE_WORKERS": "many"},
+        timeout=120,
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.strip() == "judge: JUDGE_WORKERS=many: give a whole number of workers (1 or more)"
 

@@ -3,6 +3,7 @@
 Every import statement counts, at any depth: one deferred into a function body hides a cycle from the import
 system but not from a reader, who still cannot understand either module without the other.
 """
+
 import ast
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def _imported(name: str, path: Path, node: ast.AST, mods: dict[str, Path]) -> li
         base = node.module or ""
         if node.level:  # relative: from the importing module's package, one level up per dot after the first
             package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-            base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else []))
         targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in mods else base for alias in node.names]
     found = []
     for target in targets:
@@ -44,10 +45,15 @@ def _imported(name: str, path: Path, node: ast.AST, mods: dict[str, Path]) -> li
 
 def import_graph() -> dict[str, set[str]]:
     mods = _modules()
-    return {name: {dep for node in ast.walk(ast.parse(path.read_text()))
-                   if isinstance(node, (ast.Import, ast.ImportFrom))
-                   for dep in _imported(name, path, node, mods)}
-            for name, path in mods.items()}
+    return {
+        name: {
+            dep
+            for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for dep in _imported(name, path, node, mods)
+        }
+        for name, path in mods.items()
+    }
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -95,13 +101,15 @@ def test_the_cycle_finder_finds_a_cycle_through_a_deferred_import():
     assert cycles({"a": {"b"}, "b": set()}) == []
     graph = import_graph()
     assert "judge.untrusted.runner" in graph and "judge.shared" in graph["judge.untrusted.runner"] | {
-        dep.rpartition(".")[0] for dep in graph["judge.untrusted.runner"]}
+        dep.rpartition(".")[0] for dep in graph["judge.untrusted.runner"]
+    }
 
 
 def test_the_judge_package_has_no_import_cycle():
     found = cycles(import_graph())
-    assert not found, "import cycles (each: modules that import one another, directly or around a ring):\n" + \
-        "\n".join(" ".join(component) for component in found)
+    assert not found, "import cycles (each: modules that import one another, directly or around a ring):\n" + "\n".join(
+        " ".join(component) for component in found
+    )
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE)))

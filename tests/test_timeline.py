@@ -17,8 +17,13 @@ GOOD = SOFTMAX.directory / "submissions" / "accepted" / "row_per_program.py"
 
 def test_a_submit_writes_its_timeline_into_a_folder(tmp_path):
     env = {**os.environ, "JUDGE_TIMELINE": str(tmp_path), "JUDGE_WORKERS": "2"}
-    r = subprocess.run([sys.executable, "-m", "judge", "submit", "94", str(GOOD), "--device", "cpu",
-                        "--sandbox", "process"], capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(
+        [sys.executable, "-m", "judge", "submit", "94", str(GOOD), "--device", "cpu", "--sandbox", "process"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr
     files = list(tmp_path.glob("timeline-*.json"))
     assert len(files) == 1
@@ -32,10 +37,20 @@ def test_a_submit_writes_its_timeline_into_a_folder(tmp_path):
     assert lanes == {"judge-lane0", "judge-lane1"}
     # Every case span holds its parts, in order, within it.
     case = next(e for e in events if e["name"].startswith("case ("))
-    inside = [e for e in events if e["tid"] == case["tid"] and case["ts"] <= e["ts"]
-              and e["ts"] + e["dur"] <= case["ts"] + case["dur"] and e is not case]
+    inside = [
+        e
+        for e in events
+        if e["tid"] == case["tid"]
+        and case["ts"] <= e["ts"]
+        and e["ts"] + e["dur"] <= case["ts"] + case["dur"]
+        and e is not case
+    ]
     assert [e["name"] for e in sorted(inside, key=lambda e: e["ts"])] == [
-        "inputs, sent", "golden answer", "the worker's reply", "check"]
+        "inputs, sent",
+        "golden answer",
+        "the worker's reply",
+        "check",
+    ]
     assert {"kernels_compiled", "compile_seconds", "worker_seconds"} <= set(case["args"])
     # The worker's own split of its seconds (judge.replies.records.Evidence.phases), within the case's span: not within
     # "worker_seconds", the judge's wait once its golden answer is computed, while the worker was already at
@@ -47,8 +62,12 @@ def test_a_submit_writes_its_timeline_into_a_folder(tmp_path):
     torch_import = next(e for e in events if e["name"] == "import torch (the judge)")
     assert 0 < torch_import["ts"] < first_group
 
-    s = subprocess.run([sys.executable, str(ROOT / "tests" / "bench" / "timeline_summary.py"), str(files[0])],
-                       capture_output=True, text=True, timeout=60)
+    s = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "bench" / "timeline_summary.py"), str(files[0])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert s.returncode == 0, s.stderr
     assert "judge-lane0:" in s.stdout and "judge-lane1:" in s.stdout and "group small-ragged" in s.stdout
     assert "; worker " in s.stdout
@@ -80,10 +99,23 @@ def test_a_grading_job_writes_its_own_timeline(tmp_path):
     # each job leaves a file of its own there.
     vector_add = find_problem("93")
     env = {**os.environ, "JUDGE_TIMELINE": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    spec = {"problem": "93", "path": str(vector_add.reference_path), "device": "cpu", "sandbox": "process",
-            "seed": 1, "max_examples": 2}
-    r = subprocess.run([sys.executable, "-m", "judge.grading.job"], input=json.dumps(spec), capture_output=True,
-                       text=True, env=env, timeout=600, cwd=ROOT)
+    spec = {
+        "problem": "93",
+        "path": str(vector_add.reference_path),
+        "device": "cpu",
+        "sandbox": "process",
+        "seed": 1,
+        "max_examples": 2,
+    }
+    r = subprocess.run(
+        [sys.executable, "-m", "judge.grading.job"],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["verdict"] == "AC"
     (f,) = tmp_path.glob("timeline-*.json")

@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from judge.replies import parsers
 from judge.options import Options
 from judge.problems import find_problem
+from judge.replies import parsers
+from judge.shared import bench_inputs
 from judge.timing import checks, speedrun, stats, verify
 from judge.timing.contenders import request
-from judge.timing.lock import gpu_lock
 from judge.timing.findings import BenchFailed
+from judge.timing.lock import gpu_lock
 from judge.timing.result import NOT_A_CLAIM
-from judge.timing.speedrun import BenchConfig, SpeedRun, config_for
 from judge.timing.score import SpeedScore
-from judge.shared import bench_inputs
+from judge.timing.speedrun import BenchConfig, SpeedRun, config_for
 
 # ---------------------------------------------------------------------- statistics
 
@@ -125,9 +125,19 @@ def test_report_score_adds_speed_points_only_when_every_group_passed():
 
     def report(passed):
         groups = [GroupResult("a", "", 70, passed, 1, Verdict.AC if passed else Verdict.WA)]
-        return Report(problem={}, submission={}, mode={}, seed=0, verdict=groups[0].verdict, message="",
-                      groups=groups, notes=[], max_score=100, speed={"scored": True, "points": 21.5},
-                      elapsed_seconds=0)
+        return Report(
+            problem={},
+            submission={},
+            mode={},
+            seed=0,
+            verdict=groups[0].verdict,
+            message="",
+            groups=groups,
+            notes=[],
+            max_score=100,
+            speed={"scored": True, "points": 21.5},
+            elapsed_seconds=0,
+        )
 
     assert report(True).score == 91.5
     assert report(False).score == 0
@@ -146,8 +156,14 @@ def test_floor_picks_the_binding_resource():
 
 
 def honest(**kw):
-    values = dict(event_total=0.010, host_total=0.012, worker_wall=0.050, judge_wall=0.052,
-                  event_median=1.0e-3, host_median=1.1e-3)
+    values = dict(
+        event_total=0.010,
+        host_total=0.012,
+        worker_wall=0.050,
+        judge_wall=0.052,
+        event_median=1.0e-3,
+        host_median=1.1e-3,
+    )
     values.update(kw)
     return checks.clock_problems(**values)
 
@@ -157,13 +173,16 @@ def test_honest_clocks_pass():
     assert honest(event_median=None, host_median=None) == []
 
 
-@pytest.mark.parametrize("forged, words", [
-    ({"event_total": 0.2}, "more than"),  # times longer than the whole request
-    ({"host_total": 0.2}, "host times"),
-    ({"worker_wall": 0.5}, "the judge saw"),
-    ({"worker_wall": 0.001}, "slowed clock"),  # the worker's clock ran slow
-    ({"event_median": 1e-5}, "forged timer"),  # elapsed_time reporting 1/100 of the truth
-])
+@pytest.mark.parametrize(
+    "forged, words",
+    [
+        ({"event_total": 0.2}, "more than"),  # times longer than the whole request
+        ({"host_total": 0.2}, "host times"),
+        ({"worker_wall": 0.5}, "the judge saw"),
+        ({"worker_wall": 0.001}, "slowed clock"),  # the worker's clock ran slow
+        ({"event_median": 1e-5}, "forged timer"),  # elapsed_time reporting 1/100 of the truth
+    ],
+)
 def test_forged_clocks_are_found(forged, words):
     found = honest(**forged)
     assert found and words in found[0]
@@ -195,8 +214,10 @@ HOLDER_OF = textwrap.dedent("""
 
 def _holder(tmp_path, repo_root, mode, name):
     held, release = tmp_path / f"{name}.held", tmp_path / f"{name}.release"
-    child = subprocess.Popen([sys.executable, "-c", HOLDER_OF, str(repo_root), str(held), str(release), mode],
-                             env={**__import__("os").environ, "JUDGE_LOCK_DIR": str(tmp_path)})
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER_OF, str(repo_root), str(held), str(release), mode],
+        env={**__import__("os").environ, "JUDGE_LOCK_DIR": str(tmp_path)},
+    )
     return child, held, release
 
 
@@ -245,8 +266,7 @@ def _speed_run_then_case(let_go, timing_held, timing_release, thread, started) -
     thread.join(timeout=30)
 
 
-def test_a_speed_run_waits_for_the_cases_in_flight_and_no_new_case_starts_meanwhile(tmp_path, monkeypatch,
-                                                                                     repo_root):
+def test_a_speed_run_waits_for_the_cases_in_flight_and_no_new_case_starts_meanwhile(tmp_path, monkeypatch, repo_root):
     # judge grade and judge serve judge several submissions on one GPU: their correctness cases share it, a
     # speed run has it to itself (on the H200, timed calls beside other jobs' cases measured 1.5 ms of host
     # time around 0.19 ms of GPU work: tests/gpu/logs/2026-12-01c/call2/bench.txt).
@@ -300,8 +320,10 @@ def test_the_speed_runs_own_process_is_not_held_up_by_its_own_lock(tmp_path, mon
 def test_lock_second_judge_waits_until_the_first_releases(tmp_path, monkeypatch, repo_root):
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
     held, release = tmp_path / "held", tmp_path / "release"
-    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(repo_root), str(held), str(release)],
-                             env={**__import__("os").environ, "JUDGE_LOCK_DIR": str(tmp_path)})
+    child = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(repo_root), str(held), str(release)],
+        env={**__import__("os").environ, "JUDGE_LOCK_DIR": str(tmp_path)},
+    )
     try:
         for _ in range(600):
             if held.exists():
@@ -374,7 +396,7 @@ def test_every_problem_has_bench_shapes_work_and_a_baseline():
 
 # ---------------------------------------------------------------------- through real workers
 
-CHEAT = textwrap.dedent('''
+CHEAT = textwrap.dedent("""
     import torch
     import triton
     import triton.language as tl
@@ -393,7 +415,7 @@ CHEAT = textwrap.dedent('''
         n = x.numel() if CALLS[0] == 1 else x.numel() // 2  # right when watched, half done when timed
         _add[(triton.cdiv(max(n, 1), 1024),)](x, y, out, n, BLOCK=1024)
         return out
-''')
+""")
 
 
 def _speed_run(problem_id, path, tmp_path, shapes=1, replay_workers=1, replay=True, **config) -> SpeedRun:
@@ -401,13 +423,27 @@ def _speed_run(problem_id, path, tmp_path, shapes=1, replay_workers=1, replay=Tr
     from judge.sandbox.process import ProcessBackend
 
     p = find_problem(problem_id)
-    cfg = BenchConfig(shapes=[dict(x) for x in p.spec["bench"]["interpret_shapes"][:shapes]],
-                      stop=stats.StopRule(ci_target=0.01, min_rounds=2, max_rounds=2, budget_seconds=60),
-                      **config)
-    limits = Limits(case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
-                    startup_seconds=120)
-    return SpeedRun(p, path, device="cpu", interpret=True, gpu=None, backend=ProcessBackend(), limits=limits,
-                    scratch=tmp_path, config=cfg, replay=replay, replay_workers=replay_workers)
+    cfg = BenchConfig(
+        shapes=[dict(x) for x in p.spec["bench"]["interpret_shapes"][:shapes]],
+        stop=stats.StopRule(ci_target=0.01, min_rounds=2, max_rounds=2, budget_seconds=60),
+        **config,
+    )
+    limits = Limits(
+        case_seconds=120, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256, startup_seconds=120
+    )
+    return SpeedRun(
+        p,
+        path,
+        device="cpu",
+        interpret=True,
+        gpu=None,
+        backend=ProcessBackend(),
+        limits=limits,
+        scratch=tmp_path,
+        config=cfg,
+        replay=replay,
+        replay_workers=replay_workers,
+    )
 
 
 def _check_ahead(monkeypatch, on: bool = True) -> None:
@@ -468,7 +504,7 @@ def test_a_submission_wrong_only_when_timed_is_caught_by_the_output_check(tmp_pa
 # Honest when judged (the first call at a shape is the speed run's watched warm-up), and when timed the sums
 # done in NumPy on the inputs' bytes, staged with torch.frombuffer (no dispatched operator) and copied into
 # the output by a kernel that computes nothing: right outputs, an own kernel launched, no PyTorch operator.
-TIMED_BYTES_CHEAT = textwrap.dedent('''
+TIMED_BYTES_CHEAT = textwrap.dedent("""
     import numpy as np
     import torch
     import triton
@@ -501,7 +537,7 @@ TIMED_BYTES_CHEAT = textwrap.dedent('''
         staged = torch.frombuffer(bytearray(sums.tobytes()), dtype=x.dtype)
         _copy[(triton.cdiv(n, 1024),)](staged, out, n, BLOCK=1024)
         return out
-''')
+""")
 
 
 def test_a_timed_call_computed_outside_its_kernels_is_caught_by_the_replay(tmp_path, monkeypatch):
@@ -519,12 +555,15 @@ def test_a_timed_call_computed_outside_its_kernels_is_caught_by_the_replay(tmp_p
 
 # Two shapes, two cheats: at the first (n=3000) the timed calls are computed outside the kernels (the replay
 # finds it), at the second (n=777) they are wrong (the output check finds it, before that replay is done).
-TWO_SHAPE_CHEAT = TIMED_BYTES_CHEAT.replace("    if CALLS[0] == 1:\n", """    if n in SEEN and n == 777:
+TWO_SHAPE_CHEAT = TIMED_BYTES_CHEAT.replace(
+    "    if CALLS[0] == 1:\n",
+    """    if n in SEEN and n == 777:
         _add[(triton.cdiv(n, 1024),)](x, x, out, n, BLOCK=1024)
         return out
     if n not in SEEN:
         SEEN.add(n)
-""").replace("CALLS = [0]", "CALLS = [0]\nSEEN = set()")
+""",
+).replace("CALLS = [0]", "CALLS = [0]\nSEEN = set()")
 assert TWO_SHAPE_CHEAT != TIMED_BYTES_CHEAT
 
 
@@ -571,15 +610,14 @@ def test_a_lone_submits_speed_run_replays_its_timed_calls_on_two_workers_at_once
                 inside[0] -= 1
 
     monkeypatch.setattr(Replayer, "check_bench", check_bench)
-    speed = _bench("93", find_problem("93").reference_path, tmp_path, shapes=2, torch_baseline=False,
-                   replay_workers=2)
+    speed = _bench("93", find_problem("93").reference_path, tmp_path, shapes=2, torch_baseline=False, replay_workers=2)
     assert all(row["checked_calls"] for row in speed["shapes"]) and speed["phases"]["replays"] == 2
     assert len(used) == 2 and most[0] == 2, (used, most)
 
 
 # Honest, but its timed calls allocate 300 blocks of memory: more than a record describes
 # (judge.shared.tracing.MAX_STORAGES), so no timed call could be replayed. Opting out is not allowed.
-FLOODED_WHEN_TIMED = textwrap.dedent('''
+FLOODED_WHEN_TIMED = textwrap.dedent("""
     import torch
     import triton
     import triton.language as tl
@@ -600,7 +638,7 @@ FLOODED_WHEN_TIMED = textwrap.dedent('''
         out = torch.empty_like(x)
         _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
         return out
-''')
+""")
 
 
 def test_a_timed_call_that_cannot_be_replayed_is_rejected(tmp_path, monkeypatch):
@@ -615,7 +653,7 @@ def test_a_timed_call_that_cannot_be_replayed_is_rejected(tmp_path, monkeypatch)
 
 # Wrong only when x[0] > 3 (about one call in 740): the checked timed call passes, the replay's fresh inputs
 # (their seed chosen below) catch it, and so do they in the submission's own worker: WA, not RJ.
-RARELY_WRONG = textwrap.dedent('''
+RARELY_WRONG = textwrap.dedent("""
     import torch
     import triton
     import triton.language as tl
@@ -634,7 +672,7 @@ RARELY_WRONG = textwrap.dedent('''
         out = torch.empty_like(x)
         _add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
         return out
-''')
+""")
 
 
 def test_a_timed_call_wrong_on_the_replays_inputs_is_a_wrong_answer(tmp_path, monkeypatch):
@@ -646,6 +684,7 @@ def test_a_timed_call_wrong_on_the_replays_inputs_is_a_wrong_answer(tmp_path, mo
     path.write_text(RARELY_WRONG)
     p = find_problem("93")
     specs = p.golden.bench_args(dict(p.spec["bench"]["interpret_shapes"][0]))
+
     def first(seed, call=0):
         return bench_inputs.make(specs, bench_inputs.call_seed(seed, call), "cpu")[0][0]
 
@@ -717,7 +756,8 @@ def test_the_checks_ahead_not_begun_when_the_run_needs_the_warm_up_are_skipped(t
 # Half done in the warm-up's two timed samples alone (its second and third calls at a shape), right otherwise.
 WRONG_AT_WARM_UP = CHEAT.replace(
     "n = x.numel() if CALLS[0] == 1 else x.numel() // 2  # right when watched, half done when timed",
-    "n = x.numel() // 2 if CALLS[0] in (2, 3) else x.numel()")
+    "n = x.numel() // 2 if CALLS[0] in (2, 3) else x.numel()",
+)
 assert WRONG_AT_WARM_UP != CHEAT
 
 
@@ -726,12 +766,15 @@ WARM_UP_BYTES_CHEAT = TIMED_BYTES_CHEAT.replace("if CALLS[0] == 1:", "if CALLS[0
 assert WARM_UP_BYTES_CHEAT != TIMED_BYTES_CHEAT
 
 
-@pytest.mark.parametrize("source, verdict, says", [
-    (WRONG_AT_WARM_UP, "WA", ()),  # the output check
-    (WARM_UP_BYTES_CHEAT, "RJ", ("the replay check", "data from outside your kernels")),  # the replay
-], ids=["wrong", "outside-kernels"])
-def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rules(tmp_path, monkeypatch, source, verdict,
-                                                                          says):
+@pytest.mark.parametrize(
+    "source, verdict, says",
+    [
+        (WRONG_AT_WARM_UP, "WA", ()),  # the output check
+        (WARM_UP_BYTES_CHEAT, "RJ", ("the replay check", "data from outside your kernels")),  # the replay
+    ],
+    ids=["wrong", "outside-kernels"],
+)
+def test_a_warm_up_call_checked_ahead_is_judged_by_the_timed_calls_rules(tmp_path, monkeypatch, source, verdict, says):
     monkeypatch.setenv("JUDGE_CACHE_DIR", str(tmp_path / "cache"))
     path = tmp_path / "warm_cheat.py"
     path.write_text(source)
@@ -822,15 +865,42 @@ def test_speed_table_shows_rates_roofline_and_flags_spills():
 
     from judge.timing.render import plot, render_speed
 
-    row = {"params": {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"}, "mode": "events", "time_s": 2.3e-4,
-           "speedup": 0.95, "ci": [0.94, 0.96], "vs_pytorch": 0.9, "reference_vs_pytorch": 0.95,
-           "gbps": None, "tflops": 597.6, "roofline_pct": 89.0}
-    speed = {"shapes": [row], "geomean_speedup": 0.95, "ci": [0.94, 0.96], "rounds": 7, "stopped": "ci",
-             "timing_mode": "cuda",
-             "kernels": [{"name": "matmul_kernel", "registers": 255, "spills": 12, "shared_bytes": 98304,
-                          "num_warps": 8, "num_stages": 4}],
-             "ceilings": {"key": {"name": "NVIDIA H200"}, "copy_bytes_per_s": 4.27e12,
-                          "matmul_flops_per_s": {"float16": 6.71e14}}, "notes": []}
+    row = {
+        "params": {"M": 4096, "N": 4096, "K": 4096, "dtype": "float16"},
+        "mode": "events",
+        "time_s": 2.3e-4,
+        "speedup": 0.95,
+        "ci": [0.94, 0.96],
+        "vs_pytorch": 0.9,
+        "reference_vs_pytorch": 0.95,
+        "gbps": None,
+        "tflops": 597.6,
+        "roofline_pct": 89.0,
+    }
+    speed = {
+        "shapes": [row],
+        "geomean_speedup": 0.95,
+        "ci": [0.94, 0.96],
+        "rounds": 7,
+        "stopped": "ci",
+        "timing_mode": "cuda",
+        "kernels": [
+            {
+                "name": "matmul_kernel",
+                "registers": 255,
+                "spills": 12,
+                "shared_bytes": 98304,
+                "num_warps": 8,
+                "num_stages": 4,
+            }
+        ],
+        "ceilings": {
+            "key": {"name": "NVIDIA H200"},
+            "copy_bytes_per_s": 4.27e12,
+            "matmul_flops_per_s": {"float16": 6.71e14},
+        },
+        "notes": [],
+    }
     buf = io.StringIO()
     render_speed(speed, Console(file=buf, width=200))
     text = buf.getvalue()
@@ -847,8 +917,12 @@ def _recorded_speed_sections():
     import json
 
     data = json.loads((Path(__file__).parent / "data" / "calibrate-call4.json").read_text())
-    return [run["speed"] for problem in data["problems"].values() for run in problem.values()
-            if isinstance(run, dict) and (run.get("speed") or {}).get("shapes")]
+    return [
+        run["speed"]
+        for problem in data["problems"].values()
+        for run in problem.values()
+        if isinstance(run, dict) and (run.get("speed") or {}).get("shapes")
+    ]
 
 
 def test_speed_table_fits_80_columns_without_cutting_a_shape():
@@ -880,8 +954,12 @@ def test_speed_table_fits_80_columns_without_cutting_a_shape():
 def test_speed_units_follow_the_column():
     from judge.timing.render import speed_columns
 
-    slow = {"shapes": [{"params": {"n": 1}, "mode": "cpu", "time_s": 0.13407, "speedup": 1.0},
-                       {"params": {"n": 2}, "mode": "cpu", "time_s": 0.0021, "speedup": 1.0}]}
+    slow = {
+        "shapes": [
+            {"params": {"n": 1}, "mode": "cpu", "time_s": 0.13407, "speedup": 1.0},
+            {"params": {"n": 2}, "mode": "cpu", "time_s": 0.0021, "speedup": 1.0},
+        ]
+    }
     header, _, cells, _ = speed_columns(slow)[2]
     assert header == "time ms" and cells == ["134.07", "2.10"]
 
@@ -906,8 +984,13 @@ def test_work_left_on_another_stream_is_counted():
     from judge.replies.records import BenchResult
     from judge.timing.measure import late_work_calls, net_times
 
-    reply = BenchResult(mode="events", times=(100e-6,) * 3, device_times=(515e-6, 515e-6, 115e-6),
-                        sync_gaps=(14e-6, 15e-6, 16e-6), overhead=(0.0,))
+    reply = BenchResult(
+        mode="events",
+        times=(100e-6,) * 3,
+        device_times=(515e-6, 515e-6, 115e-6),
+        sync_gaps=(14e-6, 15e-6, 16e-6),
+        overhead=(0.0,),
+    )
     assert net_times(reply) == pytest.approx([500e-6, 500e-6, 100e-6])
     assert late_work_calls(reply) == 3
     honest = dataclasses.replace(reply, device_times=(115e-6, 116e-6, 114e-6))
@@ -920,8 +1003,13 @@ def test_a_host_hiccup_in_one_sample_is_not_counted_as_work():
     from judge.replies.records import BenchResult
     from judge.timing.measure import late_work_calls, net_times
 
-    reply = BenchResult(mode="events", times=(100e-6,) * 5, device_times=(115e-6, 116e-6, 415e-6, 114e-6, 115e-6),
-                        sync_gaps=(14e-6, 15e-6, 16e-6), overhead=(0.0,))
+    reply = BenchResult(
+        mode="events",
+        times=(100e-6,) * 5,
+        device_times=(115e-6, 116e-6, 415e-6, 114e-6, 115e-6),
+        sync_gaps=(14e-6, 15e-6, 16e-6),
+        overhead=(0.0,),
+    )
     assert late_work_calls(reply) == 0 and net_times(reply) == pytest.approx([100e-6] * 5)
 
 
@@ -941,8 +1029,13 @@ def test_samples_of_k_calls_are_divided_by_k_after_the_overhead():
     from judge.timing.measure import net_times
 
     # 4 calls of 2 us per sample plus 1 us of empty-region overhead.
-    reply = dict(times=[9e-6, 9e-6, 9.4e-6], per_sample=4, overhead=[1e-6, 1e-6, 1.2e-6],
-                 device_times=[20e-6, 20e-6, 21e-6], sync_gaps=[11e-6, 11e-6, 12e-6])
+    reply = dict(
+        times=[9e-6, 9e-6, 9.4e-6],
+        per_sample=4,
+        overhead=[1e-6, 1e-6, 1.2e-6],
+        device_times=[20e-6, 20e-6, 21e-6],
+        sync_gaps=[11e-6, 11e-6, 12e-6],
+    )
     assert net_times(_reply(**reply)) == pytest.approx([2e-6, 2e-6, 2.1e-6])
     # Never below half the raw time, whatever the overhead says.
     assert net_times(_reply(**dict(reply, overhead=[50e-6]))) == pytest.approx([9e-6 / 8, 9e-6 / 8, 9.4e-6 / 8])
@@ -960,8 +1053,7 @@ def test_invalid_samples_are_left_out_unless_all_are():
 def test_late_work_on_another_stream_is_counted_per_sample_then_divided():
     from judge.timing.measure import late_work_calls, net_times
 
-    reply = _reply(times=[200e-6] * 3, device_times=[615e-6, 215e-6, 615e-6], sync_gaps=[15e-6, 15e-6],
-                   per_sample=2)
+    reply = _reply(times=[200e-6] * 3, device_times=[615e-6, 215e-6, 615e-6], sync_gaps=[15e-6, 15e-6], per_sample=2)
     assert net_times(reply) == pytest.approx([300e-6, 100e-6, 300e-6])
     assert late_work_calls(reply) == 3
 
@@ -1081,18 +1173,21 @@ def test_per_sample_is_chosen_for_100_us_of_work_and_the_sets_that_fit():
     assert choose_per_sample(0.0) == 1 and choose_per_sample(float("nan")) == 1
 
 
-@pytest.mark.parametrize("event, profiler, forged, disagree", [
-    (100e-6, 100e-6, False, False),
-    (105e-6, 100e-6, False, False),  # within 10%
-    (115e-6, 100e-6, False, True),  # a note
-    (80e-6, 100e-6, False, True),
-    (40e-6, 100e-6, True, True),  # the events missed most of the kernels' span: forged
-    (1.0e-6, 2.5e-6, False, True),  # far below, but only 1.5 us apart: a note, not RJ
-    (2.1e-6, 2.3e-6, False, False),  # 9% apart
-    (2.0e-6, 2.4e-6, False, False),  # 17% but only 0.4 us: event resolution
-    (None, 100e-6, False, False),
-    (100e-6, None, False, False),
-])
+@pytest.mark.parametrize(
+    "event, profiler, forged, disagree",
+    [
+        (100e-6, 100e-6, False, False),
+        (105e-6, 100e-6, False, False),  # within 10%
+        (115e-6, 100e-6, False, True),  # a note
+        (80e-6, 100e-6, False, True),
+        (40e-6, 100e-6, True, True),  # the events missed most of the kernels' span: forged
+        (1.0e-6, 2.5e-6, False, True),  # far below, but only 1.5 us apart: a note, not RJ
+        (2.1e-6, 2.3e-6, False, False),  # 9% apart
+        (2.0e-6, 2.4e-6, False, False),  # 17% but only 0.4 us: event resolution
+        (None, 100e-6, False, False),
+        (100e-6, None, False, False),
+    ],
+)
 def test_events_against_the_profiler(event, profiler, forged, disagree):
     got = checks.compare_clocks(event, profiler)
     assert got.forged == forged and got.disagree == disagree
@@ -1165,25 +1260,48 @@ def test_kineto_events_are_read_with_old_and_new_method_names():
 
     from judge.untrusted.profiling import records
 
-    new = types.SimpleNamespace(name=lambda: "k", device_type=lambda: "DeviceType.CUDA", start_ns=lambda: 1000,
-                                duration_ns=lambda: 500, correlation_id=lambda: 7, linked_correlation_id=lambda: 0,
-                                activity_type=lambda: "kernel")
-    old = types.SimpleNamespace(name=lambda: "k", device_type=lambda: "DeviceType.CPU", start_us=lambda: 1.5,
-                                duration_us=lambda: 2, correlation_id=lambda: 8, linked_correlation_id=lambda: 0)
+    new = types.SimpleNamespace(
+        name=lambda: "k",
+        device_type=lambda: "DeviceType.CUDA",
+        start_ns=lambda: 1000,
+        duration_ns=lambda: 500,
+        correlation_id=lambda: 7,
+        linked_correlation_id=lambda: 0,
+        activity_type=lambda: "kernel",
+    )
+    old = types.SimpleNamespace(
+        name=lambda: "k",
+        device_type=lambda: "DeviceType.CPU",
+        start_us=lambda: 1.5,
+        duration_us=lambda: 2,
+        correlation_id=lambda: 8,
+        linked_correlation_id=lambda: 0,
+    )
     broken = types.SimpleNamespace(name=lambda: 1 / 0)
     got = records([new, old, broken])
-    assert [(r.gpu, r.start, r.end, r.corr, r.kind) for r in got] == [(True, 1000, 1500, 7, "kernel"),
-                                                                       (False, 1500, 3500, 8, "")]
+    assert [(r.gpu, r.start, r.end, r.corr, r.kind) for r in got] == [
+        (True, 1000, 1500, 7, "kernel"),
+        (False, 1500, 3500, 8, ""),
+    ]
 
 
 def test_profile_summary_is_per_call():
     from judge.timing.measure import profile_summary
 
-    reply = _reply(per_sample=4, times=[40e-6, 41e-6], overhead=[0.0],
-                   profile={"status": "ok", "method": "linked", "samples": [
-                 {"span_s": 36e-6, "busy_s": 30e-6, "kernels": 4, "calls": [8e-6, 8e-6, 8e-6, 9e-6]},
-                 {"span_s": 40e-6, "busy_s": 30e-6, "kernels": 4, "calls": [8e-6, 8e-6, 8e-6, 8e-6]},
-                 {"span_s": 0.0, "busy_s": 0.0, "kernels": 0, "calls": [0, 0, 0, 0]}]})
+    reply = _reply(
+        per_sample=4,
+        times=[40e-6, 41e-6],
+        overhead=[0.0],
+        profile={
+            "status": "ok",
+            "method": "linked",
+            "samples": [
+                {"span_s": 36e-6, "busy_s": 30e-6, "kernels": 4, "calls": [8e-6, 8e-6, 8e-6, 9e-6]},
+                {"span_s": 40e-6, "busy_s": 30e-6, "kernels": 4, "calls": [8e-6, 8e-6, 8e-6, 8e-6]},
+                {"span_s": 0.0, "busy_s": 0.0, "kernels": 0, "calls": [0, 0, 0, 0]},
+            ],
+        },
+    )
     got = profile_summary(reply)
     assert got["time_s"] == pytest.approx(9.5e-6) and got["busy_s"] == pytest.approx(7.5e-6)
     assert got["call_span_s"] == pytest.approx(8e-6) and got["samples"] == 2
@@ -1239,8 +1357,12 @@ def test_profiled_samples_the_gpu_started_early_are_not_used():
 
     sample = {"span_s": 10e-6, "busy_s": 9e-6, "kernels": 2, "calls": [10e-6]}
     idle = {"span_s": 80e-6, "busy_s": 9e-6, "kernels": 2, "calls": [80e-6]}
-    reply = dict(per_sample=1, times=[11e-6, 11e-6, 90e-6], valid=[True, True, False],
-                 profile={"status": "ok", "samples": [sample, sample, idle]})
+    reply = dict(
+        per_sample=1,
+        times=[11e-6, 11e-6, 90e-6],
+        valid=[True, True, False],
+        profile={"status": "ok", "samples": [sample, sample, idle]},
+    )
     assert profile_summary(_reply(**reply))["time_s"] == pytest.approx(10e-6)
     none = profile_summary(_reply(**dict(reply, valid=[False, False, False])))
     assert none["status"] == "unqueued" and "time_s" not in none
@@ -1252,17 +1374,42 @@ def _result_with_profiles(tmp_path, sub_prof, ref_prof, host_gap=None):
 
     p = find_problem("93")
     cfg = BenchConfig(shapes=[{"n": 4096, "dtype": "float32"}], profile_samples=0)
-    run = SpeedRun(p, p.reference_path, device="cpu", interpret=True, gpu=None, backend=None, limits=None,
-                   scratch=tmp_path, config=cfg)
+    run = SpeedRun(
+        p,
+        p.reference_path,
+        device="cpu",
+        interpret=True,
+        gpu=None,
+        backend=None,
+        limits=None,
+        scratch=tmp_path,
+        config=cfg,
+    )
     contenders = [Contender("submission", None, False, 1.0), Contender("reference", None, True, 1.0)]
-    run.measure.profiles = {("submission", 0): {"status": "ok", "time_s": sub_prof},
-                    ("reference", 0): {"status": "ok", "time_s": ref_prof}}
+    run.measure.profiles = {
+        ("submission", 0): {"status": "ok", "time_s": sub_prof},
+        ("reference", 0): {"status": "ok", "time_s": ref_prof},
+    }
     plan = {"mode": "events", "per_sample": 50, "calls": 10, "flush_bytes": 1, "specs": []}
     rounds = [{0: ([2.0e-6] * 10, [1.0e-6] * 10)} for _ in range(3)]
     for who, gap in (host_gap or {}).items():
         run.measure.host_gaps[(who, 0)] = gap
-    return speed_section(p, cfg, run.score, run.measure, contenders, run.notes, cuda=False, ceilings={}, plans=[plan],
-                         rounds=rounds, torch_times={0: []}, stopped="ci", checked=[{"calls": [0]}], phases={})
+    return speed_section(
+        p,
+        cfg,
+        run.score,
+        run.measure,
+        contenders,
+        run.notes,
+        cuda=False,
+        ceilings={},
+        plans=[plan],
+        rounds=rounds,
+        torch_times={0: []},
+        stopped="ci",
+        checked=[{"calls": [0]}],
+        phases={},
+    )
 
 
 def test_a_host_clock_far_ahead_of_the_events_is_held_against_the_profiler(tmp_path):
@@ -1278,8 +1425,7 @@ def test_a_host_clock_far_ahead_of_the_events_is_held_against_the_profiler(tmp_p
     cases = {
         "no profiler figure vouches for the events": dict(sub_prof=None, host_gap=both),
         "the reference's host kept up: not a busy host": dict(sub_prof=1.02e-6, host_gap={"submission": gap}),
-        "a profiler figure far below the events (the submission's own to make)": dict(sub_prof=0.05e-6,
-                                                                                       host_gap=both),
+        "a profiler figure far below the events (the submission's own to make)": dict(sub_prof=0.05e-6, host_gap=both),
     }
     for why, kw in cases.items():
         with pytest.raises(BenchFailed) as exc:
@@ -1313,14 +1459,32 @@ def test_a_profiler_clock_the_reference_disagrees_with_judges_nobody(tmp_path):
 def test_the_clock_fields_of_a_bench_reply_are_parsed_with_bounds():
     from judge.replies.parsers import MalformedReply
 
-    reply = _reply(times=[1e-4], per_sample=3, valid=[True], retries=2, invalid=0, hold_s=2e-3, holds=[2e-3],
-                   enqueue=[1e-3], attempts=[3], profile={"status": "ok", "method": "linked", "records": 40,
-                                                          "samples": [{"span_s": 9e-5, "busy_s": 8e-5, "kernels": 3,
-                                                                       "calls": [3e-5] * 3, "ranges": 3}]})
+    reply = _reply(
+        times=[1e-4],
+        per_sample=3,
+        valid=[True],
+        retries=2,
+        invalid=0,
+        hold_s=2e-3,
+        holds=[2e-3],
+        enqueue=[1e-3],
+        attempts=[3],
+        profile={
+            "status": "ok",
+            "method": "linked",
+            "records": 40,
+            "samples": [{"span_s": 9e-5, "busy_s": 8e-5, "kernels": 3, "calls": [3e-5] * 3, "ranges": 3}],
+        },
+    )
     assert reply.per_sample == 3 and reply.valid == (True,) and reply.attempts == (3,) and reply.retries == 2
     assert reply.profile.samples[0].kernels == 3 and reply.profile.samples[0].calls == (3e-5,) * 3
-    for bad in ({"valid": [1]}, {"per_sample": 0}, {"profile": {"status": "great"}},
-                {"profile": {"status": "ok", "samples": [{"span_s": "long"}]}}, {"profile": [1]}):
+    for bad in (
+        {"valid": [1]},
+        {"per_sample": 0},
+        {"profile": {"status": "great"}},
+        {"profile": {"status": "ok", "samples": [{"span_s": "long"}]}},
+        {"profile": [1]},
+    ):
         with pytest.raises(MalformedReply):
             _reply(times=[1e-4], **bad)
 
@@ -1329,10 +1493,16 @@ def test_graph_plan_times_submission_and_reference_the_same_way():
     from judge.timing.plan import graph_plan
 
     assert graph_plan({"submission": True, "reference": True, "pytorch": False}) == {
-        "submission": True, "reference": True, "pytorch": False}
+        "submission": True,
+        "reference": True,
+        "pytorch": False,
+    }
     # One of the two cannot be captured: both are timed from the stream; the baseline keeps its own way.
     assert graph_plan({"submission": False, "reference": True, "pytorch": True}) == {
-        "submission": False, "reference": False, "pytorch": True}
+        "submission": False,
+        "reference": False,
+        "pytorch": True,
+    }
     assert graph_plan({"submission": True, "reference": False}) == {"submission": False, "reference": False}
 
 
@@ -1363,8 +1533,9 @@ def test_a_jobs_host_gpu_is_its_own_processes_cuda_0(monkeypatch):
     assert torch_device(1) == "cuda:1" and torch_device(None) == "cuda:0"
 
 
-def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_their_time(tmp_path, monkeypatch,
-                                                                                        repo_root):
+def test_a_judges_cases_wait_for_another_judges_speed_run_and_the_wait_is_not_their_time(
+    tmp_path, monkeypatch, repo_root
+):
     from judge.session import Session
 
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
@@ -1449,8 +1620,16 @@ def _spied_session(monkeypatch, path, events, **extra):
     monkeypatch.setattr(SpeedRun, "spawn", spied_spawn)
     monkeypatch.setattr(SpeedRun, "discard", spied_discard)
     monkeypatch.setattr(session_mod.Session, "_run_group", spied_group)
-    options = Options(device="cpu", interpret=True, sandbox="process", seed=3, max_examples=1, workers=1,
-                      bench={"min_rounds": 1, "max_rounds": 1, "torch_baseline": False}, **extra)
+    options = Options(
+        device="cpu",
+        interpret=True,
+        sandbox="process",
+        seed=3,
+        max_examples=1,
+        workers=1,
+        bench={"min_rounds": 1, "max_rounds": 1, "torch_baseline": False},
+        **extra,
+    )
     return Session(find_problem("93"), path, options).run()
 
 
@@ -1515,8 +1694,7 @@ def test_spawned_speed_workers_are_stopped_when_a_later_group_fails(tmp_path, mo
     assert len(procs) == 3 and all(proc.popen.poll() is not None for proc in procs)  # submission, reference, replay
 
 
-def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judges_for_its_checks(tmp_path,
-                                                                                                  monkeypatch):
+def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judges_for_its_checks(tmp_path, monkeypatch):
     # The lock's real files (judge.timing.lock), probed from another open file description the way another
     # judge would take it: the rounds and the profiler clock hold it exclusively; each check and replay holds
     # it shared (the ``shared`` _finish is given), beside other judges' cases, and between them the run holds
@@ -1525,8 +1703,17 @@ def test_a_gpu_speed_run_holds_the_gpu_alone_while_it_times_and_with_other_judge
 
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
     p = find_problem("93")
-    run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
-                   scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
+    run = SpeedRun(
+        p,
+        p.reference_path,
+        device="cuda",
+        interpret=False,
+        gpu=0,
+        backend=None,
+        limits=None,
+        scratch=tmp_path,
+        config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]),
+    )
 
     def held() -> str:
         return _held(lock.lock_path(0))
@@ -1574,7 +1761,8 @@ def _held(path) -> str:
 
 
 def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_paces_under_the_lock(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # The warm-up (compiles, the watched call) is correctness work: the prewarm thread runs it while the
     # session's later groups run, each shape's requests holding the GPU shared as a case does. Under the
     # exclusive lock the plan of a prewarmed shape only measures the workers' paces again (no watch).
@@ -1583,8 +1771,17 @@ def test_a_gpu_speed_runs_warm_up_runs_ahead_beside_other_judges_and_only_the_pa
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
     p = find_problem("93")
     shapes = [{"n": 8, "dtype": "float32"}, {"n": 16, "dtype": "float32"}]
-    run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
-                   scratch=tmp_path, config=BenchConfig(shapes=shapes))
+    run = SpeedRun(
+        p,
+        p.reference_path,
+        device="cuda",
+        interpret=False,
+        gpu=0,
+        backend=None,
+        limits=None,
+        scratch=tmp_path,
+        config=BenchConfig(shapes=shapes),
+    )
     run.planner.ceilings = {"l2_bytes": 1 << 20}  # no GPU here to read it from
     seen = []
 
@@ -1616,8 +1813,17 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
     from judge.timing.contenders import Contender
 
     p = find_problem("93")
-    run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
-                   scratch=tmp_path, config=BenchConfig(shapes=[{"n": 4096, "dtype": "float32"}], graphs=False))
+    run = SpeedRun(
+        p,
+        p.reference_path,
+        device="cuda",
+        interpret=False,
+        gpu=0,
+        backend=None,
+        limits=None,
+        scratch=tmp_path,
+        config=BenchConfig(shapes=[{"n": 4096, "dtype": "float32"}], graphs=False),
+    )
     run.planner.ceilings = {"l2_bytes": 50 << 20}
     run.workers.contenders = [Contender("submission", None, False, 60), Contender("reference", None, True, 60)]
     sent = []
@@ -1625,8 +1831,9 @@ def test_a_prewarmed_shapes_second_warm_up_goes_through_the_rulebook_and_asks_to
     def request(c, msg, parse=None):
         sent.append((c.name, msg.get("watch"), msg.get("retune")))
         tampered = ("torch.cuda.Event.elapsed_time",) if c.name == "submission" else ()
-        return records.BenchResult(mode="events", times=(5e-6, 5e-6), evidence=records.Evidence(tampered=tampered),
-                                   out_bytes=16384), 0.01
+        return records.BenchResult(
+            mode="events", times=(5e-6, 5e-6), evidence=records.Evidence(tampered=tampered), out_bytes=16384
+        ), 0.01
 
     monkeypatch.setattr(plan, "request", request)
     run.planner.warmed.add(0)  # warmed up ahead
@@ -1655,13 +1862,21 @@ def test_forget_tuning_makes_the_autotuners_that_timed_their_configs_tune_again(
     assert timed.cache == {} and untimed.cache == {("n", 8): "only config"}
 
 
-def test_what_the_warm_up_ahead_raises_is_the_speed_runs_failure_and_a_discarded_run_drops_it(
-        tmp_path, monkeypatch):
+def test_what_the_warm_up_ahead_raises_is_the_speed_runs_failure_and_a_discarded_run_drops_it(tmp_path, monkeypatch):
     p = find_problem("93")
     made = []
     for discarded in (False, True):
-        run = SpeedRun(p, p.reference_path, device="cuda", interpret=False, gpu=0, backend=None, limits=None,
-                       scratch=tmp_path, config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]))
+        run = SpeedRun(
+            p,
+            p.reference_path,
+            device="cuda",
+            interpret=False,
+            gpu=0,
+            backend=None,
+            limits=None,
+            scratch=tmp_path,
+            config=BenchConfig(shapes=[{"n": 8, "dtype": "float32"}]),
+        )
         run.planner.ceilings = {"l2_bytes": 1 << 20}
 
         def warm_up(s, params, *, retune=False, keep=False):
@@ -1694,8 +1909,7 @@ def test_a_judged_submission_times_the_pytorch_baseline_only_when_asked(tmp_path
     assert p.spec["bench"].get("torch_baseline", True)  # the problem asks for it: bench times it
     made = {}
     for bench in ({}, {"torch_baseline": None, "ci_target": None}, {"torch_baseline": True}):
-        session = Session(p, p.reference_path, Options(device="cpu", interpret=True, sandbox="process",
-                                                       bench=bench))
+        session = Session(p, p.reference_path, Options(device="cpu", interpret=True, sandbox="process", bench=bench))
         session.speed.backend = None
         run = session.speed._new(tmp_path)
         made[repr(bench)] = run.config.torch_baseline
@@ -1717,7 +1931,8 @@ def test_submit_pytorch_flag_reaches_the_speed_run(monkeypatch, tmp_path):
 
 
 def test_before_its_checks_a_speed_run_fetches_the_drawn_calls_then_its_workers_let_go_of_everything(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     # _trim: a speed run's rounds leave gigabytes in its workers; checked beside other judges (on a GPU, outside
     # the lock) it must hold only what the checks read. The calls to check are drawn once and their outputs
     # fetched, then the submission's worker drops everything (a real worker, asked for the drawn call: missing)
@@ -1732,8 +1947,9 @@ def test_before_its_checks_a_speed_run_fetches_the_drawn_calls_then_its_workers_
         sub = next(c for c in run.workers.contenders if c.name == "submission")
         (drawn,) = state["picked"][0]
         assert state["fetched"][0][drawn].present
-        answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": drawn},
-                                 parse=parsers.parse_bench_outputs)
+        answer, _ = request(
+            sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": drawn}, parse=parsers.parse_bench_outputs
+        )
         assert not answer.present
         seen["ended"] = sorted(c.name for c in run.workers.contenders if c.client in run.workers.ended)
         seen["drawn"] = drawn
@@ -1776,8 +1992,9 @@ def test_after_the_warm_up_ahead_every_speed_worker_lets_go_of_its_bench_memory(
     assert run._prewarm_failed is None
     assert sorted(n for n, t in asked if t == "bench_trim") == ["reference", "submission"]
     sub = next(c for c in run.workers.contenders if c.name == "submission")
-    answer, _ = request(sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": 0},
-                        parse=parsers.parse_bench_outputs)
+    answer, _ = request(
+        sub, {"type": "bench_check", "id": "probe", "shape": 0, "call": 0}, parse=parsers.parse_bench_outputs
+    )
     assert not answer.present
     speed = run.run()
     assert speed["rounds"] >= 1 and speed["shapes"][0]["checked_calls"]
@@ -1797,7 +2014,7 @@ def test_a_spawned_speed_run_is_stopped_as_soon_as_a_group_fails_not_after_the_l
     kinds = [e[0] if e[0] != "group" else e[1] for e in events]
     # Spawned after the first group; stopped right after the failing one, with the later groups still to run.
     assert kinds[:2] == [names[0], "spawn"], kinds
-    assert kinds[kinds.index("views") + 1] == "discard" and kinds[kinds.index("views") + 2:] == names[3:], kinds
+    assert kinds[kinds.index("views") + 1] == "discard" and kinds[kinds.index("views") + 2 :] == names[3:], kinds
     run, procs = next(e for e in events if e[0] == "discard")[1:]
     assert not run.workers.contenders and all(proc.popen.poll() is not None for proc in procs)
 
@@ -1827,13 +2044,22 @@ def test_the_cuda_warm_up_waiting_for_another_judges_speed_run_ends_with_the_ses
     root = Path(__file__).resolve().parents[1]
     monkeypatch.setenv("JUDGE_LOCK_DIR", str(tmp_path))
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import time; from judge.timing import lock\n"
-         "with lock.gpu_lock(0):\n    print('held', flush=True); time.sleep(120)"],
-        stdout=subprocess.PIPE, text=True, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})  # holds it 120 s
+        [
+            sys.executable,
+            "-c",
+            "import time; from judge.timing import lock\n"
+            "with lock.gpu_lock(0):\n    print('held', flush=True); time.sleep(120)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )  # holds it 120 s
     try:
         assert holder.stdout.readline().strip() == "held"
-        session = Session(find_problem("94"), find_problem("94").reference_path,
-                          Options(device="cuda", interpret=False))
+        session = Session(
+            find_problem("94"), find_problem("94").reference_path, Options(device="cuda", interpret=False)
+        )
         thread = session.gpu.warm(session.claim)
         time.sleep(1.0)
         assert thread.is_alive()  # waiting for the other judge's speed run

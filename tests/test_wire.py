@@ -57,14 +57,17 @@ def test_message_with_tensors_round_trip():
     assert torch.equal(wire.tensor_from_wire(msg["tensors"][0], payloads[0]), t)
 
 
-@pytest.mark.parametrize("desc", [
-    {"dtype": "object", "shape": [1]},
-    {"dtype": "float32", "shape": [-1]},
-    {"dtype": "float32", "shape": "12"},
-    {"dtype": "float32", "shape": [True]},
-    {"dtype": "float32", "shape": [1] * 9},
-    "float32",
-])
+@pytest.mark.parametrize(
+    "desc",
+    [
+        {"dtype": "object", "shape": [1]},
+        {"dtype": "float32", "shape": [-1]},
+        {"dtype": "float32", "shape": "12"},
+        {"dtype": "float32", "shape": [True]},
+        {"dtype": "float32", "shape": [1] * 9},
+        "float32",
+    ],
+)
 def test_bad_tensor_descriptors_are_refused(desc):
     with pytest.raises(wire.ProtocolError):
         wire.tensor_nbytes(desc)

@@ -16,8 +16,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge.grading.job import ie_report
 from judge.grading.course_record import CourseRecord
+from judge.grading.job import ie_report
 from judge.grading.roster import Entry, candidate_names
 from judge.grading.rubric import Rubric, grade, student_view
 from judge.grading.standings import best_rows, write_csv
@@ -50,10 +50,13 @@ def missing_report(entry: Entry, interpret: bool | None = None) -> dict:
     """The report of a student with no file for a problem: a compile error, scored 0, not judged."""
     names = ", ".join(candidate_names(entry.problem))
     report = ie_report(entry.problem.id, "", interpret=interpret)
-    report.update(verdict=Verdict.CE.value, verdict_meaning="compile error",
-                  message=f"no submission for problem {entry.problem.id} ({entry.problem.slug}); looked for {names}",
-                  problem={"id": entry.problem.id, "slug": entry.problem.slug, "title": entry.problem.title},
-                  submission={"path": None, "sha256": "missing"})
+    report.update(
+        verdict=Verdict.CE.value,
+        verdict_meaning="compile error",
+        message=f"no submission for problem {entry.problem.id} ({entry.problem.slug}); looked for {names}",
+        problem={"id": entry.problem.id, "slug": entry.problem.slug, "title": entry.problem.title},
+        submission={"path": None, "sha256": "missing"},
+    )
     return report
 
 
@@ -92,8 +95,10 @@ def problem_seeds(store: Store, problems: list[Problem], rubric: Rubric, seed: i
     for p in problems:
         mark = hashlib.sha256(f"{seeds[p.id]}".encode()).hexdigest()[:16]
         if store.set_meta_once(f"seed_mark:{p.id}", mark) != mark:
-            raise GradeError(f"{store.path} holds results for problem {p.id} judged with another seed "
-                             "(the rubric's secret or --seed changed): grade into a new --out directory")
+            raise GradeError(
+                f"{store.path} holds results for problem {p.id} judged with another seed "
+                "(the rubric's secret or --seed changed): grade into a new --out directory"
+            )
     return seeds
 
 
@@ -115,9 +120,20 @@ def run(plan: Plan, console) -> dict:
                 continue
             todo.append(entry)
         by_key = {e.key: e for e in todo}
-        jobs = [(e.key, {"problem": e.problem.id, "path": str(e.path.resolve()), "seed": seeds[e.problem.id],
-                         "device": plan.device, "interpret": plan.device == "cpu", "sandbox": plan.sandbox})
-                for e in todo]
+        jobs = [
+            (
+                e.key,
+                {
+                    "problem": e.problem.id,
+                    "path": str(e.path.resolve()),
+                    "seed": seeds[e.problem.id],
+                    "device": plan.device,
+                    "interpret": plan.device == "cpu",
+                    "sandbox": plan.sandbox,
+                },
+            )
+            for e in todo
+        ]
         started = time.monotonic()
         failed = 0
         waits = []  # the jobs' seconds waited for their GPU's memory
@@ -138,9 +154,14 @@ def run(plan: Plan, console) -> dict:
                 plan.executor.run(jobs, on_result)
         seconds = time.monotonic() - started
         summary = summarize(store, plan.rubric)
-        summary["run"] = {"judged": len(jobs), "already_done": skipped, "internal_errors": failed,
-                          "seconds": round(seconds, 2), "executor": plan.executor.name,
-                          "per_hour": round(len(jobs) / seconds * 3600, 1) if jobs and seconds > 0 else None}
+        summary["run"] = {
+            "judged": len(jobs),
+            "already_done": skipped,
+            "internal_errors": failed,
+            "seconds": round(seconds, 2),
+            "executor": plan.executor.name,
+            "per_hour": round(len(jobs) / seconds * 3600, 1) if jobs and seconds > 0 else None,
+        }
         pool = getattr(plan.executor, "pool_stats", None)
         if pool is not None:  # the worker pool (judge.pool): workers handed out, jobs that started their own ...
             summary["run"]["pool"] = pool
@@ -159,8 +180,15 @@ def run(plan: Plan, console) -> dict:
 def _progress(console, enabled: bool):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=console, disable=not enabled, transient=False)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not enabled,
+        transient=False,
+    )
 
 
 def _record(store: Store, plan: Plan, entry: Entry, report: dict) -> None:
@@ -178,15 +206,18 @@ def export(store: Store, plan: Plan) -> None:
     students: dict[str, list[dict]] = {}
     for (student, _pid), row in sorted(best.items()):
         students.setdefault(student, []).append(row)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     record = CourseRecord(store)
     for student, rows in students.items():
         deadline = record.deadline_of(student, plan.rubric.deadline)  # an extension staff gave in judge serve
         views = [student_view(r["graded"], plan.rubric, now, deadline) for r in rows]
-        doc = {"student": student, "deadline_passed": plan.rubric.past_deadline(now, deadline),
-               "score": round(sum(v["score"] for v in views), 2),
-               "max_score": round(sum(v["max_score"] for v in views), 2),
-               "problems": views}
+        doc = {
+            "student": student,
+            "deadline_passed": plan.rubric.past_deadline(now, deadline),
+            "score": round(sum(v["score"] for v in views), 2),
+            "max_score": round(sum(v["max_score"] for v in views), 2),
+            "problems": views,
+        }
         tmp = reports / f".{student}.json.tmp"
         tmp.write_text(json.dumps(doc, indent=2))
         tmp.replace(reports / f"{student}.json")  # never a half-written report
@@ -199,8 +230,18 @@ def summarize(store: Store, rubric: Rubric) -> dict:
     problems: dict[int, dict] = {}
     for (student, pid), row in sorted(best.items()):
         g = row["graded"]
-        p = problems.setdefault(pid, {"problem": pid, "slug": g["problem"]["slug"], "students": 0,
-                                      "verdicts": Counter(), "histogram": [0] * 10, "scores": [], "fastest": []})
+        p = problems.setdefault(
+            pid,
+            {
+                "problem": pid,
+                "slug": g["problem"]["slug"],
+                "students": 0,
+                "verdicts": Counter(),
+                "histogram": [0] * 10,
+                "scores": [],
+                "fastest": [],
+            },
+        )
         p["students"] += 1
         p["verdicts"][g["verdict"]] += 1
         fraction = g["score"] / g["max_score"] if g["max_score"] else 0.0
@@ -223,19 +264,25 @@ def render_summary(summary: dict, console) -> None:
 
     for p in summary["problems"]:
         verdicts = ", ".join(f"{v} {n}" for v, n in p["verdicts"].items())
-        console.print(f"[bold]problem {p['problem']} {escape(p['slug'])}[/bold]: {p['students']} students, "
-                      f"mean score {p['mean_score']:g}; {verdicts}")
+        console.print(
+            f"[bold]problem {p['problem']} {escape(p['slug'])}[/bold]: {p['students']} students, "
+            f"mean score {p['mean_score']:g}; {verdicts}"
+        )
         peak = max(p["histogram"]) or 1
         for i, n in enumerate(p["histogram"]):
             label = f"{i * 10:>3}-{(i + 1) * 10 if i < 9 else 100}%"
             console.print(f"  {label:>8} {'#' * round(20 * n / peak):<20} {n}")
         if p["fastest"]:
-            console.print("  fastest: " + ", ".join(f"{escape(f['student'])} {f['speedup']:.2f}x ({f['verdict']})"
-                                                   for f in p["fastest"]))
+            console.print(
+                "  fastest: "
+                + ", ".join(f"{escape(f['student'])} {f['speedup']:.2f}x ({f['verdict']})" for f in p["fastest"])
+            )
         else:
             console.print("  fastest: no speed data (speed is not measured in this run)")
     r = summary.get("run")
     if r:
         rate = f", {r['per_hour']:g} submissions/hour" if r.get("per_hour") else ""
-        console.print(f"judged {r['judged']} now ({r['already_done']} already done) in {r['seconds']:g} s"
-                      f"{rate}; internal errors: {r['internal_errors']}")
+        console.print(
+            f"judged {r['judged']} now ({r['already_done']} already done) in {r['seconds']:g} s"
+            f"{rate}; internal errors: {r['internal_errors']}"
+        )

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import click
 
-from judge.cli_common import (EXIT_INTERNAL, err, output_folder, problem_or_exit, sandbox_help, sandbox_or_exit,
-                              usage)
+from judge.cli_common import EXIT_INTERNAL, err, output_folder, problem_or_exit, sandbox_help, sandbox_or_exit, usage
 from judge.settings import settings
 
 
-def _device_and_slots(device: str | None, gpus: str | None, jobs: int | None,
-                      fallback: bool = False) -> tuple[str, list[int | None]]:
+def _device_and_slots(
+    device: str | None, gpus: str | None, jobs: int | None, fallback: bool = False
+) -> tuple[str, list[int | None]]:
     """("cpu"|"cuda", slots): JOBS slots per GPU (its host index, repeated), or JOBS interpreter slots on the CPU.
 
     FALLBACK (``judge serve``): without --device, a host with no GPU judges in the interpreter even when
@@ -74,8 +74,11 @@ def _pool_size(text, executor: str) -> int:
     try:
         size = parse_size(text)
     except ValueError:
-        usage(f"--pool {text}: give a number of workers (0 or more), auto or off" if given else
-              f"JUDGE_POOL={text}: give a number of workers (0 or more), auto or off")
+        usage(
+            f"--pool {text}: give a number of workers (0 or more), auto or off"
+            if given
+            else f"JUDGE_POOL={text}: give a number of workers (0 or more), auto or off"
+        )
     if executor == "ray":
         if given and size > 0:
             usage("--pool works with the local executor only (Ray's tasks start their own workers)")
@@ -104,32 +107,72 @@ def _token(token_file: Path | None) -> str | None:
 @click.command()
 @click.argument("roster", type=click.Path(path_type=Path))
 @click.option("--problem", "problem_keys", multiple=True, help="A problem to grade (repeat for several).")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("grading"), show_default=True,
-              help="Where the store (results.sqlite), reports/ and summary.json go.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=Path("grading"),
+    show_default=True,
+    help="Where the store (results.sqlite), reports/ and summary.json go.",
+)
 @click.option("--rubric", type=click.Path(path_type=Path), default=None, help="The course's rubric (TOML).")
-@click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None,
-              help="cuda: --jobs jobs per GPU; cpu: interpreter jobs (default: cuda when a GPU is there).")
+@click.option(
+    "--device",
+    type=click.Choice(["cuda", "cpu"]),
+    default=None,
+    help="cuda: --jobs jobs per GPU; cpu: interpreter jobs (default: cuda when a GPU is there).",
+)
 @click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all).")
-@click.option("--jobs", type=int, default=None,
-              help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
-                   "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
-                   "(default: one per 4 cores).")
+@click.option(
+    "--jobs",
+    type=int,
+    default=None,
+    help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
+    "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
+    "(default: one per 4 cores).",
+)
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")
-@click.option("--seed", type=int, default=None, help="Judge seed (default: from the rubric's secret, else drawn once "
-                                                     "per store).")
-@click.option("--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="Export one row per "
-                                                                                        "student and problem.")
-@click.option("--job-timeout", type=float, default=3600, show_default=True,
-              help="Seconds after which a judging job is killed (an IE, retried on the next run).")
+@click.option(
+    "--seed", type=int, default=None, help="Judge seed (default: from the rubric's secret, else drawn once per store)."
+)
+@click.option(
+    "--csv", "csv_path", type=click.Path(path_type=Path), default=None, help="Export one row per student and problem."
+)
+@click.option(
+    "--job-timeout",
+    type=float,
+    default=3600,
+    show_default=True,
+    help="Seconds after which a judging job is killed (an IE, retried on the next run).",
+)
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option("--pool", "pool", default=None, metavar="N|auto|off",
-              help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
-                   "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
-                   "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).")
-def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, executor, ray_address, seed, csv_path,
-          job_timeout, no_progress, pool):
+@click.option(
+    "--pool",
+    "pool",
+    default=None,
+    metavar="N|auto|off",
+    help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
+    "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
+    "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).",
+)
+def grade(
+    roster,
+    problem_keys,
+    out,
+    rubric,
+    device,
+    gpus,
+    jobs,
+    sandbox,
+    executor,
+    ray_address,
+    seed,
+    csv_path,
+    job_timeout,
+    no_progress,
+    pool,
+):
     """Grade a ROSTER (a directory with a folder or .py file per student, or a CSV student,problem,path).
 
     In a student's folder the file for a problem is the first of <id>.py, <NNN>.py, <NNN-slug>.py, <slug>.py
@@ -160,8 +203,7 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
     output_folder(out, "the store")
     try:
         if executor == "ray":
-            runner = RayExecutor(address=ray_address, slots=slots, use_gpu=device == "cuda",
-                                 timeout=job_timeout)
+            runner = RayExecutor(address=ray_address, slots=slots, use_gpu=device == "cuda", timeout=job_timeout)
         else:
             if ray_address:
                 usage("--ray-address needs --executor ray")
@@ -169,9 +211,19 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
     except ExecutorError as exc:
         usage(str(exc))
     console = Console(stderr=True, highlight=False)
-    plan = Plan(entries=entries, problems=problems, out=out, rubric=rub, device=device, sandbox=sandbox,
-                executor=runner, seed=seed, csv_path=csv_path, progress=not no_progress,
-                root=roster if roster.is_dir() else roster.parent)
+    plan = Plan(
+        entries=entries,
+        problems=problems,
+        out=out,
+        rubric=rub,
+        device=device,
+        sandbox=sandbox,
+        executor=runner,
+        seed=seed,
+        csv_path=csv_path,
+        progress=not no_progress,
+        root=roster if roster.is_dir() else roster.parent,
+    )
     try:
         summary = run(plan, console)
     except GradeError as exc:
@@ -181,8 +233,10 @@ def grade(roster, problem_keys, out, rubric, device, gpus, jobs, sandbox, execut
         sys.exit(130)
     render_summary(summary, Console(highlight=False, soft_wrap=True))
     if summary["run"]["internal_errors"]:
-        err(f"{summary['run']['internal_errors']} job(s) ended in an internal error of the judge; "
-             "run the same command again to retry them")
+        err(
+            f"{summary['run']['internal_errors']} job(s) ended in an internal error of the judge; "
+            "run the same command again to retry them"
+        )
         sys.exit(EXIT_INTERNAL)
 
 
@@ -196,8 +250,12 @@ def gradescope():
 @click.option("--rubric", type=click.Path(path_type=Path), default=None)
 @click.option("-o", "--output", type=click.Path(path_type=Path), default=Path("autograder.zip"), show_default=True)
 @click.option("--forward", default=None, help="URL of a GPU grading service (judge serve) to post submissions to.")
-@click.option("--token-file", type=click.Path(path_type=Path), default=None,
-              help="The service's token, put into the bundle (forward mode).")
+@click.option(
+    "--token-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The service's token, put into the bundle (forward mode).",
+)
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 def gradescope_bundle(problem_key, rubric, output, forward, token_file, sandbox):
     """Build autograder.zip (setup.sh, run_autograder, the judge) for PROBLEM."""
@@ -214,21 +272,30 @@ def gradescope_bundle(problem_key, rubric, output, forward, token_file, sandbox)
         usage(f"--forward must be an http:// or https:// URL (got '{forward}')")
     output_folder(output.parent, "the bundle")
     names = bundle(p, output, rubric_path=rubric, forward=forward, token_file=token_file, sandbox=sandbox)
-    click.echo(f"wrote {output} ({len(names)} files) for problem {p.id} ({p.slug})"
-               + (f", forwarding to {forward}" if forward else ", interpreter mode"))
+    click.echo(
+        f"wrote {output} ({len(names)} files) for problem {p.id} ({p.slug})"
+        + (f", forwarding to {forward}" if forward else ", interpreter mode")
+    )
 
 
 def _platform_options(fn):
     options = [
         click.option("--problem", "problem_key", default=None, help="The problem (id or slug)."),
         click.option("--rubric", type=click.Path(path_type=Path), default=None),
-        click.option("--delete-rubric", is_flag=True,
-                     help="Delete the rubric file once read (it holds the secret; the submission runs next)."),
+        click.option(
+            "--delete-rubric",
+            is_flag=True,
+            help="Delete the rubric file once read (it holds the secret; the submission runs next).",
+        ),
         click.option("--sandbox", default="auto", show_default=True, help=sandbox_help()),
         click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None),
         click.option("--forward", default=None, help="Post the submission to this grading service instead."),
-        click.option("--token-file", type=click.Path(path_type=Path), default=None,
-                     help="The service's staff token (else $JUDGE_SERVE_TOKEN)."),
+        click.option(
+            "--token-file",
+            type=click.Path(path_type=Path),
+            default=None,
+            help="The service's staff token (else $JUDGE_SERVE_TOKEN).",
+        ),
         click.option("--seed", type=int, default=None, help="Default: from the rubric's secret, else random."),
         click.option("--timeout", type=float, default=1800, show_default=True, help="Seconds for the judging."),
     ]
@@ -257,17 +324,32 @@ def _platform_setup(problem_key, rubric, delete_rubric, sandbox, device, forward
 
 @gradescope.command("run")
 @_platform_options
-@click.option("--root", type=click.Path(path_type=Path), default=Path("/autograder"), show_default=True,
-              help="Gradescope's folder: submission/ in, results/results.json out.")
+@click.option(
+    "--root",
+    type=click.Path(path_type=Path),
+    default=Path("/autograder"),
+    show_default=True,
+    help="Gradescope's folder: submission/ in, results/results.json out.",
+)
 def gradescope_run(problem_key, rubric, delete_rubric, sandbox, device, forward, token_file, seed, timeout, root):
     """Grade ROOT/submission and write ROOT/results/results.json (what run_autograder calls)."""
     from judge.grading import gradescope as gs
 
-    p, rub, sandbox, device, token = _platform_setup(problem_key, rubric, delete_rubric, sandbox, device, forward,
-                                                     token_file)
-    doc = gs.run(p, submission_dir=root / "submission", results_path=root / "results" / "results.json",
-                 rubric=rub, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed,
-                 timeout=timeout)
+    p, rub, sandbox, device, token = _platform_setup(
+        problem_key, rubric, delete_rubric, sandbox, device, forward, token_file
+    )
+    doc = gs.run(
+        p,
+        submission_dir=root / "submission",
+        results_path=root / "results" / "results.json",
+        rubric=rub,
+        sandbox=sandbox,
+        device=device,
+        forward=forward,
+        token=token,
+        seed=seed,
+        timeout=timeout,
+    )
     click.echo(f"score {doc['score']:g}: {doc['output'].splitlines()[0][:200]}")
 
 
@@ -275,10 +357,17 @@ def gradescope_run(problem_key, rubric, delete_rubric, sandbox, device, forward,
 @_platform_options
 @click.option("--data", type=click.Path(path_type=Path), default=Path("/grade/data/data.json"), show_default=True)
 @click.option("--student", type=click.Path(path_type=Path), default=Path("/grade/student"), show_default=True)
-@click.option("--results", "results_path", type=click.Path(), default="/grade/results/results.json", show_default=True,
-              help="The results file, or a folder to write results.json into.")
-def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, token_file, seed, timeout, data,
-                 student, results_path):
+@click.option(
+    "--results",
+    "results_path",
+    type=click.Path(),
+    default="/grade/results/results.json",
+    show_default=True,
+    help="The results file, or a folder to write results.json into.",
+)
+def prairielearn(
+    problem_key, rubric, delete_rubric, sandbox, device, forward, token_file, seed, timeout, data, student, results_path
+):
     """PrairieLearn external grader: grade /grade/student, write /grade/results/results.json.
 
     The problem is --problem, else the question's params.problem in data.json.
@@ -293,10 +382,21 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
     results_path = Path(results_path)
     if folder or results_path.is_dir():
         results_path = results_path / "results.json"  # a folder: PrairieLearn's file name in it
-    p, rub, sandbox, device, token = _platform_setup(problem_key, rubric, delete_rubric, sandbox, device, forward,
-                                                     token_file)
-    doc = pl.run(p, student_dir=student, results_path=results_path, rubric=rub, sandbox=sandbox, device=device,
-                 forward=forward, token=token, seed=seed, timeout=timeout)
+    p, rub, sandbox, device, token = _platform_setup(
+        problem_key, rubric, delete_rubric, sandbox, device, forward, token_file
+    )
+    doc = pl.run(
+        p,
+        student_dir=student,
+        results_path=results_path,
+        rubric=rub,
+        sandbox=sandbox,
+        device=device,
+        forward=forward,
+        token=token,
+        seed=seed,
+        timeout=timeout,
+    )
     click.echo(f"gradable {str(doc['gradable']).lower()}, score {doc['score']:g}")
 
 
@@ -305,39 +405,98 @@ def prairielearn(problem_key, rubric, delete_rubric, sandbox, device, forward, t
 @click.option("--port", type=int, default=8321, show_default=True, help="0 picks a free port (printed).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
 @click.option("--gpus", default=None, help="GPU indices (default: all); --jobs submissions per GPU at a time.")
-@click.option("--jobs", type=int, default=None,
-              help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
-                   "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
-                   "(default: one per 4 cores).")
+@click.option(
+    "--jobs",
+    type=int,
+    default=None,
+    help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
+    "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
+    "(default: one per 4 cores).",
+)
 @click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
 @click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
 @click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")
-@click.option("--state", type=click.Path(path_type=Path), default=Path("grading"), show_default=True,
-              help="The grading store's folder (results.sqlite, as judge grade --out) and the service's files.")
-@click.option("--rubric", type=click.Path(path_type=Path), default=None,
-              help="The course's rubric: the seed of the graded runs, what students see before the deadline.")
-@click.option("--token-file", type=click.Path(path_type=Path), default=None,
-              help="The staff token (else $JUDGE_SERVE_TOKEN): staff and the --forward clients use it.")
-@click.option("--tokens", "tokens_file", type=click.Path(path_type=Path), default=None,
-              help="A CSV name,token[,role] with a token per student (and staff); see judge serve-tokens.")
-@click.option("--rate-limit", default="20/hour", show_default=True,
-              help="Submissions per student per period (e.g. 5/10m; off for none); staff are not limited.")
-@click.option("--max-pending", type=int, default=3, show_default=True,
-              help="A student's submissions waiting or being judged at once.")
+@click.option(
+    "--state",
+    type=click.Path(path_type=Path),
+    default=Path("grading"),
+    show_default=True,
+    help="The grading store's folder (results.sqlite, as judge grade --out) and the service's files.",
+)
+@click.option(
+    "--rubric",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The course's rubric: the seed of the graded runs, what students see before the deadline.",
+)
+@click.option(
+    "--token-file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The staff token (else $JUDGE_SERVE_TOKEN): staff and the --forward clients use it.",
+)
+@click.option(
+    "--tokens",
+    "tokens_file",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="A CSV name,token[,role] with a token per student (and staff); see judge serve-tokens.",
+)
+@click.option(
+    "--rate-limit",
+    default="20/hour",
+    show_default=True,
+    help="Submissions per student per period (e.g. 5/10m; off for none); staff are not limited.",
+)
+@click.option(
+    "--max-pending",
+    type=int,
+    default=3,
+    show_default=True,
+    help="A student's submissions waiting or being judged at once.",
+)
 @click.option("--max-upload", type=int, default=512, show_default=True, help="KiB of one submitted file.")
 @click.option("--secure-cookies", is_flag=True, help="The login cookie only over https (behind a TLS proxy).")
 @click.option("--job-timeout", type=float, default=1800, show_default=True)
-@click.option("--max-examples", type=int, default=None,
-              help="Drawn cases per group for every job (default: each problem's own); for demos, tests and "
-                   "benchmarks, as it tests less.")
-@click.option("--pool", "pool", default=None, metavar="N|auto|off",
-              help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
-                   "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
-                   "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).")
-@click.option("--session-hours", type=float, default=12, show_default=True,
-              help="How long a login of the pages lasts.")
-def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state, rubric, token_file, tokens_file,
-          rate_limit, max_pending, max_upload, secure_cookies, job_timeout, max_examples, pool, session_hours):
+@click.option(
+    "--max-examples",
+    type=int,
+    default=None,
+    help="Drawn cases per group for every job (default: each problem's own); for demos, tests and "
+    "benchmarks, as it tests less.",
+)
+@click.option(
+    "--pool",
+    "pool",
+    default=None,
+    metavar="N|auto|off",
+    help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
+    "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
+    "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).",
+)
+@click.option("--session-hours", type=float, default=12, show_default=True, help="How long a login of the pages lasts.")
+def serve(
+    host,
+    port,
+    device,
+    gpus,
+    jobs,
+    sandbox,
+    executor,
+    ray_address,
+    state,
+    rubric,
+    token_file,
+    tokens_file,
+    rate_limit,
+    max_pending,
+    max_upload,
+    secure_cookies,
+    job_timeout,
+    max_examples,
+    pool,
+    session_hours,
+):
     """The grading service: a job queue, its API (/docs) and web pages for students and staff.
 
     POST /submissions answers with a job id at once; GET /submissions/ID gives its status and report. Jobs live
@@ -351,7 +510,8 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
     except ImportError as exc:
         usage(f"judge serve needs the [serve] extra ({exc.name} is missing): pip install -e '.[serve]'")
     from judge.service.config import ConfigError, ServiceConfig, parse_rate
-    from judge.service.server import ServeError, bind, open_service, serve as run_server
+    from judge.service.server import ServeError, bind, open_service
+    from judge.service.server import serve as run_server
 
     sandbox = sandbox_or_exit(sandbox)
     if ray_address and executor != "ray":
@@ -373,13 +533,30 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
     env_token = None if token_file is not None else settings().serve_token
     token = token or env_token
     if token is None and tokens_file is None and host not in ("127.0.0.1", "localhost", "::1"):
-        usage(f"--host {host} exposes the service beyond this machine: give it tokens "
-              "(--token-file, $JUDGE_SERVE_TOKEN or --tokens)")
-    config = ServiceConfig(state=state, device=device, slots=slots, sandbox=sandbox, job_timeout=job_timeout,
-                           executor=executor, ray_address=ray_address, rubric=_rubric(rubric), staff_token=env_token,
-                           staff_file=token_file, tokens_file=tokens_file, rate=rate, max_pending=max_pending,
-                           max_upload=max_upload << 10, secure_cookies=secure_cookies, max_examples=max_examples,
-                           pool=pool_size, session_hours=session_hours)
+        usage(
+            f"--host {host} exposes the service beyond this machine: give it tokens "
+            "(--token-file, $JUDGE_SERVE_TOKEN or --tokens)"
+        )
+    config = ServiceConfig(
+        state=state,
+        device=device,
+        slots=slots,
+        sandbox=sandbox,
+        job_timeout=job_timeout,
+        executor=executor,
+        ray_address=ray_address,
+        rubric=_rubric(rubric),
+        staff_token=env_token,
+        staff_file=token_file,
+        tokens_file=tokens_file,
+        rate=rate,
+        max_pending=max_pending,
+        max_upload=max_upload << 10,
+        secure_cookies=secure_cookies,
+        max_examples=max_examples,
+        pool=pool_size,
+        session_hours=session_hours,
+    )
     log = lambda m: click.echo(m, err=True)  # noqa: E731
     try:
         service = open_service(config, log=log)
@@ -393,8 +570,11 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
     where = sock.getsockname()
     shown = f"[{where[0]}]" if ":" in where[0] else where[0]
     # The first line (scripts and tests read the port from it when --port is 0).
-    click.echo(f"serving on http://{shown}:{where[1]} ({device}, {len(slots)} slot(s), {executor} executor, "
-               f"sandbox {sandbox}, store {config.store_path})", err=True)
+    click.echo(
+        f"serving on http://{shown}:{where[1]} ({device}, {len(slots)} slot(s), {executor} executor, "
+        f"sandbox {sandbox}, store {config.store_path})",
+        err=True,
+    )
     if gpus is not None and asked is None and device == "cpu":
         err(f"no CUDA GPU here: judging in Triton's interpreter on the CPU (--gpus {gpus} is for a GPU host)")
     if token is not None and len(token) < 16:
@@ -407,12 +587,21 @@ def serve(host, port, device, gpus, jobs, sandbox, executor, ray_address, state,
 
 @click.command("serve-tokens")
 @click.argument("roster", type=click.Path(path_type=Path), required=False)
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
-              help="The tokens CSV to write or extend (judge serve --tokens).")
+@click.option(
+    "-o",
+    "--out",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="The tokens CSV to write or extend (judge serve --tokens).",
+)
 @click.option("--role", type=click.Choice(["student", "staff"]), default="student", show_default=True)
-@click.option("--revoke", multiple=True, metavar="NAME",
-              help="Take NAME's token out (repeat for several); a running judge serve stops taking it within a "
-                   "second. Name them in ROSTER too to give them a new token.")
+@click.option(
+    "--revoke",
+    multiple=True,
+    metavar="NAME",
+    help="Take NAME's token out (repeat for several); a running judge serve stops taking it within a "
+    "second. Name them in ROSTER too to give them a new token.",
+)
 def serve_tokens(roster, out, role, revoke):
     """Give every person of ROSTER a token in OUT (kept for those who have one already); --revoke takes some out.
 
@@ -433,9 +622,11 @@ def serve_tokens(roster, out, role, revoke):
     missing = [n for n in revoke if n not in revoked]
     if missing:
         err(f"not in {out}: {', '.join(missing)}")
-    click.echo(f"{out}: {len(added)} token(s) added, {len(names) - len(added)} kept"
-               + (f", {len(revoked)} revoked" if revoke else "")
-               + "; give each person theirs (the file is readable by its owner only)")
+    click.echo(
+        f"{out}: {len(added)} token(s) added, {len(names) - len(added)} kept"
+        + (f", {len(revoked)} revoked" if revoke else "")
+        + "; give each person theirs (the file is readable by its owner only)"
+    )
 
 
 def _roster_names(roster: Path) -> list[str]:
@@ -454,8 +645,7 @@ def _roster_names(roster: Path) -> list[str]:
             usage(f"{roster}: the CSV needs a student (or name) column")
         names = [r[key].strip() for r in rows]
     else:
-        names = [line.strip() for line in roster.read_text().splitlines() if line.strip()
-                 and not line.startswith("#")]
+        names = [line.strip() for line in roster.read_text().splitlines() if line.strip() and not line.startswith("#")]
     bad = [n for n in names if not STUDENT_NAME.match(n)]
     if bad:
         usage(f"{roster}: name '{bad[0]}' must be 1-128 letters, digits or ._@+-")

@@ -49,7 +49,7 @@ def parse_when(text: str) -> dt.datetime:
         raise RecordError(f"'{text}' is not an ISO date-time, e.g. 2026-12-20T23:59:00Z") from None
     if when.tzinfo is None:
         raise RecordError(f"'{text}' needs a time zone, e.g. 2026-12-20T23:59:00Z")
-    return when.astimezone(dt.timezone.utc)
+    return when.astimezone(dt.UTC)
 
 
 class CourseRecord:
@@ -60,11 +60,17 @@ class CourseRecord:
 
     def extend(self, student: str, deadline: dt.datetime | None, reason: str, by: str) -> dict:
         """Give STUDENT their own DEADLINE (None: withdraw it)."""
-        row = {"student": student, "deadline": deadline.isoformat() if deadline else None,
-               "reason": _reason(reason), "by": by, "at": now_iso()}
+        row = {
+            "student": student,
+            "deadline": deadline.isoformat() if deadline else None,
+            "reason": _reason(reason),
+            "by": by,
+            "at": now_iso(),
+        }
         with self.store.lock:
-            self.store.db.execute("INSERT INTO extensions(student, deadline, reason, by, at) VALUES (?, ?, ?, ?, ?)",
-                                  tuple(row.values()))
+            self.store.db.execute(
+                "INSERT INTO extensions(student, deadline, reason, by, at) VALUES (?, ?, ?, ?, ?)", tuple(row.values())
+            )
         return row
 
     def extensions(self) -> dict[str, dict]:
@@ -72,14 +78,16 @@ class CourseRecord:
         with self.store.lock:
             rows = self.store.db.execute(
                 "SELECT student, deadline, reason, by, at FROM extensions e WHERE id = "
-                "(SELECT MAX(id) FROM extensions x WHERE x.student = e.student)").fetchall()
+                "(SELECT MAX(id) FROM extensions x WHERE x.student = e.student)"
+            ).fetchall()
         return {r[0]: dict(zip(("student", "deadline", "reason", "by", "at"), r)) for r in rows if r[1]}
 
     def deadline_of(self, student: str, course: dt.datetime | None) -> dt.datetime | None:
         """STUDENT's deadline: their extension's, else the course's (the rubric's)."""
         with self.store.lock:
-            row = self.store.db.execute("SELECT deadline FROM extensions WHERE student = ? ORDER BY id DESC "
-                                        "LIMIT 1", (student,)).fetchone()
+            row = self.store.db.execute(
+                "SELECT deadline FROM extensions WHERE student = ? ORDER BY id DESC LIMIT 1", (student,)
+            ).fetchone()
         return dt.datetime.fromisoformat(row[0]) if row and row[0] else course
 
     # ------------------------------------------------------------------ overrides
@@ -87,15 +95,22 @@ class CourseRecord:
     def override(self, student: str, problem: int, score: float | None, reason: str, by: str) -> dict:
         """Record SCORE for STUDENT's PROBLEM instead of the judged one (None: withdraw the override)."""
         if score is not None:
-            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) \
-                    or score < 0:
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score) or score < 0:
                 raise RecordError("the score must be a number >= 0")
             score = float(score)
-        row = {"student": student, "problem": int(problem), "score": score, "reason": _reason(reason), "by": by,
-               "at": now_iso()}
+        row = {
+            "student": student,
+            "problem": int(problem),
+            "score": score,
+            "reason": _reason(reason),
+            "by": by,
+            "at": now_iso(),
+        }
         with self.store.lock:
-            self.store.db.execute("INSERT INTO overrides(student, problem, score, reason, by, at) "
-                                  "VALUES (?, ?, ?, ?, ?, ?)", tuple(row.values()))
+            self.store.db.execute(
+                "INSERT INTO overrides(student, problem, score, reason, by, at) VALUES (?, ?, ?, ?, ?, ?)",
+                tuple(row.values()),
+            )
         return row
 
     def overrides(self) -> dict[tuple[str, int], dict]:
@@ -103,7 +118,8 @@ class CourseRecord:
         with self.store.lock:
             rows = self.store.db.execute(
                 "SELECT student, problem, score, reason, by, at FROM overrides o WHERE id = "
-                "(SELECT MAX(id) FROM overrides x WHERE x.student = o.student AND x.problem = o.problem)").fetchall()
+                "(SELECT MAX(id) FROM overrides x WHERE x.student = o.student AND x.problem = o.problem)"
+            ).fetchall()
         names = ("student", "problem", "score", "reason", "by", "at")
         return {(r[0], r[1]): dict(zip(names, r)) for r in rows if r[2] is not None}
 
@@ -114,9 +130,12 @@ class CourseRecord:
                 where.append(f"{column} = ?")
                 args.append(value)
         with self.store.lock:
-            rows = self.store.db.execute("SELECT id, student, problem, score, reason, by, at FROM overrides"
-                                         + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id",
-                                         args).fetchall()
+            rows = self.store.db.execute(
+                "SELECT id, student, problem, score, reason, by, at FROM overrides"
+                + (f" WHERE {' AND '.join(where)}" if where else "")
+                + " ORDER BY id",
+                args,
+            ).fetchall()
         return [dict(zip(("id", "student", "problem", "score", "reason", "by", "at"), r)) for r in rows]
 
     # ------------------------------------------------------------------ which submission counts
@@ -126,9 +145,12 @@ class CourseRecord:
             raise RecordError(f"counts must be best or last (got '{counts}')")
         row = {"problem": int(problem), "counts": counts, "by": by, "at": now_iso()}
         with self.store.lock:
-            self.store.db.execute("INSERT INTO counting(problem, counts, by, at) VALUES (?, ?, ?, ?) "
-                                  "ON CONFLICT(problem) DO UPDATE SET counts = excluded.counts, by = excluded.by, "
-                                  "at = excluded.at", tuple(row.values()))
+            self.store.db.execute(
+                "INSERT INTO counting(problem, counts, by, at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(problem) DO UPDATE SET counts = excluded.counts, by = excluded.by, "
+                "at = excluded.at",
+                tuple(row.values()),
+            )
         return row
 
     def counting(self) -> dict[int, str]:
@@ -144,14 +166,20 @@ class CourseRecord:
         if on_leaderboard and not display:
             raise RecordError("choose a display name to be shown on the leaderboard")
         with self.store.lock:
-            clash = display and self.store.db.execute(
-                "SELECT name FROM people WHERE display_name = ? AND name != ?", (display, name)).fetchone()
+            clash = (
+                display
+                and self.store.db.execute(
+                    "SELECT name FROM people WHERE display_name = ? AND name != ?", (display, name)
+                ).fetchone()
+            )
             if clash:
                 raise RecordError(f"the display name '{display}' is taken")
-            self.store.db.execute("INSERT INTO people(name, display_name, on_leaderboard, at) VALUES (?, ?, ?, ?) "
-                                  "ON CONFLICT(name) DO UPDATE SET display_name = excluded.display_name, "
-                                  "on_leaderboard = excluded.on_leaderboard, at = excluded.at",
-                                  (name, display, int(bool(on_leaderboard)), now_iso()))
+            self.store.db.execute(
+                "INSERT INTO people(name, display_name, on_leaderboard, at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT(name) DO UPDATE SET display_name = excluded.display_name, "
+                "on_leaderboard = excluded.on_leaderboard, at = excluded.at",
+                (name, display, int(bool(on_leaderboard)), now_iso()),
+            )
         return {"display_name": display, "on_leaderboard": bool(on_leaderboard)}
 
     def people(self) -> dict[str, dict]:

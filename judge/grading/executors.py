@@ -28,9 +28,9 @@ import os
 import queue
 import threading
 from collections import Counter
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Callable, Iterable
 
 from judge.grading.job import REPO_ROOT, Spares, ie_report, run_subprocess, stop_children
 
@@ -141,8 +141,9 @@ class LocalExecutor:
                     spares.refill(gpu, want)
                 except OSError:
                     pass  # no process to spare now (fork failed): the next job starts its own
-                return run_subprocess(spec, timeout=self.timeout, gpu=gpu, workers=workers, pool=pool_socket,
-                                      proc=proc, nice=self.nice)
+                return run_subprocess(
+                    spec, timeout=self.timeout, gpu=gpu, workers=workers, pool=pool_socket, proc=proc, nice=self.nice
+                )
             finally:
                 free.put(gpu)
 
@@ -202,8 +203,9 @@ def _ray():
     try:
         import ray  # noqa: F401 - imported only when --executor ray is asked for
     except ImportError:
-        raise ExecutorError("--executor ray: Ray is not installed; install it with: "
-                            "pip install -e '.[grade]'") from None
+        raise ExecutorError(
+            "--executor ray: Ray is not installed; install it with: pip install -e '.[grade]'"
+        ) from None
     return ray
 
 
@@ -250,19 +252,32 @@ class RayExecutor:
         # A local instance only carries job specs and reports: a small object store is plenty.
         local = {"include_dashboard": False, "object_store_memory": 100 << 20}
         if self.address:
-            self.ray.init(address=self.address, runtime_env=runtime_env, logging_level=logging.ERROR,
-                          log_to_driver=False)
+            self.ray.init(
+                address=self.address, runtime_env=runtime_env, logging_level=logging.ERROR, log_to_driver=False
+            )
         elif self.use_gpu:
             import os
 
             # The local instance gets exactly the GPUs asked for; Ray hands their host indices to the tasks.
             os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in self.gpus)
             os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-            self.ray.init(num_cpus=self.workers, num_gpus=len(self.gpus), runtime_env=runtime_env,
-                          logging_level=logging.ERROR, log_to_driver=False, **local)
+            self.ray.init(
+                num_cpus=self.workers,
+                num_gpus=len(self.gpus),
+                runtime_env=runtime_env,
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+                **local,
+            )
         else:
-            self.ray.init(num_cpus=self.workers, num_gpus=0, runtime_env=runtime_env,
-                          logging_level=logging.ERROR, log_to_driver=False, **local)
+            self.ray.init(
+                num_cpus=self.workers,
+                num_gpus=0,
+                runtime_env=runtime_env,
+                logging_level=logging.ERROR,
+                log_to_driver=False,
+                **local,
+            )
 
     def start(self) -> None:
         """Connect to Ray (or start a local instance) now, from the calling thread: the grading service does
@@ -306,8 +321,11 @@ class RayExecutor:
                     try:
                         report = ray.get(ref)
                     except Exception as exc:  # noqa: BLE001 - a dead task is this job's IE
-                        report = ie_report(None, f"the Ray task failed: {type(exc).__name__}: "
-                                                 f"{str(exc).strip().splitlines()[0][:200] if str(exc) else ''}")
+                        report = ie_report(
+                            None,
+                            f"the Ray task failed: {type(exc).__name__}: "
+                            f"{str(exc).strip().splitlines()[0][:200] if str(exc) else ''}",
+                        )
                     on_result(key, report)
         finally:
             ray.shutdown()

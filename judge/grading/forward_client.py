@@ -38,8 +38,12 @@ class _Transient(Exception):
 
 def _call(url: str, token: str | None, body: dict | None = None, timeout: float = 60) -> dict:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method="POST" if data is not None else "GET",
-                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method="POST" if data is not None else "GET",
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+    )
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
@@ -55,20 +59,27 @@ def _call(url: str, token: str | None, body: dict | None = None, timeout: float 
             raise _Transient(message) from None
         raise ForwardError(message) from None
     except (urllib.error.URLError, OSError) as exc:
-        raise _Transient(f"the grading service at {url.split('/submissions')[0]} could not be reached: "
-                         f"{getattr(exc, 'reason', None) or exc}") from None
+        raise _Transient(
+            f"the grading service at {url.split('/submissions')[0]} could not be reached: "
+            f"{getattr(exc, 'reason', None) or exc}"
+        ) from None
     except ValueError:
         raise ForwardError("the grading service answered something that is not JSON") from None
 
 
-def post_submission(url: str, problem, path: Path, seed: int | None, token: str | None,
-                    timeout: float = 1800, poll: float = 2.0) -> dict:
+def post_submission(
+    url: str, problem, path: Path, seed: int | None, token: str | None, timeout: float = 1800, poll: float = 2.0
+) -> dict:
     """The judge's report of the file at PATH for PROBLEM, judged by the service at URL; ForwardError when
     the service refuses it or cannot judge it within TIMEOUT seconds."""
     base = url.rstrip("/")
     deadline = time.monotonic() + timeout
-    body = {"problem": str(problem), "filename": path.name,
-            "source": base64.b64encode(path.read_bytes()).decode(), "seed": seed}
+    body = {
+        "problem": str(problem),
+        "filename": path.name,
+        "source": base64.b64encode(path.read_bytes()).decode(),
+        "seed": seed,
+    }
     for attempt in range(3):
         try:
             accepted = _call(base + "/submissions", token, body)

@@ -54,11 +54,15 @@ python3.11 -m venv /autograder/venv
 /autograder/venv/bin/python -m judge list
 """
 
-INSTALL_FULL = (f"/autograder/venv/bin/pip install -q --extra-index-url {TORCH_INDEX} {TORCH}\n"
-                "/autograder/venv/bin/pip install -q -e /autograder/source/triton-judge")
+INSTALL_FULL = (
+    f"/autograder/venv/bin/pip install -q --extra-index-url {TORCH_INDEX} {TORCH}\n"
+    "/autograder/venv/bin/pip install -q -e /autograder/source/triton-judge"
+)
 # Forward mode judges elsewhere: no torch, no triton here, only what the CLI and the rubric need.
-INSTALL_FORWARD = ("/autograder/venv/bin/pip install -q --no-deps -e /autograder/source/triton-judge\n"
-                   "/autograder/venv/bin/pip install -q 'click>=8.1' 'rich>=13'")
+INSTALL_FORWARD = (
+    "/autograder/venv/bin/pip install -q --no-deps -e /autograder/source/triton-judge\n"
+    "/autograder/venv/bin/pip install -q 'click>=8.1' 'rich>=13'"
+)
 
 RUN_AUTOGRADER = """#!/usr/bin/env bash
 # Run by Gradescope for each submission. AUTOGRADER_ROOT exists for local tests.
@@ -83,8 +87,9 @@ def _source_files():
             yield path, str(rel)
 
 
-def bundle(problem: Problem, out: Path, *, rubric_path: Path | None, forward: str | None,
-           token_file: Path | None, sandbox: str) -> list[str]:
+def bundle(
+    problem: Problem, out: Path, *, rubric_path: Path | None, forward: str | None, token_file: Path | None, sandbox: str
+) -> list[str]:
     """Write the autograder zip; returns its member names."""
     args = [f"--problem {problem.id}", f"--sandbox {sandbox}"]
     if rubric_path is not None:
@@ -93,8 +98,9 @@ def bundle(problem: Problem, out: Path, *, rubric_path: Path | None, forward: st
         args.append(f"--forward {forward}")
         if token_file is not None:
             args.append("--token-file forward_token")
-    setup = SETUP_SH.format(extra_apt="" if forward else "bubblewrap",
-                            install=INSTALL_FORWARD if forward else INSTALL_FULL)
+    setup = SETUP_SH.format(
+        extra_apt="" if forward else "bubblewrap", install=INSTALL_FORWARD if forward else INSTALL_FULL
+    )
     files = {
         "setup.sh": setup,
         "run_autograder": RUN_AUTOGRADER.format(args=" ".join(args)),
@@ -139,19 +145,34 @@ def results(graded: dict, execution_time: float, rubric: Rubric | None = None) -
         output = group_output(g, whole)
         if zero and g["passed"]:
             output = f"passed, but scores 0: the submission's verdict is {graded['verdict']}"
-        tests.append({"name": f"{g['name']}: {g['about']}" if g["about"] else g["name"], "number": str(i),
-                      "score": g["earned"], "max_score": g["points"],
-                      "status": "passed" if g["passed"] and not zero else "failed",
-                      "visibility": g["visibility"], "output": output, "output_format": "text"})
+        tests.append(
+            {
+                "name": f"{g['name']}: {g['about']}" if g["about"] else g["name"],
+                "number": str(i),
+                "score": g["earned"],
+                "max_score": g["points"],
+                "status": "passed" if g["passed"] and not zero else "failed",
+                "visibility": g["visibility"],
+                "output": output,
+                "output_format": "text",
+            }
+        )
     speed = graded["speed"]
     if speed["max_points"]:
         least = max((VISIBILITY_ORDER.index(g["visibility"]) for g in graded["groups"]), default=0)
-        test = {"name": "speed", "number": str(len(tests) + 1), "score": speed["points"],
-                "max_score": speed["max_points"], "visibility": VISIBILITY_ORDER[least], "output_format": "text"}
+        test = {
+            "name": "speed",
+            "number": str(len(tests) + 1),
+            "score": speed["points"],
+            "max_score": speed["max_points"],
+            "visibility": VISIBILITY_ORDER[least],
+            "output_format": "text",
+        }
         if speed["scored"]:
             test["status"] = "passed" if speed["points"] >= speed["max_points"] else "failed"
-            test["output"] = (f"speedup {speed['speedup']:.3g}x" if isinstance(speed.get("speedup"), (int, float))
-                              else "scored")
+            test["output"] = (
+                f"speedup {speed['speedup']:.3g}x" if isinstance(speed.get("speedup"), (int, float)) else "scored"
+            )
         else:
             test["output"] = speed.get("reason") or "speed is not scored"
         tests.append(test)
@@ -173,15 +194,35 @@ def results(graded: dict, execution_time: float, rubric: Rubric | None = None) -
     return out
 
 
-def run(problem: Problem, *, submission_dir: Path, results_path: Path, rubric: Rubric, sandbox: str,
-        device: str, forward: str | None, token: str | None, seed: int | None, timeout: float) -> dict:
+def run(
+    problem: Problem,
+    *,
+    submission_dir: Path,
+    results_path: Path,
+    rubric: Rubric,
+    sandbox: str,
+    device: str,
+    forward: str | None,
+    token: str | None,
+    seed: int | None,
+    timeout: float,
+) -> dict:
     """Judge the one submission in SUBMISSION_DIR and write results.json; returns it."""
     started = time.monotonic()
     report = platform_report(
-        problem, submission_dir, rubric, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
+        problem,
+        submission_dir,
+        rubric,
+        sandbox=sandbox,
+        device=device,
+        forward=forward,
+        token=token,
+        seed=seed,
+        timeout=timeout,
         missing=f"no submission file found; name it one of {', '.join(candidate_names(problem))} "
-                f"(or upload a single {problem.suffix} file)",
-        forward_hint="; ask the course staff to regrade")
+        f"(or upload a single {problem.suffix} file)",
+        forward_hint="; ask the course staff to regrade",
+    )
     graded = grade(report, problem, rubric)
     doc = results(graded, time.monotonic() - started, rubric)
     results_path.parent.mkdir(parents=True, exist_ok=True)

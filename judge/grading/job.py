@@ -61,16 +61,28 @@ def ie_report(problem, message: str, elapsed: float = 0.0, interpret: bool | Non
     """The report of a job that produced none (the judge crashed, timed out or was killed). ``interpret``:
     whether the job was to run in the interpreter (no speed points to earn there), when it is known."""
     pid = getattr(problem, "id", problem)
-    report = {"version": 1, "verdict": Verdict.IE.value, "verdict_meaning": "internal error of the judge", "score": 0,
-              "max_score": 100.0, "message": message, "details": {}, "problem": {"id": pid}, "groups": [],
-              "speed": {"scored": False}, "notes": [], "elapsed_seconds": round(elapsed, 3)}
+    report = {
+        "version": 1,
+        "verdict": Verdict.IE.value,
+        "verdict_meaning": "internal error of the judge",
+        "score": 0,
+        "max_score": 100.0,
+        "message": message,
+        "details": {},
+        "problem": {"id": pid},
+        "groups": [],
+        "speed": {"scored": False},
+        "notes": [],
+        "elapsed_seconds": round(elapsed, 3),
+    }
     if interpret is not None:
         report["mode"] = {"interpret": bool(interpret)}
     return report
 
 
-def spawn_job(*, gpu: int | None = None, workers: int | None = None, pool: str | None = None,
-              nice: int = 0) -> subprocess.Popen:
+def spawn_job(
+    *, gpu: int | None = None, workers: int | None = None, pool: str | None = None, nice: int = 0
+) -> subprocess.Popen:
     """A child ``python -m judge.grading.job``, started now; it loads the judge and torch, then waits for its job
     on stdin (run_subprocess sends it). So a process started ahead of its job (Spares) has its start done when
     the job comes.
@@ -92,8 +104,15 @@ def spawn_job(*, gpu: int | None = None, workers: int | None = None, pool: str |
         argv += ["--workers", str(workers)]
     if pool is not None:
         argv += ["--pool", pool]
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO_ROOT))
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=str(REPO_ROOT),
+    )
     if nice:
         with contextlib.suppress(OSError):  # (it may have died already: its job's report says so)
             os.setpriority(os.PRIO_PROCESS, proc.pid, min(19, os.getpriority(os.PRIO_PROCESS, 0) + nice))
@@ -163,8 +182,16 @@ def _forget(proc: subprocess.Popen) -> None:
         _children.discard(proc)
 
 
-def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, workers: int | None = None,
-                   pool: str | None = None, proc: subprocess.Popen | None = None, nice: int = 0) -> dict:
+def run_subprocess(
+    spec: dict,
+    *,
+    timeout: float,
+    gpu: int | None = None,
+    workers: int | None = None,
+    pool: str | None = None,
+    proc: subprocess.Popen | None = None,
+    nice: int = 0,
+) -> dict:
     """Run one job in a child ``python -m judge.grading.job`` (spawn_job's; ``proc``: one started ahead with the
     same ``gpu``, ``workers`` and ``pool``); always returns a report (IE on failure)."""
     if gpu is not None:
@@ -177,8 +204,12 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, worker
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.communicate()
-            return ie_report(spec.get("problem"), f"the judging job did not finish within {timeout:g} s",
-                             time.monotonic() - started, spec.get("interpret"))
+            return ie_report(
+                spec.get("problem"),
+                f"the judging job did not finish within {timeout:g} s",
+                time.monotonic() - started,
+                spec.get("interpret"),
+            )
     finally:
         with _children_lock:
             _children.discard(proc)
@@ -190,13 +221,28 @@ def run_subprocess(spec: dict, *, timeout: float, gpu: int | None = None, worker
         except json.JSONDecodeError:
             pass
     tail = (stderr.strip().splitlines() or ["(nothing on stderr)"])[-1][:300]
-    return ie_report(spec.get("problem"), f"the judging job failed (exit {proc.returncode}): {tail}",
-                     time.monotonic() - started, spec.get("interpret"))
+    return ie_report(
+        spec.get("problem"),
+        f"the judging job failed (exit {proc.returncode}): {tail}",
+        time.monotonic() - started,
+        spec.get("interpret"),
+    )
 
 
-def platform_report(problem, directory: Path, rubric, *, missing: str, sandbox: str, device: str,
-                    forward: str | None, token: str | None, seed: int | None, timeout: float,
-                    forward_hint: str = "") -> dict:
+def platform_report(
+    problem,
+    directory: Path,
+    rubric,
+    *,
+    missing: str,
+    sandbox: str,
+    device: str,
+    forward: str | None,
+    token: str | None,
+    seed: int | None,
+    timeout: float,
+    forward_hint: str = "",
+) -> dict:
     """The report for a grading platform's one submission in DIRECTORY (Gradescope, PrairieLearn): CE
     with MISSING when no file was found, else judged by the GPU service at FORWARD, else judged here;
     with the rubric's seed for hidden runs unless SEED is given."""
@@ -218,8 +264,17 @@ def platform_report(problem, directory: Path, rubric, *, missing: str, sandbox: 
             return ie_report(problem.id, f"{exc}{forward_hint}")
     if seed is None:
         seed = int.from_bytes(os.urandom(4), "big") >> 1
-    return run_subprocess({"problem": problem.id, "path": str(path.resolve()), "seed": seed, "device": device,
-                           "interpret": device == "cpu", "sandbox": sandbox}, timeout=timeout)
+    return run_subprocess(
+        {
+            "problem": problem.id,
+            "path": str(path.resolve()),
+            "seed": seed,
+            "device": device,
+            "interpret": device == "cpu",
+            "sandbox": sandbox,
+        },
+        timeout=timeout,
+    )
 
 
 def _die_with_parent() -> None:
@@ -254,8 +309,9 @@ def _preload() -> None:
     done it by the time the job comes. Nothing here reads the job or touches a GPU."""
     try:
         import torch  # noqa: F401 - the golden models, the wire
-        import judge.session  # noqa: F401
+
         import judge.judging  # noqa: F401
+        import judge.session  # noqa: F401
     except ImportError:
         pass  # the job's own imports say what is missing
 
@@ -292,11 +348,11 @@ def main() -> None:
     except ValueError as exc:
         _fail(2, f"bad job: {exc}")
 
-    from judge.pool.client import use
     from judge.judging import judge_file
+    from judge.options import Options
+    from judge.pool.client import use
     from judge.problems import find_problem
     from judge.report import finite_json
-    from judge.options import Options
 
     problem = find_problem(str(spec.get("problem", "")))
     if problem is None:
@@ -317,10 +373,17 @@ def main() -> None:
     progress = _progress_writer(spec.get("progress"))
     from judge.progress import Events
 
-    options = Options(device=device, interpret=bool(spec.get("interpret", device == "cpu")),
-                      sandbox=str(spec.get("sandbox", "auto")), seed=int(spec.get("seed", 0)),
-                      gpu=spec.get("gpu"), progress=Events(progress) if progress else None, max_examples=max_examples,
-                      log=(lambda line: progress({"wait": str(line)})) if progress else None, workers=workers)
+    options = Options(
+        device=device,
+        interpret=bool(spec.get("interpret", device == "cpu")),
+        sandbox=str(spec.get("sandbox", "auto")),
+        seed=int(spec.get("seed", 0)),
+        gpu=spec.get("gpu"),
+        progress=Events(progress) if progress else None,
+        max_examples=max_examples,
+        log=(lambda line: progress({"wait": str(line)})) if progress else None,
+        workers=workers,
+    )
     use(pool)
     from judge import timeline
 

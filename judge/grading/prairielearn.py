@@ -42,41 +42,86 @@ def problem_key(data_path: Path) -> str | None:
 def results(report: dict, graded: dict, rubric: Rubric) -> dict:
     verdict = graded["verdict"]
     if verdict == Verdict.CE:
-        return {"gradable": False, "score": 0.0, "message": f"not graded (no attempt used): {graded['message']}",
-                "format_errors": [graded["message"]]}
+        return {
+            "gradable": False,
+            "score": 0.0,
+            "message": f"not graded (no attempt used): {graded['message']}",
+            "format_errors": [graded["message"]],
+        }
     if verdict == Verdict.IE:
-        return {"gradable": False, "score": 0.0,
-                "message": f"not graded: internal error of the judge ({graded['message']}); ask the course staff",
-                "format_errors": ["the judge failed on this submission (not your fault); submit again later"]}
+        return {
+            "gradable": False,
+            "score": 0.0,
+            "message": f"not graded: internal error of the judge ({graded['message']}); ask the course staff",
+            "format_errors": ["the judge failed on this submission (not your fault); submit again later"],
+        }
     after = rubric.past_deadline()
     tests, held_back = [], 0
     for g in graded["groups"]:
         if g["visibility"] == "visible" or (g["visibility"] == "after_due_date" and after):
-            tests.append({"name": g["name"], "description": g["about"], "points": g["earned"],
-                          "max_points": g["points"], "message": g["verdict"] if not g["passed"] else "passed",
-                          "output": group_output(g, graded["message"] if file_level(graded) else "")})
+            tests.append(
+                {
+                    "name": g["name"],
+                    "description": g["about"],
+                    "points": g["earned"],
+                    "max_points": g["points"],
+                    "message": g["verdict"] if not g["passed"] else "passed",
+                    "output": group_output(g, graded["message"] if file_level(graded) else ""),
+                }
+            )
         else:
             held_back += 1
     speed = graded["speed"]
     if speed["max_points"]:
-        tests.append({"name": "speed", "description": "speed against the reference", "points": speed["points"],
-                      "max_points": speed["max_points"],
-                      "message": "scored" if speed["scored"] else "not scored",
-                      "output": speed.get("reason") or ""})
+        tests.append(
+            {
+                "name": "speed",
+                "description": "speed against the reference",
+                "points": speed["points"],
+                "max_points": speed["max_points"],
+                "message": "scored" if speed["scored"] else "not scored",
+                "output": speed.get("reason") or "",
+            }
+        )
     score = graded["score"] / graded["max_score"] if graded["max_score"] else 0.0
     message = f"{verdict}: {graded['message']}"
     if held_back:
         message += f" ({held_back} test group(s) are shown after the deadline; their points are in the score)"
-    return {"gradable": True, "score": round(min(max(score, 0.0), 1.0), 6), "message": message,
-            "output": "\n".join(report.get("notes") or []), "tests": tests}
+    return {
+        "gradable": True,
+        "score": round(min(max(score, 0.0), 1.0), 6),
+        "message": message,
+        "output": "\n".join(report.get("notes") or []),
+        "tests": tests,
+    }
 
 
-def run(problem: Problem, *, student_dir: Path, results_path: Path, rubric: Rubric, sandbox: str, device: str,
-        forward: str | None, token: str | None, seed: int | None, timeout: float) -> dict:
+def run(
+    problem: Problem,
+    *,
+    student_dir: Path,
+    results_path: Path,
+    rubric: Rubric,
+    sandbox: str,
+    device: str,
+    forward: str | None,
+    token: str | None,
+    seed: int | None,
+    timeout: float,
+) -> dict:
     report = platform_report(
-        problem, student_dir, rubric, sandbox=sandbox, device=device, forward=forward, token=token, seed=seed, timeout=timeout,
+        problem,
+        student_dir,
+        rubric,
+        sandbox=sandbox,
+        device=device,
+        forward=forward,
+        token=token,
+        seed=seed,
+        timeout=timeout,
         missing=f"no submission file found in the submitted files; name it one of "
-                f"{', '.join(candidate_names(problem))}")
+        f"{', '.join(candidate_names(problem))}",
+    )
     graded = grade(report, problem, rubric)
     doc = results(report, graded, rubric)
     text = json.dumps(doc, indent=2)

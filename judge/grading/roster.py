@@ -53,8 +53,13 @@ def sha256_of(path: Path) -> str:
 def candidate_names(problem: Problem) -> list[str]:
     """File names that mean "my submission for this problem", in order of preference."""
     slug, ext = problem.slug, problem.suffix  # .py for a kernel, .toml for an answers problem
-    names = [f"{problem.id}{ext}", f"{problem.id:03d}{ext}", f"{problem.directory.name}{ext}",
-             f"{slug}{ext}", f"{slug.replace('-', '_')}{ext}"]
+    names = [
+        f"{problem.id}{ext}",
+        f"{problem.id:03d}{ext}",
+        f"{problem.directory.name}{ext}",
+        f"{slug}{ext}",
+        f"{slug.replace('-', '_')}{ext}",
+    ]
     return list(dict.fromkeys(names))
 
 
@@ -87,8 +92,10 @@ def _entry(student: str, problem: Problem, path: Path | None) -> Entry:
 
 def _check_student(name: str, where: str) -> str:
     if not STUDENT_NAME.match(name):
-        raise RosterError(f"{where}: student name '{name}' must be 1-128 letters, digits or ._@+- "
-                          "(it names the student's report file)")
+        raise RosterError(
+            f"{where}: student name '{name}' must be 1-128 letters, digits or ._@+- "
+            "(it names the student's report file)"
+        )
     return name
 
 
@@ -115,12 +122,13 @@ def _from_directory(root: Path, problems: list[Problem]) -> list[Entry]:
                 entries.append(_entry(student, problem, pick_file(child, problem, len(problems) == 1)))
         elif child.is_file() and child.suffix in {p.suffix for p in problems}:
             if len(problems) != 1:
-                raise RosterError(f"{child}: a file directly in the roster is only allowed when grading one "
-                                  "problem; with several, give each student a folder")
+                raise RosterError(
+                    f"{child}: a file directly in the roster is only allowed when grading one "
+                    "problem; with several, give each student a folder"
+                )
             entries.append(_entry(_check_student(child.stem, str(child)), problems[0], child))
     if not entries:
-        raise RosterError(f"{root}: no student folders or {'/'.join(sorted({p.suffix for p in problems}))} "
-                          "files in it")
+        raise RosterError(f"{root}: no student folders or {'/'.join(sorted({p.suffix for p in problems}))} files in it")
     return entries
 
 

@@ -25,7 +25,6 @@ from judge.problems import Problem, find_problem
 from judge.verdicts import MEANINGS, ZERO_SCORE, Verdict
 
 
-
 class RubricError(Exception):
     """The rubric file is wrong: a usage error (exit 2), one line."""
 
@@ -63,7 +62,7 @@ class Rubric:
         deadline = deadline or self.deadline
         if deadline is None:
             return True  # no deadline: everything the rubric allows after it is visible now
-        return (now or dt.datetime.now(dt.timezone.utc)) >= deadline
+        return (now or dt.datetime.now(dt.UTC)) >= deadline
 
 
 def load_rubric(path: Path | None) -> Rubric:
@@ -84,8 +83,7 @@ def load_rubric(path: Path | None) -> Rubric:
     deadline = spec.get("deadline")
     if deadline is not None:
         if not isinstance(deadline, dt.datetime) or deadline.tzinfo is None:
-            raise RubricError(f"{where}: deadline must be a TOML date-time with a time zone, "
-                              "e.g. 2026-12-15T23:59:00Z")
+            raise RubricError(f"{where}: deadline must be a TOML date-time with a time zone, e.g. 2026-12-15T23:59:00Z")
         rubric.deadline = deadline
     if "secret_seed" in spec and "secret_seed_env" in spec:
         raise RubricError(f"{where}: give secret_seed or secret_seed_env, not both")
@@ -114,7 +112,7 @@ def _group_list(value, problem: Problem, where: str) -> list[str]:
     if value == "all":
         return names
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise RubricError(f"{where}: must be a list of group names or \"all\"")
+        raise RubricError(f'{where}: must be a list of group names or "all"')
     for v in value:
         if v not in names:
             raise RubricError(f"{where}: unknown group '{v}'; valid: {', '.join(names)}")
@@ -140,25 +138,28 @@ def _problem_rubric(table, problem: Problem, where: str) -> ProblemRubric:
             raise RubricError(f"{where}.points.{name}: must be a number >= 0")
         pr.points[name] = float(value)
     if "visible_before_deadline" in table:
-        pr.visible_before = _group_list(table["visible_before_deadline"], problem,
-                                        f"{where}.visible_before_deadline")
+        pr.visible_before = _group_list(table["visible_before_deadline"], problem, f"{where}.visible_before_deadline")
     if "visible_after_deadline" in table:
         pr.visible_after = _group_list(table["visible_after_deadline"], problem, f"{where}.visible_after_deadline")
     before = set(pr.visible_before if pr.visible_before is not None else names)
     after = set(pr.visible_after if pr.visible_after is not None else names)
     if not before <= after:
-        raise RubricError(f"{where}: group(s) {', '.join(sorted(before - after))} visible before the deadline "
-                          "must stay visible after it")
+        raise RubricError(
+            f"{where}: group(s) {', '.join(sorted(before - after))} visible before the deadline "
+            "must stay visible after it"
+        )
     if problem.kind == "kernel":
         # A group that hangs, runs out of memory or breaks a rule stops the run: the groups after it are
         # "not run". A shown group after a hidden one would tell how the hidden one went.
         for key, shown in (("visible_before_deadline", before), ("visible_after_deadline", after)):
             first = next((n for n in names if n not in shown), None)
-            later = [n for n in names[names.index(first):] if n in shown] if first else []
+            later = [n for n in names[names.index(first) :] if n in shown] if first else []
             if later:
-                raise RubricError(f"{where}.{key}: '{later[0]}' is shown but comes after '{first}', which is not: "
-                                  "a failure there can stop the later groups, which would show it; show the "
-                                  f"groups in the problem's order ({', '.join(names)})")
+                raise RubricError(
+                    f"{where}.{key}: '{later[0]}' is shown but comes after '{first}', which is not: "
+                    "a failure there can stop the later groups, which would show it; show the "
+                    f"groups in the problem's order ({', '.join(names)})"
+                )
     speed = table.get("speed", {})
     if not isinstance(speed, dict):
         raise RubricError(f"{where}.speed: must be a table")
@@ -166,14 +167,18 @@ def _problem_rubric(table, problem: Problem, where: str) -> ProblemRubric:
         raise RubricError(f"{where}.speed.max_points: must be a number >= 0")
     curve = speed.get("curve")
     if curve is not None:
-        ok = (isinstance(curve, list) and len(curve) >= 2
-              and all(isinstance(p, list) and len(p) == 2 and all(isinstance(v, (int, float)) for v in p)
-                      for p in curve)
-              and all(a[0] < b[0] for a, b in zip(curve, curve[1:]))
-              and all(0 <= p[1] <= 1 for p in curve))
+        ok = (
+            isinstance(curve, list)
+            and len(curve) >= 2
+            and all(isinstance(p, list) and len(p) == 2 and all(isinstance(v, (int, float)) for v in p) for p in curve)
+            and all(a[0] < b[0] for a, b in zip(curve, curve[1:]))
+            and all(0 <= p[1] <= 1 for p in curve)
+        )
         if not ok:
-            raise RubricError(f"{where}.speed.curve: must be [[speedup, fraction], ...] with increasing speedups "
-                              "and fractions in [0, 1]")
+            raise RubricError(
+                f"{where}.speed.curve: must be [[speedup, fraction], ...] with increasing speedups "
+                "and fractions in [0, 1]"
+            )
     pr.speed = dict(speed)
     return pr
 
@@ -230,17 +235,19 @@ def grade(report: dict, problem: Problem, rubric: Rubric) -> dict:
         got = by_name.get(g.name, {})
         points = pr.points.get(g.name, g.points)
         passed = bool(got.get("passed"))
-        groups.append({
-            "name": g.name,
-            "about": g.about,
-            "points": points,
-            "earned": points if passed and not zero else 0.0,
-            "passed": passed,
-            "verdict": got.get("verdict", verdict),
-            "skipped": got.get("skipped"),
-            "failure": got.get("failure"),
-            "visibility": visibility(pr, g.name),
-        })
+        groups.append(
+            {
+                "name": g.name,
+                "about": g.about,
+                "points": points,
+                "earned": points if passed and not zero else 0.0,
+                "passed": passed,
+                "verdict": got.get("verdict", verdict),
+                "skipped": got.get("skipped"),
+                "failure": got.get("failure"),
+                "visibility": visibility(pr, g.name),
+            }
+        )
     speed = report.get("speed") or {}
     mode = report.get("mode") or {}
     s_points, s_max = speed_points(pr, speed, problem, measurable=not (mode.get("interpret") or mode.get("quick")))
@@ -255,8 +262,13 @@ def grade(report: dict, problem: Problem, rubric: Rubric) -> dict:
         "score": round(sum(g["earned"] for g in groups) + s_points, 2),
         "max_score": max_score,
         "groups": groups,
-        "speed": {"scored": bool(speed.get("scored")), "points": s_points, "max_points": s_max,
-                  "speedup": speed.get("speedup"), "reason": speed.get("reason")},
+        "speed": {
+            "scored": bool(speed.get("scored")),
+            "points": s_points,
+            "max_points": s_max,
+            "speedup": speed.get("speedup"),
+            "reason": speed.get("reason"),
+        },
         "submission": _file_only(report.get("submission") or {}),
         "elapsed_seconds": report.get("elapsed_seconds"),
         "notes": report.get("notes") or [],
@@ -276,12 +288,14 @@ SPEED_WITHHELD = "shown when every test group is shown (the speed run happens on
 def file_level(graded: dict) -> bool:
     """Whether the verdict is about the whole file, decided before any test group ran (a compile error, a
     refusal of the static scan, a failure of the judge at the start): every group has it and none ran a case."""
-    return (graded["verdict"] in (Verdict.CE, Verdict.RJ, Verdict.IE)
-            and not any(g["passed"] or (g.get("failure") or {}).get("message") for g in graded["groups"]))
+    return graded["verdict"] in (Verdict.CE, Verdict.RJ, Verdict.IE) and not any(
+        g["passed"] or (g.get("failure") or {}).get("message") for g in graded["groups"]
+    )
 
 
-def student_view(graded: dict, rubric: Rubric, now: dt.datetime | None = None,
-                 deadline: dt.datetime | None = None) -> dict:
+def student_view(
+    graded: dict, rubric: Rubric, now: dt.datetime | None = None, deadline: dt.datetime | None = None
+) -> dict:
     """What a student may see now (DEADLINE: theirs, when an extension moved it): it depends only on what
     the rubric shows now. Groups hidden now keep only their name; the verdict, message and totals count only
     the shown ones (a verdict about the whole file, decided before any group ran, is shown as it is); the
@@ -292,20 +306,32 @@ def student_view(graded: dict, rubric: Rubric, now: dt.datetime | None = None,
     for g in graded["groups"]:
         vis = g["visibility"]
         if vis == "visible" or (vis == "after_due_date" and after):
-            shown.append({k: g[k] for k in ("name", "about", "points", "earned", "passed", "verdict", "skipped",
-                                            "failure")})
+            shown.append(
+                {k: g[k] for k in ("name", "about", "points", "earned", "passed", "verdict", "skipped", "failure")}
+            )
         else:
             hidden_points += g["points"]
-            shown.append({"name": g["name"], "hidden": True,
-                          "about": "results shown after the deadline" if vis == "after_due_date" else "hidden"})
+            shown.append(
+                {
+                    "name": g["name"],
+                    "hidden": True,
+                    "about": "results shown after the deadline" if vis == "after_due_date" else "hidden",
+                }
+            )
     visible = [g for g in shown if not g.get("hidden")]
     all_shown = len(visible) == len(shown)
     speed = graded["speed"]
     verdict, message = graded["verdict"], graded["message"]
     if not all_shown:
         hidden_points += speed["max_points"]
-        speed = {"scored": False, "points": 0.0, "max_points": 0.0, "speedup": None, "reason": SPEED_WITHHELD,
-                 "withheld": True}
+        speed = {
+            "scored": False,
+            "points": 0.0,
+            "max_points": 0.0,
+            "speedup": None,
+            "reason": SPEED_WITHHELD,
+            "withheld": True,
+        }
         if not file_level(graded):
             from judge.verdicts import Verdict, worst
 

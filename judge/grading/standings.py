@@ -23,9 +23,26 @@ from judge.grading.store import Store
 from judge.problems import Problem, find_problem
 from judge.verdicts import Verdict
 
-CSV_COLUMNS = ["student", "problem", "slug", "verdict", "score", "max_score", "speedup", "groups_passed",
-               "path", "sha256", "graded_at", "counts", "judged_score", "override_reason", "override_by",
-               "deadline", "late", "regraded_at"]
+CSV_COLUMNS = [
+    "student",
+    "problem",
+    "slug",
+    "verdict",
+    "score",
+    "max_score",
+    "speedup",
+    "groups_passed",
+    "path",
+    "sha256",
+    "graded_at",
+    "counts",
+    "judged_score",
+    "override_reason",
+    "override_by",
+    "deadline",
+    "late",
+    "regraded_at",
+]
 
 
 def best_rows(store: Store, rubric: Rubric) -> dict[tuple[str, int], dict]:
@@ -48,7 +65,7 @@ def best_rows(store: Store, rubric: Rubric) -> dict[tuple[str, int], dict]:
         old = best.get(key)
         if old is None or _better(row, old, counting.get(pid, "best")):
             best[key] = row
-    for key, over in overrides.items():
+    for key, _over in overrides.items():
         if key not in best:  # staff gave points for a problem with no result
             problem = problems.get(key[1]) or find_problem(str(key[1]))
             if problem is not None:
@@ -82,10 +99,22 @@ def max_score(problem: Problem, rubric: Rubric, interpret: bool) -> float:
 
 
 def _no_result(student: str, problem: Problem, rubric: Rubric, interpret: bool = True) -> dict:
-    graded = grade({"verdict": Verdict.CE.value, "message": "no submission", "mode": {"interpret": interpret}}, problem, rubric)
+    graded = grade(
+        {"verdict": Verdict.CE.value, "message": "no submission", "mode": {"interpret": interpret}}, problem, rubric
+    )
     graded.update(verdict="", score=0.0, groups=[])
-    return {"student": student, "problem": problem.id, "sha256": "", "path": None, "speedup": None,
-            "graded_at": "", "graded": graded, "missing": True, "first_at": None, "last_at": None}
+    return {
+        "student": student,
+        "problem": problem.id,
+        "sha256": "",
+        "path": None,
+        "speedup": None,
+        "graded_at": "",
+        "graded": graded,
+        "missing": True,
+        "first_at": None,
+        "last_at": None,
+    }
 
 
 def course_problems(rubric: Rubric, best: dict) -> list[int]:
@@ -106,8 +135,15 @@ def fill_missing(best: dict, students, problems, rubric: Rubric, interpret: bool
         for name in names:
             if (name, pid) not in out:
                 row = _no_result(name, problem, rubric, interpret)
-                row.update(counts="best", judged_score=0.0, override=None, score=0.0, deadline=None, late=False,
-                           regraded_at=None)
+                row.update(
+                    counts="best",
+                    judged_score=0.0,
+                    override=None,
+                    score=0.0,
+                    deadline=None,
+                    late=False,
+                    regraded_at=None,
+                )
                 out[(name, pid)] = row
     return out
 
@@ -125,9 +161,19 @@ def staff_table(best: dict, students, problems: list[int]) -> dict:
                 cells.append(None)
                 continue
             g = row["graded"]
-            cells.append({"verdict": g["verdict"], "score": row.get("score", g["score"]), "max_score": g["max_score"],
-                          "judged_score": g["score"], "override": row.get("override"), "late": row.get("late"),
-                          "speedup": row.get("speedup"), "sha256": row["sha256"], "missing": bool(row.get("missing"))})
+            cells.append(
+                {
+                    "verdict": g["verdict"],
+                    "score": row.get("score", g["score"]),
+                    "max_score": g["max_score"],
+                    "judged_score": g["score"],
+                    "override": row.get("override"),
+                    "late": row.get("late"),
+                    "speedup": row.get("speedup"),
+                    "sha256": row["sha256"],
+                    "missing": bool(row.get("missing")),
+                }
+            )
             total += cells[-1]["score"]
             most += g["max_score"]
         rows.append({"student": name, "cells": cells, "score": round(total, 2), "max_score": round(most, 2)})
@@ -148,9 +194,25 @@ def write_csv_to(best: dict, f) -> None:
     for (student, pid), row in sorted(best.items()):
         g = row["graded"]
         over = row.get("override") or {}
-        w.writerow([student, pid, g["problem"]["slug"], g["verdict"], row.get("score", g["score"]), g["max_score"],
-                    "" if row.get("speedup") is None else row["speedup"],
-                    ";".join(x["name"] for x in g["groups"] if x["passed"]),
-                    row["path"] or "", row["sha256"], row["graded_at"], row.get("counts", "best"),
-                    row.get("judged_score", g["score"]), over.get("reason", ""), over.get("by", ""),
-                    row.get("deadline") or "", "yes" if row.get("late") else "", row.get("regraded_at") or ""])
+        w.writerow(
+            [
+                student,
+                pid,
+                g["problem"]["slug"],
+                g["verdict"],
+                row.get("score", g["score"]),
+                g["max_score"],
+                "" if row.get("speedup") is None else row["speedup"],
+                ";".join(x["name"] for x in g["groups"] if x["passed"]),
+                row["path"] or "",
+                row["sha256"],
+                row["graded_at"],
+                row.get("counts", "best"),
+                row.get("judged_score", g["score"]),
+                over.get("reason", ""),
+                over.get("by", ""),
+                row.get("deadline") or "",
+                "yes" if row.get("late") else "",
+                row.get("regraded_at") or "",
+            ]
+        )

@@ -111,8 +111,10 @@ MIGRATIONS = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
-JOB_COLUMNS = ("seq, id, student, problem, filename, sha256, status, attempts, verdict, report, cached, "
-               "submitted_at, started_at, finished_at, regrade")
+JOB_COLUMNS = (
+    "seq, id, student, problem, filename, sha256, status, attempts, verdict, report, cached, "
+    "submitted_at, started_at, finished_at, regrade"
+)
 
 
 def _statements(script: str) -> list[str]:
@@ -128,7 +130,7 @@ def _statements(script: str) -> list[str]:
 
 
 def now_iso() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _locked(method):
@@ -136,6 +138,7 @@ def _locked(method):
     def wrapper(self, *args, **kwargs):
         with self.lock:
             return method(self, *args, **kwargs)
+
     return wrapper
 
 
@@ -196,8 +199,9 @@ class Store:
         return {(s, p, h) for s, p, h in rows}
 
     @_locked
-    def put(self, student: str, problem: int, sha256: str, path: str | None, report: dict, graded: dict,
-            regrade: int = 0) -> None:
+    def put(
+        self, student: str, problem: int, sha256: str, path: str | None, report: dict, graded: dict, regrade: int = 0
+    ) -> None:
         """Record one result (the judge's report, the seed removed; the score under the rubric). A row is
         replaced only when it is an IE, or when this result was judged in a later regrade round (REGRADE)."""
         report = {k: v for k, v in report.items() if k != "seed"}
@@ -211,9 +215,21 @@ class Store:
                    max_score=excluded.max_score, speedup=excluded.speedup, elapsed=excluded.elapsed,
                    report=excluded.report, graded_at=excluded.graded_at, regrade=excluded.regrade
                WHERE results.verdict = 'IE' OR results.regrade < excluded.regrade""",
-            (student, problem, sha256, path, graded["verdict"], graded["score"], graded["max_score"],
-             speedup if isinstance(speedup, (int, float)) else None, report.get("elapsed_seconds"),
-             json.dumps(report), dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), regrade))
+            (
+                student,
+                problem,
+                sha256,
+                path,
+                graded["verdict"],
+                graded["score"],
+                graded["max_score"],
+                speedup if isinstance(speedup, (int, float)) else None,
+                report.get("elapsed_seconds"),
+                json.dumps(report),
+                dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                regrade,
+            ),
+        )
 
     @_locked
     def rows(self) -> list[dict]:
@@ -226,7 +242,8 @@ class Store:
                                                 MIN(submitted_at) AS first_at, MAX(submitted_at) AS last_at
                                          FROM jobs WHERE own_seed = 0 GROUP BY student, problem, sha256) k
                     ON k.ks = r.student AND k.kp = r.problem AND k.kh = r.sha256
-               ORDER BY student, problem, graded_at""")
+               ORDER BY student, problem, graded_at"""
+        )
         names = [c[0] for c in cur.description]
         out = []
         for row in cur:
@@ -250,11 +267,21 @@ class Store:
         return d
 
     @_locked
-    def add_job(self, job_id: str, student: str, problem: int, filename: str, sha256: str, source: bytes,
-                seed: int | None = None) -> dict:
-        self.db.execute("INSERT INTO jobs(id, student, problem, filename, sha256, source, seed, own_seed, status, "
-                        "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
-                        (job_id, student, problem, filename, sha256, source, seed, int(seed is not None), now_iso()))
+    def add_job(
+        self,
+        job_id: str,
+        student: str,
+        problem: int,
+        filename: str,
+        sha256: str,
+        source: bytes,
+        seed: int | None = None,
+    ) -> dict:
+        self.db.execute(
+            "INSERT INTO jobs(id, student, problem, filename, sha256, source, seed, own_seed, status, "
+            "submitted_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?)",
+            (job_id, student, problem, filename, sha256, source, seed, int(seed is not None), now_iso()),
+        )
         return self.job(job_id)
 
     @_locked
@@ -265,8 +292,15 @@ class Store:
         return self._job(row, [c[0] for c in cur.description]) if row else None
 
     @_locked
-    def jobs(self, student: str | None = None, *, status: str | None = None, problem: int | None = None,
-             limit: int = 200, reports: bool = False) -> list[dict]:
+    def jobs(
+        self,
+        student: str | None = None,
+        *,
+        status: str | None = None,
+        problem: int | None = None,
+        limit: int = 200,
+        reports: bool = False,
+    ) -> list[dict]:
         """Jobs, newest first (the report only when REPORTS)."""
         cols = JOB_COLUMNS if reports else JOB_COLUMNS.replace("report, ", "")
         where, args = [], []
@@ -292,12 +326,15 @@ class Store:
             row = self.db.execute(
                 """SELECT j.id FROM jobs j WHERE j.status = 'queued'
                    ORDER BY (SELECT COUNT(*) FROM jobs r WHERE r.student = j.student AND r.status = 'running'),
-                            j.regrade > 0, j.seq LIMIT 1""").fetchone()
+                            j.regrade > 0, j.seq LIMIT 1"""
+            ).fetchone()
             if row is None:
                 self.db.execute("COMMIT")
                 return None
-            self.db.execute("UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ? "
-                            "WHERE id = ?", (now_iso(), row[0]))
+            self.db.execute(
+                "UPDATE jobs SET status = 'running', attempts = attempts + 1, started_at = ? WHERE id = ?",
+                (now_iso(), row[0]),
+            )
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
@@ -305,8 +342,9 @@ class Store:
         return self.job(row[0], source=True)
 
     @_locked
-    def finish_job(self, job_id: str, report: dict, result: tuple[dict, str | None] | None = None, *,
-                   cached: bool = False) -> bool:
+    def finish_job(
+        self, job_id: str, report: dict, result: tuple[dict, str | None] | None = None, *, cached: bool = False
+    ) -> bool:
         """Record a job's report, once: True when this call finished it, False when it was already done.
 
         RESULT (graded, path): also the job's row in ``results`` (the course's record, as ``judge grade``
@@ -318,10 +356,12 @@ class Store:
             cur = self.db.execute(
                 "UPDATE jobs SET status = 'done', verdict = ?, report = ?, cached = ?, seed = NULL, "
                 "finished_at = ? WHERE id = ? AND status != 'done'",
-                (report.get("verdict", Verdict.IE.value), json.dumps(report), int(cached), now_iso(), job_id))
+                (report.get("verdict", Verdict.IE.value), json.dumps(report), int(cached), now_iso(), job_id),
+            )
             if cur.rowcount == 1 and result is not None:
-                job = self.db.execute("SELECT student, problem, sha256, regrade FROM jobs WHERE id = ?",
-                                      (job_id,)).fetchone()
+                job = self.db.execute(
+                    "SELECT student, problem, sha256, regrade FROM jobs WHERE id = ?", (job_id,)
+                ).fetchone()
                 graded, path = result
                 self.put(job[0], job[1], job[2], path, report, graded, regrade=job[3])
             self.db.execute("COMMIT")
@@ -353,20 +393,27 @@ class Store:
     @_locked
     def submitted_since(self, student: str, since: str) -> tuple[int, str | None]:
         """(jobs STUDENT submitted at or after SINCE (ISO time), the oldest of them's time)."""
-        return tuple(self.db.execute("SELECT COUNT(*), MIN(submitted_at) FROM jobs WHERE student = ? "
-                                     "AND submitted_at >= ?", (student, since)).fetchone())
+        return tuple(
+            self.db.execute(
+                "SELECT COUNT(*), MIN(submitted_at) FROM jobs WHERE student = ? AND submitted_at >= ?", (student, since)
+            ).fetchone()
+        )
 
     @_locked
     def pending_of(self, student: str) -> int:
         """STUDENT's own submissions waiting or being judged (not those a regrade queued again)."""
-        return self.db.execute("SELECT COUNT(*) FROM jobs WHERE student = ? AND status != 'done' AND regrade = 0",
-                               (student,)).fetchone()[0]
+        return self.db.execute(
+            "SELECT COUNT(*) FROM jobs WHERE student = ? AND status != 'done' AND regrade = 0", (student,)
+        ).fetchone()[0]
 
     @_locked
     def result_for(self, student: str, problem: int, sha256: str, regrade: int = 0) -> dict | None:
         """The stored result of this very file (not an IE, judged in regrade round REGRADE or later), or None."""
-        cur = self.db.execute("SELECT report, path FROM results WHERE student = ? AND problem = ? AND sha256 = ? "
-                              "AND verdict != 'IE' AND regrade >= ?", (student, problem, sha256, regrade))
+        cur = self.db.execute(
+            "SELECT report, path FROM results WHERE student = ? AND problem = ? AND sha256 = ? "
+            "AND verdict != 'IE' AND regrade >= ?",
+            (student, problem, sha256, regrade),
+        )
         row = cur.fetchone()
         return {"report": json.loads(row[0]), "path": row[1]} if row else None
 
@@ -379,9 +426,11 @@ class Store:
             at = now_iso()
             cur = self.db.execute("INSERT INTO regrades(problem, jobs, by, at) VALUES (?, 0, ?, ?)", (problem, by, at))
             round_ = cur.lastrowid
-            n = self.db.execute("UPDATE jobs SET status = 'queued', attempts = 0, cached = 0, regrade = ?, "
-                                "started_at = NULL WHERE problem = ? AND status = 'done' AND own_seed = 0",
-                                (round_, problem)).rowcount
+            n = self.db.execute(
+                "UPDATE jobs SET status = 'queued', attempts = 0, cached = 0, regrade = ?, "
+                "started_at = NULL WHERE problem = ? AND status = 'done' AND own_seed = 0",
+                (round_, problem),
+            ).rowcount
             self.db.execute("UPDATE regrades SET jobs = ? WHERE round = ?", (n, round_))
             self.db.execute("COMMIT")
         except BaseException:
@@ -391,7 +440,10 @@ class Store:
 
     @_locked
     def regrades(self, problem: int | None = None) -> list[dict]:
-        cur = self.db.execute("SELECT round, problem, jobs, by, at FROM regrades"
-                              + (" WHERE problem = ?" if problem is not None else "") + " ORDER BY round",
-                              (problem,) if problem is not None else ())
+        cur = self.db.execute(
+            "SELECT round, problem, jobs, by, at FROM regrades"
+            + (" WHERE problem = ?" if problem is not None else "")
+            + " ORDER BY round",
+            (problem,) if problem is not None else (),
+        )
         return [dict(zip(("round", "problem", "jobs", "by", "at"), r)) for r in cur.fetchall()]

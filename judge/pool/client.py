@@ -150,8 +150,17 @@ def take(backend, job: Job) -> Lease | None:
     try:
         conn.settimeout(10)
         conn.connect(path)
-        conn.send(json.dumps({"op": "acquire", "key": key, "owner": os.getpid(), "submission": str(job.submission),
-                              "cache": str(job.cache) if job.cache is not None else None}).encode())
+        conn.send(
+            json.dumps(
+                {
+                    "op": "acquire",
+                    "key": key,
+                    "owner": os.getpid(),
+                    "submission": str(job.submission),
+                    "cache": str(job.cache) if job.cache is not None else None,
+                }
+            ).encode()
+        )
         data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 3)
         reply = json.loads(data) if data else {}
         if not reply.get("ok") or len(fds) != 3:
@@ -172,4 +181,3 @@ def take(backend, job: Job) -> Lease | None:
             proc.close()
             return None
     return Lease(nonce=str(reply["nonce"]), proc=proc, conn=conn)
-

@@ -183,4 +183,3 @@ def _copy_file(src_fd: int, name: str, seen, dest: Path, budget: dict) -> bool:
         return True
     finally:
         os.close(fd)
-

@@ -46,9 +46,15 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
         backend, _ = intake.backend_for(options.sandbox, options.device)
     except Exception:  # noqa: BLE001 - the session says why, as it would without this
         return None
-    job = Job(submission=submission, scratch=Path(tempfile.gettempdir()), device=options.device,
-              interpret=options.interpret, limits=limits_for(problem, options), gpu=options.gpu,
-              cache=intake.kernel_cache(submission, options.device, options.interpret))
+    job = Job(
+        submission=submission,
+        scratch=Path(tempfile.gettempdir()),
+        device=options.device,
+        interpret=options.interpret,
+        limits=limits_for(problem, options),
+        gpu=options.gpu,
+        cache=intake.kernel_cache(submission, options.device, options.interpret),
+    )
     if key_of(backend, job) is None:
         return None
     count = session_workers(problem, options, gpu_gib)  # as many as the session will ask for

@@ -20,9 +20,18 @@ def key_of(backend, job: Job) -> dict | None:
     if name not in BACKENDS or not isinstance(backend, backend_class(name)):
         return None
     lim = job.limits
-    key = {"backend": name, "module": job.module, "device": job.device, "gpu": job.gpu,
-           "interpret": bool(job.interpret), "memory_mb": lim.memory_mb, "processes": lim.processes,
-           "scratch_mb": lim.scratch_mb, "gpu_memory_mb": lim.gpu_memory_mb, "cache": job.cache is not None}
+    key = {
+        "backend": name,
+        "module": job.module,
+        "device": job.device,
+        "gpu": job.gpu,
+        "interpret": bool(job.interpret),
+        "memory_mb": lim.memory_mb,
+        "processes": lim.processes,
+        "scratch_mb": lim.scratch_mb,
+        "gpu_memory_mb": lim.gpu_memory_mb,
+        "cache": job.cache is not None,
+    }
     key["args"] = backend.rebuild_args(job.device)
     return key
 
@@ -45,10 +54,25 @@ def backend_for(key: dict):
 def template(key: dict, scratch: Path, cache: Path | None) -> Job:
     """The job a pooled worker is spawned for: no submission; the limits that the sandbox fixes at spawn (the
     others are the judge's own, applied from outside when the worker is used)."""
-    limits = Limits(case_seconds=0.0, run_seconds=0.0, memory_mb=key["memory_mb"], output_bytes=0,
-                    processes=key["processes"], scratch_mb=key["scratch_mb"], gpu_memory_mb=key["gpu_memory_mb"])
-    return Job(submission=None, scratch=scratch, device=key["device"], interpret=key["interpret"], limits=limits,
-               gpu=key["gpu"], module=key["module"], cache=cache)
+    limits = Limits(
+        case_seconds=0.0,
+        run_seconds=0.0,
+        memory_mb=key["memory_mb"],
+        output_bytes=0,
+        processes=key["processes"],
+        scratch_mb=key["scratch_mb"],
+        gpu_memory_mb=key["gpu_memory_mb"],
+    )
+    return Job(
+        submission=None,
+        scratch=scratch,
+        device=key["device"],
+        interpret=key["interpret"],
+        limits=limits,
+        gpu=key["gpu"],
+        module=key["module"],
+        cache=cache,
+    )
 
 
 def recv(conn: socket.socket) -> dict | None:
@@ -56,4 +80,3 @@ def recv(conn: socket.socket) -> dict | None:
     if not data:
         return None
     return json.loads(data)
-

@@ -181,8 +181,13 @@ class PoolServer:
         serving jobs (not head_start's, which forks its one litter for its file)."""
         key = self._keys.get(kt) or {}
         backend = backend_class_of(key) if key else None
-        return (self.litters and key.get("module") == "judge.untrusted"
-                and backend is not None and backend.litters and kt not in self._fixed)
+        return (
+            self.litters
+            and key.get("module") == "judge.untrusted"
+            and backend is not None
+            and backend.litters
+            and kt not in self._fixed
+        )
 
     def _spawn_litter(self, kt: str, n: int) -> None:
         """``n`` workers of kind ``kt`` forked in one sandbox (judge.sandbox.litter); one by one where a litter
@@ -218,8 +223,15 @@ class PoolServer:
         entries = []
         for proc in procs:
             nonce = secrets.token_hex(16)
-            entry = _Entry(proc, nonce, Path(tempfile.mkdtemp(prefix="w-", dir=self.dir)), cache,
-                           time.monotonic(), placed=submission is not None, litter=proc.litter)
+            entry = _Entry(
+                proc,
+                nonce,
+                Path(tempfile.mkdtemp(prefix="w-", dir=self.dir)),
+                cache,
+                time.monotonic(),
+                placed=submission is not None,
+                litter=proc.litter,
+            )
             try:
                 wire.send(proc.stdin, dict(prepare_message(job, backend), nonce=nonce))
             except OSError:
@@ -410,11 +422,16 @@ class PoolServer:
                     pass
                 return
             p = entry.proc
-            reply = {"ok": True, "nonce": entry.nonce, "pid": p.pid,
-                     "submission_dir": str(p.submission_dir) if p.submission_dir is not None else None,
-                     "inside_dir": p.inside_dir, "cache": str(entry.cache) if entry.cache is not None else None,
-                     "placed": p.submission_path if entry.placed else None,
-                     "waited": round(time.monotonic() - entry.spawned, 3)}
+            reply = {
+                "ok": True,
+                "nonce": entry.nonce,
+                "pid": p.pid,
+                "submission_dir": str(p.submission_dir) if p.submission_dir is not None else None,
+                "inside_dir": p.inside_dir,
+                "cache": str(entry.cache) if entry.cache is not None else None,
+                "placed": p.submission_path if entry.placed else None,
+                "waited": round(time.monotonic() - entry.spawned, 3),
+            }
             socket.send_fds(conn, [json.dumps(reply).encode()], [p.stdin, p.stdout, p.stderr])
             while True:
                 request = recv(conn)
@@ -463,7 +480,6 @@ def _operate(proc: Proc, request: dict) -> dict:
     return {"error": f"unknown operation {op!r}"}
 
 
-
 def parse_size(text: str) -> int:
     """``--pool``'s value: ``off`` (0), ``auto`` (DEFAULT_SIZE) or a whole number of warm workers per kind."""
     text = str(text).strip().lower()
@@ -475,4 +491,3 @@ def parse_size(text: str) -> int:
     if n < 0:
         raise ValueError("a negative size")
     return n
-

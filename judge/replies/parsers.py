@@ -3,13 +3,32 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 from judge.replies.records import (
-    PHASES, BenchError, BenchOutputs, BenchResult, BenchTrimmed, CaseError, CaseResult, CompileResult, ErrorInfo,
-    Evidence, Frame, Hello, KernelInfo, ProfileResult, ProfileSample, ReplayResult, Returned, Tagged, TensorRef, Trace,
-    TraceEvent, TraceStorage,
+    PHASES,
+    BenchError,
+    BenchOutputs,
+    BenchResult,
+    BenchTrimmed,
+    CaseError,
+    CaseResult,
+    CompileResult,
+    ErrorInfo,
+    Evidence,
+    Frame,
+    Hello,
+    KernelInfo,
+    ProfileResult,
+    ProfileSample,
+    ReplayResult,
+    Returned,
+    Tagged,
+    TensorRef,
+    Trace,
+    TraceEvent,
+    TraceStorage,
 )
 from judge.shared import tracing, wire
 
@@ -56,7 +75,9 @@ def _text(x, what: str, limit: int = MAX_NAME, default: str | None = None) -> st
 def _int(x, what: str, lo: int = 0, hi: int = MAX_COUNT, default: int | None = None) -> int:
     if x is None and default is not None:
         return default
-    _need(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi, f"{what} must be an integer in [{lo}, {hi}]")
+    _need(
+        isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi, f"{what} must be an integer in [{lo}, {hi}]"
+    )
     return x
 
 
@@ -67,8 +88,10 @@ def _opt_int(x, what: str, lo: int = -1, hi: int = MAX_COUNT) -> int | None:
 def _float(x, what: str, default: float | None = None) -> float:
     if x is None and default is not None:
         return default
-    _need(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) < 1e12,
-          f"{what} must be a finite number")
+    _need(
+        isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and abs(x) < 1e12,
+        f"{what} must be a finite number",
+    )
     return float(x)
 
 
@@ -133,21 +156,31 @@ def parse_error(x) -> ErrorInfo:
     category = e.get("category", "runtime")
     _need(category in CATEGORIES, f"error category must be one of {', '.join(CATEGORIES)}")
     frames = e.get("frames") or []
-    _need(isinstance(frames, list) and len(frames) <= MAX_FRAMES, f"error frames must be a list of at most {MAX_FRAMES}")
+    _need(
+        isinstance(frames, list) and len(frames) <= MAX_FRAMES, f"error frames must be a list of at most {MAX_FRAMES}"
+    )
     parsed = []
     for f in frames:
         f = _obj(f, "a frame")
-        parsed.append(Frame(_int(f.get("line"), "a frame's line", 0, 10**7), _text(f.get("function"), "a frame's function",
-                                                                                  default=""),
-                            _text(f.get("code"), "a frame's code", default="")))
-    return ErrorInfo(category=category, type=_text(e.get("type"), "error type", default="Error"),
-                     message=_text(e.get("message"), "error message", MAX_TEXT, default=""),
-                     line=_opt_int(e.get("line"), "error line", 0, 10**7), code=_text(e.get("code"), "error code",
-                                                                                     default=""),
-                     frames=tuple(parsed), fatal=_bool(e.get("fatal"), "error fatal"),
-                     at_import=_bool(e.get("at_import"), "error at_import"),
-                     at_register=_bool(e.get("at_register"), "error at_register"),
-                     hint=_text(e.get("hint"), "error hint", MAX_TEXT, default=""))
+        parsed.append(
+            Frame(
+                _int(f.get("line"), "a frame's line", 0, 10**7),
+                _text(f.get("function"), "a frame's function", default=""),
+                _text(f.get("code"), "a frame's code", default=""),
+            )
+        )
+    return ErrorInfo(
+        category=category,
+        type=_text(e.get("type"), "error type", default="Error"),
+        message=_text(e.get("message"), "error message", MAX_TEXT, default=""),
+        line=_opt_int(e.get("line"), "error line", 0, 10**7),
+        code=_text(e.get("code"), "error code", default=""),
+        frames=tuple(parsed),
+        fatal=_bool(e.get("fatal"), "error fatal"),
+        at_import=_bool(e.get("at_import"), "error at_import"),
+        at_register=_bool(e.get("at_register"), "error at_register"),
+        hint=_text(e.get("hint"), "error hint", MAX_TEXT, default=""),
+    )
 
 
 def parse_evidence(x) -> Evidence:
@@ -168,9 +201,12 @@ def parse_evidence(x) -> Evidence:
         tampered=_names(ev.get("tampered"), "tampered"),
         threads_left=_names(ev.get("threads_left"), "threads_left"),
         calls_without_own_launch=_int(ev.get("calls_without_own_launch"), "calls_without_own_launch", default=0),
-        compiled=compiled, compile_seconds=seconds, own_ops=_counts(ev.get("own_ops"), "own_ops"),
+        compiled=compiled,
+        compile_seconds=seconds,
+        own_ops=_counts(ev.get("own_ops"), "own_ops"),
         graph_ops=None if ev.get("graph_ops") is None else _names(ev.get("graph_ops"), "graph_ops"),
-        phases=_phases(ev.get("phases")))
+        phases=_phases(ev.get("phases")),
+    )
 
 
 def _phases(x) -> Mapping[str, float]:
@@ -195,8 +231,13 @@ def parse_outputs(items, payloads: list) -> tuple[Returned, ...]:
         kind = o.get("kind")
         _need(kind in ("tensor", "other"), "an output's kind must be 'tensor' or 'other'")
         if kind == "other":
-            out.append(Returned("other", type=_text(o.get("type"), "an output's type", default="?"),
-                                tensor_subclass=_bool(o.get("tensor_subclass"), "tensor_subclass")))
+            out.append(
+                Returned(
+                    "other",
+                    type=_text(o.get("type"), "an output's type", default="?"),
+                    tensor_subclass=_bool(o.get("tensor_subclass"), "tensor_subclass"),
+                )
+            )
             continue
         desc = {"dtype": o.get("dtype"), "shape": o.get("shape")}
         try:
@@ -206,12 +247,18 @@ def parse_outputs(items, payloads: list) -> tuple[Returned, ...]:
         raw = next(frames, None)
         _need(raw is not None, "an output tensor has no bytes")
         _need(len(raw) == size, f"an output tensor holds {len(raw)} bytes; its shape and dtype need {size}")
-        out.append(Returned("tensor", dtype=desc["dtype"], shape=tuple(desc["shape"]),
-                            device=_text(o.get("device"), "an output's device", 40, default=""),
-                            kernel_wrote=_bool(o.get("kernel_wrote"), "kernel_wrote"),
-                            aliases_input=_bool(o.get("aliases_input"), "aliases_input"),
-                            derived=_bool(o.get("derived"), "derived"),
-                            tensor=wire.tensor_from_wire(desc, raw)))
+        out.append(
+            Returned(
+                "tensor",
+                dtype=desc["dtype"],
+                shape=tuple(desc["shape"]),
+                device=_text(o.get("device"), "an output's device", 40, default=""),
+                kernel_wrote=_bool(o.get("kernel_wrote"), "kernel_wrote"),
+                aliases_input=_bool(o.get("aliases_input"), "aliases_input"),
+                derived=_bool(o.get("derived"), "derived"),
+                tensor=wire.tensor_from_wire(desc, raw),
+            )
+        )
     _need(next(frames, None) is None, "more tensor frames than tensor outputs")
     return tuple(out)
 
@@ -228,12 +275,17 @@ def parse_hello(msg: dict, payloads: list) -> Hello:
     _need(len(startup) <= 16, "too many start-up figures")
     ok = msg.get("status") == "ok"
     _need(msg.get("status") in ("ok", "error"), "hello status must be 'ok' or 'error'")
-    return Hello(ok=ok, versions=MappingProxyType({_text(k, "a version name", 40): _text(v, "a version", 80)
-                                                   for k, v in versions.items()}),
-                 device_name=_text(msg.get("device_name"), "device_name", default="?"),
-                 error=None if ok else parse_error(msg.get("error") or {}),
-                 startup=MappingProxyType({_text(k, "a start-up key", 40): _float(v, "a start-up time")
-                                           for k, v in startup.items()}))
+    return Hello(
+        ok=ok,
+        versions=MappingProxyType(
+            {_text(k, "a version name", 40): _text(v, "a version", 80) for k, v in versions.items()}
+        ),
+        device_name=_text(msg.get("device_name"), "device_name", default="?"),
+        error=None if ok else parse_error(msg.get("error") or {}),
+        startup=MappingProxyType(
+            {_text(k, "a start-up key", 40): _float(v, "a start-up time") for k, v in startup.items()}
+        ),
+    )
 
 
 def parse_case_reply(msg: dict, payloads: list, expect_id: int | None = None) -> CaseResult | CaseError:
@@ -248,11 +300,14 @@ def parse_case_reply(msg: dict, payloads: list, expect_id: int | None = None) ->
     snapshots = _snapshot_count(msg.get("trace"))
     _need(snapshots <= len(payloads), "the record of the call announces more memory than the reply carries")
     split = len(payloads) - snapshots
-    return CaseResult(id=case_id, returned=_text(msg.get("returned"), "returned", default="?"),
-                      outputs=parse_outputs(msg.get("outputs") or [], payloads[:split]),
-                      inputs_modified=_ints(msg.get("inputs_modified"), "inputs_modified", 64),
-                      evidence=parse_evidence(msg.get("evidence")),
-                      trace=parse_trace(msg.get("trace"), payloads[split:]))
+    return CaseResult(
+        id=case_id,
+        returned=_text(msg.get("returned"), "returned", default="?"),
+        outputs=parse_outputs(msg.get("outputs") or [], payloads[:split]),
+        inputs_modified=_ints(msg.get("inputs_modified"), "inputs_modified", 64),
+        evidence=parse_evidence(msg.get("evidence")),
+        trace=parse_trace(msg.get("trace"), payloads[split:]),
+    )
 
 
 # --------------------------------------------------------------------------- the record of a call
@@ -261,8 +316,11 @@ def parse_case_reply(msg: dict, payloads: list, expect_id: int | None = None) ->
 def _snapshot_count(x) -> int:
     if not isinstance(x, dict) or not isinstance(x.get("storages"), list):
         return 0
-    return sum(1 for s in x["storages"][: tracing.MAX_STORAGES + 1]
-               if isinstance(s, dict) and s.get("origin") == "outside" and s.get("snapshot") is True)
+    return sum(
+        1
+        for s in x["storages"][: tracing.MAX_STORAGES + 1]
+        if isinstance(s, dict) and s.get("origin") == "outside" and s.get("snapshot") is True
+    )
 
 
 def _trace_value(x, what: str, depth: int = 0):
@@ -288,8 +346,10 @@ def _trace_value(x, what: str, depth: int = 0):
     if tag == "constexpr":
         return Tagged(tag, _trace_value(v, what, depth + 1))
     if tag == "float":
-        _need(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < (1 << 64),
-              f"{what}: a float's bits must be an integer of 64 bits")
+        _need(
+            isinstance(v, int) and not isinstance(v, bool) and 0 <= v < (1 << 64),
+            f"{what}: a float's bits must be an integer of 64 bits",
+        )
         return Tagged(tag, v)
     if tag == "tensor_descriptor":
         d = _obj(v, f"{what}: a tensor descriptor")
@@ -302,27 +362,42 @@ def _trace_value(x, what: str, depth: int = 0):
             dims.append(tuple(_int(i, f"{what}: a tensor descriptor's {key}", 0, 1 << 40) for i in x))
         _need(d.get("padding") in ("zero", "nan"), f"{what}: a tensor descriptor's padding")
         return Tagged(tag, (base, *dims, d["padding"], _bool(d.get("round_f32_to_tf32"), f"{what}: round_f32_to_tf32")))
-    allowed = {"tl_dtype": tracing.TL_DTYPES, "torch_dtype": tuple(wire.DTYPES), "layout": tracing.LAYOUTS,
-               "memory_format": tracing.MEMORY_FORMATS}.get(tag)
+    allowed = {
+        "tl_dtype": tracing.TL_DTYPES,
+        "torch_dtype": tuple(wire.DTYPES),
+        "layout": tracing.LAYOUTS,
+        "memory_format": tracing.MEMORY_FORMATS,
+    }.get(tag)
     if allowed is not None:
         _need(v in allowed, f"{what}: unknown {tag} {str(v)[:40]!r}")
     elif tag == "device":
-        _need(isinstance(v, str) and (v == "cpu" or v == "cuda" or (v.startswith("cuda:") and v[5:].isdigit()
-                                                                     and len(v) < 12)), f"{what}: unknown device")
+        _need(
+            isinstance(v, str)
+            and (v == "cpu" or v == "cuda" or (v.startswith("cuda:") and v[5:].isdigit() and len(v) < 12)),
+            f"{what}: unknown device",
+        )
     else:
         v = _text(v, f"{what}: opaque type")
     return Tagged(tag, v)
 
 
 def _trace_ref(x, what: str) -> TensorRef:
-    _need(isinstance(x, list) and len(x) == 5, f"{what}: a tensor reference is [storage, offset, shape, strides, dtype]")
+    _need(
+        isinstance(x, list) and len(x) == 5, f"{what}: a tensor reference is [storage, offset, shape, strides, dtype]"
+    )
     sid, offset, shape, strides, dtype = x
-    _need(isinstance(shape, list) and isinstance(strides, list) and len(shape) == len(strides) <= tracing.MAX_DIMS,
-          f"{what}: a tensor reference's shape and strides must be lists of equal length, at most {tracing.MAX_DIMS}")
+    _need(
+        isinstance(shape, list) and isinstance(strides, list) and len(shape) == len(strides) <= tracing.MAX_DIMS,
+        f"{what}: a tensor reference's shape and strides must be lists of equal length, at most {tracing.MAX_DIMS}",
+    )
     _need(dtype in wire.DTYPES, f"{what}: a tensor of dtype {str(dtype)[:20]!r}")
-    return TensorRef(_int(sid, f"{what}: storage", 0, tracing.MAX_STORAGES), _int(offset, f"{what}: offset", 0, 1 << 40),
-                     tuple(_int(v, f"{what}: size", 0, 1 << 40) for v in shape),
-                     tuple(_int(v, f"{what}: stride", 0, 1 << 40) for v in strides), dtype)
+    return TensorRef(
+        _int(sid, f"{what}: storage", 0, tracing.MAX_STORAGES),
+        _int(offset, f"{what}: offset", 0, 1 << 40),
+        tuple(_int(v, f"{what}: size", 0, 1 << 40) for v in shape),
+        tuple(_int(v, f"{what}: stride", 0, 1 << 40) for v in strides),
+        dtype,
+    )
 
 
 def _trace_kwargs(x, what: str) -> Mapping[str, object]:
@@ -354,10 +429,14 @@ def parse_trace(x, payloads: list) -> Trace | None:
     storages_in = t.get("storages") or []
     events_in = t.get("events") or []
     outputs_in = t.get("outputs") or []
-    _need(isinstance(storages_in, list) and len(storages_in) <= tracing.MAX_STORAGES + 1,
-          f"the record holds at most {tracing.MAX_STORAGES} storages")
-    _need(isinstance(events_in, list) and len(events_in) <= tracing.MAX_EVENTS,
-          f"the record holds at most {tracing.MAX_EVENTS} events")
+    _need(
+        isinstance(storages_in, list) and len(storages_in) <= tracing.MAX_STORAGES + 1,
+        f"the record holds at most {tracing.MAX_STORAGES} storages",
+    )
+    _need(
+        isinstance(events_in, list) and len(events_in) <= tracing.MAX_EVENTS,
+        f"the record holds at most {tracing.MAX_EVENTS} events",
+    )
     _need(isinstance(outputs_in, list) and len(outputs_in) <= MAX_OUTPUTS, "the record's outputs must be a list")
     frames = iter(payloads)
     storages = []
@@ -365,7 +444,9 @@ def parse_trace(x, payloads: list) -> Trace | None:
         s = _obj(s, "a storage of the record")
         _need(s.get("id") == i, "the record's storages must be numbered in order")
         origin = s.get("origin")
-        _need(origin in ("input", "made", "outside", "empty"), "a storage's origin must be input, made, outside or empty")
+        _need(
+            origin in ("input", "made", "outside", "empty"), "a storage's origin must be input, made, outside or empty"
+        )
         device = s.get("device")
         _need(device in ("cpu", "cuda"), "a storage's device must be cpu or cuda")
         nbytes = _int(s.get("nbytes"), "a storage's size", 0, 1 << 40)
@@ -387,22 +468,36 @@ def parse_trace(x, payloads: list) -> Trace | None:
             grid = e.get("grid")
             _need(isinstance(grid, list) and 1 <= len(grid) <= 3, f"{where}: a launch's grid must have 1 to 3 sizes")
             unchanged = e.get("unchanged")
-            _need(unchanged is None or isinstance(unchanged, list) and len(unchanged) <= tracing.MAX_STORAGES,
-                  f"{where}: unchanged must be a list of storages")
-            events.append(TraceEvent("launch", kernel=_text(e.get("kernel"), f"{where}: kernel"),
-                                     grid=tuple(_int(g, f"{where}: a grid size", 0, (1 << 31) - 1) for g in grid),
-                                     args=_trace_args(e.get("args"), where), kwargs=_trace_kwargs(e.get("kwargs"), where),
-                                     unchanged=None if unchanged is None else tuple(
-                                         _int(x, f"{where}: a storage", 0, tracing.MAX_STORAGES) for x in unchanged)))
+            _need(
+                unchanged is None or isinstance(unchanged, list) and len(unchanged) <= tracing.MAX_STORAGES,
+                f"{where}: unchanged must be a list of storages",
+            )
+            events.append(
+                TraceEvent(
+                    "launch",
+                    kernel=_text(e.get("kernel"), f"{where}: kernel"),
+                    grid=tuple(_int(g, f"{where}: a grid size", 0, (1 << 31) - 1) for g in grid),
+                    args=_trace_args(e.get("args"), where),
+                    kwargs=_trace_kwargs(e.get("kwargs"), where),
+                    unchanged=None
+                    if unchanged is None
+                    else tuple(_int(x, f"{where}: a storage", 0, tracing.MAX_STORAGES) for x in unchanged),
+                )
+            )
         elif kind == "op":
             op = _text(e.get("op"), f"{where}: operator")
             _need(op.split(".")[0] in tracing.REPLAYED, f"{where}: {op[:40]} is not an operator the replay redoes")
             made = e.get("made") or []
             _need(isinstance(made, list) and len(made) <= tracing.MAX_SEQ, f"{where}: made must be a list")
-            events.append(TraceEvent("op", op=op, args=_trace_args(e.get("args"), where),
-                                     kwargs=_trace_kwargs(e.get("kwargs"), where),
-                                     made=tuple(None if m is None else _int(m, f"{where}: made", 0, tracing.MAX_STORAGES)
-                                                for m in made)))
+            events.append(
+                TraceEvent(
+                    "op",
+                    op=op,
+                    args=_trace_args(e.get("args"), where),
+                    kwargs=_trace_kwargs(e.get("kwargs"), where),
+                    made=tuple(None if m is None else _int(m, f"{where}: made", 0, tracing.MAX_STORAGES) for m in made),
+                )
+            )
         elif kind == "foreign":
             events.append(TraceEvent("foreign", kernel=_text(e.get("kernel"), f"{where}: kernel")))
         else:
@@ -419,17 +514,28 @@ def parse_replay_reply(msg: dict, payloads: list, expect_id: int | None = None) 
     if msg.get("status") == "error":
         _no_tensors(msg, payloads)
         kind = msg.get("kind")
-        _need(kind in ("record", "run", "compile", "rule"),
-              "a failed replay's kind must be 'record', 'run', 'compile' or 'rule'")
-        return ReplayResult(rid, False, event=_int(msg.get("event"), "event", -1, tracing.MAX_EVENTS), kind=kind,
-                            error=parse_error(dict(_obj(msg.get("error") or {}, "error"), category="runtime")))
+        _need(
+            kind in ("record", "run", "compile", "rule"),
+            "a failed replay's kind must be 'record', 'run', 'compile' or 'rule'",
+        )
+        return ReplayResult(
+            rid,
+            False,
+            event=_int(msg.get("event"), "event", -1, tracing.MAX_EVENTS),
+            kind=kind,
+            error=parse_error(dict(_obj(msg.get("error") or {}, "error"), category="runtime")),
+        )
     _need(msg.get("status") == "ok", "status must be 'ok' or 'error'")
     outputs = parse_outputs(msg.get("outputs") or [], payloads)
     writers = msg.get("writers") or []
     _need(isinstance(writers, list) and len(writers) == len(outputs), "one writer per output")
-    return ReplayResult(rid, True, outputs, tuple(None if w is None else _int(w, "writer", 0, tracing.MAX_EVENTS)
-                                                  for w in writers),
-                        compiled=_int(msg.get("compiled"), "compiled", -1, tracing.MAX_EVENTS, default=-1))
+    return ReplayResult(
+        rid,
+        True,
+        outputs,
+        tuple(None if w is None else _int(w, "writer", 0, tracing.MAX_EVENTS) for w in writers),
+        compiled=_int(msg.get("compiled"), "compiled", -1, tracing.MAX_EVENTS, default=-1),
+    )
 
 
 def parse_compile_reply(msg: dict, payloads: list, expect_id: int | None = None) -> CompileResult:
@@ -438,9 +544,12 @@ def parse_compile_reply(msg: dict, payloads: list, expect_id: int | None = None)
     rid = _int(msg.get("id"), "id")
     _need(expect_id is None or rid == expect_id, f"a reply to compile pass {rid} came for {expect_id}")
     _need(msg.get("status") == "ok", "status must be 'ok'")
-    return CompileResult(rid, _int(msg.get("compiled"), "compiled", -1, tracing.MAX_EVENTS, default=-1),
-                         _int(msg.get("failed"), "failed", 0, tracing.MAX_EVENTS, default=0),
-                         _float(msg.get("seconds"), "seconds", default=0.0))
+    return CompileResult(
+        rid,
+        _int(msg.get("compiled"), "compiled", -1, tracing.MAX_EVENTS, default=-1),
+        _int(msg.get("failed"), "failed", 0, tracing.MAX_EVENTS, default=0),
+        _float(msg.get("seconds"), "seconds", default=0.0),
+    )
 
 
 PROFILE_STATUS = ("ok", "no kernels", "unavailable", "cpu")
@@ -457,15 +566,22 @@ def parse_profile(x) -> ProfileResult | None:
     samples = []
     for item in items:
         item = _obj(item, "a profile sample")
-        samples.append(ProfileSample(
-            span_s=_float(item.get("span_s"), "span_s", default=0.0), busy_s=_float(item.get("busy_s"), "busy_s",
-                                                                                   default=0.0),
-            kernels=_int(item.get("kernels"), "kernels", default=0),
-            calls=_floats(item.get("calls"), "calls", MAX_ENTRIES), ranges=_int(item.get("ranges"), "ranges",
-                                                                                default=0)))
-    return ProfileResult(status=status, note=_text(p.get("note"), "profile note", MAX_TEXT, default=""),
-                         method=_text(p.get("method"), "profile method", default=""), samples=tuple(samples),
-                         records=_int(p.get("records"), "profile records", default=0))
+        samples.append(
+            ProfileSample(
+                span_s=_float(item.get("span_s"), "span_s", default=0.0),
+                busy_s=_float(item.get("busy_s"), "busy_s", default=0.0),
+                kernels=_int(item.get("kernels"), "kernels", default=0),
+                calls=_floats(item.get("calls"), "calls", MAX_ENTRIES),
+                ranges=_int(item.get("ranges"), "ranges", default=0),
+            )
+        )
+    return ProfileResult(
+        status=status,
+        note=_text(p.get("note"), "profile note", MAX_TEXT, default=""),
+        method=_text(p.get("method"), "profile method", default=""),
+        samples=tuple(samples),
+        records=_int(p.get("records"), "profile records", default=0),
+    )
 
 
 def parse_bench_reply(msg: dict, payloads: list) -> BenchResult | BenchError:
@@ -481,14 +597,47 @@ def parse_bench_reply(msg: dict, payloads: list) -> BenchResult | BenchError:
     parsed_kernels = []
     for k in kernels:
         k = _obj(k, "a kernel")
-        parsed_kernels.append(KernelInfo(
-            name=_text(k.get("name"), "a kernel's name", default="?"), own=_bool(k.get("own"), "own"),
-            registers=_opt_int(k.get("registers"), "registers"), spills=_opt_int(k.get("spills"), "spills"),
-            shared_bytes=_opt_int(k.get("shared_bytes"), "shared_bytes"),
-            num_warps=_opt_int(k.get("num_warps"), "num_warps"), num_stages=_opt_int(k.get("num_stages"), "num_stages")))
-    known = {"type", "id", "status", "shape", "mode", "times", "host", "overhead", "device_times", "sync_gaps",
-             "checkable", "out_bytes", "worker_wall", "note", "evidence", "kernels", "compile", "nonce", "tensors",
-             "per_sample", "valid", "retries", "invalid", "hold_s", "holds", "enqueue", "attempts", "profile"}
+        parsed_kernels.append(
+            KernelInfo(
+                name=_text(k.get("name"), "a kernel's name", default="?"),
+                own=_bool(k.get("own"), "own"),
+                registers=_opt_int(k.get("registers"), "registers"),
+                spills=_opt_int(k.get("spills"), "spills"),
+                shared_bytes=_opt_int(k.get("shared_bytes"), "shared_bytes"),
+                num_warps=_opt_int(k.get("num_warps"), "num_warps"),
+                num_stages=_opt_int(k.get("num_stages"), "num_stages"),
+            )
+        )
+    known = {
+        "type",
+        "id",
+        "status",
+        "shape",
+        "mode",
+        "times",
+        "host",
+        "overhead",
+        "device_times",
+        "sync_gaps",
+        "checkable",
+        "out_bytes",
+        "worker_wall",
+        "note",
+        "evidence",
+        "kernels",
+        "compile",
+        "nonce",
+        "tensors",
+        "per_sample",
+        "valid",
+        "retries",
+        "invalid",
+        "hold_s",
+        "holds",
+        "enqueue",
+        "attempts",
+        "profile",
+    }
     extra = {}
     for key, value in msg.items():
         if key in known:
@@ -501,19 +650,29 @@ def parse_bench_reply(msg: dict, payloads: list) -> BenchResult | BenchError:
         else:
             extra[key] = _float(value, key)
     return BenchResult(
-        mode=mode, times=_floats(msg.get("times"), "times"), host=_floats(msg.get("host"), "host"),
-        overhead=_floats(msg.get("overhead"), "overhead"), device_times=_floats(msg.get("device_times"), "device_times"),
-        sync_gaps=_floats(msg.get("sync_gaps"), "sync_gaps"), checkable=_ints(msg.get("checkable"), "checkable"),
+        mode=mode,
+        times=_floats(msg.get("times"), "times"),
+        host=_floats(msg.get("host"), "host"),
+        overhead=_floats(msg.get("overhead"), "overhead"),
+        device_times=_floats(msg.get("device_times"), "device_times"),
+        sync_gaps=_floats(msg.get("sync_gaps"), "sync_gaps"),
+        checkable=_ints(msg.get("checkable"), "checkable"),
         out_bytes=_int(msg.get("out_bytes"), "out_bytes", default=0),
         worker_wall=_float(msg.get("worker_wall"), "worker_wall", default=0.0),
-        note=_text(msg.get("note"), "note", MAX_TEXT, default=""), evidence=parse_evidence(msg.get("evidence")),
-        kernels=tuple(parsed_kernels), per_sample=_int(msg.get("per_sample"), "per_sample", 1, 1 << 16, default=1),
-        valid=_bools(msg.get("valid"), "valid"), retries=_int(msg.get("retries"), "retries", default=0),
-        invalid=_int(msg.get("invalid"), "invalid", default=0), hold_s=_float(msg.get("hold_s"), "hold_s", default=0.0),
-        holds=_floats(msg.get("holds"), "holds"), enqueue=_floats(msg.get("enqueue"), "enqueue"),
-        attempts=_ints(msg.get("attempts"), "attempts"), profile=parse_profile(msg.get("profile")),
-        extra=MappingProxyType(extra))
-
+        note=_text(msg.get("note"), "note", MAX_TEXT, default=""),
+        evidence=parse_evidence(msg.get("evidence")),
+        kernels=tuple(parsed_kernels),
+        per_sample=_int(msg.get("per_sample"), "per_sample", 1, 1 << 16, default=1),
+        valid=_bools(msg.get("valid"), "valid"),
+        retries=_int(msg.get("retries"), "retries", default=0),
+        invalid=_int(msg.get("invalid"), "invalid", default=0),
+        hold_s=_float(msg.get("hold_s"), "hold_s", default=0.0),
+        holds=_floats(msg.get("holds"), "holds"),
+        enqueue=_floats(msg.get("enqueue"), "enqueue"),
+        attempts=_ints(msg.get("attempts"), "attempts"),
+        profile=parse_profile(msg.get("profile")),
+        extra=MappingProxyType(extra),
+    )
 
 
 def parse_bench_trimmed(msg: dict, payloads: list) -> BenchTrimmed | BenchError:
@@ -540,6 +699,9 @@ def parse_bench_outputs(msg: dict, payloads: list) -> BenchOutputs | BenchError:
     snapshots = _snapshot_count(msg.get("trace"))
     _need(snapshots <= len(payloads), "the record of the call announces more memory than the reply carries")
     split = len(payloads) - snapshots
-    return BenchOutputs(present=True, returned=_text(msg.get("returned"), "returned", default="?"),
-                        outputs=parse_outputs(msg.get("outputs") or [], payloads[:split]),
-                        trace=parse_trace(msg.get("trace"), payloads[split:]))
+    return BenchOutputs(
+        present=True,
+        returned=_text(msg.get("returned"), "returned", default="?"),
+        outputs=parse_outputs(msg.get("outputs") or [], payloads[:split]),
+        trace=parse_trace(msg.get("trace"), payloads[split:]),
+    )

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
 
 @dataclass(frozen=True)
@@ -30,9 +30,16 @@ class ErrorInfo:
     hint: str = ""  # a contract error's advice (judge.untrusted.calls)
 
     def as_dict(self) -> dict:
-        out = {"category": self.category, "type": self.type, "message": self.message, "line": self.line,
-               "code": self.code, "frames": [f.__dict__ for f in self.frames], "fatal": self.fatal,
-               "at_import": self.at_import}
+        out = {
+            "category": self.category,
+            "type": self.type,
+            "message": self.message,
+            "line": self.line,
+            "code": self.code,
+            "frames": [f.__dict__ for f in self.frames],
+            "fatal": self.fatal,
+            "at_import": self.at_import,
+        }
         if self.hint:
             out["hint"] = self.hint
         if self.at_register:
@@ -274,7 +281,7 @@ class BenchOutputs:
     present: bool
     returned: str = ""
     outputs: tuple[Returned, ...] = ()
-    trace: "Trace | None" = None  # the timed call's launch sequence, when the judge asked for records
+    trace: Trace | None = None  # the timed call's launch sequence, when the judge asked for records
 
 
 # --------------------------------------------------------------------------- primitives

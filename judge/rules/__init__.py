@@ -48,8 +48,14 @@ DEATHS = {
 # the judge's failure, judged again by the next run, once the judge sees the device full itself (gpu_full);
 # else the worker's word alone, which a submission can forge (to probe the tests without spending an attempt, as
 # an IE is "not graded" on PrairieLearn: a red-team finding): MLE.
-ERRORS = {"compile": Verdict.CE, "memory": Verdict.MLE, "runtime": Verdict.RTE, "rule": Verdict.RJ,
-          "contract": Verdict.WA, "capacity": Verdict.IE}
+ERRORS = {
+    "compile": Verdict.CE,
+    "memory": Verdict.MLE,
+    "runtime": Verdict.RTE,
+    "rule": Verdict.RJ,
+    "contract": Verdict.WA,
+    "capacity": Verdict.IE,
+}
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,9 @@ def check(evidence, outputs, context):
     graph = evidence.graph_ops
     if graph is not None and not any(op.startswith("<ns>::") for op in graph):
         ops = ", ".join(dict.fromkeys(graph)) or "nothing"
-        return Finding("torch.compile traced your callable inline: the graph it captured calls no operator of the "
-                       f"namespace register() was given (it holds: {ops})", verdict=Verdict.WA)
+        return Finding(
+            "torch.compile traced your callable inline: the graph it captured calls no operator of the "
+            f"namespace register() was given (it holds: {ops})",
+            verdict=Verdict.WA,
+        )
     return None

@@ -16,5 +16,7 @@ def check(evidence, outputs, context):
     other = dict(evidence.other_launches)
     more = f" (it launched only kernels defined elsewhere: {', '.join(other)})" if other else ""
     prefix = f"{context.where} " if context.where else ""
-    return Finding(f"{prefix}no Triton kernel defined in {context.file} was launched{more}",
-                   {"other_launches": other, "no_kernel": True})
+    return Finding(
+        f"{prefix}no Triton kernel defined in {context.file} was launched{more}",
+        {"other_launches": other, "no_kernel": True},
+    )

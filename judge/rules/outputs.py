@@ -33,13 +33,12 @@ def check(problem, returned: str, outputs, expected, device: str, inputs_modifie
     entry = problem.entry_point if not problem.factory else "your operator"
     if want == 1:
         if returned != "torch.Tensor":
-            return Outcome(Verdict.WA, f"{entry} must return the tensor {names[0]} itself, "
-                                       f"not a {returned}")
+            return Outcome(Verdict.WA, f"{entry} must return the tensor {names[0]} itself, not a {returned}")
     elif returned not in ("tuple", "list") or len(outputs) - derived != want:
         got = returned if returned not in ("tuple", "list") else f"{len(outputs) - derived} items"
         return Outcome(Verdict.WA, f"{entry} must return a tuple ({', '.join(names[:want])}); it returned {got}")
     if len(outputs) < len(specs):
-        return Outcome(Verdict.WA, f"no gradient came back for {', '.join(names[len(outputs):])}")
+        return Outcome(Verdict.WA, f"no gradient came back for {', '.join(names[len(outputs) :])}")
     for name, out, gold, dtype in zip(names, outputs, expected.golden, expected.dtypes):
         if out.kind != "tensor":
             return Outcome(Verdict.WA, f"{name} must be exactly a torch.Tensor, not {out.type}")
@@ -51,23 +50,49 @@ def check(problem, returned: str, outputs, expected, device: str, inputs_modifie
             return Outcome(Verdict.WA, f"{name} has shape {tuple(out.tensor.shape)}; expected {tuple(gold.shape)}")
     if inputs_modified:
         which = ", ".join(f"argument {i + 1}" for i in inputs_modified)
-        return Outcome(Verdict.WA, f"the entry point wrote into its inputs ({which}); "
-                                   "it must leave them unchanged and return new tensors")
+        return Outcome(
+            Verdict.WA,
+            f"the entry point wrote into its inputs ({which}); it must leave them unchanged and return new tensors",
+        )
     for name, out in zip(names, outputs):
         if out.aliases_input and not out.derived:
             return Outcome(Verdict.WA, f"{name} shares memory with an input; return a new tensor")
-    case = hints.Case(problem, getattr(expected, "params", None) or {}, getattr(expected, "inputs", None),
-                      getattr(expected, "device", "cpu"))
-    for i, (spec, out, gold, naive, dtype) in enumerate(zip(specs, outputs, expected.golden,
-                                                             expected.naive, expected.dtypes)):
-        mismatch = checker.compare(spec.name, out.tensor, gold, naive, dtype, spec.scope, problem.check,
-                                   problem.check.get("dim_names", {}).get(spec.name), case=case, index=i)
+    case = hints.Case(
+        problem,
+        getattr(expected, "params", None) or {},
+        getattr(expected, "inputs", None),
+        getattr(expected, "device", "cpu"),
+    )
+    for i, (spec, out, gold, naive, dtype) in enumerate(
+        zip(specs, outputs, expected.golden, expected.naive, expected.dtypes)
+    ):
+        mismatch = checker.compare(
+            spec.name,
+            out.tensor,
+            gold,
+            naive,
+            dtype,
+            spec.scope,
+            problem.check,
+            problem.check.get("dim_names", {}).get(spec.name),
+            case=case,
+            index=i,
+        )
         if mismatch is not None:
-            return Outcome(Verdict.WA, mismatch.message, {
-                "output": mismatch.output, "pattern": mismatch.pattern, "hint": mismatch.hint,
-                "hint_id": mismatch.hint_id,
-                "bad": mismatch.bad, "total": mismatch.total,
-                "samples": [{"index": list(s[0]), "got": s[1], "expected": s[2], "allowed_error": s[3]}
-                            for s in mismatch.samples],
-            })
+            return Outcome(
+                Verdict.WA,
+                mismatch.message,
+                {
+                    "output": mismatch.output,
+                    "pattern": mismatch.pattern,
+                    "hint": mismatch.hint,
+                    "hint_id": mismatch.hint_id,
+                    "bad": mismatch.bad,
+                    "total": mismatch.total,
+                    "samples": [
+                        {"index": list(s[0]), "got": s[1], "expected": s[2], "allowed_error": s[3]}
+                        for s in mismatch.samples
+                    ],
+                },
+            )
     return None

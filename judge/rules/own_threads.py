@@ -11,7 +11,11 @@ def check(evidence, outputs, context):
         return None
     what = " and ".join(f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in sorted(started.items()))
     if context.phase == "case":
-        return Finding(f"the call started {what} of its own: all work must be done by your Triton kernels, in this "
-                       "process and on this thread", {"started": dict(started)})
-    return Finding(f"{context.where} the submission started {what} of its own while timed".strip(),
-                   {"started": dict(started)})
+        return Finding(
+            f"the call started {what} of its own: all work must be done by your Triton kernels, in this "
+            "process and on this thread",
+            {"started": dict(started)},
+        )
+    return Finding(
+        f"{context.where} the submission started {what} of its own while timed".strip(), {"started": dict(started)}
+    )

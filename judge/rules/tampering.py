@@ -11,5 +11,6 @@ def check(evidence, outputs, context):
     names = ", ".join(evidence.tampered)
     if context.phase == "case":
         return Finding(f"the call changed what the judge relies on: {names}", {"tampered": list(evidence.tampered)})
-    return Finding(f"while timed, the submission changed what the judge relies on: {names}",
-                   {"tampered": list(evidence.tampered)})
+    return Finding(
+        f"while timed, the submission changed what the judge relies on: {names}", {"tampered": list(evidence.tampered)}
+    )

@@ -8,6 +8,8 @@ STAGE = "evidence"
 def check(evidence, outputs, context):
     if not evidence.threads_left:
         return None
-    return Finding("threads the submission started were still running after it returned "
-                   f"({', '.join(evidence.threads_left)}): all work must be done by then",
-                   {"threads_left": list(evidence.threads_left)})
+    return Finding(
+        "threads the submission started were still running after it returned "
+        f"({', '.join(evidence.threads_left)}): all work must be done by then",
+        {"threads_left": list(evidence.threads_left)},
+    )

@@ -66,8 +66,12 @@ def yields_cores(job: Job, backend) -> bool:
     ``nice`` would weigh nothing: each worker runs in a session of its own, and with the kernel's autogroups
     (sched_autogroup_enabled, on in most distributions) sessions compete as groups, each with its group's
     nice; so the worker sets its session's (/proc/self/autogroup)."""
-    return (job.module == REPLAY_MODULE and bool(job.interpret) and getattr(backend, "lowers_priority", False)
-            and _idle_cores())
+    return (
+        job.module == REPLAY_MODULE
+        and bool(job.interpret)
+        and getattr(backend, "lowers_priority", False)
+        and _idle_cores()
+    )
 
 
 def _idle_cores() -> bool:

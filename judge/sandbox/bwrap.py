@@ -25,8 +25,16 @@ INSIDE_CODE = "/judge/code"
 INSIDE_SUBMISSION = "/judge/submission"
 SCRATCH = "/scratch"
 # System files a Python process and Triton's launcher build need; nothing else of /etc.
-ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "passwd", "group", "nsswitch.conf", "localtime",
-             "alternatives")
+ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+    "localtime",
+    "alternatives",
+)
 GPU_NODES = ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools")
 
 
@@ -98,8 +106,13 @@ class _BwrapProc(Proc):
 def _python_roots() -> list[str]:
     """Directories the worker's Python needs: its prefixes (a venv and its base)."""
     roots = set()
-    for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable),
-              os.path.dirname(os.path.realpath(sys.executable))):
+    for p in (
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        os.path.dirname(sys.executable),
+        os.path.dirname(os.path.realpath(sys.executable)),
+    ):
         real = os.path.realpath(p)
         if not real.startswith("/usr/"):
             roots.add(real)
@@ -136,8 +149,9 @@ class BwrapBackend(Backend):
     def unavailable(self, device: str = "cpu") -> str | None:
         if bwrap_path() is None:
             return "bubblewrap (bwrap) is not installed"
-        probe = subprocess.run([bwrap_path(), "--unshare-all", "--ro-bind", "/", "/", "--", "true"],
-                               capture_output=True, text=True)
+        probe = subprocess.run(
+            [bwrap_path(), "--unshare-all", "--ro-bind", "/", "/", "--", "true"], capture_output=True, text=True
+        )
         if probe.returncode != 0:
             return f"bwrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
         return None
@@ -145,24 +159,52 @@ class BwrapBackend(Backend):
     def caveat(self) -> str | None:
         probe = Cgroup.create(1 << 30, 64)
         if probe is None:
-            return ("bwrap could not create a cgroup here (run as root or in a delegated cgroup): the worker's "
-                    "processes are not capped and its memory is watched, not capped")
+            return (
+                "bwrap could not create a cgroup here (run as root or in a delegated cgroup): the worker's "
+                "processes are not capped and its memory is watched, not capped"
+            )
         probe.remove()
         return None
 
     def _userns_args(self) -> list[str]:
         # Run as nobody inside a user namespace where the kernel allows one.
         if self.use_userns is None:
-            probe = subprocess.run([bwrap_path(), "--unshare-user", "--uid", "65534", "--gid", "65534",
-                                    "--ro-bind", "/", "/", "--", "true"], capture_output=True)
+            probe = subprocess.run(
+                [
+                    bwrap_path(),
+                    "--unshare-user",
+                    "--uid",
+                    "65534",
+                    "--gid",
+                    "65534",
+                    "--ro-bind",
+                    "/",
+                    "/",
+                    "--",
+                    "true",
+                ],
+                capture_output=True,
+            )
             self.use_userns = probe.returncode == 0
         return ["--unshare-user", "--uid", "65534", "--gid", "65534"] if self.use_userns else []
 
     def argv(self, job: Job, code: Path, folder: Path, env: dict, share: int = 1, module_args=()) -> list[str]:
         scratch_bytes = int(job.limits.scratch_mb) << 20
-        args = [bwrap_path(), "--unshare-all", *self._userns_args(), "--die-with-parent", "--new-session",
-                "--clearenv", "--cap-drop", "ALL", *_system_binds(),
-                "--proc", "/proc", "--dev", "/dev"]
+        args = [
+            bwrap_path(),
+            "--unshare-all",
+            *self._userns_args(),
+            "--die-with-parent",
+            "--new-session",
+            "--clearenv",
+            "--cap-drop",
+            "ALL",
+            *_system_binds(),
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+        ]
         if share > 1:
             # A litter's (judge.sandbox.litter): each child its own scratch of the worker's size, SCRATCH/<i>
             # (judge.untrusted.litter moves it there), so that one child cannot use what its siblings leave
@@ -179,11 +221,18 @@ class BwrapBackend(Backend):
             args += ["--ro-bind", root, root]
         if job.cache is not None:
             args += ["--bind", str(job.cache), INSIDE_CACHE]
-        args += ["--ro-bind", str(code), INSIDE_CODE,
-                 # The submission's directory, read-only: empty until the judge places the one file in it
-                 # (judge.sandbox.base.Proc.place), just before it names the file in "setup".
-                 "--ro-bind", str(folder), INSIDE_SUBMISSION,
-                 "--chdir", SCRATCH]
+        args += [
+            "--ro-bind",
+            str(code),
+            INSIDE_CODE,
+            # The submission's directory, read-only: empty until the judge places the one file in it
+            # (judge.sandbox.base.Proc.place), just before it names the file in "setup".
+            "--ro-bind",
+            str(folder),
+            INSIDE_SUBMISSION,
+            "--chdir",
+            SCRATCH,
+        ]
         if job.device == "cuda":
             gpu = job.gpu if job.gpu is not None else 0
             for node in (f"nvidia{gpu}", *GPU_NODES):
@@ -205,8 +254,9 @@ class BwrapBackend(Backend):
         env["PYTHONNOUSERSITE"] = "1"
         share = max(1, int(share))
         # (A litter's, shared by its children, holds a cgroup for each: judge.sandbox.litter.)
-        cgroup = Cgroup.create((job.limits.memory_mb << 20) * share, job.limits.processes * share, nested=share > 1,
-                               cpu_share=share)
+        cgroup = Cgroup.create(
+            (job.limits.memory_mb << 20) * share, job.limits.processes * share, nested=share > 1, cpu_share=share
+        )
 
         def enter():
             os.setsid()
@@ -217,9 +267,15 @@ class BwrapBackend(Backend):
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
             resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 20, 256 << 20))
 
-        popen = subprocess.Popen(self.argv(job, code, folder, env, share, args), stdin=subprocess.PIPE,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=enter,
-                                 env={"PATH": "/usr/bin:/bin"}, pass_fds=tuple(extra_fds))
+        popen = subprocess.Popen(
+            self.argv(job, code, folder, env, share, args),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=enter,
+            env={"PATH": "/usr/bin:/bin"},
+            pass_fds=tuple(extra_fds),
+        )
         proc = _BwrapProc(popen, folder, cgroup, stage)
         if job.submission is not None:
             proc.place(job.submission)

@@ -158,10 +158,15 @@ class Cgroup:
         """The memory cgroup Docker made for a container on this host, where the judge can read it
         (cgroupfs or systemd driver, v1 or v2); None for a remote engine or an unknown layout."""
         if (ROOT / "cgroup.controllers").is_file():
-            candidates, v2 = [ROOT / "system.slice" / f"docker-{container_id}.scope", ROOT / "docker" / container_id], True
+            candidates, v2 = (
+                [ROOT / "system.slice" / f"docker-{container_id}.scope", ROOT / "docker" / container_id],
+                True,
+            )
         else:
-            candidates = [ROOT / "memory" / "docker" / container_id,
-                          ROOT / "memory" / "system.slice" / f"docker-{container_id}.scope"]
+            candidates = [
+                ROOT / "memory" / "docker" / container_id,
+                ROOT / "memory" / "system.slice" / f"docker-{container_id}.scope",
+            ]
             v2 = False
         for d in candidates:
             if (d / "memory.stat").is_file():

@@ -22,8 +22,8 @@ import threading
 import time
 from pathlib import Path
 
-from judge.sandbox.cgroups import Cgroup
 from judge.sandbox.base import INSIDE_CACHE, Backend, Job, Proc, prepare_cache, worker_env
+from judge.sandbox.cgroups import Cgroup
 from judge.sandbox.staging import new_stage
 from judge.shared import niceness
 
@@ -117,12 +117,12 @@ class _DockerProc(Proc):
                     stream, size = buf[0], struct.unpack(">I", buf[4:8])[0]
                     if len(buf) < 8 + size:
                         break
-                    payload, buf = buf[8:8 + size], buf[8 + size:]
+                    payload, buf = buf[8 : 8 + size], buf[8 + size :]
                     target = out_w if stream == 1 else err_w
                     view = memoryview(payload)
                     while view and not self._discard:
                         try:
-                            view = view[os.write(target, view):]
+                            view = view[os.write(target, view) :]
                         except OSError:
                             # The judge closed its end: keep draining the
                             # socket so the daemon is never stuck writing to it.
@@ -268,8 +268,10 @@ class DockerBackend(Backend):
             read_only=True,
             # Owned by the worker's user (a working_dir resets the mode), and exec:
             # Triton builds its launcher there as a shared object and loads it.
-            tmpfs={SCRATCH: f"rw,exec,size={job.limits.scratch_mb}m,mode=1777,uid=65534,gid=65534",
-                   "/tmp": "rw,size=16m,mode=1777,uid=65534,gid=65534"},
+            tmpfs={
+                SCRATCH: f"rw,exec,size={job.limits.scratch_mb}m,mode=1777,uid=65534,gid=65534",
+                "/tmp": "rw,size=16m,mode=1777,uid=65534,gid=65534",
+            },
             cap_drop=["ALL"],
             security_opt=["no-new-privileges"],
             pids_limit=job.limits.processes,
@@ -279,10 +281,12 @@ class DockerBackend(Backend):
             ulimits=[Ulimit(name="core", soft=0, hard=0)],
             ipc_mode="private",
             init=True,
-            volumes={str(code): {"bind": INSIDE_CODE, "mode": "ro"},
-                     # Empty until the judge places the one file in it (judge.sandbox.base.Proc.place).
-                     str(folder): {"bind": INSIDE_SUBMISSION, "mode": "ro"},
-                     **({str(job.cache): {"bind": INSIDE_CACHE, "mode": "rw"}} if job.cache is not None else {})},
+            volumes={
+                str(code): {"bind": INSIDE_CODE, "mode": "ro"},
+                # Empty until the judge places the one file in it (judge.sandbox.base.Proc.place).
+                str(folder): {"bind": INSIDE_SUBMISSION, "mode": "ro"},
+                **({str(job.cache): {"bind": INSIDE_CACHE, "mode": "rw"}} if job.cache is not None else {}),
+            },
             labels={LABEL: secrets.token_hex(8)},
             log_config=LogConfig(type="none"),  # output reaches the judge only through its capped pipe
             **kwargs,

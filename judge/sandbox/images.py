@@ -15,16 +15,31 @@ import sys
 import tempfile
 from pathlib import Path
 
-from judge.sandbox.staging import CODE_ROOT
 from judge.sandbox.docker_engine import IMAGES, client
+from judge.sandbox.staging import CODE_ROOT
 
 SANDBOX_DIR = CODE_ROOT / "sandbox"
 DEFAULT_BASES = {"cpu": "judge-base:bookworm", "gpu": "nvidia/cuda:12.8.1-runtime-ubuntu24.04"}
 # The base image's Python (Debian bookworm: 3.11); wheels are fetched for it.
-WHEEL_TARGET = ["--python-version", "3.11", "--implementation", "cp", "--only-binary=:all:",
-                "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux_2_27_x86_64",
-                "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
-                "--platform", "manylinux1_x86_64", "--platform", "any"]
+WHEEL_TARGET = [
+    "--python-version",
+    "3.11",
+    "--implementation",
+    "cp",
+    "--only-binary=:all:",
+    "--platform",
+    "manylinux_2_28_x86_64",
+    "--platform",
+    "manylinux_2_27_x86_64",
+    "--platform",
+    "manylinux_2_17_x86_64",
+    "--platform",
+    "manylinux2014_x86_64",
+    "--platform",
+    "manylinux1_x86_64",
+    "--platform",
+    "any",
+]
 
 
 def _versions() -> list[str]:
@@ -42,8 +57,9 @@ def fetch_wheels(dest: Path, log) -> None:
     subprocess.run(cmd, check=True)
 
 
-def build(kind: str, *, base: str | None, ca_bundle: Path | None, wheels: Path | None, online: bool,
-          tag: str | None, log) -> str:
+def build(
+    kind: str, *, base: str | None, ca_bundle: Path | None, wheels: Path | None, online: bool, tag: str | None, log
+) -> str:
     tag = tag or IMAGES["cuda" if kind == "gpu" else "cpu"]
     base = base or DEFAULT_BASES[kind]
     ctx = Path(tempfile.mkdtemp(prefix="judge-image-"))
@@ -58,8 +74,9 @@ def build(kind: str, *, base: str | None, ca_bundle: Path | None, wheels: Path |
         elif not online:
             fetch_wheels(context / "wheels", log)
         log(f"building {tag} from {base}")
-        image, output = client().images.build(path=str(ctx), tag=tag, buildargs={"BASE": base}, rm=True,
-                                              forcerm=True, pull=False)
+        image, output = client().images.build(
+            path=str(ctx), tag=tag, buildargs={"BASE": base}, rm=True, forcerm=True, pull=False
+        )
         for chunk in output:
             line = chunk.get("stream", "").strip()
             if line.startswith(("torch", "Successfully built", "Successfully tagged")):

@@ -80,8 +80,9 @@ class Litter:
         spec = ";".join(",".join(str(fd) for fd in s) for s in theirs)
         passed = [fd for s in theirs for fd in s]
         try:
-            self.proc = backend.spawn(replace(job, module=MODULE), extra_fds=passed, share=n,
-                                      args=(spec, "1" if job.interpret else "0"))
+            self.proc = backend.spawn(
+                replace(job, module=MODULE), extra_fds=passed, share=n, args=(spec, "1" if job.interpret else "0")
+            )
         except BaseException:
             for fd in passed + [fd for s in ours for fd in s]:
                 os.close(fd)

@@ -80,8 +80,12 @@ class ProcessBackend(Backend):
 
     def spawn(self, job: Job, *, extra_fds=(), args=(), share: int = 1) -> Proc:
         prepare_cache(job)
-        env = worker_env(job, code_root=str(CODE_ROOT), scratch=str(job.scratch),
-                         cache=str(job.cache) if job.cache is not None else None)
+        env = worker_env(
+            job,
+            code_root=str(CODE_ROOT),
+            scratch=str(job.scratch),
+            cache=str(job.cache) if job.cache is not None else None,
+        )
         popen = subprocess.Popen(
             [sys.executable, "-P", "-m", job.module, *args],
             stdin=subprocess.PIPE,

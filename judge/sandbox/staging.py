@@ -27,8 +27,9 @@ def stage_worker_code(dest: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(CODE_ROOT / rel, target)
     for rel in WORKER_DIRS:
-        shutil.copytree(CODE_ROOT / rel, root / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
-                        dirs_exist_ok=True)
+        shutil.copytree(
+            CODE_ROOT / rel, root / rel, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True
+        )
     for path in [root, *root.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return root

@@ -19,7 +19,6 @@ import base64
 import binascii
 import json
 import threading
-from typing import Union
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse, StreamingResponse
@@ -49,14 +48,19 @@ DOCS_PAGE = """<!doctype html>
 
 
 class SubmissionIn(BaseModel):
-    problem: Union[int, str] = Field(description="The problem's id or slug, e.g. 93 or vector-add.")
-    filename: str | None = Field(None, description="The file's name (default submission.py, or .toml for an "
-                                                   "answers problem).")
+    problem: int | str = Field(description="The problem's id or slug, e.g. 93 or vector-add.")
+    filename: str | None = Field(
+        None, description="The file's name (default submission.py, or .toml for an answers problem)."
+    )
     source: str | None = Field(None, description="The file's bytes in base64 (or give text).")
     text: str | None = Field(None, description="The file's text (instead of source).")
     student: str | None = Field(None, description="Staff only: submit on behalf of this student.")
-    seed: int | None = Field(None, ge=0, description="Staff only: the judge seed (the --forward clients send "
-                                                     "the one their rubric derives); default: the service's.")
+    seed: int | None = Field(
+        None,
+        ge=0,
+        description="Staff only: the judge seed (the --forward clients send "
+        "the one their rubric derives); default: the service's.",
+    )
 
 
 class Accepted(BaseModel):
@@ -69,8 +73,7 @@ class Accepted(BaseModel):
 
 class MeIn(BaseModel):
     display_name: str | None = Field(None, description="What the leaderboard calls you (1-40 characters).")
-    on_leaderboard: bool = Field(False, description="Show the display name on the leaderboard (default: "
-                                                    "anonymous).")
+    on_leaderboard: bool = Field(False, description="Show the display name on the leaderboard (default: anonymous).")
 
 
 class Error(BaseModel):
@@ -81,8 +84,13 @@ ERRORS = {code: {"model": Error} for code in (400, 401, 403, 404, 413, 429)}
 
 
 def accepted(job: dict) -> dict:
-    return {"id": job["id"], "status": job["status"], "url": f"/submissions/{job['id']}",
-            "events": f"/submissions/{job['id']}/events", "page": f"/ui/submissions/{job['id']}"}
+    return {
+        "id": job["id"],
+        "status": job["status"],
+        "url": f"/submissions/{job['id']}",
+        "events": f"/submissions/{job['id']}/events",
+        "page": f"/ui/submissions/{job['id']}",
+    }
 
 
 def file_of(body: SubmissionIn) -> bytes:
@@ -105,15 +113,22 @@ def register(app: FastAPI, site: Site) -> None:
 
     # -------------------------------------------------------------- submissions
 
-    @app.post("/submissions", status_code=202, response_model=Accepted, responses=ERRORS, tags=["submissions"],
-              summary="Submit a file; answers at once with the job's id")
+    @app.post(
+        "/submissions",
+        status_code=202,
+        response_model=Accepted,
+        responses=ERRORS,
+        tags=["submissions"],
+        summary="Submit a file; answers at once with the job's id",
+    )
     def post_submission(body: SubmissionIn, who=Depends(api_user)):
         job = site.submit(who, body.problem, body.filename, file_of(body), student=body.student, seed=body.seed)
         return JSONResponse(accepted(job), status_code=202, headers={"Location": f"/submissions/{job['id']}"})
 
     @app.get("/submissions", tags=["submissions"], responses=ERRORS, summary="Your submissions (staff: all)")
-    def list_submissions(student: str | None = None, problem: int | None = None, limit: int = 100,
-                         who=Depends(api_user)):
+    def list_submissions(
+        student: str | None = None, problem: int | None = None, limit: int = 100, who=Depends(api_user)
+    ):
         if student is not None and student != who.name and not who.staff:
             raise ServiceError(403, "only staff may list someone else's submissions")
         owner = student if who.staff else who.name
@@ -121,14 +136,22 @@ def register(app: FastAPI, site: Site) -> None:
         deadline = site.deadline_of(who)
         return {"submissions": [site.status_of(who, j, with_report=False, deadline=deadline) for j in jobs]}
 
-    @app.get("/submissions/{job_id}", tags=["submissions"], responses=ERRORS,
-             summary="A submission's status, and its report once it is done")
+    @app.get(
+        "/submissions/{job_id}",
+        tags=["submissions"],
+        responses=ERRORS,
+        summary="A submission's status, and its report once it is done",
+    )
     def get_submission(job_id: str, who=Depends(api_user)):
         return site.status_of(who, site.find_job(who, job_id))
 
-    @app.get("/submissions/{job_id}/events", tags=["submissions"], responses=ERRORS,
-             summary="Server-sent events: the status as it changes (status), then done",
-             response_class=StreamingResponse)
+    @app.get(
+        "/submissions/{job_id}/events",
+        tags=["submissions"],
+        responses=ERRORS,
+        summary="Server-sent events: the status as it changes (status), then done",
+        response_class=StreamingResponse,
+    )
     async def submission_events(job_id: str, request: Request, who=Depends(api_user)):
         await run_in_threadpool(site.find_job, who, job_id, report=False)
 
@@ -153,11 +176,17 @@ def register(app: FastAPI, site: Site) -> None:
                     quiet = 0
                 await asyncio.sleep(0.5)
 
-        return StreamingResponse(stream(), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        return StreamingResponse(
+            stream(), media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        )
 
-    @app.get("/submissions/{job_id}/plot.png", tags=["submissions"], responses=ERRORS, response_class=FileResponse,
-             summary="The speed plot (as --plot draws it), when the report has timed shapes")
+    @app.get(
+        "/submissions/{job_id}/plot.png",
+        tags=["submissions"],
+        responses=ERRORS,
+        response_class=FileResponse,
+        summary="The speed plot (as --plot draws it), when the report has timed shapes",
+    )
     def submission_plot(job_id: str, who=Depends(api_user)):
         job = site.find_job(who, job_id)
         report = views.report_for(who, job, config.rubric, deadline=site.deadline_of(who))
@@ -177,11 +206,17 @@ def register(app: FastAPI, site: Site) -> None:
                 tmp.replace(path)
         return FileResponse(path, media_type="image/png")
 
-    @app.post("/grade", deprecated=True, tags=["submissions"], responses=ERRORS,
-              summary="The old blocking call: waits for the report (use POST /submissions)")
+    @app.post(
+        "/grade",
+        deprecated=True,
+        tags=["submissions"],
+        responses=ERRORS,
+        summary="The old blocking call: waits for the report (use POST /submissions)",
+    )
     async def grade_blocking(body: SubmissionIn, who=Depends(api_user)):
-        job = await run_in_threadpool(site.submit, who, body.problem, body.filename, file_of(body),
-                                      student=body.student, seed=body.seed)
+        job = await run_in_threadpool(
+            site.submit, who, body.problem, body.filename, file_of(body), student=body.student, seed=body.seed
+        )
         while True:
             await asyncio.sleep(0.5)
             job = await run_in_threadpool(store.job, job["id"])
@@ -194,20 +229,30 @@ def register(app: FastAPI, site: Site) -> None:
     def list_problems():
         return {"problems": [site.problem_doc(p) for p in site.problems.values()]}
 
-    @app.get("/problems/{key}", tags=["problems"], responses=ERRORS,
-             summary="A problem, with its statement (markdown)")
+    @app.get("/problems/{key}", tags=["problems"], responses=ERRORS, summary="A problem, with its statement (markdown)")
     def get_problem(key: str):
         return site.problem_doc(site.problem_or_404(key), statement=True)
 
-    @app.get("/problems/{key}/skeleton", tags=["problems"], responses=ERRORS, response_class=PlainTextResponse,
-             summary="The file to start from")
+    @app.get(
+        "/problems/{key}/skeleton",
+        tags=["problems"],
+        responses=ERRORS,
+        response_class=PlainTextResponse,
+        summary="The file to start from",
+    )
     def get_skeleton(key: str):
         p = site.problem_or_404(key)
-        return PlainTextResponse(p.skeleton_path.read_text(encoding="utf-8"),
-                                 headers={"Content-Disposition": f'attachment; filename="{p.id}{p.suffix}"'})
+        return PlainTextResponse(
+            p.skeleton_path.read_text(encoding="utf-8"),
+            headers={"Content-Disposition": f'attachment; filename="{p.id}{p.suffix}"'},
+        )
 
-    @app.get("/leaderboard/{key}", tags=["problems"], responses=ERRORS,
-             summary="Each student's best accepted submission, fastest first (by what you are shown)")
+    @app.get(
+        "/leaderboard/{key}",
+        tags=["problems"],
+        responses=ERRORS,
+        summary="Each student's best accepted submission, fastest first (by what you are shown)",
+    )
     def get_leaderboard(key: str, who=Depends(api_user)):
         p = site.problem_or_404(key)
         return {"problem": p.id, "entries": site.board(p, who)}
@@ -226,15 +271,27 @@ def register(app: FastAPI, site: Site) -> None:
 
     @app.get("/health", tags=["service"], summary="Whether it serves, and on what")
     def health():
-        return {"ok": site.runner.alive(), "device": config.device, "slots": len(config.slots),
-                "executor": config.executor, "sandbox": config.sandbox, "max_examples": config.max_examples,
-                "pool": config.pool, "problems": list(site.problems), "jobs": store.job_counts()}
+        return {
+            "ok": site.runner.alive(),
+            "device": config.device,
+            "slots": len(config.slots),
+            "executor": config.executor,
+            "sandbox": config.sandbox,
+            "max_examples": config.max_examples,
+            "pool": config.pool,
+            "problems": list(site.problems),
+            "jobs": store.job_counts(),
+        }
 
 
 def me_doc(site: Site, who) -> dict:
     person = site.record.people().get(who.name) or {}
     deadline = site.record.deadline_of(who.name, site.config.rubric.deadline)
-    return {"name": who.name, "role": who.role, "display_name": person.get("display_name"),
-            "on_leaderboard": bool(person.get("on_leaderboard")),
-            "deadline": deadline.isoformat() if deadline else None,
-            "extended": deadline is not None and deadline != site.config.rubric.deadline}
+    return {
+        "name": who.name,
+        "role": who.role,
+        "display_name": person.get("display_name"),
+        "on_leaderboard": bool(person.get("on_leaderboard")),
+        "deadline": deadline.isoformat() if deadline else None,
+        "extended": deadline is not None and deadline != site.config.rubric.deadline,
+    }

@@ -30,8 +30,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from judge.service.site import ServiceError, Site
 
 HERE = Path(__file__).resolve().parent
-CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; "
-       "base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; "
+    "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
 # Swagger UI sets style attributes on its elements; its scripts are this site's files too.
 DOCS_CSP = CSP.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'")
 
@@ -75,8 +77,12 @@ class SecurityHeaders:
 
         async def send_with_headers(message):
             if message["type"] == "http.response.start":
-                extra = [(b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"same-origin"),
-                         (b"x-frame-options", b"DENY"), (b"content-security-policy", csp.encode())]
+                extra = [
+                    (b"x-content-type-options", b"nosniff"),
+                    (b"referrer-policy", b"same-origin"),
+                    (b"x-frame-options", b"DENY"),
+                    (b"content-security-policy", csp.encode()),
+                ]
                 message = {**message, "headers": list(message.get("headers", [])) + extra}
             await send(message)
 
@@ -99,10 +105,15 @@ def create_app(service) -> FastAPI:
             await run_in_threadpool(runner.stop)
             store.close()
 
-    app = FastAPI(title="triton-judge grading service", version="1",
-                  description="Submit Triton kernels (or answers files) and read their judging. Authenticate "
-                              "with a bearer token (staff, or a student's from the tokens file).",
-                  docs_url=None, redoc_url=None, lifespan=lifespan)
+    app = FastAPI(
+        title="triton-judge grading service",
+        version="1",
+        description="Submit Triton kernels (or answers files) and read their judging. Authenticate "
+        "with a bearer token (staff, or a student's from the tokens file).",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
     app.add_middleware(BodyLimit, limit=service.config.max_upload * 4 // 3 + (64 << 10))
     app.add_middleware(SecurityHeaders)
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
@@ -125,27 +136,36 @@ def _errors(app: FastAPI, site: Site) -> None:
             if exc.code == 401:
                 return RedirectResponse(f"/ui/login?next={request.url.path}", status_code=303)
             who = await run_in_threadpool(site.page_identity, request)  # the page keeps its header
-            return site.render(request, "error.html", who, status_code=exc.code, headers=exc.headers,
-                               message=exc.message, code=exc.code)
+            return site.render(
+                request,
+                "error.html",
+                who,
+                status_code=exc.code,
+                headers=exc.headers,
+                message=exc.message,
+                code=exc.code,
+            )
         return JSONResponse({"error": exc.message}, status_code=exc.code, headers=exc.headers)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException):
         message = {404: "no such page or call", 405: f"{request.method} is not allowed here"}.get(
-            exc.status_code, str(exc.detail))
+            exc.status_code, str(exc.detail)
+        )
         return await service_error(request, ServiceError(exc.status_code, message, getattr(exc, "headers", None)))
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError):
         first = (exc.errors() or [{}])[0]
         where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
-        return await service_error(request, ServiceError(400, f"malformed request: {where + ': ' if where else ''}"
-                                                              f"{first.get('msg', 'invalid')}"))
+        return await service_error(
+            request,
+            ServiceError(400, f"malformed request: {where + ': ' if where else ''}{first.get('msg', 'invalid')}"),
+        )
 
     @app.exception_handler(Exception)
     async def internal_error(request: Request, exc: Exception):
-        site.service.runner.log(f"internal error at {request.method} {request.url.path}: "
-                                f"{type(exc).__name__}: {exc}")
+        site.service.runner.log(f"internal error at {request.method} {request.url.path}: {type(exc).__name__}: {exc}")
         return JSONResponse({"error": "internal error of the service (its log says more)"}, status_code=500)
 
 
@@ -156,7 +176,7 @@ def _when(iso: str | None) -> str:
         t = dt.datetime.fromisoformat(iso)
     except ValueError:
         return iso
-    return t.astimezone(dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return t.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _num(value) -> str:

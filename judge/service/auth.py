@@ -61,8 +61,9 @@ def digest(token: str) -> str:
 class Auth:
     """The people who may use the service, from the token files, kept up to date with them."""
 
-    def __init__(self, staff_token: str | None = None, tokens_file: Path | None = None,
-                 staff_file: Path | None = None, log=print):
+    def __init__(
+        self, staff_token: str | None = None, tokens_file: Path | None = None, staff_file: Path | None = None, log=print
+    ):
         self.fixed_staff = staff_token  # $JUDGE_SERVE_TOKEN (no file to watch)
         self.staff_file = Path(staff_file).resolve() if staff_file else None
         self.tokens_file = Path(tokens_file).resolve() if tokens_file else None
@@ -74,8 +75,7 @@ class Auth:
         self._by_digest = self._read()  # AuthError at start: a usage error
 
     @classmethod
-    def load(cls, staff_token: str | None, tokens_file: Path | None, staff_file: Path | None = None,
-             log=print) -> "Auth":
+    def load(cls, staff_token: str | None, tokens_file: Path | None, staff_file: Path | None = None, log=print) -> Auth:
         return cls(staff_token, tokens_file, staff_file, log)
 
     def _stamps(self) -> tuple:
@@ -105,8 +105,9 @@ class Auth:
         if self.tokens_file is not None:
             for token_digest, who in _read_tokens(self.tokens_file):
                 if who.name in names:
-                    raise AuthError(f"{self.tokens_file}: '{who.name}' is listed twice (or is the --token-file's "
-                                    "'staff')")
+                    raise AuthError(
+                        f"{self.tokens_file}: '{who.name}' is listed twice (or is the --token-file's 'staff')"
+                    )
                 if token_digest in people:
                     raise AuthError(f"{self.tokens_file}: two people share one token ({who.name})")
                 names.add(who.name)
@@ -185,7 +186,7 @@ def _rows(path: Path):
         if role not in ("student", "staff"):
             raise AuthError(f"{where}: role must be student or staff (got '{role}')")
         if token.startswith("sha256:"):
-            token_digest = token[len("sha256:"):].lower()
+            token_digest = token[len("sha256:") :].lower()
             if len(token_digest) != 64 or any(c not in "0123456789abcdef" for c in token_digest):
                 raise AuthError(f"{where}: sha256: must be followed by 64 hex digits")
         elif len(token) < MIN_TOKEN:
@@ -240,20 +241,22 @@ def check_rate(store, who: Identity, rate: tuple[int, int] | None, max_pending: 
     if who.staff:
         return
     if max_pending and store.pending_of(who.name) >= max_pending:
-        raise RateLimited(f"you already have {max_pending} submission(s) waiting or being judged; "
-                          "submit again when one is done", 30)
+        raise RateLimited(
+            f"you already have {max_pending} submission(s) waiting or being judged; submit again when one is done", 30
+        )
     if rate is None:
         return
     count, seconds = rate
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     since = (now - dt.timedelta(seconds=seconds)).isoformat(timespec="milliseconds")
     n, oldest = store.submitted_since(who.name, since)
     if n >= count:
         wait = seconds
         if oldest:
             wait = int((dt.datetime.fromisoformat(oldest) + dt.timedelta(seconds=seconds) - now).total_seconds()) + 1
-        raise RateLimited(f"at most {count} submission(s) per {_period(seconds)}; try again in {max(wait, 1)} s",
-                          max(wait, 1))
+        raise RateLimited(
+            f"at most {count} submission(s) per {_period(seconds)}; try again in {max(wait, 1)} s", max(wait, 1)
+        )
 
 
 def _period(seconds: int) -> str:

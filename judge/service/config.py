@@ -8,8 +8,18 @@ from pathlib import Path
 
 from judge.grading.rubric import Rubric
 
-PERIODS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
-           "d": 86400, "day": 86400}
+PERIODS = {
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "h": 3600,
+    "hour": 3600,
+    "d": 86400,
+    "day": 86400,
+}
 
 
 class ConfigError(Exception):

@@ -35,8 +35,13 @@ def register(app: FastAPI, site: Site) -> None:
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page_index(request: Request, who=Depends(site.who_is)):
-        return site.render(request, "index.html", who, jobs=store.job_counts(),
-                           docs=[site.problem_doc(p) for p in site.problems.values()])
+        return site.render(
+            request,
+            "index.html",
+            who,
+            jobs=store.job_counts(),
+            docs=[site.problem_doc(p) for p in site.problems.values()],
+        )
 
     @app.get("/ui/login", response_class=HTMLResponse, include_in_schema=False)
     def page_login(request: Request, next: str = "/"):
@@ -49,8 +54,14 @@ def register(app: FastAPI, site: Site) -> None:
         if who is None or auth.open:
             return site.render(request, "login.html", None, status_code=401, next=local(next), error="unknown token")
         response = RedirectResponse(local(next), status_code=303)
-        response.set_cookie(COOKIE, sessions.open(who), httponly=True, samesite="lax",
-                            secure=config.secure_cookies, max_age=int(sessions.lifetime))
+        response.set_cookie(
+            COOKIE,
+            sessions.open(who),
+            httponly=True,
+            samesite="lax",
+            secure=config.secure_cookies,
+            max_age=int(sessions.lifetime),
+        )
         return response
 
     @app.post("/ui/logout", include_in_schema=False)
@@ -68,8 +79,7 @@ def register(app: FastAPI, site: Site) -> None:
         return site.render(request, "me.html", who, me=me_doc(site, who), saved=bool(saved))
 
     @app.post("/ui/me", include_in_schema=False)
-    def do_me(request: Request, display_name: str = Form(""), on_leaderboard: str = Form(""),
-              who=Depends(page_user)):
+    def do_me(request: Request, display_name: str = Form(""), on_leaderboard: str = Form(""), who=Depends(page_user)):
         from judge.service.api import me_doc
 
         same_origin(request)
@@ -92,12 +102,23 @@ def register(app: FastAPI, site: Site) -> None:
             site.statements[p.id] = md.render(p.statement_path.read_text(encoding="utf-8"))
         mine = store.jobs(who.name, problem=p.id, limit=10, reports=True)
         deadline = site.deadline_of(who)
-        return dict(p=p, doc=site.problem_doc(p), statement=site.statements[p.id],
-                    mine=[site.status_of(who, j, with_report=False, deadline=deadline) for j in mine], **extra)
+        return dict(
+            p=p,
+            doc=site.problem_doc(p),
+            statement=site.statements[p.id],
+            mine=[site.status_of(who, j, with_report=False, deadline=deadline) for j in mine],
+            **extra,
+        )
 
     @app.post("/ui/submit", include_in_schema=False)
-    async def do_submit(request: Request, problem: str = Form(...), text: str = Form(""), filename: str = Form(""),
-                        file: UploadFile | None = File(None), who=Depends(page_user)):
+    async def do_submit(
+        request: Request,
+        problem: str = Form(...),
+        text: str = Form(""),
+        filename: str = Form(""),
+        file: UploadFile | None = File(None),
+        who=Depends(page_user),
+    ):
         same_origin(request)
         data, name = b"", filename
         if file is not None and file.filename:
@@ -121,15 +142,26 @@ def register(app: FastAPI, site: Site) -> None:
     def page_submissions(request: Request, who=Depends(page_user)):
         jobs = store.jobs(None if who.staff else who.name, limit=200, reports=True)
         deadline = site.deadline_of(who)
-        return site.render(request, "submissions.html", who,
-                           jobs=[site.status_of(who, j, with_report=False, deadline=deadline) for j in jobs])
+        return site.render(
+            request,
+            "submissions.html",
+            who,
+            jobs=[site.status_of(who, j, with_report=False, deadline=deadline) for j in jobs],
+        )
 
     @app.get("/ui/submissions/{job_id}", response_class=HTMLResponse, include_in_schema=False)
     def page_submission(request: Request, job_id: str, who=Depends(page_user)):
         job = site.find_job(who, job_id)
         status = site.status_of(who, job)
-        return site.render(request, "submission.html", who, job=status, p=find_problem(str(job["problem"])),
-                           r=status.get("report"), graded=status.get("graded"))
+        return site.render(
+            request,
+            "submission.html",
+            who,
+            job=status,
+            p=find_problem(str(job["problem"])),
+            r=status.get("report"),
+            graded=status.get("graded"),
+        )
 
     @app.get("/ui/leaderboard/{key}", response_class=HTMLResponse, include_in_schema=False)
     def page_leaderboard(request: Request, key: str, who=Depends(page_user)):

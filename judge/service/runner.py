@@ -39,8 +39,20 @@ from judge.verdicts import Verdict
 
 
 class Runner:
-    def __init__(self, store, executor, *, device: str, sandbox: str, seeds: dict[int, int], rubric,
-                 state: Path, max_attempts: int = 3, max_examples: int | None = None, log=print):
+    def __init__(
+        self,
+        store,
+        executor,
+        *,
+        device: str,
+        sandbox: str,
+        seeds: dict[int, int],
+        rubric,
+        state: Path,
+        max_attempts: int = 3,
+        max_examples: int | None = None,
+        log=print,
+    ):
         self.store = store
         self.executor = executor
         self.device = device
@@ -66,15 +78,20 @@ class Runner:
         gave_up = []
         for job in left:
             if job["attempts"] >= self.max_attempts:
-                report = ie_report(job["problem"], f"the judging was started {job['attempts']} times and the "
-                                                   "service stopped each time; not tried again",
-                                   interpret=self.device == "cpu")
+                report = ie_report(
+                    job["problem"],
+                    f"the judging was started {job['attempts']} times and the "
+                    "service stopped each time; not tried again",
+                    interpret=self.device == "cpu",
+                )
                 report["submission"] = {"path": job["filename"], "sha256": job["sha256"]}
                 if self.store.finish_job(job["id"], report):
                     gave_up.append(job["id"])
         if left:
-            self.log(f"restart: {len(left) - len(gave_up)} job(s) left running were queued again"
-                     + (f", {len(gave_up)} given up (IE)" if gave_up else ""))
+            self.log(
+                f"restart: {len(left) - len(gave_up)} job(s) left running were queued again"
+                + (f", {len(gave_up)} given up (IE)" if gave_up else "")
+            )
         return {"requeued": len(left) - len(gave_up), "gave_up": len(gave_up)}
 
     def start(self) -> None:
@@ -139,10 +156,16 @@ class Runner:
                 return None
         progress = self.progress_dir / f"{job['id']}.jsonl"
         progress.write_text("")  # a job started again starts its progress again
-        spec = {"problem": problem.id, "source": base64.b64encode(job["source"]).decode(),
-                "filename": job["filename"], "seed": job["seed"] if own_seed else self.seeds[problem.id],
-                "device": self.device, "interpret": self.device == "cpu", "sandbox": self.sandbox,
-                "progress": str(progress)}
+        spec = {
+            "problem": problem.id,
+            "source": base64.b64encode(job["source"]).decode(),
+            "filename": job["filename"],
+            "seed": job["seed"] if own_seed else self.seeds[problem.id],
+            "device": self.device,
+            "interpret": self.device == "cpu",
+            "sandbox": self.sandbox,
+            "progress": str(progress),
+        }
         if self.max_examples is not None:
             spec["max_examples"] = self.max_examples
         self._inflight[job["id"]] = {k: v for k, v in job.items() if k != "source"}
@@ -157,8 +180,7 @@ class Runner:
     def _finish(self, job: dict, report: dict, cached: bool = False) -> None:
         problem = find_problem(str(job["problem"]))
         report = dict(report)
-        report["submission"] = {**(report.get("submission") or {}), "path": job["filename"],
-                                "sha256": job["sha256"]}
+        report["submission"] = {**(report.get("submission") or {}), "path": job["filename"], "sha256": job["sha256"]}
         result = None
         if problem is not None and not cached and job.get("seed") is None:
             # Judged with the store's seed: the course's record (as `judge grade` writes it). A job judged with
@@ -167,9 +189,16 @@ class Runner:
         if self.store.finish_job(job["id"], report, result, cached=cached):
             self.finished += 1
             elapsed = report.get("elapsed_seconds")
-            self.log(f"job {job['id']} ({job['student']}, problem {job['problem']}): {report.get('verdict')}"
-                     + (" (an identical earlier submission's result)" if cached
-                        else f" in {elapsed:g} s" if isinstance(elapsed, (int, float)) else ""))
+            self.log(
+                f"job {job['id']} ({job['student']}, problem {job['problem']}): {report.get('verdict')}"
+                + (
+                    " (an identical earlier submission's result)"
+                    if cached
+                    else f" in {elapsed:g} s"
+                    if isinstance(elapsed, (int, float))
+                    else ""
+                )
+            )
         try:
             (self.progress_dir / f"{job['id']}.jsonl").unlink()
         except OSError:

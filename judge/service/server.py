@@ -18,6 +18,7 @@ from judge.service.config import ServiceConfig
 # a full queue on a small host does not hold up the students' status calls and pages.
 JOB_NICENESS = 10
 
+
 class ServeError(Exception):
     """The service cannot start as asked: a usage error, one line."""
 
@@ -58,26 +59,47 @@ def open_service(config: ServiceConfig, log=print) -> Service:
         seeds = problem_seeds(store, all_problems(), config.rubric)
     except GradeError as exc:
         store.close()
-        raise ServeError(str(exc).replace("grade into a new --out directory", "serve from a new --state "
-                                                                               "directory")) from None
+        raise ServeError(
+            str(exc).replace("grade into a new --out directory", "serve from a new --state directory")
+        ) from None
     try:
         if config.executor == "ray":
-            executor = RayExecutor(address=config.ray_address, slots=config.slots, use_gpu=config.device == "cuda",
-                                   timeout=config.job_timeout)
+            executor = RayExecutor(
+                address=config.ray_address,
+                slots=config.slots,
+                use_gpu=config.device == "cuda",
+                timeout=config.job_timeout,
+            )
         else:
             # Judging is batch work and the pages are not: the jobs yield the CPU to the service's answers.
-            executor = LocalExecutor(config.slots, timeout=config.job_timeout, pool=config.pool, log=log,
-                                     nice=JOB_NICENESS)
+            executor = LocalExecutor(
+                config.slots, timeout=config.job_timeout, pool=config.pool, log=log, nice=JOB_NICENESS
+            )
     except ExecutorError as exc:
         store.close()
         raise ServeError(str(exc)) from None
-    runner = Runner(store, executor, device=config.device, sandbox=config.sandbox, seeds=seeds,
-                    rubric=config.rubric, state=config.state, max_attempts=config.max_attempts,
-                    max_examples=config.max_examples, log=log)
+    runner = Runner(
+        store,
+        executor,
+        device=config.device,
+        sandbox=config.sandbox,
+        seeds=seeds,
+        rubric=config.rubric,
+        state=config.state,
+        max_attempts=config.max_attempts,
+        max_examples=config.max_examples,
+        log=log,
+    )
     from judge.service.sessions import Sessions
 
-    return Service(config=config, store=store, auth=auth, runner=runner, seeds=seeds,
-                   sessions=Sessions(store, config.session_hours * 3600))
+    return Service(
+        config=config,
+        store=store,
+        auth=auth,
+        runner=runner,
+        seeds=seeds,
+        sessions=Sessions(store, config.session_hours * 3600),
+    )
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -105,8 +127,9 @@ def serve(service: Service, sock: socket.socket, log=print) -> None:
     # (README): the handler uvicorn finds and puts back is this one, also for a SIGTERM before it starts.
     signal.signal(signal.SIGTERM, _stopped)
     app = create_app(service)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=5,
-                            proxy_headers=False)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, timeout_graceful_shutdown=5, proxy_headers=False
+    )
     server = uvicorn.Server(config)
     server.run(sockets=[sock])
 

@@ -25,7 +25,7 @@ def _digest(session_id: str) -> str:
 
 
 def _now() -> dt.datetime:
-    return dt.datetime.now(dt.timezone.utc)
+    return dt.datetime.now(dt.UTC)
 
 
 class Sessions:
@@ -39,8 +39,10 @@ class Sessions:
         expires = (_now() + dt.timedelta(seconds=self.lifetime)).isoformat(timespec="seconds")
         with self.store.lock:
             self.store.db.execute("DELETE FROM sessions WHERE expires < ?", (_now().isoformat(timespec="seconds"),))
-            self.store.db.execute("INSERT INTO sessions(digest, name, token, expires) VALUES (?, ?, ?, ?)",
-                                  (_digest(session_id), who.name, who.token, expires))
+            self.store.db.execute(
+                "INSERT INTO sessions(digest, name, token, expires) VALUES (?, ?, ?, ?)",
+                (_digest(session_id), who.name, who.token, expires),
+            )
         return session_id
 
     def identify(self, session_id: str | None, auth):
@@ -48,8 +50,9 @@ class Sessions:
         if not session_id or len(session_id) > 128:
             return None
         with self.store.lock:
-            row = self.store.db.execute("SELECT name, token, expires FROM sessions WHERE digest = ?",
-                                        (_digest(session_id),)).fetchone()
+            row = self.store.db.execute(
+                "SELECT name, token, expires FROM sessions WHERE digest = ?", (_digest(session_id),)
+            ).fetchone()
         if row is None:
             return None
         name, token, expires = row

@@ -86,8 +86,16 @@ class Site:
             raise ServiceError(404, f"unknown problem '{key}'; valid: {', '.join(map(str, self.problems))}")
         return problem
 
-    def submit(self, who: Identity, problem_key, filename: str | None, data: bytes, *, student: str | None = None,
-               seed: int | None = None) -> dict:
+    def submit(
+        self,
+        who: Identity,
+        problem_key,
+        filename: str | None,
+        data: bytes,
+        *,
+        student: str | None = None,
+        seed: int | None = None,
+    ) -> dict:
         config = self.config
         problem = find_problem(str(problem_key))
         if problem is None or problem.id not in self.problems:
@@ -113,8 +121,9 @@ class Site:
             check_rate(self.store, who, config.rate, config.max_pending)
         except RateLimited as exc:
             raise ServiceError(429, str(exc), {"Retry-After": str(exc.retry_after)}) from None
-        job = self.store.add_job(secrets.token_hex(12), owner, problem.id, name, hashlib.sha256(data).hexdigest(),
-                                 data, seed)
+        job = self.store.add_job(
+            secrets.token_hex(12), owner, problem.id, name, hashlib.sha256(data).hexdigest(), data, seed
+        )
         self.runner.notify()
         return job
 
@@ -152,17 +161,37 @@ class Site:
         from judge.grading.rubric import visibility
 
         pr = self.config.rubric.for_problem(p)
-        doc = {"id": p.id, "slug": p.slug, "title": p.title, "kind": p.kind, "suffix": p.suffix,
-               "groups": [{"name": g.name, "about": g.about, "points": pr.points.get(g.name, g.points),
-                           "visibility": visibility(pr, g.name)} for g in p.groups],
-               "speed_points": p.speed_points if p.kind == "kernel" else 0}
+        doc = {
+            "id": p.id,
+            "slug": p.slug,
+            "title": p.title,
+            "kind": p.kind,
+            "suffix": p.suffix,
+            "groups": [
+                {
+                    "name": g.name,
+                    "about": g.about,
+                    "points": pr.points.get(g.name, g.points),
+                    "visibility": visibility(pr, g.name),
+                }
+                for g in p.groups
+            ],
+            "speed_points": p.speed_points if p.kind == "kernel" else 0,
+        }
         if statement:
             doc["statement"] = p.statement_path.read_text(encoding="utf-8")
         return doc
 
     def board(self, p: Problem, who: Identity) -> list[dict]:
-        return views.leaderboard(self.store.rows(), p, self.config.rubric, self.auth.staff_names(),
-                                 self.record.people(), viewer=who, deadline=self.deadline_of(who))
+        return views.leaderboard(
+            self.store.rows(),
+            p,
+            self.config.rubric,
+            self.auth.staff_names(),
+            self.record.people(),
+            viewer=who,
+            deadline=self.deadline_of(who),
+        )
 
     def standings(self) -> tuple[dict, list[int]]:
         """The counted result per (student, problem), a row for every roster student and course problem."""
@@ -170,14 +199,29 @@ class Site:
 
         best = best_rows(self.store, self.config.rubric)
         problems = course_problems(self.config.rubric, best)
-        return fill_missing(best, self.auth.students(), problems, self.config.rubric,
-                            interpret=self.config.device == "cpu"), problems
+        return fill_missing(
+            best, self.auth.students(), problems, self.config.rubric, interpret=self.config.device == "cpu"
+        ), problems
 
     def ctx(self, request: Request, who: Identity | None, **extra) -> dict:
-        return {"who": who, "open": self.auth.open, "device": self.config.device, "slots": len(self.config.slots),
-                "problems": list(self.problems.values()), **extra}
+        return {
+            "who": who,
+            "open": self.auth.open,
+            "device": self.config.device,
+            "slots": len(self.config.slots),
+            "problems": list(self.problems.values()),
+            **extra,
+        }
 
-    def render(self, request: Request, template: str, who: Identity | None, status_code: int = 200,
-               headers: dict | None = None, **extra):
-        return self.templates.TemplateResponse(request, template, self.ctx(request, who, **extra),
-                                               status_code=status_code, headers=headers)
+    def render(
+        self,
+        request: Request,
+        template: str,
+        who: Identity | None,
+        status_code: int = 200,
+        headers: dict | None = None,
+        **extra,
+    ):
+        return self.templates.TemplateResponse(
+            request, template, self.ctx(request, who, **extra), status_code=status_code, headers=headers
+        )

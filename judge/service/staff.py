@@ -28,8 +28,12 @@ from judge.grading.course_record import RecordError, parse_when
 from judge.grading.roster import STUDENT_NAME
 from judge.service.site import ServiceError, Site
 
-DONE = {"extension": "The extension is recorded.", "override": "The override is recorded.",
-        "regrade": "The problem's jobs are queued to be judged again.", "counting": "Saved."}
+DONE = {
+    "extension": "The extension is recorded.",
+    "override": "The override is recorded.",
+    "regrade": "The problem's jobs are queued to be judged again.",
+    "counting": "Saved.",
+}
 
 
 class ExtensionIn(BaseModel):
@@ -63,8 +67,7 @@ def register(app: FastAPI, site: Site) -> None:
 
     def extend(who, student: str, deadline: str | None, reason: str) -> dict:
         try:
-            return record.extend(student_or_400(student), parse_when(deadline) if deadline else None, reason,
-                                 who.name)
+            return record.extend(student_or_400(student), parse_when(deadline) if deadline else None, reason, who.name)
         except RecordError as exc:
             raise ServiceError(400, str(exc)) from None
 
@@ -98,15 +101,20 @@ def register(app: FastAPI, site: Site) -> None:
     def staff_results(who=Depends(staff_user)):
         return table()
 
-    @app.get("/staff/results.csv", tags=["staff"], response_class=PlainTextResponse,
-             summary="The same as judge grade --csv, with the staff's decisions")
+    @app.get(
+        "/staff/results.csv",
+        tags=["staff"],
+        response_class=PlainTextResponse,
+        summary="The same as judge grade --csv, with the staff's decisions",
+    )
     def staff_csv(who=Depends(staff_user)):
         from judge.grading.standings import write_csv_to
 
         buf = io.StringIO()
         write_csv_to(site.standings()[0], buf)
-        return Response(buf.getvalue(), media_type="text/csv",
-                        headers={"Content-Disposition": 'attachment; filename="grades.csv"'})
+        return Response(
+            buf.getvalue(), media_type="text/csv", headers={"Content-Disposition": 'attachment; filename="grades.csv"'}
+        )
 
     @app.post("/staff/extensions", tags=["staff"], summary="Give a student their own deadline (null: withdraw)")
     def post_extension(body: ExtensionIn, who=Depends(staff_user)):
@@ -124,8 +132,12 @@ def register(app: FastAPI, site: Site) -> None:
     def get_overrides(student: str | None = None, problem: int | None = None, who=Depends(staff_user)):
         return {"overrides": record.override_history(student, problem)}
 
-    @app.post("/staff/regrade", tags=["staff"], status_code=202,
-              summary="Judge every job of a problem again, with the judge as it is now")
+    @app.post(
+        "/staff/regrade",
+        tags=["staff"],
+        status_code=202,
+        summary="Judge every job of a problem again, with the judge as it is now",
+    )
     def post_regrade(body: RegradeIn, who=Depends(staff_user)):
         return regrade(who, body.problem)
 
@@ -148,10 +160,19 @@ def register(app: FastAPI, site: Site) -> None:
         if not who.staff:
             raise ServiceError(403, "staff only")
         jobs = store.jobs(None, limit=100, reports=True)
-        return site.render(request, "staff.html", who, table=table(), counts=store.job_counts(),
-                           jobs=[site.status_of(who, j, with_report=False, deadline=None) for j in jobs],
-                           extensions=list(record.extensions().values()), overrides=record.override_history()[-20:],
-                           counting=record.counting(), regrades=store.regrades()[-10:], done=DONE.get(done, ""))
+        return site.render(
+            request,
+            "staff.html",
+            who,
+            table=table(),
+            counts=store.job_counts(),
+            jobs=[site.status_of(who, j, with_report=False, deadline=None) for j in jobs],
+            extensions=list(record.extensions().values()),
+            overrides=record.override_history()[-20:],
+            counting=record.counting(),
+            regrades=store.regrades()[-10:],
+            done=DONE.get(done, ""),
+        )
 
     def form_user(request: Request, who=Depends(site.page_user)):
         from judge.service.pages import same_origin
@@ -165,14 +186,20 @@ def register(app: FastAPI, site: Site) -> None:
         return RedirectResponse(f"/ui/staff?done={what}#tools", status_code=303)
 
     @app.post("/ui/staff/extension", include_in_schema=False)
-    def form_extension(student: str = Form(...), deadline: str = Form(""), reason: str = Form(""),
-                       who=Depends(form_user)):
+    def form_extension(
+        student: str = Form(...), deadline: str = Form(""), reason: str = Form(""), who=Depends(form_user)
+    ):
         extend(who, student.strip(), deadline.strip() or None, reason)
         return back("extension")
 
     @app.post("/ui/staff/override", include_in_schema=False)
-    def form_override(student: str = Form(...), problem: str = Form(...), score: str = Form(""),
-                      reason: str = Form(""), who=Depends(form_user)):
+    def form_override(
+        student: str = Form(...),
+        problem: str = Form(...),
+        score: str = Form(""),
+        reason: str = Form(""),
+        who=Depends(form_user),
+    ):
         try:
             value = float(score) if score.strip() else None
         except ValueError:

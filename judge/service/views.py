@@ -26,8 +26,20 @@ from judge.grading.rubric import Rubric, file_level, grade, student_view, visibi
 from judge.problems import Problem, find_problem
 from judge.verdicts import MEANINGS, Verdict
 
-STATUS_FIELDS = ("id", "student", "problem", "filename", "sha256", "status", "attempts", "verdict", "cached",
-                 "submitted_at", "started_at", "finished_at")
+STATUS_FIELDS = (
+    "id",
+    "student",
+    "problem",
+    "filename",
+    "sha256",
+    "status",
+    "attempts",
+    "verdict",
+    "cached",
+    "submitted_at",
+    "started_at",
+    "finished_at",
+)
 HIDDEN_PROGRESS = {"phase": "testing", "group": "hidden tests"}
 
 
@@ -35,8 +47,9 @@ def can_see(who, job: dict | None) -> bool:
     return job is not None and (who.staff or job["student"] == who.name)
 
 
-def report_for(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
-               deadline: dt.datetime | None = None) -> dict | None:
+def report_for(
+    who, job: dict, rubric: Rubric, now: dt.datetime | None = None, deadline: dt.datetime | None = None
+) -> dict | None:
     """The report WHO may read of a finished JOB (None while it is not done)."""
     report = job.get("report")
     if job["status"] != "done" or report is None:
@@ -49,8 +62,9 @@ def report_for(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
     return student_report(report, problem, rubric, now, deadline)
 
 
-def done_views(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
-               deadline: dt.datetime | None = None) -> tuple[dict | None, dict | None]:
+def done_views(
+    who, job: dict, rubric: Rubric, now: dt.datetime | None = None, deadline: dt.datetime | None = None
+) -> tuple[dict | None, dict | None]:
     """(the report WHO may read, the grade WHO may see) of a finished JOB, the rubric applied once."""
     report = job.get("report")
     problem = find_problem(str(job["problem"]))
@@ -62,8 +76,9 @@ def done_views(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
     return student_report(report, problem, rubric, now, deadline, graded), student_view(graded, rubric, now, deadline)
 
 
-def graded_for(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
-               deadline: dt.datetime | None = None) -> dict | None:
+def graded_for(
+    who, job: dict, rubric: Rubric, now: dt.datetime | None = None, deadline: dt.datetime | None = None
+) -> dict | None:
     """The grade under the rubric: everything for staff, the student view for a student."""
     report = job.get("report")
     problem = find_problem(str(job["problem"]))
@@ -73,19 +88,30 @@ def graded_for(who, job: dict, rubric: Rubric, now: dt.datetime | None = None,
     return graded if who.staff else student_view(graded, rubric, now, deadline)
 
 
-def student_report(report: dict, problem: Problem, rubric: Rubric, now: dt.datetime | None = None,
-                   deadline: dt.datetime | None = None, graded: dict | None = None) -> dict:
+def student_report(
+    report: dict,
+    problem: Problem,
+    rubric: Rubric,
+    now: dt.datetime | None = None,
+    deadline: dt.datetime | None = None,
+    graded: dict | None = None,
+) -> dict:
     """The judge's report as a student may read it now: shaped like the report (version 1), built from the
     rubric's student view only (GRADED: the report's grade, when the caller has it)."""
     graded = graded or grade(report, problem, rubric)
     view = student_view(graded, rubric, now, deadline)
     everything = view["all_shown"]
     by_name = {g.get("name"): g for g in report.get("groups") or []}
-    groups = [g if g.get("hidden") else {**g, "cases_run": by_name.get(g["name"], {}).get("cases_run")}
-              for g in view["groups"]]
+    groups = [
+        g if g.get("hidden") else {**g, "cases_run": by_name.get(g["name"], {}).get("cases_run")}
+        for g in view["groups"]
+    ]
     if everything:
-        speed = {**(report.get("speed") or {}), "points": view["speed"]["points"],
-                 "max_points": view["speed"]["max_points"]}
+        speed = {
+            **(report.get("speed") or {}),
+            "points": view["speed"]["points"],
+            "max_points": view["speed"]["max_points"],
+        }
     else:
         speed = dict(view["speed"])
     verdict = view["verdict"]
@@ -113,8 +139,14 @@ def student_report(report: dict, problem: Problem, rubric: Rubric, now: dt.datet
     return out
 
 
-def progress_for(who, job: dict, event: dict | None, rubric: Rubric, now: dt.datetime | None = None,
-                 deadline: dt.datetime | None = None) -> dict | None:
+def progress_for(
+    who,
+    job: dict,
+    event: dict | None,
+    rubric: Rubric,
+    now: dt.datetime | None = None,
+    deadline: dt.datetime | None = None,
+) -> dict | None:
     """Where a running job is, as WHO may know it: for a student, a group hidden now, and the speed run while
     any group is hidden, are "hidden tests"."""
     if not event:
@@ -127,8 +159,12 @@ def progress_for(who, job: dict, event: dict | None, rubric: Rubric, now: dt.dat
         if "group" in event and str(event.get("group")) not in shown:
             return dict(HIDDEN_PROGRESS)
     if "group" in event:
-        return {"phase": "testing", "group": str(event.get("group")), "index": event.get("index"),
-                "groups": event.get("groups")}
+        return {
+            "phase": "testing",
+            "group": str(event.get("group")),
+            "index": event.get("index"),
+            "groups": event.get("groups"),
+        }
     if event.get("phase") == "timing":
         return dict(HIDDEN_PROGRESS) if masked else {"phase": "timing"}
     if "wait" in event:
@@ -144,8 +180,16 @@ def _visible_now(rubric: Rubric, problem: Problem, group: str, now, deadline=Non
 # ---------------------------------------------------------------------- the leaderboard
 
 
-def leaderboard(rows: list[dict], problem: Problem, rubric: Rubric, exclude: set[str], people: dict[str, dict],
-                viewer=None, now: dt.datetime | None = None, deadline: dt.datetime | None = None) -> list[dict]:
+def leaderboard(
+    rows: list[dict],
+    problem: Problem,
+    rubric: Rubric,
+    exclude: set[str],
+    people: dict[str, dict],
+    viewer=None,
+    now: dt.datetime | None = None,
+    deadline: dt.datetime | None = None,
+) -> list[dict]:
     """Each student's best accepted submission of PROBLEM, fastest first (the measured speedup; one not
     measured, as in the interpreter, after every measured one), ties by who got there first.
 
@@ -171,15 +215,22 @@ def leaderboard(rows: list[dict], problem: Problem, rubric: Rubric, exclude: set
         key = (speedup is not None, speedup or 0.0, _neg_time(row["graded_at"]))
         old = best.get(row["student"])
         if old is None or key > old["_key"]:
-            best[row["student"]] = {"student": row["student"], "speedup": speedup, "score": score, "max_score": most,
-                                    "at": row["graded_at"], "_key": key}
+            best[row["student"]] = {
+                "student": row["student"],
+                "speedup": speedup,
+                "score": score,
+                "max_score": most,
+                "at": row["graded_at"],
+                "_key": key,
+            }
     out = sorted(best.values(), key=lambda r: (r["_key"], _neg(r["student"])), reverse=True)
     for rank, r in enumerate(out, start=1):
         r["rank"] = rank
         del r["_key"]
         person = people.get(r["student"]) or {}
-        r["name"] = person["display_name"] if person.get("on_leaderboard") and person.get("display_name") \
-            else "anonymous"
+        r["name"] = (
+            person["display_name"] if person.get("on_leaderboard") and person.get("display_name") else "anonymous"
+        )
         r["me"] = viewer is not None and r["student"] == viewer.name
         if not staff:
             del r["student"]

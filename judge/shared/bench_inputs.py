@@ -101,8 +101,7 @@ def _attention(q, k, v, causal: bool, scale: float):
     import torch
 
     if _fused_ok(q):
-        out = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, bool(causal), False,
-                                                                 scale=float(scale))
+        out = torch.ops.aten._scaled_dot_product_flash_attention(q, k, v, 0.0, bool(causal), False, scale=float(scale))
         return out[0], out[1].float()
     return _attention_plain(q, k, v, causal, scale)
 
@@ -113,8 +112,13 @@ def _fused_ok(q) -> bool:
     import torch
 
     d = q.shape[-1]
-    return (q.device.type == "cuda" and q.dtype in (torch.float16, torch.bfloat16) and d % 8 == 0 and d <= 256
-            and hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention"))
+    return (
+        q.device.type == "cuda"
+        and q.dtype in (torch.float16, torch.bfloat16)
+        and d % 8 == 0
+        and d <= 256
+        and hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention")
+    )
 
 
 def _attention_plain(q, k, v, causal: bool, scale: float):
@@ -152,6 +156,9 @@ def nbytes(specs) -> int:
             total += math.prod(spec["shape"]) * sizes[spec["dtype"]]
         elif spec["kind"] == "attention":
             q = specs[spec["q"]]
-            total += math.prod(q["shape"][:-1]) * (4 if spec["part"] == "lse" else sizes[q["dtype"]]) * (
-                1 if spec["part"] == "lse" else q["shape"][-1])
+            total += (
+                math.prod(q["shape"][:-1])
+                * (4 if spec["part"] == "lse" else sizes[q["dtype"]])
+                * (1 if spec["part"] == "lse" else q["shape"][-1])
+            )
     return total

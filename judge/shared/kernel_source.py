@@ -23,8 +23,8 @@ Standard library only.
 """
 
 from __future__ import annotations
-
 import __future__ as _future
+
 import ast
 import copy
 from dataclasses import dataclass, field
@@ -200,8 +200,11 @@ class _Scope:
             return e.id in self.known()
         if isinstance(e, ast.Attribute):
             name = _dotted(e)
-            return (name is not None and name.split(".")[0] in self.modules | self.imported
-                    and not any(p.startswith("_") for p in name.split(".")[1:]))
+            return (
+                name is not None
+                and name.split(".")[0] in self.modules | self.imported
+                and not any(p.startswith("_") for p in name.split(".")[1:])
+            )
         if isinstance(e, ast.UnaryOp):
             return self.constant_expr(e.operand)
         if isinstance(e, ast.BinOp):
@@ -220,8 +223,11 @@ class _Scope:
                 ok = func.id in CONST_CALLS or func.id in self.imported
             else:
                 ok = self.constant_expr(func)
-            return (ok and all(self.constant_expr(a) and not isinstance(a, ast.Starred) for a in e.args)
-                    and all(k.arg is not None and self.constant_expr(k.value) for k in e.keywords))
+            return (
+                ok
+                and all(self.constant_expr(a) and not isinstance(a, ast.Starred) for a in e.args)
+                and all(k.arg is not None and self.constant_expr(k.value) for k in e.keywords)
+            )
         return False
 
 
@@ -294,8 +300,7 @@ def extract(source: str) -> Extracted:
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             value = node.value
-            if (value is not None and all(isinstance(t, ast.Name) for t in targets)
-                    and scope.constant_expr(value)):
+            if value is not None and all(isinstance(t, ast.Name) for t in targets) and scope.constant_expr(value):
                 names = [t.id for t in targets]
                 out.steps.append(Code(node, names[0], "constant"))
                 out.kernels = [k for k in out.kernels if k not in names]
@@ -315,8 +320,13 @@ def extract(source: str) -> Extracted:
     kept = {n for n, k in state.items() if k} - out.unbound
     modules = {}  # a kept name bound to a module or to a module's attribute -> its dotted path
     for step in out.steps:
-        binds = [step] if isinstance(step, Bind) else [b for alt in step.alternatives for b in alt] \
-            if isinstance(step, TryBinds) else []
+        binds = (
+            [step]
+            if isinstance(step, Bind)
+            else [b for alt in step.alternatives for b in alt]
+            if isinstance(step, TryBinds)
+            else []
+        )
         for b in binds:
             if b.name != "*" and b.name in kept:
                 modules[b.name] = b.module if b.attr is None else f"{b.module}.{b.attr}"
@@ -330,9 +340,28 @@ def extract(source: str) -> Extracted:
 # them. Not hash, id, repr, str, ascii or format: an object's hash or text can hold its address, and a string's
 # hash its process's seed (the workers share one, judge.sandbox.base.HASH_SEED; a function's address they
 # do not).
-PURE_BUILTINS = CONST_CALLS | frozenset({
-    "len", "range", "isinstance", "tuple", "all", "any", "sum", "sorted", "reversed", "zip", "enumerate",
-    "divmod", "True", "False", "None", "ValueError", "TypeError", "AssertionError"})
+PURE_BUILTINS = CONST_CALLS | frozenset(
+    {
+        "len",
+        "range",
+        "isinstance",
+        "tuple",
+        "all",
+        "any",
+        "sum",
+        "sorted",
+        "reversed",
+        "zip",
+        "enumerate",
+        "divmod",
+        "True",
+        "False",
+        "None",
+        "ValueError",
+        "TypeError",
+        "AssertionError",
+    }
+)
 # What of Triton a constexpr function may reach through a module: its language (types, dtypes, constants) and
 # a few pure helpers; not its runtime state (triton.knobs: the kernel cache's path, which differs from the
 # replay's; triton.runtime: the driver), which is the process's, not the arguments'.
@@ -407,21 +436,37 @@ def _impurities(fn: ast.FunctionDef, kept: set[str], modules: dict | None = None
             found.append((n.lineno, f"the private attribute .{n.attr}"))
         elif isinstance(n, ast.Attribute) and n.attr in ("format", "format_map"):
             found.append((n.lineno, f"str.{n.attr} (an object's text can hold its address)"))
-        elif (isinstance(n, ast.Attribute) and not isinstance(parents.get(id(n)), ast.Attribute)
-              and (path := _module_path(n, modules)) is not None and _impure_module_path(path)):
+        elif (
+            isinstance(n, ast.Attribute)
+            and not isinstance(parents.get(id(n)), ast.Attribute)
+            and (path := _module_path(n, modules)) is not None
+            and _impure_module_path(path)
+        ):
             found.append((n.lineno, f"{path} (Triton's state in the process, not a function of the arguments)"))
-        elif (isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in modules
-              and not isinstance(parents.get(id(n)), ast.Attribute) and _impure_module_path(modules[n.id])):
+        elif (
+            isinstance(n, ast.Name)
+            and isinstance(n.ctx, ast.Load)
+            and n.id in modules
+            and not isinstance(parents.get(id(n)), ast.Attribute)
+            and _impure_module_path(modules[n.id])
+        ):
             found.append((n.lineno, f"the module {n.id} as a value (only what it holds may be read)"))
         elif isinstance(n, (ast.Set, ast.SetComp)):
-            found.append((n.lineno, "a set (its order follows its items' hashes, which can differ from one "
-                                    "process to another)"))
-        elif isinstance(n, ast.FormattedValue) or (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and (
-                isinstance(n.left, ast.JoinedStr) or isinstance(n.left, ast.Constant) and isinstance(n.left.value, str))):
+            found.append(
+                (n.lineno, "a set (its order follows its items' hashes, which can differ from one process to another)")
+            )
+        elif isinstance(n, ast.FormattedValue) or (
+            isinstance(n, ast.BinOp)
+            and isinstance(n.op, ast.Mod)
+            and (
+                isinstance(n.left, ast.JoinedStr) or isinstance(n.left, ast.Constant) and isinstance(n.left.value, str)
+            )
+        ):
             found.append((n.lineno, "a formatted string (an object's text can hold its address)"))
         elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in allowed:
-            found.append((n.lineno, f"the name {n.id}, which is neither one of its arguments nor a constant, "
-                                    "Triton or math"))
+            found.append(
+                (n.lineno, f"the name {n.id}, which is neither one of its arguments nor a constant, Triton or math")
+            )
         elif isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = n.targets if isinstance(n, ast.Assign) else [n.target]
             if any(not isinstance(t, (ast.Name, ast.Tuple)) for t in targets):

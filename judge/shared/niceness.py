@@ -7,6 +7,7 @@ own threads, and a burst of jobs would starve the service's replies. The worker 
 inherited. In a cgroup of the cpu controller autogroups do not apply: judge.sandbox.cgroups weighs the cgroup
 by the same table.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,10 +15,48 @@ import time
 
 # The kernel's weight of a task at each nice from -20 to 19 (sched_prio_to_weight): nice 0 weighs 1024, and each
 # step is about 1.25 times the next.
-WEIGHTS = (88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916,
-           9548, 7620, 6100, 4904, 3906, 3121, 2501, 1991, 1586, 1277,
-           1024, 820, 655, 526, 423, 335, 272, 215, 172, 137,
-           110, 87, 70, 56, 45, 36, 29, 23, 18, 15)
+WEIGHTS = (
+    88761,
+    71755,
+    56483,
+    46273,
+    36291,
+    29154,
+    23254,
+    18705,
+    14949,
+    11916,
+    9548,
+    7620,
+    6100,
+    4904,
+    3906,
+    3121,
+    2501,
+    1991,
+    1586,
+    1277,
+    1024,
+    820,
+    655,
+    526,
+    423,
+    335,
+    272,
+    215,
+    172,
+    137,
+    110,
+    87,
+    70,
+    56,
+    45,
+    36,
+    29,
+    23,
+    18,
+    15,
+)
 
 
 def own() -> int:

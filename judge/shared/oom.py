@@ -53,8 +53,10 @@ def device_full(message: str) -> str | None:
     if limit is None or has + tried > limit:
         return None
     gib = 1 << 30
-    return (f"the GPU was full with other work: this process held {has / gib:.2f} GiB and asked for "
-            f"{tried / gib:.2f} GiB more, within its {limit / gib:.2f} GiB")
+    return (
+        f"the GPU was full with other work: this process held {has / gib:.2f} GiB and asked for "
+        f"{tried / gib:.2f} GiB more, within its {limit / gib:.2f} GiB"
+    )
 
 
 def out_of_memory(exc: BaseException) -> bool:
@@ -131,6 +133,8 @@ def device_view(message: str, figures: tuple[int, int, int] | str | None, allowe
     if free >= FULL_BELOW:
         return message
     allowed = allowed_bytes or total
-    return (f"{message[:3000]} [out of memory on the device, as this process saw it: Tried to allocate 0 B; "
-            f"total capacity of {total} B; this process has {held} B memory in use; {allowed} B allowed; "
-            f"{free} B free]")
+    return (
+        f"{message[:3000]} [out of memory on the device, as this process saw it: Tried to allocate 0 B; "
+        f"total capacity of {total} B; this process has {held} B memory in use; {allowed} B allowed; "
+        f"{free} B free]"
+    )

@@ -60,13 +60,43 @@ WRITES = frozenset("fill_ zero_ copy_".split())
 REPLAYED = MAKES | WRITES
 
 # Tags of the values the replay can rebuild, besides JSON scalars and tensor references.
-TAGS = ("tuple", "list", "tl_dtype", "constexpr", "torch_dtype", "device", "layout", "memory_format",
-        "tensor_descriptor", "float", "opaque")
+TAGS = (
+    "tuple",
+    "list",
+    "tl_dtype",
+    "constexpr",
+    "torch_dtype",
+    "device",
+    "layout",
+    "memory_format",
+    "tensor_descriptor",
+    "float",
+    "opaque",
+)
 LAYOUTS = ("strided",)
 MEMORY_FORMATS = ("contiguous_format", "preserve_format", "channels_last", "channels_last_3d")
 # Triton element types a kernel may be handed as a value (str(tl.float32) == "fp32").
-TL_DTYPES = ("int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "fp8e4nv", "fp8e5",
-             "fp8e4b15", "fp8e4b8", "fp8e5b16", "fp16", "bf16", "fp32", "fp64", "void")
+TL_DTYPES = (
+    "int1",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "fp8e4nv",
+    "fp8e5",
+    "fp8e4b15",
+    "fp8e4b8",
+    "fp8e5b16",
+    "fp16",
+    "bf16",
+    "fp32",
+    "fp64",
+    "void",
+)
 
 
 def float_bits(value: float) -> int:
@@ -112,6 +142,7 @@ def event_label(events: list, index: int) -> str:
 
     ``events`` are dicts or objects with ``k``/``kind``, ``kernel``, ``grid`` and ``op``.
     """
+
     def get(e, key):
         return e.get(key) if isinstance(e, dict) else getattr(e, key, None)
 

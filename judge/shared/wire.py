@@ -91,7 +91,7 @@ def write_frame(fd: int, payload: bytes | memoryview) -> None:
 def _write_all(fd: int, data: bytes | memoryview) -> None:
     view = memoryview(data)
     while view:
-        n = os.write(fd, view[:1 << 20])
+        n = os.write(fd, view[: 1 << 20])
         view = view[n:]
 
 
@@ -139,8 +139,7 @@ class Reader:
         ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
         return bool(ready)
 
-    def read_frame(self, max_len: int, deadline: float | None = None, *, direct: bool = False
-                   ) -> bytes | mmap.mmap:
+    def read_frame(self, max_len: int, deadline: float | None = None, *, direct: bool = False) -> bytes | mmap.mmap:
         """One frame's bytes: ``bytes``, or with ``direct`` and a long frame, a writable buffer of its own (an
         anonymous mapping read into directly, no copy after the kernel's; the caller owns it)."""
         self._fill(_LEN.size, deadline)

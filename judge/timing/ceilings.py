@@ -43,8 +43,13 @@ def device_key(gpu: int) -> dict:
     import torch
 
     props = torch.cuda.get_device_properties(gpu)
-    return {"name": props.name, "driver": driver_version(), "torch": torch.__version__,
-            "cuda": torch.version.cuda, "sms": props.multi_processor_count}
+    return {
+        "name": props.name,
+        "driver": driver_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "sms": props.multi_processor_count,
+    }
 
 
 def _median_seconds(fn, reps: int) -> float:

@@ -43,8 +43,15 @@ def below_floor(median_seconds: float, floor: Floor, margin: float) -> bool:
     return median_seconds < floor.seconds * margin
 
 
-def clock_problems(*, event_total: float, host_total: float, worker_wall: float, judge_wall: float,
-                   event_median: float | None, host_median: float | None) -> list[str]:
+def clock_problems(
+    *,
+    event_total: float,
+    host_total: float,
+    worker_wall: float,
+    judge_wall: float,
+    event_median: float | None,
+    host_median: float | None,
+) -> list[str]:
     """What does not add up between the worker's clocks and the judge's; empty when all is well.
 
     - nothing the worker timed can take longer than the request took, as the
@@ -65,17 +72,24 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
     problems = []
     slack = 1e-3 + 0.01 * judge_wall
     if event_total > judge_wall + slack:
-        problems.append(f"the worker's event times add up to {event_total * 1e3:.3f} ms, more than the "
-                        f"{judge_wall * 1e3:.3f} ms the whole request took")
+        problems.append(
+            f"the worker's event times add up to {event_total * 1e3:.3f} ms, more than the "
+            f"{judge_wall * 1e3:.3f} ms the whole request took"
+        )
     if host_total > judge_wall + slack:
-        problems.append(f"the worker's host times add up to {host_total * 1e3:.3f} ms, more than the "
-                        f"{judge_wall * 1e3:.3f} ms the whole request took")
+        problems.append(
+            f"the worker's host times add up to {host_total * 1e3:.3f} ms, more than the "
+            f"{judge_wall * 1e3:.3f} ms the whole request took"
+        )
     if worker_wall > judge_wall + slack:
-        problems.append(f"the worker says the request took {worker_wall * 1e3:.3f} ms; the judge saw "
-                        f"{judge_wall * 1e3:.3f} ms")
+        problems.append(
+            f"the worker says the request took {worker_wall * 1e3:.3f} ms; the judge saw {judge_wall * 1e3:.3f} ms"
+        )
     if worker_wall < 0.8 * judge_wall - 0.02:
-        problems.append(f"the worker's clock saw {worker_wall * 1e3:.1f} ms of a request that took "
-                        f"{judge_wall * 1e3:.1f} ms (a slowed clock?)")
+        problems.append(
+            f"the worker's clock saw {worker_wall * 1e3:.1f} ms of a request that took "
+            f"{judge_wall * 1e3:.1f} ms (a slowed clock?)"
+        )
     gap = host_gap(event_median, host_median)
     if gap:
         problems.append(gap)
@@ -85,8 +99,10 @@ def clock_problems(*, event_total: float, host_total: float, worker_wall: float,
 def host_gap(event_median: float | None, host_median: float | None) -> str | None:
     """The CUDA events' median call far below the host's (see clock_problems): the message, else None."""
     if event_median is not None and host_median is not None and event_median < 0.5 * host_median - 3e-4:
-        return (f"the median call took {host_median * 1e6:.1f} us by the host clock but "
-                f"{event_median * 1e6:.1f} us by the CUDA events (a forged timer?)")
+        return (
+            f"the median call took {host_median * 1e6:.1f} us by the host clock but "
+            f"{event_median * 1e6:.1f} us by the CUDA events (a forged timer?)"
+        )
     return None
 
 
@@ -100,8 +116,15 @@ class ClockAgreement:
     message: str | None
 
 
-def compare_clocks(event_s: float | None, profiler_s: float | None, *, note_above: float = 0.10,
-                   note_abs: float = 0.5e-6, forged_below: float = 0.5, forged_abs: float = 3e-6) -> ClockAgreement:
+def compare_clocks(
+    event_s: float | None,
+    profiler_s: float | None,
+    *,
+    note_above: float = 0.10,
+    note_abs: float = 0.5e-6,
+    forged_below: float = 0.5,
+    forged_abs: float = 3e-6,
+) -> ClockAgreement:
     """Hold the event clock's time per call against the profiler's (both in seconds).
 
     The profiler's figure is the GPU's own timestamps of the kernels a call
@@ -121,8 +144,10 @@ def compare_clocks(event_s: float | None, profiler_s: float | None, *, note_abov
         return ClockAgreement(False, False, None, None)
     ratio = event_s / profiler_s
     diff = event_s - profiler_s
-    text = (f"the CUDA events say {event_s * 1e6:.2f} us per call, the profiler's kernel records "
-            f"{profiler_s * 1e6:.2f} us ({ratio:.2f}x)")
+    text = (
+        f"the CUDA events say {event_s * 1e6:.2f} us per call, the profiler's kernel records "
+        f"{profiler_s * 1e6:.2f} us ({ratio:.2f}x)"
+    )
     forged = ratio < forged_below and -diff > forged_abs
     disagree = abs(diff) > note_above * profiler_s and abs(diff) > note_abs
     return ClockAgreement(forged, disagree or forged, ratio, text if (forged or disagree) else None)

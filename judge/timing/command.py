@@ -22,16 +22,25 @@ from judge.verdicts import Verdict
 
 def _report(problem, submission: Path, options: Options, sandbox: str, notes: list[str]) -> dict:
     data = submission.read_bytes() if submission.is_file() else b""
-    return {"version": 1, "problem": {"id": problem.id, "slug": problem.slug, "title": problem.title},
-            "submission": {"path": str(submission), "sha256": hashlib.sha256(data).hexdigest()},
-            "mode": {"device": options.device, "interpret": options.interpret, "sandbox": sandbox},
-            "notes": notes}
+    return {
+        "version": 1,
+        "problem": {"id": problem.id, "slug": problem.slug, "title": problem.title},
+        "submission": {"path": str(submission), "sha256": hashlib.sha256(data).hexdigest()},
+        "mode": {"device": options.device, "interpret": options.interpret, "sandbox": sandbox},
+        "notes": notes,
+    }
 
 
-def _done(report: dict, started: float, verdict: Verdict, message: str, speed: dict | None = None,
-          details=None) -> dict:
-    report.update(verdict=Verdict(verdict).value, message=message, speed=speed or {}, details=details or {},
-                  elapsed_seconds=round(time.monotonic() - started, 3))
+def _done(
+    report: dict, started: float, verdict: Verdict, message: str, speed: dict | None = None, details=None
+) -> dict:
+    report.update(
+        verdict=Verdict(verdict).value,
+        message=message,
+        speed=speed or {},
+        details=details or {},
+        elapsed_seconds=round(time.monotonic() - started, 3),
+    )
     return report
 
 
@@ -39,8 +48,9 @@ def refused(problem, submission: Path, options: Options) -> dict | None:
     """The report of a file refused from its source alone (CE or RJ), or None; no worker, no sandbox, no torch
     (the sandbox is the one asked for, "none" for auto: nothing ran)."""
     started = time.monotonic()
-    refusal = intake.check_source(submission, entry=problem.entry_point, arity=problem.entry_arity,
-                                  allow=problem.scan_allow)
+    refusal = intake.check_source(
+        submission, entry=problem.entry_point, arity=problem.entry_arity, allow=problem.scan_allow
+    )
     if refusal is None:
         return None
     report = _report(problem, submission, options, options.sandbox if options.sandbox != "auto" else "none", [])
@@ -63,12 +73,23 @@ def bench(problem, submission: Path, options: Options) -> dict:
     limits = limits_for(problem, options)
     config = config_for(problem, interpret=options.interpret, overrides=options.bench)
     # Its workers' memory, reserved with every other judge's on this GPU (judge.gpu_admission).
-    claim = GpuClaim(options, limits, speed=True, speed_replays=1, baseline=config.torch_baseline,
-                     progress=options.progress)
+    claim = GpuClaim(
+        options, limits, speed=True, speed_replays=1, baseline=config.torch_baseline, progress=options.progress
+    )
     try:
-        runner = SpeedRun(problem, submission, device=options.device, interpret=options.interpret, gpu=options.gpu,
-                          backend=backend, limits=limits, scratch=scratch, config=config,
-                          log=options.log, progress=options.progress)
+        runner = SpeedRun(
+            problem,
+            submission,
+            device=options.device,
+            interpret=options.interpret,
+            gpu=options.gpu,
+            backend=backend,
+            limits=limits,
+            scratch=scratch,
+            config=config,
+            log=options.log,
+            progress=options.progress,
+        )
         try:
             claim.to_speed(runner)
         except Refused as exc:
@@ -81,5 +102,7 @@ def bench(problem, submission: Path, options: Options) -> dict:
     finally:
         claim.release()
         shutil.rmtree(scratch, ignore_errors=True)
-    message = f"{speed['geomean_speedup']:.3f}x the reference's speed (geometric mean over {len(speed['shapes'])} shapes)"
+    message = (
+        f"{speed['geomean_speedup']:.3f}x the reference's speed (geometric mean over {len(speed['shapes'])} shapes)"
+    )
     return _done(report, started, Verdict.AC, message, speed)

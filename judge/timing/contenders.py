@@ -13,9 +13,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judge import calls as call_modes, gpu_budget, intake, rules
-from judge.replies import parsers, records
+from judge import calls as call_modes
+from judge import gpu_budget, intake, rules
 from judge.options import torch_device
+from judge.replies import parsers, records
 from judge.timing.findings import BaselineLost, BenchFailed
 from judge.verdicts import Verdict
 
@@ -54,8 +55,7 @@ def request(c: Contender, message: dict, parse=parsers.parse_bench_reply):
             raise BaselineLost(text)
         if c.trusted:
             raise BenchFailed(Verdict.IE, f"the {c.name} worker failed while timed: {text}")
-        raise BenchFailed(rules.error_verdict(err.category).value, f"while timed: {text}",
-                          {"error": err.as_dict()})
+        raise BenchFailed(rules.error_verdict(err.category).value, f"while timed: {text}", {"error": err.as_dict()})
     return reply, wall
 
 
@@ -65,9 +65,23 @@ class Workers:
     worker is greeted after it. ``compute``: the judge's own work for the output checks and the replays beside
     them, one at a time (handed to the replay worker)."""
 
-    def __init__(self, problem, submission: Path, *, device: str, interpret: bool, gpu: int, backend, limits,
-                 scratch: Path, torch_baseline: bool, replay: bool, replay_workers: int, compute: threading.Lock,
-                 stopping: threading.Event):
+    def __init__(
+        self,
+        problem,
+        submission: Path,
+        *,
+        device: str,
+        interpret: bool,
+        gpu: int,
+        backend,
+        limits,
+        scratch: Path,
+        torch_baseline: bool,
+        replay: bool,
+        replay_workers: int,
+        compute: threading.Lock,
+        stopping: threading.Event,
+    ):
         self.problem = problem
         self.submission = Path(submission)
         self.device = device
@@ -103,21 +117,37 @@ class Workers:
             self.spawn_failed = exc
 
     def _spawn(self) -> None:
+        from judge.channel import WorkerChannel
         from judge.sandbox import Job
         from judge.sandbox.process import ProcessBackend
         from judge.timing.ceilings import cache_dir
-        from judge.channel import WorkerChannel
 
         trusted_root = cache_dir() / "workers"
         plan = [("submission", self.backend, self.submission, self.problem.entry_point, self.scratch, False)]
         ref = self.problem.reference_path
         if not ref.is_file():
             raise BenchFailed(Verdict.IE, f"no reference solution at {ref}: nothing to compare the speed with")
-        plan.append(("reference", ProcessBackend(), ref, self.problem.entry_point,
-                     trusted_root / f"{self.problem.directory.name}-reference", True))
+        plan.append(
+            (
+                "reference",
+                ProcessBackend(),
+                ref,
+                self.problem.entry_point,
+                trusted_root / f"{self.problem.directory.name}-reference",
+                True,
+            )
+        )
         if self.torch_baseline and callable(getattr(self.problem.golden, "pytorch", None)):
-            plan.append(("pytorch", ProcessBackend(), self.problem.directory / "golden.py", "pytorch",
-                         trusted_root / f"{self.problem.directory.name}-pytorch", True))
+            plan.append(
+                (
+                    "pytorch",
+                    ProcessBackend(),
+                    self.problem.directory / "golden.py",
+                    "pytorch",
+                    trusted_root / f"{self.problem.directory.name}-pytorch",
+                    True,
+                )
+            )
         started = self.spawned
         # Every timed worker holds input sets and outputs over the shapes and a flush buffer besides the call
         # itself: judge.gpu_budget.TIMED_EXTRA_BYTES more than a correctness worker, the plan keeping to it
@@ -132,16 +162,31 @@ class Workers:
             # judge.intake.kernel_cache); the trusted workers keep theirs in their own scratch.
             cache = intake.kernel_cache(path, self.device, self.interpret) if not trusted else None
             limits = timed_limits
-            job = Job(submission=path, scratch=scratch, device=self.device, interpret=self.interpret,
-                      limits=limits, gpu=self.gpu if self.device == "cuda" else None, cache=cache)
+            job = Job(
+                submission=path,
+                scratch=scratch,
+                device=self.device,
+                interpret=self.interpret,
+                limits=limits,
+                gpu=self.gpu if self.device == "cuda" else None,
+                cache=cache,
+            )
             started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
             if name == "submission" and self.replay:
                 from judge.replay import Replayer, Replayers
 
                 golden = torch_device(self.gpu) if self.device == "cuda" else "cpu"
-                members = [Replayer(self.problem, dataclasses.replace(job, limits=self.limits), self.backend,
-                                    threads=1, golden_device=golden, compute_lock=self.compute)
-                           for _ in range(self.replay_workers)]
+                members = [
+                    Replayer(
+                        self.problem,
+                        dataclasses.replace(job, limits=self.limits),
+                        self.backend,
+                        threads=1,
+                        golden_device=golden,
+                        compute_lock=self.compute,
+                    )
+                    for _ in range(self.replay_workers)
+                ]
                 self.replayer = members[0] if len(members) == 1 else Replayers(members)
                 # Started with the contenders (its start overlaps theirs) and waited for with them (below), so
                 # that its start, and on a GPU its CUDA context, is over before the first timed sample; it

@@ -59,8 +59,9 @@ class Cancelled(Exception):
     """A wait for the GPU given up: its ``cancel`` event was set (the work that waited is not wanted any more)."""
 
 
-def _take(fd: int, how: int, *, timeout: float | None, poll: float, waiting, cancel=None,
-          tries: int | None = None) -> None:
+def _take(
+    fd: int, how: int, *, timeout: float | None, poll: float, waiting, cancel=None, tries: int | None = None
+) -> None:
     """flock ``fd`` (``how``), polling; ``waiting()`` once if it must wait; TimeoutError past ``timeout``;
     Cancelled once ``cancel`` (a threading.Event) is set; BlockingIOError after ``tries`` tries."""
     start = time.monotonic()
@@ -112,6 +113,7 @@ def gpu_lock(gpu: int, *, timeout: float | None = None, on_wait=None, poll: floa
             if on_wait is not None and not told:
                 told.append(True)
                 on_wait(f"waiting for {what} on GPU {gpu}{_read_holder(fds[1])} (lock {path})")
+
         return say
 
     try:

@@ -18,8 +18,8 @@ from judge.replies import records
 from judge.timing import checks, stats
 from judge.timing.contenders import Contender, request
 from judge.timing.findings import BaselineLost, BenchFailed, shape_label
-from judge.verdicts import Verdict
 from judge.timing.verify import rule_checks
+from judge.verdicts import Verdict
 
 
 class Measure:
@@ -74,13 +74,24 @@ class Measure:
         # writes each sample's outputs into the memory of the last one, which alone
         # moves a microsecond call by several percent (docs/measurements: clock calibration).
         seed = secrets.randbits(62)
-        msg = {"type": "bench", "id": f"{s}", "shape": s, "args": plan["specs"], "samples": plan["calls"],
-               "per_sample": plan["per_sample"], "seed": seed, "sets": plan["sets"],
-               "flush_bytes": plan["flush_bytes"], "keep": True, "prepare": c.name == "pytorch",
-               "min_hold": self.holds.get(s, 0.0), "graph": plan["graph"].get(c.name, False),
-               # The submission and the reference record their timed calls (the same host work around the
-               # same GPU work); only the submission's checked call is replayed.
-               "trace": self.workers.replayer is not None and c.name != "pytorch"}
+        msg = {
+            "type": "bench",
+            "id": f"{s}",
+            "shape": s,
+            "args": plan["specs"],
+            "samples": plan["calls"],
+            "per_sample": plan["per_sample"],
+            "seed": seed,
+            "sets": plan["sets"],
+            "flush_bytes": plan["flush_bytes"],
+            "keep": True,
+            "prepare": c.name == "pytorch",
+            "min_hold": self.holds.get(s, 0.0),
+            "graph": plan["graph"].get(c.name, False),
+            # The submission and the reference record their timed calls (the same host work around the
+            # same GPU work); only the submission's checked call is replayed.
+            "trace": self.workers.replayer is not None and c.name != "pytorch",
+        }
         reply, wall = request(c, msg)
         times = net_times(reply)
         if not times:
@@ -97,9 +108,14 @@ class Measure:
             rule_checks(self.file, reply, self.config.shapes[s], warmup=False)
             raw, host = list(reply.times), list(reply.host)
             # What the judge's own clock contradicts is RJ now (the host clock's lead over the events: above).
-            problems = checks.clock_problems(event_total=sum(raw), host_total=sum(host),
-                                             worker_wall=reply.worker_wall, judge_wall=wall,
-                                             event_median=None, host_median=None)
+            problems = checks.clock_problems(
+                event_total=sum(raw),
+                host_total=sum(host),
+                worker_wall=reply.worker_wall,
+                judge_wall=wall,
+                event_median=None,
+                host_median=None,
+            )
             if problems:
                 raise BenchFailed(Verdict.RJ, "the timing does not add up: " + problems[0], {"clock": problems})
         c.last[s] = (reply, seed)
@@ -107,8 +123,9 @@ class Measure:
 
     def clock_notes(self, c: Contender, s: int, reply: records.BenchResult) -> None:
         """Keep the clock's bookkeeping of one request (holds, retries, invalid samples) and its notes."""
-        book = self.clock.setdefault((c.name, s), {"requests": 0, "samples": 0, "retries": 0, "invalid": 0,
-                                                    "hold_s": 0.0, "overhead": []})
+        book = self.clock.setdefault(
+            (c.name, s), {"requests": 0, "samples": 0, "retries": 0, "invalid": 0, "hold_s": 0.0, "overhead": []}
+        )
         book["requests"] += 1
         book["samples"] += len(reply.times)
         book["retries"] += reply.retries
@@ -121,11 +138,14 @@ class Measure:
         if reply.note:
             self.notes.add(f"{c.name}: {reply.note}")
         if reply.invalid:
-            self.notes.add(f"{c.name} at {label}: in some samples the GPU reached the start event before every "
-                           f"call was queued, even with the longest hold (GPU idle time may be counted in them)")
+            self.notes.add(
+                f"{c.name} at {label}: in some samples the GPU reached the start event before every "
+                f"call was queued, even with the longest hold (GPU idle time may be counted in them)"
+            )
         if late_work_calls(reply) and c.name == "submission":
-            self.notes.add("work on another stream was still running after the call's own stream ended "
-                           "(counted in its time)")
+            self.notes.add(
+                "work on another stream was still running after the call's own stream ended (counted in its time)"
+            )
 
     def profile(self, plans) -> None:
         """The second clock: a few samples of every shape and worker under the CUDA profiler.
@@ -144,16 +164,28 @@ class Measure:
         for c in order:
             for s, plan in enumerate(plans):
                 self.phase(f"profiler clock: {c.name}, shape {s + 1} of {len(plans)}")
-                msg = {"type": "bench", "id": f"{s}-profile", "shape": s, "args": plan["specs"],
-                       "samples": self.config.profile_samples, "per_sample": plan["per_sample"],
-                       "seed": secrets.randbits(62), "sets": plan["sets"], "flush_bytes": plan["flush_bytes"],
-                       "keep": True, "prepare": c.name == "pytorch", "profile": True,
-                       "graph": plan["graph"].get(c.name, False)}
+                msg = {
+                    "type": "bench",
+                    "id": f"{s}-profile",
+                    "shape": s,
+                    "args": plan["specs"],
+                    "samples": self.config.profile_samples,
+                    "per_sample": plan["per_sample"],
+                    "seed": secrets.randbits(62),
+                    "sets": plan["sets"],
+                    "flush_bytes": plan["flush_bytes"],
+                    "keep": True,
+                    "prepare": c.name == "pytorch",
+                    "profile": True,
+                    "graph": plan["graph"].get(c.name, False),
+                }
                 try:
                     reply, _ = request(c, msg)
                 except (BenchFailed, BaselineLost) as exc:
-                    self.notes.add(f"profiler clock: the {c.name} worker failed under the profiler "
-                                   f"({str(getattr(exc, 'message', exc))[:200]}); no profiler clock for it")
+                    self.notes.add(
+                        f"profiler clock: the {c.name} worker failed under the profiler "
+                        f"({str(getattr(exc, 'message', exc))[:200]}); no profiler clock for it"
+                    )
                     if c.name == "reference":
                         return
                     break
@@ -169,8 +201,10 @@ class Measure:
                 if summary["status"] == "cpu":
                     continue  # interpreter mode: no GPU to hold a clock against
                 if summary["status"] != "ok":
-                    self.notes.add(f"profiler clock ({c.name}): {summary['status']}"
-                                   + (f": {summary['note']}" if summary.get("note") else ""))
+                    self.notes.add(
+                        f"profiler clock ({c.name}): {summary['status']}"
+                        + (f": {summary['note']}" if summary.get("note") else "")
+                    )
                     if summary["status"] == "unavailable" and c.name == "reference":
                         return
                 elif summary.get("note"):
@@ -262,4 +296,3 @@ def swap_first_two(contenders: list) -> list:
     if len(out) >= 2:
         out[0], out[1] = out[1], out[0]
     return out
-

@@ -55,10 +55,22 @@ class Planner:
             if self.stopping.is_set():
                 break
             held = keep and c.name == "submission"
-            msg = {"type": "bench", "id": f"{s}-warmup", "shape": s, "args": specs, "samples": 2, "per_sample": 1,
-                   "seed": secrets.randbits(62), "sets": 1, "flush_bytes": flush, "keep": held, "watch": True,
-                   "retune": retune, "prepare": c.name == "pytorch",
-                   "trace": self.workers.replayer is not None and c.name != "pytorch"}
+            msg = {
+                "type": "bench",
+                "id": f"{s}-warmup",
+                "shape": s,
+                "args": specs,
+                "samples": 2,
+                "per_sample": 1,
+                "seed": secrets.randbits(62),
+                "sets": 1,
+                "flush_bytes": flush,
+                "keep": held,
+                "watch": True,
+                "retune": retune,
+                "prepare": c.name == "pytorch",
+                "trace": self.workers.replayer is not None and c.name != "pytorch",
+            }
             try:
                 reply, _ = request(c, msg)
             except BaselineLost as lost:
@@ -110,9 +122,13 @@ class Planner:
         fast = min(estimates.values()) if estimates else slow
         per_sample = 1
         if self.cuda:
-            per_sample = choose_per_sample(fast, target=self.config.sample_target,
-                                           max_k=self.config.max_per_sample, set_bytes=set_bytes,
-                                           set_budget=set_budget)
+            per_sample = choose_per_sample(
+                fast,
+                target=self.config.sample_target,
+                max_k=self.config.max_per_sample,
+                set_bytes=set_bytes,
+                set_budget=set_budget,
+            )
         samples = math.ceil(self.config.request_seconds / max(per_sample * slow, 1e-7))
         samples = min(self.config.max_calls, max(self.config.min_calls, samples))
         if per_sample > 1:
@@ -127,9 +143,17 @@ class Planner:
             sets = max(1, min(sets, set_budget // set_bytes))
         if not self.cuda:
             samples = min(samples, 5)
-        plan = {"specs": specs, "mode": "events" if self.cuda else "cpu", "set_bytes": set_bytes,
-                "flush_bytes": 2 * l2, "per_sample": int(per_sample), "calls": int(samples), "sets": int(sets),
-                "estimates": estimates, "graph": {}}
+        plan = {
+            "specs": specs,
+            "mode": "events" if self.cuda else "cpu",
+            "set_bytes": set_bytes,
+            "flush_bytes": 2 * l2,
+            "per_sample": int(per_sample),
+            "calls": int(samples),
+            "sets": int(sets),
+            "estimates": estimates,
+            "graph": {},
+        }
         if self.cuda and per_sample > 1 and self.config.graphs:
             self.graph_probe(s, params, plan)
         return plan
@@ -147,11 +171,21 @@ class Planner:
         """
         verdicts = {}
         for c in list(self.workers.contenders):
-            msg = {"type": "bench", "id": f"{s}-graph", "shape": s, "args": plan["specs"], "samples": 1,
-                   "per_sample": plan["per_sample"], "seed": secrets.randbits(62), "sets": plan["sets"],
-                   "flush_bytes": plan["flush_bytes"], "keep": False, "prepare": c.name == "pytorch",
-                   "graph": True,
-                   "trace": self.workers.replayer is not None and c.name != "pytorch"}  # as timed: recorded
+            msg = {
+                "type": "bench",
+                "id": f"{s}-graph",
+                "shape": s,
+                "args": plan["specs"],
+                "samples": 1,
+                "per_sample": plan["per_sample"],
+                "seed": secrets.randbits(62),
+                "sets": plan["sets"],
+                "flush_bytes": plan["flush_bytes"],
+                "keep": False,
+                "prepare": c.name == "pytorch",
+                "graph": True,
+                "trace": self.workers.replayer is not None and c.name != "pytorch",
+            }  # as timed: recorded
             try:
                 reply, _ = request(c, msg)
             except BaselineLost as lost:
@@ -174,8 +208,14 @@ def graph_plan(captured: dict) -> dict:
     return {name: (bool(ok) if name == "pytorch" else both) for name, ok in captured.items()}
 
 
-def choose_per_sample(fastest: float, *, target: float = SAMPLE_TARGET, max_k: int = MAX_PER_SAMPLE,
-                      set_bytes: int = 1, set_budget: int = gpu_budget.TIMED_SETS_BYTES) -> int:
+def choose_per_sample(
+    fastest: float,
+    *,
+    target: float = SAMPLE_TARGET,
+    max_k: int = MAX_PER_SAMPLE,
+    set_bytes: int = 1,
+    set_budget: int = gpu_budget.TIMED_SETS_BYTES,
+) -> int:
     """K, the calls per timed sample: enough for ``target`` seconds of GPU work at the fastest contender's
     time per call (1 when a call is that long already), at most ``max_k`` and as many input sets as fit."""
     if not fastest > 0 or fastest >= target:

@@ -42,19 +42,34 @@ def speed_columns(speed: dict) -> list[tuple[str, str, list[str], bool]]:
     ci_cells = []
     for row in shapes:
         lo, hi = row.get("ci") or [None, None]
-        ci_cells.append(f"{row['speedup']:.3f}x [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None
-                        else _x(row.get("speedup")))
+        ci_cells.append(
+            f"{row['speedup']:.3f}x [{lo:.3f}, {hi:.3f}]"
+            if lo is not None and hi is not None
+            else _x(row.get("speedup"))
+        )
     return [
         ("shape", "left", [_shape(r["params"]) for r in shapes], True),
-        ("mode", "left", [r["mode"] + (f" x{int(r.get('calls_per_sample') or 1)}"
-                                       if int(r.get("calls_per_sample") or 1) > 1 else "") for r in shapes], True),
+        (
+            "mode",
+            "left",
+            [
+                r["mode"]
+                + (f" x{int(r.get('calls_per_sample') or 1)}" if int(r.get("calls_per_sample") or 1) > 1 else "")
+                for r in shapes
+            ],
+            True,
+        ),
         (f"time {unit}", "right", [_time(r["time_s"], scale, decimals) for r in shapes], False),
         (f"profiler {unit}", "right", [_time(r.get("profiler_time_s"), scale, decimals) for r in shapes], False),
         ("vs reference (95% CI)", "right", ci_cells, False),
         ("GB/s", "right", ["-" if not r.get("gbps") else f"{r['gbps']:,.0f}" for r in shapes], False),
         ("TFLOP/s", "right", ["-" if not r.get("tflops") else f"{r['tflops']:,.1f}" for r in shapes], False),
-        ("% roofline", "right", ["-" if r.get("roofline_pct") is None else f"{r['roofline_pct']:.1f}%"
-                                 for r in shapes], False),
+        (
+            "% roofline",
+            "right",
+            ["-" if r.get("roofline_pct") is None else f"{r['roofline_pct']:.1f}%" for r in shapes],
+            False,
+        ),
         ("vs PyTorch", "right", [_x(r.get("vs_pytorch")) for r in shapes], False),
         ("ref vs PyTorch", "right", [_x(r.get("reference_vs_pytorch")) for r in shapes], False),
     ]
@@ -101,28 +116,41 @@ def render_speed(speed: dict, console) -> None:
     title = "speed (interpreter on the CPU: not a speed claim)" if cpu else "speed"
     parts = _split(speed_columns(speed), console.width)
     for i, columns in enumerate(parts):
-        table = Table(title=title if i == 0 else None, title_justify="left", show_header=True,
-                      header_style="bold", box=None, pad_edge=False)
-        for header, justify, _cells, wrap, width in columns:
+        table = Table(
+            title=title if i == 0 else None,
+            title_justify="left",
+            show_header=True,
+            header_style="bold",
+            box=None,
+            pad_edge=False,
+        )
+        for header, justify, _cells, _wrap, width in columns:
             # Every cell fits its column's width; only a header (or the shape, or the mode) wraps, at spaces.
             table.add_column(header, justify=justify, overflow="fold", width=width)
         for r in range(len(shapes)):
             table.add_row(*(escape(cells[r]) for _h, _j, cells, _wrap, _width in columns))
         console.print(table)
     lo, hi = speed.get("ci", [0, 0])
-    console.print(f"geometric mean: [bold]{speed['geomean_speedup']:.3f}x[/bold] the reference "
-                  f"(95% CI {lo:.3f}-{hi:.3f}, {speed['rounds']} rounds, stopped: {speed.get('stopped')})")
+    console.print(
+        f"geometric mean: [bold]{speed['geomean_speedup']:.3f}x[/bold] the reference "
+        f"(95% CI {lo:.3f}-{hi:.3f}, {speed['rounds']} rounds, stopped: {speed.get('stopped')})"
+    )
     for k in speed.get("kernels") or []:
         warn = " [yellow]spills![/yellow]" if k.get("spills") else ""
-        console.print(f"  kernel {escape(str(k['name']))}: {k.get('registers')} registers/thread, "
-                      f"{k.get('spills')} spills, {k.get('shared_bytes')} B shared, "
-                      f"{k.get('num_warps')} warps, {k.get('num_stages')} stages{warn}")
+        console.print(
+            f"  kernel {escape(str(k['name']))}: {k.get('registers')} registers/thread, "
+            f"{k.get('spills')} spills, {k.get('shared_bytes')} B shared, "
+            f"{k.get('num_warps')} warps, {k.get('num_stages')} stages{warn}"
+        )
     ceil = speed.get("ceilings") or {}
     if ceil:
         rates = ceil.get("matmul_flops_per_s", {})
-        console.print(f"[dim]ceilings of {escape(str(ceil.get('key', {}).get('name', 'this GPU')))}: copy "
-                      f"{ceil.get('copy_bytes_per_s', 0) / 1e9:,.0f} GB/s; matmul "
-                      + ", ".join(f"{k} {v / 1e12:,.0f}" for k, v in rates.items()) + " TFLOP/s[/dim]")
+        console.print(
+            f"[dim]ceilings of {escape(str(ceil.get('key', {}).get('name', 'this GPU')))}: copy "
+            f"{ceil.get('copy_bytes_per_s', 0) / 1e9:,.0f} GB/s; matmul "
+            + ", ".join(f"{k} {v / 1e12:,.0f}" for k, v in rates.items())
+            + " TFLOP/s[/dim]"
+        )
     for note in speed.get("notes") or []:
         console.print(f"[yellow]speed note:[/yellow] {escape(note)}")
 
@@ -147,8 +175,9 @@ def plot(speed: dict, path) -> str:
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 2.2 * len(shapes)), 4.5))
     ax = axes[0]
     sp = [r.get("speedup") or 0 for r in shapes]
-    cis = [r.get("ci") if r.get("ci") and None not in r["ci"] and r.get("speedup") else [s, s]
-           for r, s in zip(shapes, sp)]
+    cis = [
+        r.get("ci") if r.get("ci") and None not in r["ci"] and r.get("speedup") else [s, s] for r, s in zip(shapes, sp)
+    ]
     err = [[s - ci[0] for s, ci in zip(sp, cis)], [ci[1] - s for s, ci in zip(sp, cis)]]
     width = 0.4
     ax.bar([x - width / 2 for x in xs], sp, width, yerr=err, capsize=3, label="vs reference")

@@ -28,9 +28,13 @@ class SpeedScore:
     clamp: float = 8.0  # per-shape speedups are clamped to [1/clamp, clamp] before the geometric mean
 
     @classmethod
-    def from_spec(cls, score: dict, max_points: float) -> "SpeedScore":
-        s = cls(max_points=float(max_points), zero_at=float(score.get("speed_zero_at", 0.5)),
-                full_at=float(score.get("speed_full_at", 1.0)), clamp=float(score.get("speedup_clamp", 8.0)))
+    def from_spec(cls, score: dict, max_points: float) -> SpeedScore:
+        s = cls(
+            max_points=float(max_points),
+            zero_at=float(score.get("speed_zero_at", 0.5)),
+            full_at=float(score.get("speed_full_at", 1.0)),
+            clamp=float(score.get("speedup_clamp", 8.0)),
+        )
         if not (0 < s.zero_at < s.full_at) or s.clamp < 1:
             raise ValueError("[score] needs 0 < speed_zero_at < speed_full_at and speedup_clamp >= 1")
         return s
@@ -50,11 +54,19 @@ class SpeedScore:
         ``speedup`` is the stable key course tools read (rubric curves, CSV, leaderboards)."""
         speedup = result["geomean_speedup"]
         points = self.points(speedup, eligible=True)
-        return {**result, "scored": True, "points": points, "max_points": self.max_points, "speedup": speedup,
-                "reason": f"{speedup:.3f}x the reference's speed (geometric mean over {len(result['shapes'])} "
-                          f"shapes): {points:g} of {self.max_points:g} points"}
+        return {
+            **result,
+            "scored": True,
+            "points": points,
+            "max_points": self.max_points,
+            "speedup": speedup,
+            "reason": f"{speedup:.3f}x the reference's speed (geometric mean over {len(result['shapes'])} "
+            f"shapes): {points:g} of {self.max_points:g} points",
+        }
 
     def describe(self) -> str:
-        return (f"0 points at or below {self.zero_at:g}x the reference's speed, {self.max_points:g} at "
-                f"{self.full_at:g}x or faster, linear in log2 between; per-shape speedups clamped to "
-                f"[1/{self.clamp:g}, {self.clamp:g}] before the geometric mean")
+        return (
+            f"0 points at or below {self.zero_at:g}x the reference's speed, {self.max_points:g} at "
+            f"{self.full_at:g}x or faster, linear in log2 between; per-shape speedups clamped to "
+            f"[1/{self.clamp:g}, {self.clamp:g}] before the geometric mean"
+        )

@@ -39,17 +39,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge import timeline
-from judge.replies import parsers
 from judge.options import torch_index
 from judge.progress import NO_PROGRESS
+from judge.replies import parsers
 from judge.timing import result, stats, verify
 from judge.timing.contenders import Workers, request
 from judge.timing.findings import BenchFailed, Notes
-from judge.verdicts import Verdict
 from judge.timing.measure import Measure
 from judge.timing.plan import MAX_PER_SAMPLE, SAMPLE_TARGET, Planner
 from judge.timing.score import SpeedScore
 from judge.timing.verify import Replays, Verifier
+from judge.verdicts import Verdict
 
 
 @dataclass
@@ -78,12 +78,18 @@ def config_for(problem, *, interpret: bool, overrides: dict | None = None) -> Be
         shapes = spec.get("shapes", [])[:1]
     if spec.get("only") is not None:
         shapes = [shapes[i] for i in spec["only"] if 0 <= i < len(shapes)]
-    stop = stats.StopRule(ci_target=float(spec.get("ci_target", 0.01)), min_rounds=int(spec.get("min_rounds", 3)),
-                          max_rounds=int(spec.get("max_rounds", 30)),
-                          budget_seconds=float(spec.get("budget_seconds", 20.0)))
-    return BenchConfig(shapes=[dict(s) for s in shapes], stop=stop,
-                       request_seconds=float(spec.get("request_seconds", 0.02)),
-                       torch_baseline=bool(spec.get("torch_baseline", True)))
+    stop = stats.StopRule(
+        ci_target=float(spec.get("ci_target", 0.01)),
+        min_rounds=int(spec.get("min_rounds", 3)),
+        max_rounds=int(spec.get("max_rounds", 30)),
+        budget_seconds=float(spec.get("budget_seconds", 20.0)),
+    )
+    return BenchConfig(
+        shapes=[dict(s) for s in shapes],
+        stop=stop,
+        request_seconds=float(spec.get("request_seconds", 0.02)),
+        torch_baseline=bool(spec.get("torch_baseline", True)),
+    )
 
 
 class SpeedRun:
@@ -93,9 +99,23 @@ class SpeedRun:
     judge.timing.measure), the output checks and replays (``verifier``, judge.timing.verify) and the result
     (judge.timing.result); and it decides what runs ahead of the GPU's lock, under it, and after it."""
 
-    def __init__(self, problem, submission: Path, *, device: str, interpret: bool, gpu: int | None,
-                 backend, limits, scratch: Path, config: BenchConfig, log=None, progress=None, replay: bool = True,
-                 replay_workers: int = 1):
+    def __init__(
+        self,
+        problem,
+        submission: Path,
+        *,
+        device: str,
+        interpret: bool,
+        gpu: int | None,
+        backend,
+        limits,
+        scratch: Path,
+        config: BenchConfig,
+        log=None,
+        progress=None,
+        replay: bool = True,
+        replay_workers: int = 1,
+    ):
         self.problem = problem
         self.submission = Path(submission)
         self.device = device
@@ -122,16 +142,37 @@ class SpeedRun:
         # one checked call at a time (judge.options.replay_workers: three for a lone submit on a GPU host of
         # 12 cores or more, else two). With one, the timed calls' replays after the rounds run one after
         # another while the report waits, seconds of it (docs/measurements: the speed run's schedule).
-        self.workers = Workers(problem, self.submission, device=device, interpret=interpret, gpu=self.gpu,
-                               backend=backend, limits=limits, scratch=scratch, torch_baseline=config.torch_baseline,
-                               replay=replay, replay_workers=max(1, int(replay_workers)), compute=self._compute,
-                               stopping=self._stopping)
+        self.workers = Workers(
+            problem,
+            self.submission,
+            device=device,
+            interpret=interpret,
+            gpu=self.gpu,
+            backend=backend,
+            limits=limits,
+            scratch=scratch,
+            torch_baseline=config.torch_baseline,
+            replay=replay,
+            replay_workers=max(1, int(replay_workers)),
+            compute=self._compute,
+            stopping=self._stopping,
+        )
         file = self.submission.name
-        self.planner = Planner(problem, config, self.workers, self.notes, file=file, cuda=self.cuda, gpu=self.gpu,
-                               stopping=self._stopping)
+        self.planner = Planner(
+            problem, config, self.workers, self.notes, file=file, cuda=self.cuda, gpu=self.gpu, stopping=self._stopping
+        )
         self.measure = Measure(config, self.workers, self.notes, file=file, phase=self._phase)
-        self.verifier = Verifier(problem, config, self.workers, self.notes, device=device, compute=self._compute,
-                                 stopping=self._stopping, ahead_cut=self._ahead_cut, phase=self._phase)
+        self.verifier = Verifier(
+            problem,
+            config,
+            self.workers,
+            self.notes,
+            device=device,
+            compute=self._compute,
+            stopping=self._stopping,
+            ahead_cut=self._ahead_cut,
+            phase=self._phase,
+        )
         # The warm-up ahead of the lock (prewarm): a thread, and what it raised.
         self._prewarm: threading.Thread | None = None
         self._prewarm_failed: BaseException | None = None
@@ -197,20 +238,22 @@ class SpeedRun:
                             self.planner.held.pop(s, None)
                         elif ahead:
                             with timeline.span(f"speed run: check ahead, shape {s + 1}"):
-                                self.verifier.check_ahead(s, params, self.planner.held.pop(s, None), replays,
-                                                        shared)
+                                self.verifier.check_ahead(s, params, self.planner.held.pop(s, None), replays, shared)
                     with timeline.span("speed run: settle the replays ahead"):
                         replays.settle()
                 if ahead:  # the figures of the checks ahead, for the phases (the replays': the worker's so far)
                     self._ahead_phases = {"ahead_check_seconds": round(self.verifier.ahead_check_seconds, 3)}
                     skipped = self.verifier.ahead_skipped
                     if any(skipped.values()):
-                        self._ahead_phases.update(ahead_checks_skipped=skipped["checks"],
-                                                  ahead_replays_skipped=skipped["replays"])
+                        self._ahead_phases.update(
+                            ahead_checks_skipped=skipped["checks"], ahead_replays_skipped=skipped["replays"]
+                        )
                     replayer = self.workers.replayer
                     if replayer is not None:
-                        self._ahead_phases.update(ahead_replays=replayer.timing["replays"],
-                                                  ahead_replay_seconds=round(replayer.timing["replay_seconds"], 3))
+                        self._ahead_phases.update(
+                            ahead_replays=replayer.timing["replays"],
+                            ahead_replay_seconds=round(replayer.timing["replay_seconds"], 3),
+                        )
                 with timeline.span("speed run: trim after the warm-up ahead"):
                     self._drop_warm_up(shared)
             except BaseException as exc:  # noqa: BLE001 - run() raises it, unless the run is discarded
@@ -282,8 +325,10 @@ class SpeedRun:
         with lock.gpu_lock(self.gpu, on_wait=waiting), self._timed_region():
             # What the run waited for before its timed work: the warm-up ahead (its compiles, its checks), then
             # the GPU to itself (other judges' speed runs, and the cases in flight).
-            self._waits = {"prewarm_wait_seconds": round(t1 - t0, 3),
-                           "lock_wait_seconds": round(time.monotonic() - t1, 3)}
+            self._waits = {
+                "prewarm_wait_seconds": round(t1 - t0, 3),
+                "lock_wait_seconds": round(time.monotonic() - t1, 3),
+            }
             timeline.add("speed run: wait for the warm-up ahead", t0, t1)
             timeline.add("speed run: wait for the GPU lock", t1, time.monotonic())
             try:
@@ -347,8 +392,11 @@ class SpeedRun:
         started = time.monotonic()
         plans = []
         for s, p in enumerate(self.config.shapes):
-            self._phase(f"warming up: shape {s + 1} of {n}" if s not in self.planner.warmed
-                        else f"warming up again on the idle GPU: shape {s + 1} of {n}")
+            self._phase(
+                f"warming up: shape {s + 1} of {n}"
+                if s not in self.planner.warmed
+                else f"warming up again on the idle GPU: shape {s + 1} of {n}"
+            )
             plans.append(self.planner.plan(s, p))
         warm = time.monotonic()
         rounds, torch_times, stopped = self.measure.rounds(plans, self.score.clamp, since=warm)
@@ -356,8 +404,12 @@ class SpeedRun:
         timeline.add("speed run: start the workers", t_start, started)
         timeline.add("speed run: warm-up", started, warm)
         timeline.add("speed run: timed rounds", warm, timed, rounds=len(rounds))
-        phases = {**self._waits, "start_seconds": round(started - t_start, 3),
-                  "warmup_seconds": round(warm - started, 3), "rounds_seconds": round(timed - warm, 3)}
+        phases = {
+            **self._waits,
+            "start_seconds": round(started - t_start, 3),
+            "warmup_seconds": round(warm - started, 3),
+            "rounds_seconds": round(timed - warm, 3),
+        }
         if self._prewarm_seconds is not None:  # the warm-up beside the tests (warmup_seconds: the second one)
             phases["prewarm_seconds"] = self._prewarm_seconds
             phases["prewarmed_shapes"] = len(self.planner.warmed)
@@ -366,8 +418,7 @@ class SpeedRun:
         with timeline.span("speed run: profiler clock"):
             self.measure.profile(plans)
         phases["profile_seconds"] = round(time.monotonic() - timed, 3)
-        return {"plans": plans, "rounds": rounds, "torch_times": torch_times, "stopped": stopped,
-                "phases": phases}
+        return {"plans": plans, "rounds": rounds, "torch_times": torch_times, "stopped": stopped, "phases": phases}
 
     def _trim(self, state: dict) -> None:
         """What the checks after the lock need, and nothing more, before the GPU is given back.
@@ -387,12 +438,14 @@ class SpeedRun:
 
         t0 = time.monotonic()
         sub = next(c for c in self.workers.contenders if c.name == "submission")
-        picked = {s: self.verifier.draw(sub.last[s][0].checkable if s in sub.last else ())
-                  for s in range(len(state["plans"]))}
+        picked = {
+            s: self.verifier.draw(sub.last[s][0].checkable if s in sub.last else ()) for s in range(len(state["plans"]))
+        }
         state["picked"] = picked
         with timeline.span("speed run: trim, fetch the drawn calls' outputs"):
-            state["fetched"] = {s: {call: self.verifier.fetch(sub, s, call) for call in calls}
-                                for s, calls in picked.items()}
+            state["fetched"] = {
+                s: {call: self.verifier.fetch(sub, s, call) for call in calls} for s, calls in picked.items()
+            }
         # Asked to exit, not waited for: their exits (their CUDA contexts going down) run while the GPU is
         # another judge's already; _close waits for them.
         others = [c.client for c in self.workers.contenders if c is not sub]
@@ -413,9 +466,26 @@ class SpeedRun:
         timeline.add("speed run: output checks", t0, time.monotonic())
         replayer = self.workers.replayer
         if replayer is not None:  # the replays of checked timed calls (their time is in check_seconds)
-            phases.update({k: (round(v, 3) if isinstance(v, float) else v)
-                           for k, v in replayer.timing.items() if k.startswith("replay")})
-        return result.speed_section(self.problem, self.config, self.score, self.measure, self.workers.contenders,
-                                    self.notes, cuda=self.cuda, ceilings=self.planner.ceilings, plans=plans,
-                                    rounds=state["rounds"], torch_times=state["torch_times"],
-                                    stopped=state["stopped"], checked=checked, phases=phases)
+            phases.update(
+                {
+                    k: (round(v, 3) if isinstance(v, float) else v)
+                    for k, v in replayer.timing.items()
+                    if k.startswith("replay")
+                }
+            )
+        return result.speed_section(
+            self.problem,
+            self.config,
+            self.score,
+            self.measure,
+            self.workers.contenders,
+            self.notes,
+            cuda=self.cuda,
+            ceilings=self.planner.ceilings,
+            plans=plans,
+            rounds=state["rounds"],
+            torch_times=state["torch_times"],
+            stopped=state["stopped"],
+            checked=checked,
+            phases=phases,
+        )

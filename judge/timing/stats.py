@@ -20,9 +20,38 @@ from dataclasses import dataclass
 
 # Two-sided 95% quantiles of Student's t, by degrees of freedom (1..30);
 # beyond 30 the normal quantile is within 2% of it.
-_T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-         2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-         2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+_T975 = [
+    12.706,
+    4.303,
+    3.182,
+    2.776,
+    2.571,
+    2.447,
+    2.365,
+    2.306,
+    2.262,
+    2.228,
+    2.201,
+    2.179,
+    2.160,
+    2.145,
+    2.131,
+    2.120,
+    2.110,
+    2.101,
+    2.093,
+    2.086,
+    2.080,
+    2.074,
+    2.069,
+    2.064,
+    2.060,
+    2.056,
+    2.052,
+    2.048,
+    2.045,
+    2.042,
+]
 
 
 def t975(df: int) -> float:
@@ -53,8 +82,12 @@ class Interval:
     rounds: int
 
     def as_dict(self) -> dict:
-        return {"speedup": self.value, "ci": [self.low, self.high], "ci_half_width_log": self.half_width,
-                "rounds": self.rounds}
+        return {
+            "speedup": self.value,
+            "ci": [self.low, self.high],
+            "ci_half_width_log": self.half_width,
+            "rounds": self.rounds,
+        }
 
 
 def mean_interval(logs: list[float]) -> Interval:

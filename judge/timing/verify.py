@@ -26,8 +26,9 @@ from judge.verdicts import Verdict
 def rule_checks(file: str, reply: records.BenchResult, params: dict, warmup: bool) -> None:
     """The rulebook's anti-cheat rules over a timed request's evidence (judge.rules), as for a judged call
     (``file``: the submission's file name, for the finding)."""
-    context = rules.Context(file=file, phase="warmup" if warmup else "timed",
-                            where=f"at bench shape {shape_label(params)}")
+    context = rules.Context(
+        file=file, phase="warmup" if warmup else "timed", where=f"at bench shape {shape_label(params)}"
+    )
     found = rules.violation(reply.evidence, (), context)
     if found is not None:
         raise BenchFailed(found.verdict.value, found.message, found.details)
@@ -46,8 +47,19 @@ class Verifier:
     waits for the warm-up ahead, whose checks and replays not yet begun are then skipped (counted in
     ``ahead_skipped``). ``phase`` tells the progress what is being checked."""
 
-    def __init__(self, problem, config, workers, notes, *, device: str, compute: threading.Lock,
-                 stopping: threading.Event, ahead_cut: threading.Event, phase):
+    def __init__(
+        self,
+        problem,
+        config,
+        workers,
+        notes,
+        *,
+        device: str,
+        compute: threading.Lock,
+        stopping: threading.Event,
+        ahead_cut: threading.Event,
+        phase,
+    ):
         self.problem = problem
         self.config = config
         self.workers = workers
@@ -68,11 +80,14 @@ class Verifier:
 
     def fetch(self, sub: Contender, s: int, call: int) -> records.BenchOutputs:
         """The held outputs (and record) of call ``call`` of the submission's last request at shape s."""
-        answer, _ = request(sub, {"type": "bench_check", "id": f"{s}-check", "shape": s, "call": call},
-                            parse=parsers.parse_bench_outputs)
+        answer, _ = request(
+            sub,
+            {"type": "bench_check", "id": f"{s}-check", "shape": s, "call": call},
+            parse=parsers.parse_bench_outputs,
+        )
         return answer
 
-    def check_ahead(self, s: int, params: dict, held: tuple | None, replays: "Replays", shared) -> None:
+    def check_ahead(self, s: int, params: dict, held: tuple | None, replays: Replays, shared) -> None:
         """Check a call of the warm-up ahead of the lock (``held``: the submission's warm-up request, its reply and
         seed; its outputs, then its replay, queued), as a timed call's is checked after the rounds
         (:meth:`check`, :meth:`replay`: the same rules), with the GPU taken shared.
@@ -91,8 +106,9 @@ class Verifier:
         for call, answer in picked:
             replays.queue(s, specs, call, answer)
 
-    def checks(self, plans, picked: dict | None = None, fetched: dict | None = None,
-               shared=contextlib.nullcontext) -> list[dict]:
+    def checks(
+        self, plans, picked: dict | None = None, fetched: dict | None = None, shared=contextlib.nullcontext
+    ) -> list[dict]:
         """Every shape's check of a timed call (:meth:`check`), and the replay of each checked call (:meth:`replay`).
 
         A replay runs in the replay worker while the judge goes on checking the next shape's outputs (they
@@ -110,16 +126,26 @@ class Verifier:
                 calls = None if picked is None else picked.get(s, [])
                 got = None if fetched is None else fetched.get(s, {})
                 with timeline.span(f"speed run: check shape {s + 1}"):
-                    done = replays.guarded(lambda: self.check(s, plan["specs"], sub.last[s], calls=calls,
-                                                              fetched=got, shared=shared))
+                    done = replays.guarded(
+                        lambda: self.check(s, plan["specs"], sub.last[s], calls=calls, fetched=got, shared=shared)
+                    )
                 checked.append({"calls": [call for call, _ in done]})
                 for call, answer in done:
                     replays.queue(s, plan["specs"], call, answer)
             replays.settle()
         return checked
 
-    def check(self, s: int, specs: list, held: tuple, *, what: str = "timed call", shared=contextlib.nullcontext,
-               calls: list | None = None, fetched: dict | None = None) -> list[tuple[int, records.BenchOutputs]]:
+    def check(
+        self,
+        s: int,
+        specs: list,
+        held: tuple,
+        *,
+        what: str = "timed call",
+        shared=contextlib.nullcontext,
+        calls: list | None = None,
+        fetched: dict | None = None,
+    ) -> list[tuple[int, records.BenchOutputs]]:
         """Outputs of randomly chosen calls of the submission's last request at shape s (``held``: its reply and
         seed), against the golden model: the same rule as a judged case's outputs (judge.rules.outputs). The
         calls checked, with their outputs (and records, for the replay). ``what`` names the calls in a
@@ -152,13 +178,17 @@ class Verifier:
                     del args, answers
                     kit.release_cached()
             if wrong is not None:
-                raise BenchFailed(Verdict.WA, f"{what} {call} at bench shape {label}: {wrong.message}",
-                                  {"shape": params, "call": call})
+                raise BenchFailed(
+                    Verdict.WA,
+                    f"{what} {call} at bench shape {label}: {wrong.message}",
+                    {"shape": params, "call": call},
+                )
             picked.append((call, answer))
         return picked
 
-    def replay(self, s: int, specs: list, call: int, found, *, what: str = "timed call",
-               shared=contextlib.nullcontext) -> None:
+    def replay(
+        self, s: int, specs: list, call: int, found, *, what: str = "timed call", shared=contextlib.nullcontext
+    ) -> None:
         """What the replay of a checked call found (judge.replay.Replayer.check_bench: its launches, replayed
         alone on fresh inputs, must compute the answer): a call honest when judged and otherwise when timed
         is RJ. Wrong there, the same fresh inputs are given to the submission's worker: wrong in its process
@@ -170,8 +200,12 @@ class Verifier:
         if isinstance(found, Skipped) and found.counts and not found.limits:
             # As a test group none of whose cases could be replayed: otherwise a submission could opt its
             # timed calls out of the check, say by flooding their record only at the (public) bench shapes.
-            raise BenchFailed(Verdict.RJ, f"{what} {call} at bench shape {label} could not be replayed alone on "
-                                    f"fresh inputs ({found.note}); it must be", {"shape": params, "replay": "none"})
+            raise BenchFailed(
+                Verdict.RJ,
+                f"{what} {call} at bench shape {label} could not be replayed alone on "
+                f"fresh inputs ({found.note}); it must be",
+                {"shape": params, "replay": "none"},
+            )
         if isinstance(found, Skipped):
             self.notes.add(f"the {what} at {label} was not replayed: {found.note}")
             return
@@ -180,28 +214,51 @@ class Verifier:
         if found.case is not None:
             base = found.case["bench_seed"]
             sub = next(c for c in self.workers.contenders if c.name == "submission")
-            msg = {"type": "bench", "id": f"{s}-fresh", "shape": s, "args": specs, "samples": 1,
-                   "per_sample": 1, "seed": base, "sets": 1, "flush_bytes": 0, "keep": True, "graph": False}
+            msg = {
+                "type": "bench",
+                "id": f"{s}-fresh",
+                "shape": s,
+                "args": specs,
+                "samples": 1,
+                "per_sample": 1,
+                "seed": base,
+                "sets": 1,
+                "flush_bytes": 0,
+                "keep": True,
+                "graph": False,
+            }
             from judge import expected, kit
             from judge.rules import outputs as output_rules
 
             dev = "cuda" if self.device == "cuda" else "cpu"
             with shared():
                 request(sub, msg)
-                again, _ = request(sub, {"type": "bench_check", "id": f"{s}-fresh", "shape": s, "call": 0},
-                                   parse=parsers.parse_bench_outputs)
+                again, _ = request(
+                    sub,
+                    {"type": "bench_check", "id": f"{s}-fresh", "shape": s, "call": 0},
+                    parse=parsers.parse_bench_outputs,
+                )
                 with self.compute:
                     args = bench_inputs.make(specs, bench_inputs.call_seed(base, 0), dev)
                     answers = expected.answers(self.problem, args, params.get("dtype", "float32"), dev, params)
-                    wrong = output_rules.check(self.problem, again.returned, again.outputs, answers, dev) \
-                        if again.present else None
+                    wrong = (
+                        output_rules.check(self.problem, again.returned, again.outputs, answers, dev)
+                        if again.present
+                        else None
+                    )
                     del args, answers
                     kit.release_cached()
             if wrong is not None:
-                raise BenchFailed(Verdict.WA, f"a call at bench shape {label} on new inputs: {wrong.message}",
-                                  {"shape": params, "found_by": "the replay check's fresh inputs"})
-        raise BenchFailed(found.verdict.value, f"{what} {call} at bench shape {label}: {found.message}",
-                          {"shape": params, "call": call, **found.details})
+                raise BenchFailed(
+                    Verdict.WA,
+                    f"a call at bench shape {label} on new inputs: {wrong.message}",
+                    {"shape": params, "found_by": "the replay check's fresh inputs"},
+                )
+        raise BenchFailed(
+            found.verdict.value,
+            f"{what} {call} at bench shape {label}: {found.message}",
+            {"shape": params, "call": call, **found.details},
+        )
 
 
 class Discarded(Exception):
@@ -224,7 +281,7 @@ class Replays:
         lanes = len(getattr(replayer, "members", [replayer]))
         self.pool = ThreadPoolExecutor(lanes, thread_name_prefix="judge-bench-replay") if replayer else None
 
-    def __enter__(self) -> "Replays":
+    def __enter__(self) -> Replays:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -252,6 +309,7 @@ class Replays:
                         if verifier.stopping.is_set():
                             raise Discarded  # discarded while it waited
                         yield
+
                 try:
                     return replayer.check_bench(params, specs, answer, verifier.device, shared=gpu)
                 except Discarded:

@@ -115,6 +115,8 @@ def refusal(kernel: str, ir_text: str, path: str | None = None, source_line=None
     line, what = sorted(found, key=lambda x: (x[0] is None, x[0] or 0))[0]
     where = f"line {line}" if line is not None else "a line the compiler did not name"
     code = source_line(line).strip() if (line is not None and source_line is not None) else ""
-    return (f"the kernel {kernel} {what} ({where}{': ' + code if code else ''}): a kernel may neither read an "
-            "address nor make one (addresses differ from one process to another, and an address made from a "
-            "number reaches memory no argument gave the kernel)")
+    return (
+        f"the kernel {kernel} {what} ({where}{': ' + code if code else ''}): a kernel may neither read an "
+        "address nor make one (addresses differ from one process to another, and an address made from a "
+        "number reaches memory no argument gave the kernel)"
+    )

@@ -113,8 +113,9 @@ class BenchState(Sampling):
 
         self.sets.pop(shape, None)  # _samples allocates them again, after the pad
         self.pad = None
-        self.pad = torch.empty(512 * random.Random(base).randrange(1, 4096), dtype=torch.uint8,
-                               device=self.worker.device)
+        self.pad = torch.empty(
+            512 * random.Random(base).randrange(1, 4096), dtype=torch.uint8, device=self.worker.device
+        )
 
     def _inputs(self, specs, sets, calls, base, prepare):
         """Fresh inputs of these call indices, each in its own set."""
@@ -153,7 +154,7 @@ class BenchState(Sampling):
         # (it would add a write pass to every allocation) and no deterministic
         # algorithms; both are restored before the next correctness case.
         saved = determinism.switch(torch, False)
-        prof, why_not = (profiling.start(torch, cuda) if profile else (None, None))
+        prof, why_not = profiling.start(torch, cuda) if profile else (None, None)
         # Taken after the profiler started: starting it may import modules that rewrap torch functions.
         baseline = integrity.snapshot()
         try:
@@ -171,8 +172,11 @@ class BenchState(Sampling):
                 del out
                 if cuda:
                     torch.cuda.synchronize()
-                evidence.update(own_launches=dict(watch.own_launches), other_launches=dict(watch.other_launches),
-                                torch_ops=dict(watch.ops))
+                evidence.update(
+                    own_launches=dict(watch.own_launches),
+                    other_launches=dict(watch.other_launches),
+                    torch_ops=dict(watch.ops),
+                )
             ranges = profiling.range_factory(torch) if prof is not None else None
             if profile and prof is None:
                 result = None  # the profiler is not there: nothing to run
@@ -181,8 +185,18 @@ class BenchState(Sampling):
                     self._move_sets(shape, specs, base)
                 self.min_hold = max(0.0, min(float(msg.get("min_hold") or 0.0), MAX_HOLD))
                 self.want_graph = bool(msg.get("graph"))
-                result = self._samples(shape, specs, samples, per_sample, base, int(msg.get("sets", 2)),
-                                       int(msg.get("flush_bytes", 0)), keep, cuda, ranges)
+                result = self._samples(
+                    shape,
+                    specs,
+                    samples,
+                    per_sample,
+                    base,
+                    int(msg.get("sets", 2)),
+                    int(msg.get("flush_bytes", 0)),
+                    keep,
+                    cuda,
+                    ranges,
+                )
             if result is not None:
                 counts, ids, kept = result.pop("launches"), result.pop("ids"), result.pop("kept")
                 records = result.pop("records")
@@ -201,9 +215,16 @@ class BenchState(Sampling):
                 self.records[shape] = records if keep else {}
             if result is not None and result.get("mode"):
                 mode = result.pop("mode")
-            reply.update(mode=mode, per_sample=per_sample, out_bytes=self.out_bytes, **(result or {}),
-                         checkable=sorted(self.kept.get(shape, {})) if not profile else [],
-                         evidence=evidence, kernels=launches.kernels(ids), compile=launches.compile_stats())
+            reply.update(
+                mode=mode,
+                per_sample=per_sample,
+                out_bytes=self.out_bytes,
+                **(result or {}),
+                checkable=sorted(self.kept.get(shape, {})) if not profile else [],
+                evidence=evidence,
+                kernels=launches.kernels(ids),
+                compile=launches.compile_stats(),
+            )
         finally:
             if prof is not None:
                 recs, why_not = profiling.stop(prof)
@@ -240,8 +261,13 @@ class BenchState(Sampling):
         outputs, tensors = describe_outputs(result)
         for out in outputs:
             out.pop("ptr_range", None)
-        reply = {"type": "bench_outputs", "id": msg.get("id"), "status": "ok", "returned": kind_of(result),
-                 "outputs": outputs}
+        reply = {
+            "type": "bench_outputs",
+            "id": msg.get("id"),
+            "status": "ok",
+            "returned": kind_of(result),
+            "outputs": outputs,
+        }
         rec = self.records.get(shape, {}).get(call)
         if rec is not None:
             # The call's launch sequence for the replay check; its outside memory's frames follow the outputs'.

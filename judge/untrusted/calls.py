@@ -32,17 +32,25 @@ class ContractError(Exception):
 
     def as_error(self) -> dict:
         line = self.frames[-1]["line"] if self.frames else None
-        return {"category": "contract", "type": self.kind, "message": str(self)[:4000], "line": line,
-                "code": self.frames[-1]["code"] if self.frames else "", "frames": self.frames[-8:],
-                "hint": self.hint}
+        return {
+            "category": "contract",
+            "type": self.kind,
+            "message": str(self)[:4000],
+            "line": line,
+            "code": self.frames[-1]["code"] if self.frames else "",
+            "frames": self.frames[-8:],
+            "hint": self.hint,
+        }
 
 
 def register(entry, namespace: str):
     """The factory's product: ``entry(namespace)``, which must be callable (else CE, raised as TypeError)."""
     op = entry(namespace)
     if not callable(op) or type(op).__module__.startswith("triton"):
-        raise TypeError(f"register(namespace) must return your operator (a callable that is not a kernel); it "
-                        f"returned {type(op).__module__}.{type(op).__qualname__}")
+        raise TypeError(
+            f"register(namespace) must return your operator (a callable that is not a kernel); it "
+            f"returned {type(op).__module__}.{type(op).__qualname__}"
+        )
     return op
 
 
@@ -81,7 +89,7 @@ class Compile(Direct):
     def prepare(self, args) -> None:
         if self.compiled is not None:
             return  # a refill: the same memory, the same graph
-        from judge.untrusted.compiled import CompileFailed, Compiled
+        from judge.untrusted.compiled import Compiled, CompileFailed
 
         ns = self.worker.namespace
         c = Compiled(self.fn, self.spec["backend"], ns, self.worker.path)
@@ -92,11 +100,16 @@ class Compile(Direct):
         self.evidence = {"graph_ops": list(c.graph_ops), "lowered": list(c.lowered)}
         if ns and not c.has_own_op:
             ops = ", ".join(dict.fromkeys(c.graph_ops)) or "nothing"
-            raise ContractError("NotACustomOp", "torch.compile traced your callable inline: the graph it captured "
-                                f"calls no operator of the namespace register() was given (it holds: {ops}); "
-                                "register the kernel's launch as an operator there", hint=(
-                                    "torch.library.triton_op(f\"{namespace}::name\", ...) around the launch "
-                                    "(with wrap_triton), or custom_op with register_fake"))
+            raise ContractError(
+                "NotACustomOp",
+                "torch.compile traced your callable inline: the graph it captured "
+                f"calls no operator of the namespace register() was given (it holds: {ops}); "
+                "register the kernel's launch as an operator there",
+                hint=(
+                    'torch.library.triton_op(f"{namespace}::name", ...) around the launch '
+                    "(with wrap_triton), or custom_op with register_fake"
+                ),
+            )
         self.compiled = c
 
     def invoke(self, args):
@@ -144,18 +157,23 @@ class Grad(Direct):
             return []  # the judge's check of the forward's outputs says what is wrong
         wrt = [args[i] for i in self.spec["wrt"]]
         if not any(o.requires_grad for o in outs):
-            raise ContractError("NoGradient", "no gradient: your operator's output does not require grad although "
-                                "its inputs do, so autograd cannot reach them", hint=(
-                                    "register a backward for the operator with torch.library.register_autograd"))
+            raise ContractError(
+                "NoGradient",
+                "no gradient: your operator's output does not require grad although "
+                "its inputs do, so autograd cannot reach them",
+                hint=("register a backward for the operator with torch.library.register_autograd"),
+            )
         try:
             grads = torch.autograd.grad(outs, wrt, list(extra), allow_unused=True)
         except RuntimeError as exc:
             if _raised_in(exc, self.worker.path):
                 raise  # the submission's backward raised: its error, with its lines (RTE)
             text = str(exc).replace(self.worker.namespace, "<ns>") if self.worker.namespace else str(exc)
-            raise ContractError("NoGradient", f"no gradient: {text.splitlines()[0] if text else 'autograd failed'}",
-                                hint="register a backward for the operator with torch.library.register_autograd"
-                                ) from None
+            raise ContractError(
+                "NoGradient",
+                f"no gradient: {text.splitlines()[0] if text else 'autograd failed'}",
+                hint="register a backward for the operator with torch.library.register_autograd",
+            ) from None
         return list(grads)
 
 

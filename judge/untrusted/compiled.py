@@ -70,8 +70,11 @@ def _outputs_of(gm):
     outs = []
     for arg in node.args[0]:
         v = arg.meta.get("example_value") if hasattr(arg, "meta") else arg
-        outs.append(torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
-                    if isinstance(v, torch.Tensor) else v)
+        outs.append(
+            torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+            if isinstance(v, torch.Tensor)
+            else v
+        )
     return outs
 
 
@@ -82,18 +85,25 @@ def _failure(exc, namespace: str, submission: str) -> CompileFailed:
     why = next((ln.split(":", 1)[1].strip() for ln in lines if ln.startswith("Explanation:")), "")
     text = f"{head}: {why}" if why and why not in head else head
     stack = list(getattr(exc, "real_stack", None) or [])
-    frames = [{"line": fs.lineno, "function": fs.name, "code": (fs.line or "").strip()}
-              for fs in stack if os.path.realpath(fs.filename) == submission]
+    frames = [
+        {"line": fs.lineno, "function": fs.name, "code": (fs.line or "").strip()}
+        for fs in stack
+        if os.path.realpath(fs.filename) == submission
+    ]
     if stack and frames and _in_launcher(stack[-1].filename):
         # In the interpreter a launch is Python all the way down (Triton's interpreter, and the judge's
         # record of launches around it): Dynamo stops somewhere in there, which says nothing about the
         # file. (On a GPU Dynamo traces a bare launch inline instead: no graph break, no operator.)
-        text = ("a Triton kernel launched outside a registered operator (the interpreter's launch is Python "
-                "that Dynamo cannot trace)")
-    return CompileFailed(f"torch.compile(fullgraph=True) of a function calling your operator failed with a graph "
-                         f"break: {text[:600]}", frames[-8:],
-                         hint="a @triton.jit launch is opaque Python to Dynamo: register the launch as an "
-                              "operator (torch.library.triton_op with wrap_triton, or custom_op with register_fake)")
+        text = (
+            "a Triton kernel launched outside a registered operator (the interpreter's launch is Python "
+            "that Dynamo cannot trace)"
+        )
+    return CompileFailed(
+        f"torch.compile(fullgraph=True) of a function calling your operator failed with a graph break: {text[:600]}",
+        frames[-8:],
+        hint="a @triton.jit launch is opaque Python to Dynamo: register the launch as an "
+        "operator (torch.library.triton_op with wrap_triton, or custom_op with register_fake)",
+    )
 
 
 def _in_launcher(filename: str) -> bool:
@@ -144,8 +154,7 @@ class Compiled:
             self.graph_ops = [label(n.target, self.namespace) for n in gm.graph.nodes if n.op == "call_function"]
             # Each graph input: one of the case's arguments (by index), or what Dynamo lifted from elsewhere
             # (a global tensor of the file's), passed as it is, as Dynamo's own bytecode would.
-            self._order = [next((i for i, s in enumerate(stand_ins) if s is x), ("lifted", x))
-                           for x in example_inputs]
+            self._order = [next((i for i, s in enumerate(stand_ins) if s is x), ("lifted", x)) for x in example_inputs]
             if any(op.startswith("<ns>::") for op in self.graph_ops):
                 self._compiled = self._backend(gm, list(example_inputs))
             stubs[:] = _outputs_of(gm)
@@ -219,8 +228,9 @@ class Compiled:
                 if name.startswith("<ns>::"):
                     from_kernel.add(n)  # not lowered: it runs as the operator, under the watch
         out = next(n for n in gm.graph.nodes if n.op == "output")
-        results = [a for a in (out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]])
-                   if hasattr(a, "op")]
+        results = [
+            a for a in (out.args[0] if isinstance(out.args[0], (tuple, list)) else [out.args[0]]) if hasattr(a, "op")
+        ]
         return {"ops": ops, "kernels": kernels, "outputs_from_kernels": all(a in from_kernel for a in results)}
 
     def _kernel(self, idx) -> tuple[str, bool]:

@@ -133,19 +133,28 @@ def check(fn, kernel: str, when: str, language: bool = True) -> None:
         live = space.get(name, _MISSING)
         if live is held or (held is _MISSING and live is _interpreter_globals().get(name, _MISSING)):
             continue  # (the interpreter copies its own globals into a kernel's module at its first launch)
-        _say(name, f"the name {name} (the kernel {kernel} reads it; your file's import left "
-                   f"{'nothing' if held is _MISSING else 'another object'} under it, and {when} it held "
-                   f"{'nothing' if live is _MISSING else 'another object'})")
+        _say(
+            name,
+            f"the name {name} (the kernel {kernel} reads it; your file's import left "
+            f"{'nothing' if held is _MISSING else 'another object'} under it, and {when} it held "
+            f"{'nothing' if live is _MISSING else 'another object'})",
+        )
     for name, expected in _expected.items():
         live = space.get(name, _MISSING)
         if not _same(live, expected):
-            _say(name, f"the constant {name} (your file sets it to {_show(expected)}; the kernel {kernel} read "
-                 f"{_show(live)} {when}: a kernel must run as your file's source reads)")
+            _say(
+                name,
+                f"the constant {name} (your file sets it to {_show(expected)}; the kernel {kernel} read "
+                f"{_show(live)} {when}: a kernel must run as your file's source reads)",
+            )
     for name, own in _interpreter_names().items():
         live = space.get(name, _MISSING)
         if live is not _MISSING and live is not own:
-            _say(name, f"the name {name} (Triton's interpreter runs a kernel's assignments and comparisons "
-                       f"through it; the kernel {kernel} found another object there {when})")
+            _say(
+                name,
+                f"the name {name} (Triton's interpreter runs a kernel's assignments and comparisons "
+                f"through it; the kernel {kernel} found another object there {when})",
+            )
     for name, obj in _kernels.items():
         live = space.get(name, _MISSING)
         chain = _chains.get(name)
@@ -192,20 +201,35 @@ def _interpreter_names() -> dict:
 # after each call, which a file that swaps tl.store for a no-op only around its launch, and puts it back
 # before returning, passes (a red-team file did); so it is compared at each launch too, by a
 # fingerprint (each namespace's values by identity, in order), entry by entry only when that differs.
-LANGUAGE = ("triton.language", "triton.language.core", "triton.language.math", "triton.language.standard",
-            "triton.language.core.tensor", "triton.language.core.constexpr", "triton.language.core.dtype")
+LANGUAGE = (
+    "triton.language",
+    "triton.language.core",
+    "triton.language.math",
+    "triton.language.standard",
+    "triton.language.core.tensor",
+    "triton.language.core.constexpr",
+    "triton.language.core.dtype",
+)
 # What a launch itself calls, held the same way (red-team files, each AC before: range swapped in
 # the built-ins under a kernel's loop, torch.Tensor.data_ptr swapped so that the interpreter gave the
 # kernel other memory, the interpreter's C store swapped): the built-ins, the tensor class, the
 # interpreter's module and its C module, its handle and builder classes. LAUNCH is what a GPU's launch
 # calls on its arguments at every launch (data_ptr): compared then, and all of it where a kernel compiles
 # (the built-ins too: 160 entries, about as much again a launch, for Triton's own code in the launch).
-LAUNCH_PATH = ("builtins", "torch.Tensor", "triton._C.libtriton.interpreter", "triton.runtime.interpreter",
-               "triton.runtime.interpreter.TensorHandle", "triton.runtime.interpreter.InterpreterBuilder",
-               # (a third pass: the builder object's own create_masked_store, reached from a dtype's to_ir;
-               # the jit module's mangle_type, which the interpreter calls for each argument)
-               "triton.runtime.interpreter.interpreter_builder", "triton.runtime.interpreter.interpreter_semantic",
-               "triton.runtime.jit", "numpy")
+LAUNCH_PATH = (
+    "builtins",
+    "torch.Tensor",
+    "triton._C.libtriton.interpreter",
+    "triton.runtime.interpreter",
+    "triton.runtime.interpreter.TensorHandle",
+    "triton.runtime.interpreter.InterpreterBuilder",
+    # (a third pass: the builder object's own create_masked_store, reached from a dtype's to_ir;
+    # the jit module's mangle_type, which the interpreter calls for each argument)
+    "triton.runtime.interpreter.interpreter_builder",
+    "triton.runtime.interpreter.interpreter_semantic",
+    "triton.runtime.jit",
+    "numpy",
+)
 # Objects (not modules or classes) among them: their plain data changes at each launch (the grid's index),
 # anything else set on them (a function in a method's place) is a change. The language's dtypes (tl.int32
 # ...) are objects too: a to_ir set on one ran inside the launch with the interpreter's builder.
@@ -217,10 +241,15 @@ def _dtype_instances() -> tuple:
         from triton.language import core
     except ImportError:  # pragma: no cover
         return ()
-    names = tuple(f"triton.language.core.{n}" for n, v in vars(core).items()
-                  if isinstance(v, core.dtype) and not isinstance(v, type))
+    names = tuple(
+        f"triton.language.core.{n}"
+        for n, v in vars(core).items()
+        if isinstance(v, core.dtype) and not isinstance(v, type)
+    )
     INSTANCES.update(names)
     return names
+
+
 LAUNCH = ("torch.Tensor",)
 _language: dict = {}  # namespace -> (fingerprint held to, its entries), taken by take_language() before the import
 
@@ -250,8 +279,9 @@ def take_language() -> None:
     _spaces.clear()
     _spaces.update(_namespaces())
     _language.clear()
-    _language.update({name: (_fingerprint(obj), dict(object.__getattribute__(obj, "__dict__")))
-                      for name, obj in _spaces.items()})
+    _language.update(
+        {name: (_fingerprint(obj), dict(object.__getattribute__(obj, "__dict__"))) for name, obj in _spaces.items()}
+    )
     _hold_interpreter_patches()
 
 
@@ -291,6 +321,7 @@ def _record_made(space: str, key: str, value) -> None:
 
 class _Held:
     """A strong reference in a weak dictionary's place (its identity is compared through ``value``)."""
+
     __slots__ = ("value", "__weakref__")
 
     def __init__(self, value):
@@ -324,8 +355,10 @@ def _hold_interpreter_patches() -> None:
             member = (getattr(value, "__kwdefaults__", None) or {}).get("member", before)
             for what in (before, member):
                 if what is not held and not _is_made(space, name, what):
-                    _say(f"{space}.{name}", f"{space}.{name} (Triton's language was changed before the "
-                                            f"interpreter read it at a launch)")
+                    _say(
+                        f"{space}.{name}",
+                        f"{space}.{name} (Triton's language was changed before the interpreter read it at a launch)",
+                    )
                     break
             else:
                 _record_made(space, name, value)
@@ -350,13 +383,17 @@ def check_launch(kernel: str, when: str) -> None:
 
 
 def _check_language(kernel: str, when: str, only=None) -> None:
-    for name, (fast, before) in list(_language.items()) if only is None else \
-            [(n, _language[n]) for n in only if n in _language]:
+    for name, (fast, before) in (
+        list(_language.items()) if only is None else [(n, _language[n]) for n in only if n in _language]
+    ):
         now = object.__getattribute__(_spaces[name], "__dict__")
         if tuple(map(id, now.values())) == fast:
             continue
-        changed = [k for k, v in before.items() if k not in IGNORED and (live := now.get(k, _MISSING)) is not v
-                   and not _is_made(name, k, live)]
+        changed = [
+            k
+            for k, v in before.items()
+            if k not in IGNORED and (live := now.get(k, _MISSING)) is not v and not _is_made(name, k, live)
+        ]
         if name in INSTANCES:  # an object's plain data (its grid index) is not what the check is for
             changed = [k for k in changed if not (_data(before[k]) and _data(now.get(k, _MISSING)))]
             changed += [k for k in now if k not in before and not _data(now[k])]

@@ -78,8 +78,10 @@ def classify(exc: BaseException, path: str) -> dict:
     elif isinstance(root, PermissionError) and str(getattr(root, "filename", "") or "").startswith("/proc/"):
         # What the worker's lockdown refuses (judge.untrusted.lockdown), or another process's files: a rule.
         category = "rule"
-        message = (f"access to {root.filename} was refused: a submission may not write beneath /proc (its own "
-                   "memory included: /proc/self/mem) nor read other processes' files there")
+        message = (
+            f"access to {root.filename} was refused: a submission may not write beneath /proc (its own "
+            "memory included: /proc/self/mem) nor read other processes' files there"
+        )
     elif device_full(message):  # not this worker's use, by its own account (judge.shared.oom, judge.rules)
         category = "capacity"
     elif isinstance(root, MemoryError) or "out of memory" in message.lower() or "can't allocate memory" in message:

@@ -84,16 +84,21 @@ class Specializer:
             jit = kernel if isinstance(kernel, JITFunction) else JITFunction(fn)
             binder = self.binders.get(id(fn))
             if binder is None:
-                binder = self.binders[id(fn)] = (jit, create_function_from_signature(jit.signature, jit.params,
-                                                                                      self.backend))
+                binder = self.binders[id(fn)] = (
+                    jit,
+                    create_function_from_signature(jit.signature, jit.params, self.backend),
+                )
             jit, bind = binder
             bound, specialization, options = bind(*args, **dict(kwargs))
-            options, signature, constexprs, attrs = jit._pack_args(self.backend, dict(kwargs), bound,
-                                                                   specialization, options)
-            return {"signature": signature,
-                    "constexprs": [[list(path), _constant(v)] for path, v in constexprs.items()],
-                    "attrs": [[list(path), v] for path, v in attrs.items()],
-                    "options": {k: v for k, v in kwargs.items() if k in ("num_warps", "num_stages", "num_ctas")}}
+            options, signature, constexprs, attrs = jit._pack_args(
+                self.backend, dict(kwargs), bound, specialization, options
+            )
+            return {
+                "signature": signature,
+                "constexprs": [[list(path), _constant(v)] for path, v in constexprs.items()],
+                "attrs": [[list(path), v] for path, v in attrs.items()],
+                "options": {k: v for k, v in kwargs.items() if k in ("num_warps", "num_stages", "num_ctas")},
+            }
         except Exception as exc:  # noqa: BLE001 - not typable for a GPU: refused, never left unchecked
             return f"{type(exc).__name__}: {exc}"[:500]
 
@@ -109,8 +114,13 @@ class Checker:
 
     def _start(self):
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-        return subprocess.Popen([sys.executable, "-m", "judge.untrusted.frontend", self.path], env=env,
-                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [sys.executable, "-m", "judge.untrusted.frontend", self.path],
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def _ask(self, line: str) -> dict | None:
         """The child's answer to one request; None when it died on it (it is started afresh for the next)."""
@@ -208,7 +218,8 @@ def _compile(ns: dict, ctx, target, backend, request: dict, path: str) -> dict:
     options = backend.parse_options(dict(request.get("options") or {}))
     try:
         module = ASTSource(fn, signature, constexprs, attrs).make_ir(
-            target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx)
+            target, options, backend.get_codegen_implementation(options), backend.get_module_map(), ctx
+        )
     except CompilationError as exc:  # the compiler's refusal is the finding
         return {"refused": _describe(exc)}
     # Anything else is this check failing, not the kernel: main() reports it on stderr and lets the launch run.

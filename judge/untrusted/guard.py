@@ -32,8 +32,16 @@ from judge.shared.tracing import REPLAYED
 from judge.untrusted import own_ops, streams, watch_state
 from judge.untrusted.launches import _first_config_only, _wrap_bench, _wrap_compile, _wrap_launcher
 from judge.untrusted.op_record import _events, _is_mode_event, _mark_printing, _Record
-from judge.untrusted.operators import (_in_kernel_buffers, _op_is_allowed, _op_name, _storage_range, _tensors,
-                                       _traced_op, _watch_callbacks, _watch_redispatch)
+from judge.untrusted.operators import (
+    _in_kernel_buffers,
+    _op_is_allowed,
+    _op_name,
+    _storage_range,
+    _tensors,
+    _traced_op,
+    _watch_callbacks,
+    _watch_redispatch,
+)
 from judge.untrusted.spawns import _watch_starts
 from judge.untrusted.watch_state import Watch, _from_submission, _state
 
@@ -87,8 +95,7 @@ def install(submission_path: str, interpret: bool = False, namespace: str = "", 
     import triton
     from triton.runtime import jit
 
-    watch_state._LIBRARY_DIRS = tuple(os.path.realpath(os.path.dirname(m.__file__)) + os.sep
-                                      for m in (triton, torch))
+    watch_state._LIBRARY_DIRS = tuple(os.path.realpath(os.path.dirname(m.__file__)) + os.sep for m in (triton, torch))
     watch_state._TRITON_DIRS = watch_state._LIBRARY_DIRS[:1]
     _watch_starts()
 
@@ -178,8 +185,12 @@ def watching(verify: bool = False, inputs=None, device: str = "cpu"):
             if streams._state.on and not _state.benchmarking:
                 streams.at_op(_op_name(func))
             trace = watch.trace
-            replayed = (trace is not None and not _state.benchmarking
-                        and func.overloadpacket.__name__ in REPLAYED and getattr(func, "namespace", None) == "aten")
+            replayed = (
+                trace is not None
+                and not _state.benchmarking
+                and func.overloadpacket.__name__ in REPLAYED
+                and getattr(func, "namespace", None) == "aten"
+            )
             if _state.depth > 0:
                 # Inside a launch Triton itself copies and converts arguments;
                 # the submission's own callbacks (grid, hooks, heuristics, an

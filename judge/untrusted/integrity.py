@@ -25,71 +25,142 @@ import importlib
 SETTINGS = {
     "torch.backends.cuda.matmul.allow_tf32": lambda t: t.backends.cuda.matmul.allow_tf32,
     "torch.backends.cudnn.allow_tf32": lambda t: t.backends.cudnn.allow_tf32,
-    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction":
-        lambda t: t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction":
-        lambda t: t.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+    "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction": lambda t: (
+        t.backends.cuda.matmul.allow_fp16_reduced_precision_reduction
+    ),
+    "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction": lambda t: (
+        t.backends.cuda.matmul.allow_bf16_reduced_precision_reduction
+    ),
     "torch.get_float32_matmul_precision()": lambda t: t.get_float32_matmul_precision(),
     "torch.are_deterministic_algorithms_enabled()": lambda t: t.are_deterministic_algorithms_enabled(),
     "torch.utils.deterministic.fill_uninitialized_memory": lambda t: t.utils.deterministic.fill_uninitialized_memory,
     "torch.set_printoptions()": lambda t: sorted(vars(t._tensor_str.PRINT_OPTS).items()),
     # 1.0 (the default) until CUDA starts: reading it must not start CUDA in a worker that does not use it.
-    "torch.cuda.get_per_process_memory_fraction()":
-        lambda t: t.cuda.get_per_process_memory_fraction() if t.cuda.is_initialized() else 1.0,
+    "torch.cuda.get_per_process_memory_fraction()": lambda t: (
+        t.cuda.get_per_process_memory_fraction() if t.cuda.is_initialized() else 1.0
+    ),
 }
 
 IDENTITIES = [
-    "time.perf_counter", "time.perf_counter_ns", "time.time", "time.monotonic", "time.monotonic_ns",
-    "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time",
-    "torch.cuda.Event.synchronize", "torch.cuda.Event.query", "torch.cuda._sleep", "torch.cuda.Stream", "torch.empty", "torch.empty_like", "torch.zeros",
-    "torch.Tensor.copy_", "torch.Tensor.to", "torch.Tensor.cpu", "torch.Tensor.contiguous",
-    "torch.as_strided", "torch.frombuffer",
+    "time.perf_counter",
+    "time.perf_counter_ns",
+    "time.time",
+    "time.monotonic",
+    "time.monotonic_ns",
+    "torch.cuda.synchronize",
+    "torch.cuda.Event",
+    "torch.cuda.Event.record",
+    "torch.cuda.Event.elapsed_time",
+    "torch.cuda.Event.synchronize",
+    "torch.cuda.Event.query",
+    "torch.cuda._sleep",
+    "torch.cuda.Stream",
+    "torch.empty",
+    "torch.empty_like",
+    "torch.zeros",
+    "torch.Tensor.copy_",
+    "torch.Tensor.to",
+    "torch.Tensor.cpu",
+    "torch.Tensor.contiguous",
+    "torch.as_strided",
+    "torch.frombuffer",
     "torch.utils._python_dispatch.TorchDispatchMode.__enter__",
     "torch.utils._python_dispatch.TorchDispatchMode.__exit__",
-    "triton.runtime.jit.JITFunction.run", "triton.runtime.jit.KernelInterface.__getitem__",
-    "triton.runtime.interpreter.InterpretedFunction.run", "triton.runtime.autotuner.Autotuner.run",
-    "triton.runtime.autotuner.Autotuner.prune_configs", "triton.runtime.autotuner.Heuristics.run",
+    "triton.runtime.jit.JITFunction.run",
+    "triton.runtime.jit.KernelInterface.__getitem__",
+    "triton.runtime.interpreter.InterpretedFunction.run",
+    "triton.runtime.autotuner.Autotuner.run",
+    "triton.runtime.autotuner.Autotuner.prune_configs",
+    "triton.runtime.autotuner.Heuristics.run",
     "triton.testing.do_bench",
     # What rewired() rebuilds a kernel with, to hold it against what the interpreter made of it.
-    "triton.runtime.interpreter.FunctionRewriter.rewrite_ast", "triton.runtime.interpreter.FunctionRewriter._find_def",
+    "triton.runtime.interpreter.FunctionRewriter.rewrite_ast",
+    "triton.runtime.interpreter.FunctionRewriter._find_def",
     "triton.runtime.interpreter.FunctionRewriter._prepare_source",
     # What the interpreter's rewrite of a kernel calls back through (judge.untrusted.constants holds a kernel's
     # globals to these objects; replaced in the interpreter's module, they would be copied in instead).
-    "triton.runtime.interpreter.interpreter_semantic", "triton.runtime.interpreter._InterpreterComparison",
+    "triton.runtime.interpreter.interpreter_semantic",
+    "triton.runtime.interpreter._InterpreterComparison",
     "triton.runtime.interpreter.interpreter_builder",
-    "triton.runtime.interpreter.FunctionRewriter._transform_ast", "inspect.getblock", "inspect.getsourcelines",
-    "threading.enumerate", "threading.active_count", "json.dumps", "json.loads", "hashlib.sha256",
-    "os.write", "os.read", "os.dup",
-    "judge.shared.wire.send", "judge.shared.wire.write_frame", "judge.shared.wire.Reader.recv",
-    "judge.shared.wire.tensor_to_wire", "judge.shared.wire.storage_to_wire", "judge.shared.wire.tensor_from_wire",
-    "judge.untrusted.launches._record_launch", "judge.untrusted.operators._op_is_allowed", "judge.untrusted.guard.watching",
-    "judge.untrusted.operators._in_kernel_buffers", "judge.untrusted.runner.Worker.reply",
-    "judge.untrusted.runner.Worker.run_case", "judge.untrusted.runner.Worker.call",
-    "judge.untrusted.outputs.describe_outputs", "judge.untrusted.outputs.kind_of", "judge.untrusted.errors.classify",
-    "judge.untrusted.integrity.snapshot", "judge.untrusted.integrity.changed",
-    "judge.untrusted.guard.counting", "judge.untrusted.launches.kernels",
-    "judge.untrusted.bench.BenchState.run", "judge.untrusted.bench.BenchState._samples",
-    "judge.untrusted.bench.BenchState._hold_gpu", "judge.untrusted.bench.BenchState.check",
-    "judge.shared.bench_inputs.fill", "judge.shared.bench_inputs.call_seed", "judge.shared.bench_inputs.allocate",
-    "torch.cuda.CUDAGraph.replay", "torch.cuda.graph",
+    "triton.runtime.interpreter.FunctionRewriter._transform_ast",
+    "inspect.getblock",
+    "inspect.getsourcelines",
+    "threading.enumerate",
+    "threading.active_count",
+    "json.dumps",
+    "json.loads",
+    "hashlib.sha256",
+    "os.write",
+    "os.read",
+    "os.dup",
+    "judge.shared.wire.send",
+    "judge.shared.wire.write_frame",
+    "judge.shared.wire.Reader.recv",
+    "judge.shared.wire.tensor_to_wire",
+    "judge.shared.wire.storage_to_wire",
+    "judge.shared.wire.tensor_from_wire",
+    "judge.untrusted.launches._record_launch",
+    "judge.untrusted.operators._op_is_allowed",
+    "judge.untrusted.guard.watching",
+    "judge.untrusted.operators._in_kernel_buffers",
+    "judge.untrusted.runner.Worker.reply",
+    "judge.untrusted.runner.Worker.run_case",
+    "judge.untrusted.runner.Worker.call",
+    "judge.untrusted.outputs.describe_outputs",
+    "judge.untrusted.outputs.kind_of",
+    "judge.untrusted.errors.classify",
+    "judge.untrusted.integrity.snapshot",
+    "judge.untrusted.integrity.changed",
+    "judge.untrusted.guard.counting",
+    "judge.untrusted.launches.kernels",
+    "judge.untrusted.bench.BenchState.run",
+    "judge.untrusted.bench.BenchState._samples",
+    "judge.untrusted.bench.BenchState._hold_gpu",
+    "judge.untrusted.bench.BenchState.check",
+    "judge.shared.bench_inputs.fill",
+    "judge.shared.bench_inputs.call_seed",
+    "judge.shared.bench_inputs.allocate",
+    "torch.cuda.CUDAGraph.replay",
+    "torch.cuda.graph",
     # The operator watch and PyTorch's operator record (judge.untrusted.guard, operators, op_record): the mode stack, the profiler,
     # the dispatch keys, the wrappers of redispatch, tensor printing and the per-element callbacks.
-    "torch._C._push_on_torch_dispatch_stack", "torch._C._pop_torch_dispatch_stack", "torch._C._len_torch_dispatch_stack",
-    "torch._C._get_dispatch_stack_at", "torch._C._set_dispatch_mode", "torch._C._get_dispatch_mode",
-    "torch._C._unset_dispatch_mode", "torch._C._dispatch_tls_set_dispatch_key_excluded",
-    "torch._C._dispatch_tls_is_dispatch_key_excluded", "torch._C._dispatch_has_kernel_for_dispatch_key",
-    "torch._C._profiler._RecordFunctionFast", "torch.autograd.profiler.profile",
-    "torch.autograd.profiler.profile.__enter__", "torch.autograd.profiler.profile.__exit__",
-    "torch.autograd._enable_profiler", "torch.autograd._disable_profiler", "torch.autograd._prepare_profiler",
-    "torch._ops.OpOverload.redispatch", "torch._tensor_str._str", "torch.Tensor.map_", "torch.Tensor.map2_",
-    "torch.Tensor.apply_", "judge.untrusted.watch_state._state", "judge.untrusted.operators.ALLOWED_OPS",
-    "judge.untrusted.watch_state._LIBRARY_DIRS", "judge.untrusted.watch_state._TRITON_DIRS",
+    "torch._C._push_on_torch_dispatch_stack",
+    "torch._C._pop_torch_dispatch_stack",
+    "torch._C._len_torch_dispatch_stack",
+    "torch._C._get_dispatch_stack_at",
+    "torch._C._set_dispatch_mode",
+    "torch._C._get_dispatch_mode",
+    "torch._C._unset_dispatch_mode",
+    "torch._C._dispatch_tls_set_dispatch_key_excluded",
+    "torch._C._dispatch_tls_is_dispatch_key_excluded",
+    "torch._C._dispatch_has_kernel_for_dispatch_key",
+    "torch._C._profiler._RecordFunctionFast",
+    "torch.autograd.profiler.profile",
+    "torch.autograd.profiler.profile.__enter__",
+    "torch.autograd.profiler.profile.__exit__",
+    "torch.autograd._enable_profiler",
+    "torch.autograd._disable_profiler",
+    "torch.autograd._prepare_profiler",
+    "torch._ops.OpOverload.redispatch",
+    "torch._tensor_str._str",
+    "torch.Tensor.map_",
+    "torch.Tensor.map2_",
+    "torch.Tensor.apply_",
+    "judge.untrusted.watch_state._state",
+    "judge.untrusted.operators.ALLOWED_OPS",
+    "judge.untrusted.watch_state._LIBRARY_DIRS",
+    "judge.untrusted.watch_state._TRITON_DIRS",
     # The watch's one state, as each of its modules binds it (judge.untrusted.watch_state).
-    "judge.untrusted.guard._state", "judge.untrusted.launches._state", "judge.untrusted.operators._state",
-    "judge.untrusted.op_record._state", "judge.untrusted.spawns._state",
+    "judge.untrusted.guard._state",
+    "judge.untrusted.launches._state",
+    "judge.untrusted.operators._state",
+    "judge.untrusted.op_record._state",
+    "judge.untrusted.spawns._state",
     # A factory problem's own operators (judge.untrusted.own_ops): how they are looked into, and the gate
     # every operator library is opened through.
-    "torch._C._dispatch_library", "torch._C._dispatch_keys", "torch._C._dispatch_keyset_full_after",
+    "torch._C._dispatch_library",
+    "torch._C._dispatch_keys",
+    "torch._C._dispatch_keyset_full_after",
     "judge.untrusted.own_ops._state",
 ]
 
@@ -98,23 +169,64 @@ IDENTITIES = [
 # that swaps any method of a tensor (say .detach, which the worker calls to
 # send results) or any torch function changes what the judge sees.
 WHOLE = [
-    "torch.Tensor", "torch._C.TensorBase", "torch", "torch.nn.functional",
-    "triton", "triton.language", "triton.runtime.jit", "triton.runtime.autotuner",
-    "triton.runtime.interpreter", "time", "os", "threading", "_thread",
-    "judge.shared.wire", "judge.untrusted.outputs", "judge.untrusted.guard", "judge.untrusted.integrity", "judge.untrusted.runner",
-    "judge.untrusted.errors", "judge.untrusted.worker_start", "judge.untrusted.launches", "judge.untrusted.operators",
-    "judge.untrusted.op_record", "judge.untrusted.spawns", "judge.untrusted.watch_state",
-    "judge.untrusted.own_ops", "judge.untrusted.own_ops._State", "judge.untrusted.calls", "judge.untrusted.compiled",
-    "judge.untrusted.streams", "judge.untrusted.streams._State", "judge.untrusted.streams.judges",
-    "judge.untrusted.lockdown", "judge.untrusted.addresses", "torch.cuda.graphs.CUDAGraph",
-    "judge.untrusted.bench", "judge.untrusted.bench.BenchState", "judge.untrusted.samples",
-    "judge.untrusted.samples.Sampling", "judge.untrusted.profiling",
+    "torch.Tensor",
+    "torch._C.TensorBase",
+    "torch",
+    "torch.nn.functional",
+    "triton",
+    "triton.language",
+    "triton.runtime.jit",
+    "triton.runtime.autotuner",
+    "triton.runtime.interpreter",
+    "time",
+    "os",
+    "threading",
+    "_thread",
+    "judge.shared.wire",
+    "judge.untrusted.outputs",
+    "judge.untrusted.guard",
+    "judge.untrusted.integrity",
+    "judge.untrusted.runner",
+    "judge.untrusted.errors",
+    "judge.untrusted.worker_start",
+    "judge.untrusted.launches",
+    "judge.untrusted.operators",
+    "judge.untrusted.op_record",
+    "judge.untrusted.spawns",
+    "judge.untrusted.watch_state",
+    "judge.untrusted.own_ops",
+    "judge.untrusted.own_ops._State",
+    "judge.untrusted.calls",
+    "judge.untrusted.compiled",
+    "judge.untrusted.streams",
+    "judge.untrusted.streams._State",
+    "judge.untrusted.streams.judges",
+    "judge.untrusted.lockdown",
+    "judge.untrusted.addresses",
+    "torch.cuda.graphs.CUDAGraph",
+    "judge.untrusted.bench",
+    "judge.untrusted.bench.BenchState",
+    "judge.untrusted.samples",
+    "judge.untrusted.samples.Sampling",
+    "judge.untrusted.profiling",
     # The second clock (judge.untrusted.profiling): the profiler, its ranges and its records.
-    "torch.profiler", "torch.profiler.profiler", "torch.autograd.profiler", "torch.autograd.profiler.profile",
-    "torch.autograd.profiler_util", "torch._C._profiler", "torch._C._autograd", "torch._C._autograd._KinetoEvent",
-    "torch._C._autograd._ProfilerResult", "torch._C._profiler._RecordFunctionFast",
-    "judge.untrusted.runner.Worker", "judge.shared.wire.Reader", "torch.utils._python_dispatch",
-    "torch.utils._python_dispatch.TorchDispatchMode", "torch.autograd", "torch.autograd.profiler", "torch._C._autograd",
+    "torch.profiler",
+    "torch.profiler.profiler",
+    "torch.autograd.profiler",
+    "torch.autograd.profiler.profile",
+    "torch.autograd.profiler_util",
+    "torch._C._profiler",
+    "torch._C._autograd",
+    "torch._C._autograd._KinetoEvent",
+    "torch._C._autograd._ProfilerResult",
+    "torch._C._profiler._RecordFunctionFast",
+    "judge.untrusted.runner.Worker",
+    "judge.shared.wire.Reader",
+    "torch.utils._python_dispatch",
+    "torch.utils._python_dispatch.TorchDispatchMode",
+    "torch.autograd",
+    "torch.autograd.profiler",
+    "torch._C._autograd",
     "torch._ops.OpOverload",
 ]
 
@@ -142,8 +254,12 @@ def _ident(value) -> int:
     at most: a wrapper whose cell was pointed back at itself stays itself.)"""
     for _ in range(8):
         code = getattr(value, "__code__", None)
-        if code is None or code is not _disable_code() or "fn" not in code.co_freevars \
-                or not getattr(value, "__closure__", None):
+        if (
+            code is None
+            or code is not _disable_code()
+            or "fn" not in code.co_freevars
+            or not getattr(value, "__closure__", None)
+        ):
             break
         try:
             value = value.__closure__[code.co_freevars.index("fn")].cell_contents
@@ -176,7 +292,7 @@ def _resolve(dotted: str):
     tried again at every call); the module itself is looked up each time, as import_module does."""
     parts = dotted.split(".")
     known = _MODULE_PARTS.get(dotted)
-    for i in ([known] if known else range(len(parts), 0, -1)):
+    for i in [known] if known else range(len(parts), 0, -1):
         try:
             obj = importlib.import_module(".".join(parts[:i]))
         except ImportError:
@@ -353,10 +469,17 @@ def rewired(kernels: dict, source: str | None = None, path: str | None = None) -
         if InterpretedFunction is not None and isinstance(k, InterpretedFunction):
             fn = vars(k).get("fn")
             rw = vars(k).get("rewriter")
-            made = InterpretedFunction.rewritten_fn.get(fn) if isinstance(
-                getattr(InterpretedFunction, "rewritten_fn", None), dict) else None
-            if (type(rw) is not FunctionRewriter or rw.fn is not fn
-                    or made is not None and getattr(made, "__name__", None) != getattr(fn, "__name__", None)):
+            made = (
+                InterpretedFunction.rewritten_fn.get(fn)
+                if isinstance(getattr(InterpretedFunction, "rewritten_fn", None), dict)
+                else None
+            )
+            if (
+                type(rw) is not FunctionRewriter
+                or rw.fn is not fn
+                or made is not None
+                and getattr(made, "__name__", None) != getattr(fn, "__name__", None)
+            ):
                 found.append(f"the kernel {name} (it would run another function than its own)")
                 continue
         if source is not None and path and _drifted(k, source, path):
@@ -445,15 +568,20 @@ def _drifted_now(fn, made, src, interpreted: bool, kwargs: dict, source: str, pa
         return False
     text = textwrap.dedent("".join(block))
     m = re.search(r"^def\s+\w+\s*\(", text, re.MULTILINE)
-    return m is None or src.strip() != text[m.start():].strip()
+    return m is None or src.strip() != text[m.start() :].strip()
 
 
 def _same_code(a, b, depth: int = 0) -> bool:
     """Two code objects alike but for their line numbers and file names."""
     if a is None or b is None or depth > 20:
         return False
-    if (a.co_code != b.co_code or a.co_names != b.co_names or a.co_varnames != b.co_varnames
-            or a.co_freevars != b.co_freevars or len(a.co_consts) != len(b.co_consts)):
+    if (
+        a.co_code != b.co_code
+        or a.co_names != b.co_names
+        or a.co_varnames != b.co_varnames
+        or a.co_freevars != b.co_freevars
+        or len(a.co_consts) != len(b.co_consts)
+    ):
         return False
     for x, y in zip(a.co_consts, b.co_consts):
         if hasattr(x, "co_code") or hasattr(y, "co_code"):

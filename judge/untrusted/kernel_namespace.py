@@ -14,12 +14,51 @@ import builtins
 
 from judge.shared import kernel_source
 
-SAFE_BUILTINS = {name: getattr(builtins, name) for name in (
-    "abs", "all", "any", "bool", "dict", "divmod", "enumerate", "filter", "float", "int", "isinstance", "len",
-    "list", "map", "max", "min", "next", "iter", "pow", "print", "range", "repr", "reversed", "round", "slice",
-    "sorted", "str", "sum", "tuple", "zip", "ValueError", "TypeError", "AssertionError", "RuntimeError",
-    "IndexError", "KeyError", "NotImplementedError", "ZeroDivisionError", "ArithmeticError", "Exception",
-)}
+SAFE_BUILTINS = {
+    name: getattr(builtins, name)
+    for name in (
+        "abs",
+        "all",
+        "any",
+        "bool",
+        "dict",
+        "divmod",
+        "enumerate",
+        "filter",
+        "float",
+        "int",
+        "isinstance",
+        "len",
+        "list",
+        "map",
+        "max",
+        "min",
+        "next",
+        "iter",
+        "pow",
+        "print",
+        "range",
+        "repr",
+        "reversed",
+        "round",
+        "slice",
+        "sorted",
+        "str",
+        "sum",
+        "tuple",
+        "zip",
+        "ValueError",
+        "TypeError",
+        "AssertionError",
+        "RuntimeError",
+        "IndexError",
+        "KeyError",
+        "NotImplementedError",
+        "ZeroDivisionError",
+        "ArithmeticError",
+        "Exception",
+    )
+}
 # Names Triton's interpreter adds to a kernel's globals that its rewritten code needs.
 INTERPRETER_NAMES = ("interpreter_semantic", "_InterpreterComparison")
 
@@ -57,8 +96,9 @@ def constant_values(path: str, source: str) -> dict:
     (judge.untrusted.constants), so that the kernel it runs is the kernel replayed."""
     extracted = kernel_source.extract(source)
     ns, _ = _define(extracted, path, kinds=("constant",))
-    constants = {step.name for step in extracted.steps if isinstance(step, kernel_source.Code)
-                 and step.kind == "constant"}
+    constants = {
+        step.name for step in extracted.steps if isinstance(step, kernel_source.Code) and step.kind == "constant"
+    }
     return {name: ns[name] for name in constants if name in ns}
 
 

@@ -78,9 +78,11 @@ def _plain(value, kernel_name: str):
         import enum
 
         if not isinstance(value, enum.Enum):  # an IntEnum's member runs no code of its own
-            constants._say(f"argument of {kernel_name}",
-                           f"an argument of the kernel {kernel_name} (a number of class {t.__name__}, whose own "
-                           f"code would run inside the launch: pass plain numbers)")
+            constants._say(
+                f"argument of {kernel_name}",
+                f"an argument of the kernel {kernel_name} (a number of class {t.__name__}, whose own "
+                f"code would run inside the launch: pass plain numbers)",
+            )
         return int.__int__(value) if isinstance(value, int) else float.__float__(value)
     import torch
 
@@ -89,9 +91,11 @@ def _plain(value, kernel_name: str):
     if isinstance(value, torch.Tensor) or hasattr(type(value), "data_ptr") or hasattr(value, "data_ptr"):
         if _state.compiling:  # torch.compile's own tensors (problem 99): its launches are its own
             return value
-        constants._say(f"argument of {kernel_name}",
-                       f"an argument of the kernel {kernel_name} (an object of class {t.__name__}, whose own code "
-                       f"would run inside the launch: pass tensors and plain numbers)")
+        constants._say(
+            f"argument of {kernel_name}",
+            f"an argument of the kernel {kernel_name} (an object of class {t.__name__}, whose own code "
+            f"would run inside the launch: pass tensors and plain numbers)",
+        )
         return value
     constexpr = _constexpr_class()
     if constexpr is not None and t is constexpr:
@@ -149,8 +153,9 @@ def _resolve_grid(kernel, args, kwargs):
             params = inspect.signature(fn).parameters
         except (TypeError, ValueError):
             params = {}
-        defaults = _signatures[fn] = {n: p.default for n, p in params.items()
-                                      if p.default is not inspect.Parameter.empty}
+        defaults = _signatures[fn] = {
+            n: p.default for n, p in params.items() if p.default is not inspect.Parameter.empty
+        }
     names = list(getattr(kernel, "arg_names", None) or ())
     meta = dict(defaults)
     meta.update(zip(names, args))
@@ -158,8 +163,11 @@ def _resolve_grid(kernel, args, kwargs):
     given = dict(meta)
     resolved = grid(meta)
     if len(meta) != len(given) or any(meta.get(k, given) is not v for k, v in given.items()):
-        constants._say(f"grid of {fn.__name__}", f"the arguments of the kernel {fn.__name__} (its grid changed the "
-                                                f"dictionary it was given: a grid only computes the launch's size)")
+        constants._say(
+            f"grid of {fn.__name__}",
+            f"the arguments of the kernel {fn.__name__} (its grid changed the "
+            f"dictionary it was given: a grid only computes the launch's size)",
+        )
     if not _state.language_at_compile:
         constants.check(fn, fn.__name__, "after its grid was computed")
     if isinstance(resolved, list):
@@ -190,6 +198,7 @@ def _trace_launch(kernel, args, kwargs):
     finally:
         _state.quiet -= 1
     if event is not None and callable(grid):
+
         def recorded_grid(meta, _grid=grid, _event=event):
             resolved = _grid(meta)
             _event["grid"] = trace.grid(resolved)
@@ -199,7 +208,7 @@ def _trace_launch(kernel, args, kwargs):
     return event, kwargs
 
 
-_tuned: "weakref.WeakSet" = None  # the autotuners that timed their configs in this worker (forget_tuning)
+_tuned: weakref.WeakSet = None  # the autotuners that timed their configs in this worker (forget_tuning)  # noqa: F821
 
 
 def forget_tuning() -> int:

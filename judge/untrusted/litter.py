@@ -113,8 +113,19 @@ def main() -> int:
         import triton  # noqa: F401
 
         # What every worker imports before it says "ready" and while it judges, so the children find it done.
-        from judge.untrusted import (bench, calls, constants, determinism, guard, integrity,  # noqa: F401
-                                     outputs, own_ops, runner, trace, worker_start)
+        from judge.untrusted import (  # noqa: F401
+            bench,
+            calls,
+            constants,
+            determinism,
+            guard,
+            integrity,
+            outputs,
+            own_ops,
+            runner,
+            trace,
+            worker_start,
+        )
 
         worker_start.warm_compiler(interpret == "1")
     except BaseException as exc:  # noqa: BLE001 - the judge starts its workers one by one instead

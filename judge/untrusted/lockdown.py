@@ -105,8 +105,9 @@ def _landlock(libc, arch: str) -> str:
                 continue
             try:
                 rule = struct.pack("=Qi", handled, fd)  # struct landlock_path_beneath_attr is packed
-                if libc.syscall(add_nr, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule),
-                                ctypes.c_uint32(0)) != 0 and os.path.isdir(os.path.join("/", name)):
+                if libc.syscall(
+                    add_nr, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.c_char_p(rule), ctypes.c_uint32(0)
+                ) != 0 and os.path.isdir(os.path.join("/", name)):
                     return f"landlock rule for /{name} refused ({os.strerror(ctypes.get_errno())})"
             finally:
                 os.close(fd)

@@ -60,8 +60,9 @@ _PRINTING = f"judge::printing::{os.urandom(8).hex()}"  # the range around tensor
 _composite: dict[str, bool] = {}
 # Operators PyTorch's own code runs with Python dispatch off (torch.tensor([...]) detaches its result
 # inside C++; a copy to the GPU asks whether memory is pinned): they compute nothing.
-_QUIET_OPS = frozenset({"detach_", "is_pinned", "set_", "resize_", "record_stream",
-                        "_has_compatible_shallow_copy_type"})
+_QUIET_OPS = frozenset(
+    {"detach_", "is_pinned", "set_", "resize_", "record_stream", "_has_compatible_shallow_copy_type"}
+)
 
 
 def _all_composite(name: str) -> bool:

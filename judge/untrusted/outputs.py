@@ -13,7 +13,7 @@ MAX_ITEMS = 16  # a result holds at most this many items worth describing
 
 
 def kind_of(result) -> str:
-    """"tuple", "list", or the dotted type name of a single returned object."""
+    """ "tuple", "list", or the dotted type name of a single returned object."""
     if type(result) is tuple:
         return "tuple"
     if type(result) is list:
@@ -31,18 +31,25 @@ def describe_outputs(result, copy: bool = False) -> tuple[list[dict], list[bytes
     outputs, tensors = [], []
     for item in items[:MAX_ITEMS]:
         if type(item) is not torch.Tensor:
-            outputs.append({"kind": "other", "type": f"{type(item).__module__}.{type(item).__qualname__}",
-                            "tensor_subclass": issubclass(type(item), torch.Tensor)})
+            outputs.append(
+                {
+                    "kind": "other",
+                    "type": f"{type(item).__module__}.{type(item).__qualname__}",
+                    "tensor_subclass": issubclass(type(item), torch.Tensor),
+                }
+            )
             continue
         st = item.untyped_storage()
-        outputs.append({
-            "kind": "tensor",
-            "dtype": wire.dtype_name(item.dtype),
-            "shape": list(item.shape),
-            "strides": list(item.stride()),
-            "device": str(item.device),
-            "ptr_range": (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None,
-        })
+        outputs.append(
+            {
+                "kind": "tensor",
+                "dtype": wire.dtype_name(item.dtype),
+                "shape": list(item.shape),
+                "strides": list(item.stride()),
+                "device": str(item.device),
+                "ptr_range": (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None,
+            }
+        )
         desc, raw = wire.tensor_to_wire(item)
         tensors.append((desc, bytes(raw) if copy else raw))
     if len(items) > MAX_ITEMS:

@@ -26,7 +26,6 @@ import os
 import sys
 
 
-
 class _State:
     namespace = ""  # the namespace the judge gave the submission ("" for other problems: nothing changes)
     submission = ""  # the submission's path
@@ -94,8 +93,10 @@ def watch_libraries() -> None:
 
     def _dispatch_library(kind, ns, *args, **kwargs):
         if ns != _state.namespace and _submission_on_stack():
-            _libraries.append(f"an operator library for namespace {ns!r} (kind {kind}), where only the namespace "
-                              "the judge gave register() may be used")
+            _libraries.append(
+                f"an operator library for namespace {ns!r} (kind {kind}), where only the namespace "
+                "the judge gave register() may be used"
+            )
         return original(kind, ns, *args, **kwargs)
 
     _dispatch_library._judge_wrapped = True

@@ -52,8 +52,8 @@ def range_factory(torch):
 def start(torch, cuda: bool):
     """(profiler, None) with the profiler running, or (None, why not)."""
     try:
-        from torch.autograd import ProfilerActivity
         import torch.autograd.profiler as autograd_profiler
+        from torch.autograd import ProfilerActivity
 
         if range_factory(torch) is None:
             return None, "this torch has no torch._C._profiler._RecordFunctionFast"
@@ -130,8 +130,8 @@ def attribute(recs: list[Record]) -> dict:
     """
     ranges = []  # (start, end, index, corr)
     for r in recs:
-        if not r.gpu and r.name.startswith(PREFIX) and r.name[len(PREFIX):].isdigit():
-            ranges.append((r.start, r.end, int(r.name[len(PREFIX):]), r.corr))
+        if not r.gpu and r.name.startswith(PREFIX) and r.name[len(PREFIX) :].isdigit():
+            ranges.append((r.start, r.end, int(r.name[len(PREFIX) :]), r.corr))
     ranges.sort()
     starts = [x[0] for x in ranges]
 
@@ -171,8 +171,10 @@ def attribute(recs: list[Record]) -> dict:
     use_runtime = True
     if conflicts or spins:
         use_runtime = False
-        note = (f"runtime-call attribution dropped ({conflicts} disagreements with the linked one, "
-                f"{spins} judge spin kernels inside a call): host clocks not aligned")
+        note = (
+            f"runtime-call attribution dropped ({conflicts} disagreements with the linked one, "
+            f"{spins} judge spin kernels inside a call): host clocks not aligned"
+        )
     calls = {index: [] for _, _, index, _ in ranges}
     methods = set()
     for i, r in enumerate(gpu):
@@ -235,9 +237,15 @@ def summarize(recs: list[Record], samples: list[list[int]], attempts: list[int] 
     for idx in samples:
         allv = [iv for c in idx for iv in calls.get(c, [])]
         total, busy, n = span(allv)
-        out.append({"span_s": total, "busy_s": busy, "kernels": n,
-                    "calls": [span(calls.get(c, []))[0] for c in idx],
-                    "ranges": sum(1 for c in idx if c in calls)})
+        out.append(
+            {
+                "span_s": total,
+                "busy_s": busy,
+                "kernels": n,
+                "calls": [span(calls.get(c, []))[0] for c in idx],
+                "ranges": sum(1 for c in idx if c in calls),
+            }
+        )
     found = sum(s["kernels"] for s in out)
     if not found and attempts and len(attempts) == len(samples):
         ordered = gpu_order(recs, attempts)
@@ -253,6 +261,13 @@ def summarize(recs: list[Record], samples: list[list[int]], attempts: list[int] 
     if not all(s["kernels"] for s in out):
         missing = sum(1 for s in out if not s["kernels"])
         gpu = sum(1 for r in recs if r.gpu)
-        note = "; ".join(x for x in (note, f"{missing} of {len(out)} samples had no GPU record attributed "
-                                           f"({gpu} GPU records, {len(calls)} call ranges)") if x)
+        note = "; ".join(
+            x
+            for x in (
+                note,
+                f"{missing} of {len(out)} samples had no GPU record attributed "
+                f"({gpu} GPU records, {len(calls)} call ranges)",
+            )
+            if x
+        )
     return {"status": status, "method": got["method"], "note": note, "samples": out, "records": len(recs)}

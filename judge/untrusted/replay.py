@@ -115,8 +115,11 @@ class Replay:
         if len(shape) != len(strides) or len(shape) > tracing.MAX_DIMS:
             raise ReplayError("a tensor reference with mismatched shape and strides")
         st = self.storages[sid]
-        if tracing.extent(offset, shape, strides) * wire.DTYPES[dtype] > st.nbytes() or offset < 0 or any(
-                s < 0 for s in list(shape) + list(strides)):
+        if (
+            tracing.extent(offset, shape, strides) * wire.DTYPES[dtype] > st.nbytes()
+            or offset < 0
+            or any(s < 0 for s in list(shape) + list(strides))
+        ):
             raise ReplayError(f"a tensor reference beyond its memory (storage {sid})")
         return torch.empty(0, dtype=getattr(torch, dtype), device=st.device).set_(st, offset, shape, strides)
 
@@ -145,8 +148,14 @@ class Replay:
         if tag == "tensor_descriptor" and isinstance(x, dict):
             from triton.tools.tensor_descriptor import TensorDescriptor
 
-            return TensorDescriptor(self.value(x.get("base"), depth + 1), list(x["shape"]), list(x["strides"]),
-                                    list(x["block_shape"]), x.get("padding", "zero"), bool(x.get("round_f32_to_tf32")))
+            return TensorDescriptor(
+                self.value(x.get("base"), depth + 1),
+                list(x["shape"]),
+                list(x["strides"]),
+                list(x["block_shape"]),
+                x.get("padding", "zero"),
+                bool(x.get("round_f32_to_tf32")),
+            )
         if tag == "tl_dtype" and x in tracing.TL_DTYPES:
             import triton.language as tl
 
@@ -182,7 +191,9 @@ class Replay:
                 raise ReplayError(f"the operator {name} did not make the memory the record says")
             st = item.untyped_storage()
             if st.nbytes() != self.sizes.get(made):
-                raise ReplayError(f"the operator {name} made {st.nbytes()} bytes; the record says {self.sizes.get(made)}")
+                raise ReplayError(
+                    f"the operator {name} made {st.nbytes()} bytes; the record says {self.sizes.get(made)}"
+                )
             self.storages[made] = st
 
     def launch(self, event):
@@ -256,15 +267,20 @@ class Replay:
                 raw = next(frames)
                 if len(raw) != nbytes:
                     raise ReplayError(f"storage {sid} should hold {nbytes} bytes")
-                data = torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else torch.empty(0, dtype=torch.uint8)
+                data = (
+                    torch.frombuffer(bytearray(raw), dtype=torch.uint8) if nbytes else torch.empty(0, dtype=torch.uint8)
+                )
                 self.storages[sid] = data.to(device).clone().untyped_storage()
             elif origin == "empty":
                 self.storages[sid] = torch.empty(0, dtype=torch.uint8, device=device).untyped_storage()
         events = trace["events"]
         outputs = trace["outputs"]
         # Output i lives in storage watched[i]: which event last changed its values is reported.
-        watched = {i: ref["ref"][0] for i, ref in enumerate(outputs)
-                   if isinstance(ref, dict) and isinstance(ref.get("ref"), list) and ref["ref"]}
+        watched = {
+            i: ref["ref"][0]
+            for i, ref in enumerate(outputs)
+            if isinstance(ref, dict) and isinstance(ref.get("ref"), list) and ref["ref"]
+        }
         last_use = {}
         for k, event in enumerate(events):
             for sid in _refs(event, set()) | set(x for x in event.get("made", []) if x is not None):
@@ -306,8 +322,14 @@ class Replay:
                     writer_list.append(None)
                     continue
                 view = self.view(ref["ref"])
-                described.append({"kind": "tensor", "dtype": wire.dtype_name(view.dtype), "shape": list(view.shape),
-                                  "device": str(view.device)})
+                described.append(
+                    {
+                        "kind": "tensor",
+                        "dtype": wire.dtype_name(view.dtype),
+                        "shape": list(view.shape),
+                        "device": str(view.device),
+                    }
+                )
                 tensors.append(wire.tensor_to_wire(view))
                 writer_list.append(writers.get(i))
         except ReplayError as exc:
@@ -323,7 +345,6 @@ class Replay:
         import torch
 
         from judge.shared import bench_inputs
-
         from judge.untrusted import determinism
 
         # Made as the bench worker makes them, where timed calls run without deterministic algorithms or
@@ -344,8 +365,12 @@ class Replay:
     @staticmethod
     def _failed(k, kind, type_, message, line=None, code=""):
         # (with_device_view: a full device's CUDA error gets the figures the judge reads, judge.shared.oom)
-        return {"status": "error", "event": k, "kind": kind, "error": {
-            "type": type_, "message": with_device_view(str(message))[:4000], "line": line, "code": code}}, []
+        return {
+            "status": "error",
+            "event": k,
+            "kind": kind,
+            "error": {"type": type_, "message": with_device_view(str(message))[:4000], "line": line, "code": code},
+        }, []
 
 
 # --------------------------------------------------------------------------- main
@@ -415,8 +440,11 @@ class CompilePass(Replay):
             except Exception:  # noqa: BLE001 - the replay proper compiles it, and says what fails
                 failed += 1
         after = cached_kernels(self.ns, self.kernels)
-        return {"status": "ok", "compiled": max(0, after - before) if after is not None and before is not None
-                else -1, "failed": failed}
+        return {
+            "status": "ok",
+            "compiled": max(0, after - before) if after is not None and before is not None else -1,
+            "failed": failed,
+        }
 
 
 def _is_dtype(value) -> bool:
@@ -518,18 +546,33 @@ def main() -> int:
     try:
         ns, kernels, skipped = load_kernels(path, interpret)
     except BaseException as exc:  # noqa: BLE001 - e.g. an unreadable file: said in the hello
-        reply({"type": "hello", "status": "error", "versions": {}, "device_name": "?",
-               "error": {"category": "runtime", "type": type(exc).__name__, "message": str(exc)[:2000]}})
+        reply(
+            {
+                "type": "hello",
+                "status": "error",
+                "versions": {},
+                "device_name": "?",
+                "error": {"category": "runtime", "type": type(exc).__name__, "message": str(exc)[:2000]},
+            }
+        )
         return 0
     for line in skipped:
         print(f"replay: not defined: {line}", file=sys.stderr)
     # In the interpreter a kernel body is Python and runs whatever Python does; on a GPU it must compile.
     frontend = compile_checker(path) if interpret and setup.get("compile_check", True) else None
-    reply({"type": "hello", "status": "ok",
-           "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__},
-           "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
-           "startup": {"imports_seconds": round(t_ready - t0, 4), "waited_seconds": round(t1 - t_ready, 4),
-                       "load_seconds": round(time.perf_counter() - t1, 4)}})
+    reply(
+        {
+            "type": "hello",
+            "status": "ok",
+            "versions": {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__},
+            "device_name": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
+            "startup": {
+                "imports_seconds": round(t_ready - t0, 4),
+                "waited_seconds": round(t1 - t_ready, 4),
+                "load_seconds": round(time.perf_counter() - t1, 4),
+            },
+        }
+    )
     while True:
         msg, payloads = reader.recv(1 << 40)
         if msg.get("nonce") != nonce:
@@ -543,8 +586,7 @@ def main() -> int:
             except BaseException as exc:  # noqa: BLE001 - a malformed request: the replay proper says it
                 result = {"status": "ok", "compiled": 0, "failed": 1}
                 print(f"replay: compile pass: {type(exc).__name__}: {exc}", file=sys.stderr)
-            reply({"type": "compiled", "id": msg.get("id"), **result,
-                   "seconds": round(time.perf_counter() - t_c, 4)})
+            reply({"type": "compiled", "id": msg.get("id"), **result, "seconds": round(time.perf_counter() - t_c, 4)})
             continue
         if msg.get("type") != "replay":
             return 2

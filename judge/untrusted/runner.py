@@ -207,7 +207,7 @@ class Worker:
         watch = None
         mode = self.mode or calls.make(self, None)
         # The callable's arguments; what the case sent after them is the judge's (a grad group's cotangents).
-        args, extra = args[: self.arity], args[self.arity:]
+        args, extra = args[: self.arity], args[self.arity :]
         inputs = [(i, entry[0]) for i, entry in enumerate(storages[: self.arity]) if entry is not None]
         t_call = _now()
         t_after = None
@@ -227,13 +227,22 @@ class Worker:
             early = describe_outputs(result, copy=True) if mode.derives else None
             derived = mode.finish(result, args, extra)  # the judge's again (autograd), outside the watch
         except calls.ContractError as exc:
-            Worker.reply(self, {"type": "result", "id": case_id, "status": "error", "error": exc.as_error(),
-                                "evidence": _evidence(watch)})
+            Worker.reply(
+                self,
+                {
+                    "type": "result",
+                    "id": case_id,
+                    "status": "error",
+                    "error": exc.as_error(),
+                    "evidence": _evidence(watch),
+                },
+            )
             return True
         except BaseException as exc:  # noqa: BLE001
             err = classify(exc, self.path)
-            Worker.reply(self, {"type": "result", "id": case_id, "status": "error", "error": err,
-                                "evidence": _evidence(watch)})
+            Worker.reply(
+                self, {"type": "result", "id": case_id, "status": "error", "error": err, "evidence": _evidence(watch)}
+            )
             return not err.get("fatal")
 
         outputs, tensors = early or describe_outputs(result)
@@ -254,29 +263,42 @@ class Worker:
                 modified.append(i)
         evidence = _evidence(watch)
         evidence["threads_left"] = _new_threads(threads_before, self.path)
-        evidence["tampered"] = (integrity.changed(self.baseline) + integrity.rewired(self.kernels, self.source, self.path)
-                                + constants.take() + own_ops.take_libraries() + streams.take())
+        evidence["tampered"] = (
+            integrity.changed(self.baseline)
+            + integrity.rewired(self.kernels, self.source, self.path)
+            + constants.take()
+            + own_ops.take_libraries()
+            + streams.take()
+        )
         evidence["started"] = spawns.take_events()
         evidence["compile"] = launches.compile_stats()
         for out in outputs:
             if out.get("ptr_range"):
                 lo, hi = out.pop("ptr_range")
                 out["kernel_wrote"] = any(a < hi and lo < b for a, b in watch.kernel_buffers)
-                out["aliases_input"] = any(
-                    e is not None and _overlaps((lo, hi), e[0]) for e in storages
-                )
+                out["aliases_input"] = any(e is not None and _overlaps((lo, hi), e[0]) for e in storages)
         mode.amend(evidence, outputs)  # what a compiled graph says of launches and operators the watch missed
         done = _now()
-        evidence["phases"] = {"inputs": round(max(0.0, t_call - (since if since is not None else t_call)), 6),
-                              "call": round(max(0.0, t_after - t_call), 6), "after": round(max(0.0, done - t_after), 6)}
+        evidence["phases"] = {
+            "inputs": round(max(0.0, t_call - (since if since is not None else t_call)), 6),
+            "call": round(max(0.0, t_after - t_call), 6),
+            "after": round(max(0.0, done - t_after), 6),
+        }
         Worker.reply(  # the class's method: one set on the instance is reported (integrity), never used
             self,
-            {"type": "result", "id": case_id, "status": "ok", "returned": kind_of(result),
-             "outputs": outputs, "inputs_modified": modified, "evidence": evidence, "trace": trace},
+            {
+                "type": "result",
+                "id": case_id,
+                "status": "ok",
+                "returned": kind_of(result),
+                "outputs": outputs,
+                "inputs_modified": modified,
+                "evidence": evidence,
+                "trace": trace,
+            },
             tensors,
         )
         return True
-
 
 
 def _identity(fd: int):
@@ -354,8 +376,13 @@ def _register(entry, namespace: str, path: str):
         return calls.register(entry, namespace), None
     except TypeError as exc:
         if "register(namespace) must return" in text_of(exc):
-            return None, {"category": "compile", "type": "BadEntryPoint", "message": text_of(exc), "line": None,
-                          "frames": []}
+            return None, {
+                "category": "compile",
+                "type": "BadEntryPoint",
+                "message": text_of(exc),
+                "line": None,
+                "frames": [],
+            }
         err = classify(exc, path)
     except BaseException as exc:  # noqa: BLE001 - the submission's registration failed
         err = classify(exc, path)
@@ -381,8 +408,7 @@ def _bench(worker, msg) -> bool:
     except BaseException as exc:  # noqa: BLE001 - the submission raised while timed
         err = classify(exc, worker.path)
         kind = {"bench": "bench_result", "bench_trim": "bench_trimmed"}.get(msg["type"], "bench_outputs")
-        Worker.reply(worker, {"type": kind,
-                              "id": msg.get("id"), "status": "error", "error": err})
+        Worker.reply(worker, {"type": kind, "id": msg.get("id"), "status": "error", "error": err})
         return not err.get("fatal")
 
 
@@ -441,7 +467,6 @@ def _exit_now() -> None:
 
 
 def main() -> int:
-    import time
 
     from judge.shared import niceness
     from judge.untrusted import lockdown
@@ -491,19 +516,37 @@ def main() -> int:
     if err is None:
         worker.kernels = integrity.kernels_of(vars(sys.modules.get("submission") or object()))
         constants.watch(worker.path, worker.source, vars(sys.modules.get("submission") or object()))
-        tampered = (integrity.changed(worker.baseline) + integrity.rewired(worker.kernels, worker.source, worker.path)
-                    + streams.take())
+        tampered = (
+            integrity.changed(worker.baseline)
+            + integrity.rewired(worker.kernels, worker.source, worker.path)
+            + streams.take()
+        )
         libraries = own_ops.take_libraries()
         started = spawns.take_events()
         if libraries:
-            err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
-                   "message": "loading the submission (its import and register()) opened " + ", ".join(libraries)}
+            err = {
+                "category": "rule",
+                "type": "Tampering",
+                "line": None,
+                "frames": [],
+                "message": "loading the submission (its import and register()) opened " + ", ".join(libraries),
+            }
         elif tampered:
-            err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
-                   "message": "importing the submission changed " + ", ".join(tampered)}
+            err = {
+                "category": "rule",
+                "type": "Tampering",
+                "line": None,
+                "frames": [],
+                "message": "importing the submission changed " + ", ".join(tampered),
+            }
         elif started:
-            err = {"category": "rule", "type": "Tampering", "line": None, "frames": [],
-                   "message": "importing the submission started " + _started_text(started)}
+            err = {
+                "category": "rule",
+                "type": "Tampering",
+                "line": None,
+                "frames": [],
+                "message": "importing the submission started " + _started_text(started),
+            }
     hello = {
         "type": "hello",
         "status": "ok" if err is None else "error",
@@ -511,8 +554,11 @@ def main() -> int:
         "device_name": torch.cuda.get_device_name() if worker.device.startswith("cuda") else "cpu",
         # Where start-up time goes: importing torch and triton (and CUDA), then the submission.
         # (a pooled worker's "waited_seconds": how long it was ready before it was given this submission).
-        "startup": {"imports_seconds": round(t_ready - t0, 4), "waited_seconds": round(t1 - t_ready, 4),
-                    "load_seconds": round(time.perf_counter() - t1, 4)},
+        "startup": {
+            "imports_seconds": round(t_ready - t0, 4),
+            "waited_seconds": round(t1 - t_ready, 4),
+            "load_seconds": round(time.perf_counter() - t1, 4),
+        },
     }
     if err is not None:
         hello["error"] = err

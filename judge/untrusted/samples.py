@@ -133,9 +133,20 @@ class Sampling:
                 launches += counts
                 self._keep(outs, r * K, keep, kept)
                 self._keep_records(recs, r * K, keep, records)
-            return {"times": times, "host": host, "valid": valid, "overhead": [], "device_times": [],
-                    "sync_gaps": [], "retries": 0, "invalid": 0, "launches": launches, "ids": ids, "kept": kept,
-                    "records": records}
+            return {
+                "times": times,
+                "host": host,
+                "valid": valid,
+                "overhead": [],
+                "device_times": [],
+                "sync_gaps": [],
+                "retries": 0,
+                "invalid": 0,
+                "launches": launches,
+                "ids": ids,
+                "kept": kept,
+                "records": records,
+            }
 
         key = (shape, K)
         hold = self.holds.get(key)
@@ -207,9 +218,16 @@ class Sampling:
                     for rec, out in zip(recs, outs):  # after the sync: nothing of it ran while timed
                         if rec is not None:
                             rec.finish(out)
-                return Attempt(queued=not reached, time=start.elapsed_time(end) * 1e-3,
-                               device=start.elapsed_time(end2) * 1e-3, host=h1 - h_start,
-                               enqueue=t_query - t_hold, outs=outs, launches=counts, records=recs)
+                return Attempt(
+                    queued=not reached,
+                    time=start.elapsed_time(end) * 1e-3,
+                    device=start.elapsed_time(end2) * 1e-3,
+                    host=h1 - h_start,
+                    enqueue=t_query - t_hold,
+                    outs=outs,
+                    launches=counts,
+                    records=recs,
+                )
 
             got, used, hold = held_sample(attempt, hold, retries=min(MAX_RETRIES, retries_left))
             retries_left -= used
@@ -228,10 +246,24 @@ class Sampling:
         torch.cuda.synchronize()
         self.holds[key] = next_hold(hold, [e for e, ok in zip(enqueue, valid) if ok], total_retries > 0)
         graph = None  # frees the graph's private memory pool (its outputs were copied)
-        out = {"times": times, "device_times": device_times, "host": host, "enqueue": enqueue, "valid": valid,
-               "holds": holds, "attempts": attempts, "hold_s": hold, "retries": total_retries, "invalid": valid.count(False),
-               "overhead": overhead, "sync_gaps": gaps, "launches": launches, "ids": ids, "kept": kept,
-               "records": records}
+        out = {
+            "times": times,
+            "device_times": device_times,
+            "host": host,
+            "enqueue": enqueue,
+            "valid": valid,
+            "holds": holds,
+            "attempts": attempts,
+            "hold_s": hold,
+            "retries": total_retries,
+            "invalid": valid.count(False),
+            "overhead": overhead,
+            "sync_gaps": gaps,
+            "launches": launches,
+            "ids": ids,
+            "kept": kept,
+            "records": records,
+        }
         notes = []
         if not can_hold:
             notes.append("no spin kernel (torch.cuda._sleep) in this torch: the GPU may idle inside the timed region")
@@ -287,7 +319,10 @@ class Sampling:
             except Exception:  # noqa: BLE001
                 pass
             first = (str(exc).strip().splitlines() or [""])[0][:200]
-            return None, f"timed from the stream: the calls could not be captured in a CUDA graph ({type(exc).__name__}: {first})"
+            return (
+                None,
+                f"timed from the stream: the calls could not be captured in a CUDA graph ({type(exc).__name__}: {first})",
+            )
 
     def _recorder(self, args):
         """A deferred record of the next timed call on ``args``, when the judge asked for records."""
@@ -296,8 +331,9 @@ class Sampling:
         from judge.untrusted.trace import Recorder
 
         torch = self.torch
-        return Recorder([(i, a) for i, a in enumerate(args) if type(a) is torch.Tensor], self.worker.device,
-                        deferred=True)
+        return Recorder(
+            [(i, a) for i, a in enumerate(args) if type(a) is torch.Tensor], self.worker.device, deferred=True
+        )
 
     def _recorded(self, watch, fn, args, ranges=None, name: str = ""):
         """One timed call, its record (when asked for) on the watch while it runs: (result, Recorder or None)."""
@@ -353,7 +389,7 @@ class Sampling:
         from judge.untrusted import guard
 
         torch = self.torch
-        overhead, gaps, spare = [], [], []
+        overhead, spare = [], []
         for _ in range(OVERHEAD_SAMPLES + 2):
             torch.cuda.synchronize()
             if flush is not None:

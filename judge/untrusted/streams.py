@@ -140,11 +140,17 @@ def _check(when: str) -> None:
     where = _line()
     at = f" ({where})" if where else ""
     if stream not in _state.allowed:
-        _say("stream", f"the CUDA stream ({when}{at} the current stream was one the call made or set, not the "
-                       "judge's: work there is work the judge's clock and checks may not see)")
+        _say(
+            "stream",
+            f"the CUDA stream ({when}{at} the current stream was one the call made or set, not the "
+            "judge's: work there is work the judge's clock and checks may not see)",
+        )
     if capturing and not _state.capture_ok:
-        _say("capture", f"the CUDA graph capture ({when}{at} the call was capturing work into a CUDA graph of its "
-                        "own: its replay is work no launch records)")
+        _say(
+            "capture",
+            f"the CUDA graph capture ({when}{at} the call was capturing work into a CUDA graph of its "
+            "own: its replay is work no launch records)",
+        )
 
 
 def take() -> list[str]:
@@ -173,13 +179,16 @@ def watch_captures() -> None:
         def capture_begin(self, *args, _original=original, **kwargs):
             where = _from_file()
             if where is not None:
-                _say("capture", f"the CUDA graph capture ({where}: the file began a capture of its own: its replay "
-                                "is work no launch records)")
+                _say(
+                    "capture",
+                    f"the CUDA graph capture ({where}: the file began a capture of its own: its replay "
+                    "is work no launch records)",
+                )
             return _original(self, *args, **kwargs)
 
         capture_begin._judge_wrapped = True
         try:
-            setattr(cls, "capture_begin", capture_begin)
+            cls.capture_begin = capture_begin
         except (TypeError, AttributeError):  # a class that takes no attribute: the launch checks stand
             pass
 

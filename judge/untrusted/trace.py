@@ -88,8 +88,13 @@ class Recorder:
             return -1
         sid = len(self.storages)
         nbytes = st.nbytes()
-        entry = {"id": sid, "nbytes": nbytes, "device": st.device.type, "origin": origin if nbytes else "empty",
-                 **extra}
+        entry = {
+            "id": sid,
+            "nbytes": nbytes,
+            "device": st.device.type,
+            "origin": origin if nbytes else "empty",
+            **extra,
+        }
         if entry["origin"] == "outside" and self.deferred_mode:
             entry["snapshot"] = False
             self.deferred.append((entry, st))
@@ -124,8 +129,15 @@ class Recorder:
         dtype = wire.dtype_name(t.dtype)
         if dtype not in wire.DTYPES:
             return {"opaque": f"a tensor of dtype {dtype}"}
-        return {"ref": [self.storage_of(t), int(t.storage_offset()), [int(s) for s in t.shape],
-                        [int(s) for s in t.stride()], dtype]}
+        return {
+            "ref": [
+                self.storage_of(t),
+                int(t.storage_offset()),
+                [int(s) for s in t.shape],
+                [int(s) for s in t.stride()],
+                dtype,
+            ]
+        }
 
     # ------------------------------------------------------------------ values
 
@@ -162,10 +174,16 @@ class Recorder:
             from triton.tools.tensor_descriptor import TensorDescriptor
 
             if type(v) is TensorDescriptor:
-                return {"tensor_descriptor": {
-                    "base": self.value(v.base, depth + 1), "shape": [int(x) for x in v.shape],
-                    "strides": [int(x) for x in v.strides], "block_shape": [int(x) for x in v.block_shape],
-                    "padding": str(v.padding), "round_f32_to_tf32": bool(v.round_f32_to_tf32)}}
+                return {
+                    "tensor_descriptor": {
+                        "base": self.value(v.base, depth + 1),
+                        "shape": [int(x) for x in v.shape],
+                        "strides": [int(x) for x in v.strides],
+                        "block_shape": [int(x) for x in v.block_shape],
+                        "padding": str(v.padding),
+                        "round_f32_to_tf32": bool(v.round_f32_to_tf32),
+                    }
+                }
             if isinstance(v, tl.constexpr):
                 return {"constexpr": self.value(v.value, depth + 1)}
             if type(v) is tl.dtype:
@@ -186,9 +204,13 @@ class Recorder:
         """Before a launch of one of the file's kernels: its record (the grid may be filled in later)."""
         if not self._room():
             return None
-        event = {"k": "launch", "kernel": name[: tracing.MAX_NAME], "grid": None,
-                 "args": [self.value(a) for a in args],
-                 "kwargs": {str(k)[:100]: self.value(v) for k, v in kwargs.items() if k not in ("grid", "warmup")}}
+        event = {
+            "k": "launch",
+            "kernel": name[: tracing.MAX_NAME],
+            "grid": None,
+            "args": [self.value(a) for a in args],
+            "kwargs": {str(k)[:100]: self.value(v) for k, v in kwargs.items() if k not in ("grid", "warmup")},
+        }
         if not callable(grid):
             event["grid"] = self.grid(grid)
         self._watch_memory(event, list(args) + list(kwargs.values()))
@@ -249,8 +271,12 @@ class Recorder:
         """Before a replayed operator runs: its arguments (outside storages are snapshotted now)."""
         if not self._room():
             return None
-        return {"k": "op", "op": f"{func.overloadpacket.__name__}.{func._overloadname}",
-                "args": [self.value(a) for a in args], "kwargs": {k: self.value(v) for k, v in kwargs.items()}}
+        return {
+            "k": "op",
+            "op": f"{func.overloadpacket.__name__}.{func._overloadname}",
+            "args": [self.value(a) for a in args],
+            "kwargs": {k: self.value(v) for k, v in kwargs.items()},
+        }
 
     def op_after(self, event, func, result) -> None:
         import torch
@@ -266,7 +292,8 @@ class Recorder:
             st = item.untyped_storage()
             known = self.by_ptr.get((st.device.type, st.data_ptr()))
             if func.overloadpacket.__name__ in tracing.MAKES and (
-                    known is None or known[1] != st.nbytes() or known[2] != st._cdata):
+                known is None or known[1] != st.nbytes() or known[2] != st._cdata
+            ):
                 made.append(self._new(st, "made", event=len(self.events)))
             else:
                 made.append(None)

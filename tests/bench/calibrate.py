@@ -74,8 +74,14 @@ def judge_bench(problem, path: Path, device: str, budget: float, pytorch: bool) 
     from judge.options import Options
     from judge.timing.command import bench
 
-    options = Options(device=device, interpret=device == "cpu", sandbox="process", gpu=0 if device == "cuda" else None,
-                      bench={"budget_seconds": budget, "torch_baseline": pytorch}, log=log)
+    options = Options(
+        device=device,
+        interpret=device == "cpu",
+        sandbox="process",
+        gpu=0 if device == "cuda" else None,
+        bench={"budget_seconds": budget, "torch_baseline": pytorch},
+        log=log,
+    )
     t0 = time.monotonic()
     report = bench(problem, path, options)
     report["wall_seconds"] = round(time.monotonic() - t0, 2)
@@ -97,30 +103,44 @@ def control_source(problem) -> str:
     calls after one L2 flush finds every copy it uses cold.
     """
     entry = problem.entry_point
-    return (problem.reference_path.read_text() + "\n\n"
-            "# The 2x-work control of tests/bench/calibrate.py: the reference's work twice per call.\n"
-            f"_calibrate_once = {entry}\n"
-            "_calibrate_twins = {}\n"
-            "_calibrate_turn = [0]\n"
-            "_calibrate_kept = []\n\n\n"
-            f"def {entry}(*args):\n"
-            "    key = tuple((tuple(a.shape), tuple(a.stride()), a.dtype) if isinstance(a, torch.Tensor) else a\n"
-            "                for a in args)\n"
-            "    if key not in _calibrate_twins:\n"
-            "        size = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))\n"
-            "        count = max(1, min(64, (256 << 20) // max(size, 1)))\n"
-            "        _calibrate_twins[key] = [[a.clone() if isinstance(a, torch.Tensor) else a for a in args]\n"
-            "                                 for _ in range(count)]\n"
-            "    twins = _calibrate_twins[key]\n"
-            "    _calibrate_turn[0] += 1\n"
-            "    _calibrate_kept.append(_calibrate_once(*twins[_calibrate_turn[0] % len(twins)]))\n"
-            "    del _calibrate_kept[:-len(twins)]\n"
-            "    return _calibrate_once(*args)\n")
+    return (
+        problem.reference_path.read_text() + "\n\n"
+        "# The 2x-work control of tests/bench/calibrate.py: the reference's work twice per call.\n"
+        f"_calibrate_once = {entry}\n"
+        "_calibrate_twins = {}\n"
+        "_calibrate_turn = [0]\n"
+        "_calibrate_kept = []\n\n\n"
+        f"def {entry}(*args):\n"
+        "    key = tuple((tuple(a.shape), tuple(a.stride()), a.dtype) if isinstance(a, torch.Tensor) else a\n"
+        "                for a in args)\n"
+        "    if key not in _calibrate_twins:\n"
+        "        size = sum(a.numel() * a.element_size() for a in args if isinstance(a, torch.Tensor))\n"
+        "        count = max(1, min(64, (256 << 20) // max(size, 1)))\n"
+        "        _calibrate_twins[key] = [[a.clone() if isinstance(a, torch.Tensor) else a for a in args]\n"
+        "                                 for _ in range(count)]\n"
+        "    twins = _calibrate_twins[key]\n"
+        "    _calibrate_turn[0] += 1\n"
+        "    _calibrate_kept.append(_calibrate_once(*twins[_calibrate_turn[0] % len(twins)]))\n"
+        "    del _calibrate_kept[:-len(twins)]\n"
+        "    return _calibrate_once(*args)\n"
+    )
 
 
 def old_judge(old_root: Path, problem, budget: float, timeout: float) -> dict:
-    cmd = [sys.executable, "-m", "judge", "bench", str(problem.id), f"reference/{problem.reference_path.name}",
-           "--json", "--no-pytorch", "--sandbox", "process", "--speed-budget", str(budget)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "judge",
+        "bench",
+        str(problem.id),
+        f"reference/{problem.reference_path.name}",
+        "--json",
+        "--no-pytorch",
+        "--sandbox",
+        "process",
+        "--speed-budget",
+        str(budget),
+    ]
     t0 = time.monotonic()
     r = subprocess.run(cmd, cwd=old_root, capture_output=True, text=True, timeout=timeout)
     try:
@@ -205,7 +225,7 @@ def independent(problem, params: dict, l2_bytes: int) -> dict:
             args = bench_inputs.make(specs, 12345, "cuda")
             if prepare is not None:
                 args = prepare(*args)
-            t_do = triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=100, return_mode="median") * 1e-3
+            t_do = triton.testing.do_bench(lambda: fn(*args), warmup=25, rep=100, return_mode="median") * 1e-3  # noqa: F821
             out[f"{name}_do_bench_s"] = t_do
         except Exception as exc:  # noqa: BLE001
             log(f"  do_bench {name} {shape_key(params)}: {type(exc).__name__}: {exc}")
@@ -258,18 +278,22 @@ def rows_of(report: dict | None) -> list:
 
 def tables(data: dict) -> str:
     out = []
-    head = ("| problem | shape | K | judge ref | judge self-copy | judge PyTorch | profiler ref | profiler copy | "
-            "profiler PyTorch | graph ref | "
-            "do_bench ref | judge/graph ref | graph PyTorch | do_bench PyTorch | judge/graph PyTorch | "
-            "ref vs itself | 2x control | retries (ref/copy/pt) |")
+    head = (
+        "| problem | shape | K | judge ref | judge self-copy | judge PyTorch | profiler ref | profiler copy | "
+        "profiler PyTorch | graph ref | "
+        "do_bench ref | judge/graph ref | graph PyTorch | do_bench PyTorch | judge/graph PyTorch | "
+        "ref vs itself | 2x control | retries (ref/copy/pt) |"
+    )
     out += ["### Per shape (times per call, us)", "", head, "|" + "---|" * (head.count("|") - 1)]
     for pid, p in data["problems"].items():
         self_rows = rows_of(p.get("self"))
         ctrl = {shape_key(r["params"]): r for r in rows_of(p.get("control"))}
         ind = p.get("independent") or {}
         if not self_rows:
-            out.append(f"| {pid} | {(p.get('self') or {}).get('verdict', 'not run')}: "
-                       f"{str((p.get('self') or {}).get('message', ''))[:100]} |" + " |" * 17)
+            out.append(
+                f"| {pid} | {(p.get('self') or {}).get('verdict', 'not run')}: "
+                f"{str((p.get('self') or {}).get('message', ''))[:100]} |" + " |" * 17
+            )
             continue
         for r in self_rows:
             key = shape_key(r["params"])
@@ -280,8 +304,9 @@ def tables(data: dict) -> str:
             sp = r.get("speedup")
             cs = c.get("speedup")
             clock = r.get("clock") or {}
-            retries = "/".join(str((clock.get(n) or {}).get("retries", "-")) for n in ("reference", "submission",
-                                                                                       "pytorch"))
+            retries = "/".join(
+                str((clock.get(n) or {}).get("retries", "-")) for n in ("reference", "submission", "pytorch")
+            )
             out.append(
                 f"| {pid} | {key} | {r.get('calls_per_sample', 1)} | {us(ref)} | {us(copy)} | {us(pt)} | "
                 f"{us(r.get('reference_profiler_time_s'))} | {us(r.get('profiler_time_s'))} | "
@@ -289,12 +314,18 @@ def tables(data: dict) -> str:
                 f"{x3(ref / g_ref if ref and g_ref else None)}{mark(close(ref, g_ref))} | {us(g_pt)} | "
                 f"{us(i.get('pytorch_do_bench_s'))} | {x3(pt / g_pt if pt and g_pt else None)}{mark(close(pt, g_pt))} | "
                 f"{x3(sp)}{mark(None if sp is None else abs(sp - 1) <= 0.03)} | "
-                f"{x3(cs)}{mark(None if cs is None else abs(cs - 0.5) <= 0.03)} | {retries} |")
-    out += ["", "### Geometric means", "",
-            "| problem | ref vs itself | 2x control | old judge: ref vs itself | rounds (self/control) "
-            "| timed calls replayed (self/control) | verdicts (self/control) | wall s |",
-            "|---|---|---|---|---|---|---|---|"]
+                f"{x3(cs)}{mark(None if cs is None else abs(cs - 0.5) <= 0.03)} | {retries} |"
+            )
+    out += [
+        "",
+        "### Geometric means",
+        "",
+        "| problem | ref vs itself | 2x control | old judge: ref vs itself | rounds (self/control) "
+        "| timed calls replayed (self/control) | verdicts (self/control) | wall s |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for pid, p in data["problems"].items():
+
         def gm(rep):
             return ((rep or {}).get("speed") or {}).get("geomean_speedup")
 
@@ -309,32 +340,44 @@ def tables(data: dict) -> str:
 
         s, c, o = gm(p.get("self")), gm(p.get("control")), gm(p.get("old"))
         wall = sum(float((p.get(k) or {}).get("wall_seconds") or 0) for k in ("self", "control", "old"))
-        out.append(f"| {pid} | {x3(s)}{mark(None if s is None else abs(s - 1) <= 0.02)} | "
-                   f"{x3(c)}{mark(None if c is None else abs(c - 0.5) <= 0.03)} | {x3(o)} | "
-                   f"{rounds(p.get('self'))}/{rounds(p.get('control'))} | "
-                   f"{replays(p.get('self'))}/{replays(p.get('control'))} | "
-                   f"{verdict(p.get('self'))}/{verdict(p.get('control'))} | {wall:.0f} |")
+        out.append(
+            f"| {pid} | {x3(s)}{mark(None if s is None else abs(s - 1) <= 0.02)} | "
+            f"{x3(c)}{mark(None if c is None else abs(c - 0.5) <= 0.03)} | {x3(o)} | "
+            f"{rounds(p.get('self'))}/{rounds(p.get('control'))} | "
+            f"{replays(p.get('self'))}/{replays(p.get('control'))} | "
+            f"{verdict(p.get('self'))}/{verdict(p.get('control'))} | {wall:.0f} |"
+        )
     if data.get("repeat"):
         rep = data["repeat"]
         vals = [v for v in rep.get("geomeans", []) if v]
         spread = (max(vals) - min(vals)) / median(vals) if vals else None
-        out += ["", f"### Repeated speed runs of {rep.get('problem')} (reference against itself)", "",
-                f"geometric means: {', '.join(f'{v:.4f}' for v in vals)}; spread (max-min)/median: "
-                + ("-" if spread is None else f"{100 * spread:.2f}%{mark(spread <= 0.02)}")]
+        out += [
+            "",
+            f"### Repeated speed runs of {rep.get('problem')} (reference against itself)",
+            "",
+            f"geometric means: {', '.join(f'{v:.4f}' for v in vals)}; spread (max-min)/median: "
+            + ("-" if spread is None else f"{100 * spread:.2f}%{mark(spread <= 0.02)}"),
+        ]
     old_rows = [(pid, p) for pid, p in data["problems"].items() if p.get("old")]
     if old_rows:
-        out += ["", "### The old judge beside the new (reference timed against itself)", "",
-                "| problem | shape | old: ref | old: self-copy | old: vs itself | new: ref | new: vs itself | graph ref |",
-                "|---|---|---|---|---|---|---|---|"]
+        out += [
+            "",
+            "### The old judge beside the new (reference timed against itself)",
+            "",
+            "| problem | shape | old: ref | old: self-copy | old: vs itself | new: ref | new: vs itself | graph ref |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for pid, p in old_rows:
             new = {shape_key(r["params"]): r for r in rows_of(p.get("self"))}
             ind = p.get("independent") or {}
             for r in rows_of(p.get("old")):
                 key = shape_key(r["params"])
                 n = new.get(key) or {}
-                out.append(f"| {pid} | {key} | {us(r.get('reference_time_s'))} | {us(r.get('time_s'))} | "
-                           f"{x3(r.get('speedup'))} | {us(n.get('reference_time_s'))} | {x3(n.get('speedup'))} | "
-                           f"{us((ind.get(key) or {}).get('reference_graph_s'))} |")
+                out.append(
+                    f"| {pid} | {key} | {us(r.get('reference_time_s'))} | {us(r.get('time_s'))} | "
+                    f"{x3(r.get('speedup'))} | {us(n.get('reference_time_s'))} | {x3(n.get('speedup'))} | "
+                    f"{us((ind.get(key) or {}).get('reference_graph_s'))} |"
+                )
     notes = []
     for pid, p in data["problems"].items():
         for k in ("self", "control"):
@@ -352,9 +395,13 @@ def environment(device: str) -> dict:
     import torch
     import triton
 
-    env = {"when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-           "python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__,
-           "device": device}
+    env = {
+        "when": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "triton": triton.__version__,
+        "device": device,
+    }
     if device == "cuda":
         from judge.timing import ceilings
 
@@ -393,8 +440,12 @@ def main() -> int:
         log(f"[{time.monotonic() - t_start:6.1f} s] {what}")
         return True
 
-    data = {"environment": environment(args.device), "args": {k: str(v) for k, v in vars(args).items()},
-            "problems": {}, "skipped": []}
+    data = {
+        "environment": environment(args.device),
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "problems": {},
+        "skipped": [],
+    }
     path = args.out / "calibrate.json"
 
     def save() -> None:
@@ -441,9 +492,13 @@ def main() -> int:
                 data["repeat"]["geomeans"].append(gm)
                 data["repeat"]["walls"].append(rep["wall_seconds"])
                 data["repeat"].setdefault("reports", []).append(
-                    {"verdict": rep.get("verdict"), "message": rep.get("message"),
-                     "rounds": (rep.get("speed") or {}).get("rounds"),
-                     "speedups": [r.get("speedup") for r in rows_of(rep)]})
+                    {
+                        "verdict": rep.get("verdict"),
+                        "message": rep.get("message"),
+                        "rounds": (rep.get("speed") or {}).get("rounds"),
+                        "speedups": [r.get("speedup") for r in rows_of(rep)],
+                    }
+                )
                 log(f"  {rep.get('verdict')} {rep.get('message')}")
             except Exception:  # noqa: BLE001
                 log(traceback.format_exc())
@@ -464,8 +519,10 @@ def main() -> int:
     save()
     env = data["environment"]
     print(f"## Calibration of the speed clock: {env.get('gpu', env['device'])}, {env['when']}\n")
-    print(f"torch {env['torch']}, triton {env['triton']}, Python {env['python']}, driver {env.get('driver', '-')}; "
-          f"{data['wall_seconds']:.0f} s; --budget {args.budget:g} s of rounds per speed run\n")
+    print(
+        f"torch {env['torch']}, triton {env['triton']}, Python {env['python']}, driver {env.get('driver', '-')}; "
+        f"{data['wall_seconds']:.0f} s; --budget {args.budget:g} s of rounds per speed run\n"
+    )
     print(tables(data))
     if data["skipped"]:
         print("\nskipped by the deadline: " + "; ".join(data["skipped"]))

@@ -54,22 +54,28 @@ EXCLUSIVE = ("speed run: warm-up", "speed run: timed rounds", "speed run: profil
 def submit(pid: str, path: Path, sandbox: str, env: dict | None = None, timeout: float = 600) -> dict:
     """One ``judge submit --json`` of PATH: a row of what the report says (its wall time from here)."""
     t0 = time.monotonic()
-    argv = [sys.executable, "-m", "judge", "submit", pid, str(path), "--device", "cuda", "--sandbox", sandbox,
-            "--json"]
+    argv = [sys.executable, "-m", "judge", "submit", pid, str(path), "--device", "cuda", "--sandbox", sandbox, "--json"]
     try:
-        proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})})
+        proc = subprocess.run(
+            argv, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
+        )
         report = json.loads(proc.stdout) if proc.stdout.strip() else {}
     except (subprocess.TimeoutExpired, ValueError) as exc:
         report = {"verdict": "none", "message": f"{type(exc).__name__}"}
     speed = report.get("speed") or {}
     timing = report.get("timing") or {}
-    row = {"problem": pid, "file": path.name, "verdict": report.get("verdict"),
-            "message": str(report.get("message", ""))[:300], "wall_s": round(time.monotonic() - t0, 1),
-            "speedup": speed.get("speedup"), "points": speed.get("points"),
-            "admission_wait_s": timing.get("gpu_admission_wait_seconds", 0.0),
-            "lock_wait_s": (speed.get("phases") or {}).get("lock_wait_seconds"),
-            "notes": [n for n in report.get("notes") or [] if "judged" in n or "GPU" in n]}
+    row = {
+        "problem": pid,
+        "file": path.name,
+        "verdict": report.get("verdict"),
+        "message": str(report.get("message", ""))[:300],
+        "wall_s": round(time.monotonic() - t0, 1),
+        "speedup": speed.get("speedup"),
+        "points": speed.get("points"),
+        "admission_wait_s": timing.get("gpu_admission_wait_seconds", 0.0),
+        "lock_wait_s": (speed.get("phases") or {}).get("lock_wait_seconds"),
+        "notes": [n for n in report.get("notes") or [] if "judged" in n or "GPU" in n],
+    }
     print("done:", json.dumps(row), flush=True)  # as it ends: a part cut off by its limit still tells this much
     return row
 
@@ -100,7 +106,7 @@ def part_alone(args) -> dict:
 
 def part_together(args) -> dict:
     order = IDS + [x for _ in range(args.n) for x in ("94", "95", "96", "97", "93", "98")]
-    items = [(pid, reference(pid)) for pid in order[:args.n]]
+    items = [(pid, reference(pid)) for pid in order[: args.n]]
     timelines = args.out / f"timelines-together-{args.n}"
     timelines.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
@@ -112,7 +118,8 @@ def part_together(args) -> dict:
         base = alone.get(r["problem"])
         r["vs_alone"] = round(r["speedup"] / base - 1, 4) if base and r["speedup"] else None
     ok = all(r["verdict"] == "AC" for r in rows) and all(
-        r["vs_alone"] is None or abs(r["vs_alone"]) <= TOLERANCE for r in rows)
+        r["vs_alone"] is None or abs(r["vs_alone"]) <= TOLERANCE for r in rows
+    )
     return {"rows": rows, "ok": ok, "wall_s": round(time.monotonic() - t0, 1), "compared": bool(alone)}
 
 
@@ -145,21 +152,50 @@ def part_mixed(args) -> dict:
     token = "company-staff-token"
     state = Path(tempfile.mkdtemp(prefix="company-serve-"))
     # (Served's own --device cpu --sandbox process come first: the last of a repeated option is click's.)
-    served = Served(state, "--device", "cuda", "--sandbox", args.sandbox, "--rate-limit", "off", "--max-pending",
-                    "20", env={"JUDGE_SERVE_TOKEN": token})
+    served = Served(
+        state,
+        "--device",
+        "cuda",
+        "--sandbox",
+        args.sandbox,
+        "--rate-limit",
+        "off",
+        "--max-pending",
+        "20",
+        env={"JUDGE_SERVE_TOKEN": token},
+    )
     rows, t0 = [], time.monotonic()
     try:
         jobs = []
         for k, (pid, want, path) in enumerate(_corpus_picks(10)):
-            job = served.submit(token, pid, path.read_text() + f"\n# company {time.time_ns()}\n",
-                                filename=path.name, student=f"s{k}")
+            job = served.submit(
+                token, pid, path.read_text() + f"\n# company {time.time_ns()}\n", filename=path.name, student=f"s{k}"
+            )
             jobs.append((pid, want, path, job))
         roster = Path(tempfile.mkdtemp(prefix="company-roster-"))
         expected = make_roster(find_problem("94"), 8, roster, tag=f" company {time.time_ns()}")
         out = Path(tempfile.mkdtemp(prefix="company-grade-"))
-        grade = subprocess.Popen([sys.executable, "-m", "judge", "grade", str(roster), "--problem", "94", "--out",
-                                  str(out), "--sandbox", args.sandbox, "--no-progress", "--device", "cuda"], cwd=ROOT,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        grade = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "judge",
+                "grade",
+                str(roster),
+                "--problem",
+                "94",
+                "--out",
+                str(out),
+                "--sandbox",
+                args.sandbox,
+                "--no-progress",
+                "--device",
+                "cuda",
+            ],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         subs = at_once([(pid, reference(pid)) for pid in ("98", "95", "94", "97")], args.sandbox)
         grade.wait(timeout=900)
         summary = json.loads((out / "summary.json").read_text())
@@ -167,14 +203,28 @@ def part_mixed(args) -> dict:
         for p in summary["problems"]:
             for v, k in p["verdicts"].items():
                 got[v] = got.get(v, 0) + k
-        rows.append({"problem": "94", "file": "grade: a roster of 8", "verdict": json.dumps(got, sort_keys=True),
-                     "declared": json.dumps(expected, sort_keys=True), "wall_s": round(time.monotonic() - t0, 1),
-                     "admission": summary["run"].get("gpu_admission")})
+        rows.append(
+            {
+                "problem": "94",
+                "file": "grade: a roster of 8",
+                "verdict": json.dumps(got, sort_keys=True),
+                "declared": json.dumps(expected, sort_keys=True),
+                "wall_s": round(time.monotonic() - t0, 1),
+                "admission": summary["run"].get("gpu_admission"),
+            }
+        )
         for pid, want, path, job in jobs:
             doc = served.wait_done(token, job, timeout=900)
             report = doc.get("report") or {}
-            rows.append({"problem": pid, "file": f"serve: {path.name}", "verdict": doc.get("verdict"),
-                         "declared": want, "message": str(report.get("message", ""))[:200]})
+            rows.append(
+                {
+                    "problem": pid,
+                    "file": f"serve: {path.name}",
+                    "verdict": doc.get("verdict"),
+                    "declared": want,
+                    "message": str(report.get("message", ""))[:200],
+                }
+            )
         for r in subs:
             rows.append({**r, "file": f"submit: {r['file']}", "declared": "AC"})
     finally:
@@ -223,15 +273,17 @@ def part_outside(args) -> dict:
                 time.sleep(0.1)
         hog = None
         if fired is not None:
-            hog = subprocess.Popen([sys.executable, "-c", HOG, str(1 << 30), str(args.hold)], stdout=subprocess.PIPE,
-                                   text=True)
+            hog = subprocess.Popen(
+                [sys.executable, "-c", HOG, str(1 << 30), str(args.hold)], stdout=subprocess.PIPE, text=True
+            )
         t.join()
         if hog is not None:
             hog.kill()
             hog.wait()
         ok = result.get("verdict") in ("AC", "IE")
-        rows.append({**result, "file": f"{phase}: {result.get('file')}", "fired_at_s": fired and round(fired, 1),
-                     "ok": ok})
+        rows.append(
+            {**result, "file": f"{phase}: {result.get('file')}", "fired_at_s": fired and round(fired, 1), "ok": ok}
+        )
     return {"rows": rows, "ok": all(r["ok"] and r["fired_at_s"] is not None for r in rows)}
 
 
@@ -251,16 +303,30 @@ def part_lockcheck(args) -> dict:
                 timed.append(span)
             elif e["name"] == "GPU held shared":
                 shared.append(span)
-    overlaps = [(t[3], s[3], round(min(t[2], s[2]) - max(t[1], s[1]), 4)) for t in timed for s in shared
-                if t[0] != s[0] and min(t[2], s[2]) - max(t[1], s[1]) > 1e-3]
-    return {"rows": [{"problem": "-", "file": f"{len(timed)} timed spans, {len(shared)} shared holds",
-                      "verdict": f"{len(overlaps)} overlaps", "overlaps": overlaps[:20]}],
-            "ok": bool(timed) and not overlaps}
+    overlaps = [
+        (t[3], s[3], round(min(t[2], s[2]) - max(t[1], s[1]), 4))
+        for t in timed
+        for s in shared
+        if t[0] != s[0] and min(t[2], s[2]) - max(t[1], s[1]) > 1e-3
+    ]
+    return {
+        "rows": [
+            {
+                "problem": "-",
+                "file": f"{len(timed)} timed spans, {len(shared)} shared holds",
+                "verdict": f"{len(overlaps)} overlaps",
+                "overlaps": overlaps[:20],
+            }
+        ],
+        "ok": bool(timed) and not overlaps,
+    }
 
 
 def part_summary(args) -> dict:
-    lines = [f"{'part':<12} {'problem':<8} {'file':<44} {'verdict':<8} {'wall s':>7} {'speedup':>8} "
-             f"{'vs alone':>9} {'adm. wait':>9}"]
+    lines = [
+        f"{'part':<12} {'problem':<8} {'file':<44} {'verdict':<8} {'wall s':>7} {'speedup':>8} "
+        f"{'vs alone':>9} {'adm. wait':>9}"
+    ]
     verdicts = []
     for path in sorted(args.out.glob("*.json")):
         if path.stem == "summary":
@@ -269,18 +335,27 @@ def part_summary(args) -> dict:
         verdicts.append(f"{path.stem}: {'ok' if doc.get('ok') else 'NOT OK'}")
         for r in doc.get("rows", []):
             vs = r.get("vs_alone")
-            lines.append(f"{path.stem:<12} {str(r.get('problem')):<8} {str(r.get('file'))[:44]:<44} "
-                         f"{str(r.get('verdict'))[:8]:<8} {r.get('wall_s') or '':>7} "
-                         f"{'' if r.get('speedup') is None else round(r['speedup'], 3):>8} "
-                         f"{'' if vs is None else f'{vs:+.1%}':>9} {r.get('admission_wait_s') or '':>9}")
+            lines.append(
+                f"{path.stem:<12} {str(r.get('problem')):<8} {str(r.get('file'))[:44]:<44} "
+                f"{str(r.get('verdict'))[:8]:<8} {r.get('wall_s') or '':>7} "
+                f"{'' if r.get('speedup') is None else round(r['speedup'], 3):>8} "
+                f"{'' if vs is None else f'{vs:+.1%}':>9} {r.get('admission_wait_s') or '':>9}"
+            )
             if r.get("verdict") not in ("AC",) and r.get("message"):
                 lines.append(f"{'':<12} {r['message'][:150]}")
     print("\n".join(lines + [""] + verdicts))
     return {"rows": [], "ok": True}
 
 
-PARTS = {"alone": part_alone, "together": part_together, "bomb": part_bomb, "mixed": part_mixed,
-         "outside": part_outside, "lockcheck": part_lockcheck, "summary": part_summary}
+PARTS = {
+    "alone": part_alone,
+    "together": part_together,
+    "bomb": part_bomb,
+    "mixed": part_mixed,
+    "outside": part_outside,
+    "lockcheck": part_lockcheck,
+    "summary": part_summary,
+}
 
 
 def main() -> int:

@@ -21,8 +21,9 @@ sys.path.insert(0, str(ROOT))
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("references", nargs="*", default=["reference/098-flash-attention-backward.py",
-                                                      "reference/094-softmax.py"])
+    ap.add_argument(
+        "references", nargs="*", default=["reference/098-flash-attention-backward.py", "reference/094-softmax.py"]
+    )
     ap.add_argument("--calls", type=int, default=20000)
     args = ap.parse_args()
     from judge.untrusted import constants
@@ -48,11 +49,13 @@ def main() -> None:
         # language (after it). On a GPU (judge.untrusted.launches._wrap_compile) only a launch that compiles pays,
         # two full checks (before and after the compile); "from the cache" is what every launch paid before
         # 2026-12-04 (three without the language).
-        print(f"{ref}: {len(constants._expected)} constants, {len(constants._kernels)} kernels, "
-              f"{len(constants._language)} namespaces of Triton's language: {full * 1e6:.1f} us a check, "
-              f"{short * 1e6:.1f} us without the language; a launch: {(2 * full + short) * 1e6:.1f} us in the "
-              f"interpreter, {2 * full * 1e6:.1f} us a compile on a GPU (was {3 * short * 1e6:.1f} us a launch from the "
-              f"cache); differences found: {len(found)}")
+        print(
+            f"{ref}: {len(constants._expected)} constants, {len(constants._kernels)} kernels, "
+            f"{len(constants._language)} namespaces of Triton's language: {full * 1e6:.1f} us a check, "
+            f"{short * 1e6:.1f} us without the language; a launch: {(2 * full + short) * 1e6:.1f} us in the "
+            f"interpreter, {2 * full * 1e6:.1f} us a compile on a GPU (was {3 * short * 1e6:.1f} us a launch from the "
+            f"cache); differences found: {len(found)}"
+        )
 
 
 if __name__ == "__main__":

@@ -53,12 +53,29 @@ NUM_SMS = 132
 # ----------------------------------------------------------------------------- configurations swept
 # Forward: (BLOCK_M, BLOCK_N, num_warps, num_stages, LAZY). The module's own
 # choice for the shape is always added first.
-FWD_D64 = [(128, 64, 8, 3, False), (128, 64, 4, 3, False), (128, 128, 8, 3, False), (128, 128, 8, 3, True),
-           (128, 128, 8, 4, False), (128, 64, 4, 4, False)]
-FWD_D128 = [(128, 64, 8, 3, False), (128, 128, 8, 2, False), (128, 128, 8, 2, True), (128, 128, 8, 3, False),
-            (128, 64, 8, 4, False), (128, 64, 4, 3, False)]
-FWD_SMALL = [(64, 64, 4, 3, False), (64, 32, 4, 3, False), (64, 64, 4, 4, False), (128, 64, 8, 3, False),
-             (128, 128, 8, 3, False)]
+FWD_D64 = [
+    (128, 64, 8, 3, False),
+    (128, 64, 4, 3, False),
+    (128, 128, 8, 3, False),
+    (128, 128, 8, 3, True),
+    (128, 128, 8, 4, False),
+    (128, 64, 4, 4, False),
+]
+FWD_D128 = [
+    (128, 64, 8, 3, False),
+    (128, 128, 8, 2, False),
+    (128, 128, 8, 2, True),
+    (128, 128, 8, 3, False),
+    (128, 64, 8, 4, False),
+    (128, 64, 4, 3, False),
+]
+FWD_SMALL = [
+    (64, 64, 4, 3, False),
+    (64, 32, 4, 3, False),
+    (64, 64, 4, 4, False),
+    (128, 64, 8, 3, False),
+    (128, 128, 8, 3, False),
+]
 # Backward: dK/dV (BLOCK_M1, BLOCK_N1, warps, stages) and dQ (BLOCK_M2, BLOCK_N2, warps, stages).
 DKDV_D64 = [(32, 128, 4, 3), (64, 128, 8, 3), (32, 128, 8, 3), (64, 128, 4, 3), (32, 128, 4, 5), (64, 64, 4, 3)]
 DKDV_D128 = [(32, 64, 4, 3), (64, 128, 8, 3), (32, 128, 8, 3), (64, 128, 8, 2), (32, 128, 4, 3), (64, 64, 4, 3)]
@@ -112,8 +129,9 @@ def find_old(arg: str | None) -> Path | None:
     tmp = Path(tempfile.mkdtemp(prefix="fa_old_"))
     try:
         for f in FILES.values():
-            text = subprocess.run(["git", "show", f"main:reference/{f}"], cwd=ROOT, capture_output=True, text=True,
-                                  check=True, timeout=20).stdout
+            text = subprocess.run(
+                ["git", "show", f"main:reference/{f}"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=20
+            ).stdout
             (tmp / f).write_text(text)
         return tmp
     except Exception:  # noqa: BLE001 - no git, no main: no old column
@@ -147,8 +165,10 @@ def bench_shapes(smoke: bool):
 
 
 def shape_name(s: dict) -> str:
-    return (f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'} "
-            f"{ {'float16': 'fp16', 'bfloat16': 'bf16', 'float32': 'fp32'}[s['dtype']]}")
+    return (
+        f"B{s['B']} H{s['H']} N{s['N']} D{s['D']} {'causal' if s['causal'] else 'full'} "
+        f"{ {'float16': 'fp16', 'bfloat16': 'bf16', 'float32': 'fp32'}[s['dtype']] }"
+    )
 
 
 def small_grid(s: dict) -> bool:
@@ -246,9 +266,16 @@ def kern_info(kerns):
     info = []
     for kern in kerns:
         try:
-            info.append(dict(name=kern.name, regs=kern.n_regs, spills=kern.n_spills,
-                             shared=kern.metadata.shared, warps=kern.metadata.num_warps,
-                             stages=kern.metadata.num_stages))
+            info.append(
+                dict(
+                    name=kern.name,
+                    regs=kern.n_regs,
+                    spills=kern.n_spills,
+                    shared=kern.metadata.shared,
+                    warps=kern.metadata.num_warps,
+                    stages=kern.metadata.num_stages,
+                )
+            )
         except Exception as e:  # noqa: BLE001 - the interpreter has no compiled kernels
             info.append(dict(name=getattr(kern, "name", "?"), error=type(e).__name__))
     return info
@@ -313,8 +340,9 @@ def precompile(waves, old_dir, smoke, workers, stop_at):
     import multiprocessing as mp
     from concurrent.futures import TimeoutError as FutureTimeout
 
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                             initializer=worker_init, initargs=(old_dir, smoke))
+    ex = ProcessPoolExecutor(
+        max_workers=workers, mp_context=mp.get_context("spawn"), initializer=worker_init, initargs=(old_dir, smoke)
+    )
     try:
         for wave in waves:
             futs = [ex.submit(run_task, t) for t in wave]
@@ -448,8 +476,11 @@ def check_case(s, results):
     q, k, v, do = make_qkv(s, seed=1)
     B, H = s["B"], s["H"]
     heads = pick_heads(B, H)
-    row = dict(shape=shape_name(s), layout=s.get("layout", "contig"), extra={k_: s[k_] for k_ in ("qk_std", "q_mean")
-                                                                            if k_ in s})
+    row = dict(
+        shape=shape_name(s),
+        layout=s.get("layout", "contig"),
+        extra={k_: s[k_] for k_ in ("qk_std", "q_mean") if k_ in s},
+    )
     o, lse = new97.flash_attention_forward(q, k, v, s["causal"], None)
     ref = ref_slices(s, q, k, v, do, o, heads)
     so = sdpa_fwd(s, q, k, v)
@@ -472,8 +503,10 @@ def check_case(s, results):
         row["bwd_old"] = err_vs(ref, heads, H, dq=gq, dk=gk, dv=gv)
     results.append(row)
     fmt = lambda d: " ".join(f"{k_}={v_:.1e}" for k_, v_ in d.items() if not k_.endswith("_finite"))  # noqa: E731
-    log(f"  {'OK ' if row['fwd_ok'] and row['bwd_ok'] else 'BAD'} {row['shape']:<34} {row['layout']:<6} "
-        f"fwd[{fmt(row['fwd_new'])}] sdpa[{fmt(yard_f)}]  bwd[{fmt(row['bwd_new'])}] sdpa[{fmt(yard_b)}]")
+    log(
+        f"  {'OK ' if row['fwd_ok'] and row['bwd_ok'] else 'BAD'} {row['shape']:<34} {row['layout']:<6} "
+        f"fwd[{fmt(row['fwd_new'])}] sdpa[{fmt(yard_f)}]  bwd[{fmt(row['bwd_new'])}] sdpa[{fmt(yard_b)}]"
+    )
 
 
 def sweep_fwd(s, deadline, out):
@@ -503,8 +536,11 @@ def sweep_fwd(s, deadline, out):
     add("sdpa", lambda: sdpa_fwd(s, q, k, v), errs=None)
     if STATE["old"]:
         oo, ol = STATE["old"][97].flash_attention_forward(q, k, v, s["causal"], None)
-        add("old", lambda: STATE["old"][97].flash_attention_forward(q, k, v, s["causal"], None),
-            errs=err_vs(ref, heads, H, o=oo, lse=ol))
+        add(
+            "old",
+            lambda: STATE["old"][97].flash_attention_forward(q, k, v, s["causal"], None),
+            errs=err_vs(ref, heads, H, o=oo, lse=ol),
+        )
     default, cfgs = fwd_configs(s)
     for cfg in cfgs:
         if time.monotonic() > deadline:
@@ -515,8 +551,13 @@ def sweep_fwd(s, deadline, out):
         except Exception as e:  # noqa: BLE001 - e.g. out of shared memory
             entry["runs"].append(dict(name="new", cfg=cfg, error=f"{type(e).__name__}: {str(e)[:200]}"))
             continue
-        add("new*" if cfg == default else "new", lambda cfg=cfg: new_fwd(s, q, k, v, cfg), cfg, kerns,
-            err_vs(ref, heads, H, o=o, lse=lse))
+        add(
+            "new*" if cfg == default else "new",
+            lambda cfg=cfg: new_fwd(s, q, k, v, cfg),
+            cfg,
+            kerns,
+            err_vs(ref, heads, H, o=o, lse=lse),
+        )
     out.append(entry)
     if not STATE["smoke"]:
         torch.cuda.empty_cache()
@@ -562,16 +603,25 @@ def sweep_bwd(s, deadline, out):
         torch.cuda.current_stream().wait_stream(gstream)
         torch.cuda.synchronize()
     if time.monotonic() <= deadline:
-        r = dict(name="sdpa", cfg=None, bench_ms=time_bench(lambda: torch.autograd.grad(out_s, (qq, kk, vv), do,
-                                                                                         retain_graph=True)))
-        r["graph_ms"] = (time_graph(lambda: torch.autograd.grad(outg, (qg, kg, vg), do, retain_graph=True),
-                                    stream=gstream) if gstream is not None else float("nan"))
+        r = dict(
+            name="sdpa",
+            cfg=None,
+            bench_ms=time_bench(lambda: torch.autograd.grad(out_s, (qq, kk, vv), do, retain_graph=True)),
+        )
+        r["graph_ms"] = (
+            time_graph(lambda: torch.autograd.grad(outg, (qg, kg, vg), do, retain_graph=True), stream=gstream)
+            if gstream is not None
+            else float("nan")
+        )
         entry["runs"].append(r)
     if STATE["old"]:
         old98 = STATE["old"][98]
         g = old98.flash_attention_backward(q, k, v, o, lse, do, s["causal"], None)
-        add("old", lambda: old98.flash_attention_backward(q, k, v, o, lse, do, s["causal"], None),
-            errs=err_vs(ref, heads, H, dq=g[0], dk=g[1], dv=g[2]))
+        add(
+            "old",
+            lambda: old98.flash_attention_backward(q, k, v, o, lse, do, s["causal"], None),
+            errs=err_vs(ref, heads, H, dq=g[0], dk=g[1], dv=g[2]),
+        )
     default, runs = bwd_configs(s)
     for cfgs in runs:
         if time.monotonic() > deadline:
@@ -582,22 +632,31 @@ def sweep_bwd(s, deadline, out):
         except Exception as e:  # noqa: BLE001
             entry["runs"].append(dict(name="new", cfg=cfgs, error=f"{type(e).__name__}: {str(e)[:200]}"))
             continue
-        add("new*" if cfgs == default else "new", lambda cfgs=cfgs: new_bwd(s, q, k, v, o, lse, do, cfgs), cfgs,
-            kerns, err_vs(ref, heads, H, dq=dq, dk=dk, dv=dv))
+        add(
+            "new*" if cfgs == default else "new",
+            lambda cfgs=cfgs: new_bwd(s, q, k, v, o, lse, do, cfgs),
+            cfgs,
+            kerns,
+            err_vs(ref, heads, H, dq=dq, dk=dk, dv=dv),
+        )
     # The best pair: the fastest dK/dV config (timed with the default dQ) and
     # the fastest dQ config (timed with the default dK/dV), then timed together.
     ok_runs = [r for r in entry["runs"] if r["name"].startswith("new") and "bench_ms" in r and r.get("ok")]
     if ok_runs:
-        best_kv = min((r for r in ok_runs if r["cfg"][1] == default[1]), key=lambda r: r["bench_ms"],
-                      default=None)
+        best_kv = min((r for r in ok_runs if r["cfg"][1] == default[1]), key=lambda r: r["bench_ms"], default=None)
         best_q = min((r for r in ok_runs if r["cfg"][0] == default[0]), key=lambda r: r["bench_ms"], default=None)
         if best_kv and best_q:
             pair = (tuple(best_kv["cfg"][0]), tuple(best_q["cfg"][1]))
             if pair not in [tuple(r["cfg"]) for r in ok_runs] and time.monotonic() <= deadline:
                 try:
                     dq, dk, dv, kerns = new_bwd(s, q, k, v, o, lse, do, pair)
-                    add("best-pair", lambda: new_bwd(s, q, k, v, o, lse, do, pair), pair, kerns,
-                        err_vs(ref, heads, H, dq=dq, dk=dk, dv=dv))
+                    add(
+                        "best-pair",
+                        lambda: new_bwd(s, q, k, v, o, lse, do, pair),
+                        pair,
+                        kerns,
+                        err_vs(ref, heads, H, dq=dq, dk=dk, dv=dv),
+                    )
                 except Exception as e:  # noqa: BLE001
                     entry["runs"].append(dict(name="best-pair", cfg=pair, error=f"{type(e).__name__}: {e}"[:200]))
     out.append(entry)
@@ -620,10 +679,11 @@ def cfg_text(cfg):
 def print_entry(e):
     runs = e["runs"]
     sd = next((r for r in runs if r["name"] == "sdpa" and "bench_ms" in r), None)
-    log(f"\n  [{e['problem']}] {e['shape']}   "
-        "(cfg fwd: BM/BN/warps/stages/L=lazy; bwd: kv BM1/BN1/w/s  q BM2/BN2/w/s)")
-    log(f"    {'what':<9} {'config':<34} {'do_bench':>9} {'graph':>9} {'TFLOP/s':>8} {'xSDPA':>6} {'xSDPA(g)':>8}"
-        f"  {'ok':<3} regs/spills")
+    log(f"\n  [{e['problem']}] {e['shape']}   (cfg fwd: BM/BN/warps/stages/L=lazy; bwd: kv BM1/BN1/w/s  q BM2/BN2/w/s)")
+    log(
+        f"    {'what':<9} {'config':<34} {'do_bench':>9} {'graph':>9} {'TFLOP/s':>8} {'xSDPA':>6} {'xSDPA(g)':>8}"
+        f"  {'ok':<3} regs/spills"
+    )
     for r in runs:
         if "bench_ms" not in r:
             log(f"    {r['name']:<9} {cfg_text(r.get('cfg')):<34} {r.get('error') or r.get('skipped')}")
@@ -633,13 +693,19 @@ def print_entry(e):
         xg = sd["graph_ms"] / r["graph_ms"] if sd and r["graph_ms"] == r["graph_ms"] else float("nan")
         regs = " ".join(f"{k['regs']}/{k['spills']}" for k in r.get("kernels", []) if "regs" in k)
         ok = "" if "ok" not in r else ("ok" if r["ok"] else "BAD")
-        log(f"    {r['name']:<9} {cfg_text(r.get('cfg')):<34} {r['bench_ms']:9.4f} {r['graph_ms']:9.4f} {tf:8.1f} "
-            f"{x:6.3f} {xg:8.3f}  {ok:<3} {regs}")
+        log(
+            f"    {r['name']:<9} {cfg_text(r.get('cfg')):<34} {r['bench_ms']:9.4f} {r['graph_ms']:9.4f} {tf:8.1f} "
+            f"{x:6.3f} {xg:8.3f}  {ok:<3} {regs}"
+        )
 
 
 def summary(entries):
-    lines = ["", "=" * 118, "SUMMARY: time ratio SDPA / ours (> 1 = faster than SDPA), do_bench clock [graph clock]",
-             f"{'prob':<5}{'shape':<36}{'old':>16}{'new default':>18}{'best new':>18}  best config"]
+    lines = [
+        "",
+        "=" * 118,
+        "SUMMARY: time ratio SDPA / ours (> 1 = faster than SDPA), do_bench clock [graph clock]",
+        f"{'prob':<5}{'shape':<36}{'old':>16}{'new default':>18}{'best new':>18}  best config",
+    ]
     for e in entries:
         runs = [r for r in e["runs"] if "bench_ms" in r]
         sd = next((r for r in runs if r["name"] == "sdpa"), None)
@@ -656,8 +722,10 @@ def summary(entries):
         dflt = next((r for r in runs if r["name"] == "new*"), None)
         news = [r for r in runs if r["name"] in ("new", "new*", "best-pair") and r.get("ok", True)]
         best = min(news, key=lambda r: r["bench_ms"]) if news else None
-        lines.append(f"{e['problem']:<5}{e['shape']:<36}{fmt(old):>16}{fmt(dflt):>18}{fmt(best):>18}  "
-                     f"{cfg_text(best['cfg']) if best else '-'}")
+        lines.append(
+            f"{e['problem']:<5}{e['shape']:<36}{fmt(old):>16}{fmt(dflt):>18}{fmt(best):>18}  "
+            f"{cfg_text(best['cfg']) if best else '-'}"
+        )
     return "\n".join(lines)
 
 
@@ -684,8 +752,9 @@ def main() -> int:
     checks = [dict(c) for c in CHECKS]
     if smoke:
         for c in checks:
-            c.update(N=min(c["N"], 130), B=1, H=min(c["H"], 2),
-                     dtype="float16" if c["dtype"] == "bfloat16" else c["dtype"])
+            c.update(
+                N=min(c["N"], 130), B=1, H=min(c["H"], 2), dtype="float16" if c["dtype"] == "bfloat16" else c["dtype"]
+            )
 
     # 1. compile everything in parallel worker processes (Triton's on-disk cache is shared).
     # Wave 1: each shape's default configuration (whose kernels the other runs
@@ -711,13 +780,19 @@ def main() -> int:
     except Exception:  # noqa: BLE001 - fall back to compiling on first use
         traceback.print_exc()
         errors = {"precompile": "failed; kernels compile on first use"}
-    log(f"precompiled {len(tasks)} calls with {workers} workers in {time.monotonic() - t0:.1f} s; "
-        f"{len(errors)} failed")
+    log(f"precompiled {len(tasks)} calls with {workers} workers in {time.monotonic() - t0:.1f} s; {len(errors)} failed")
     for t, e in errors.items():
         log(f"  failed: {t[:160]} -> {e[:200]}")
 
-    report = dict(device=dev, torch=torch.__version__, triton=triton.__version__, old=old_dir,
-                  precompile_errors=errors, checks=[], entries=[])
+    report = dict(
+        device=dev,
+        torch=torch.__version__,
+        triton=triton.__version__,
+        old=old_dir,
+        precompile_errors=errors,
+        checks=[],
+        entries=[],
+    )
 
     def save():
         path = args.json or (os.path.join(os.environ["OUT"], "fa_tune.json") if os.environ.get("OUT") else None)
@@ -752,7 +827,8 @@ def main() -> int:
     text = summary(report["entries"])
     bad = [c["shape"] for c in report["checks"] if not (c.get("fwd_ok") and c.get("bwd_ok"))]
     text += f"\ncorrectness cases: {len(report['checks']) - len(bad)}/{len(report['checks'])} ok" + (
-        f"; NOT ok: {bad}" if bad else "")
+        f"; NOT ok: {bad}" if bad else ""
+    )
     text += f"\nelapsed {time.monotonic() - t_start:.0f} s"
     log(text)
     report["summary"] = text

@@ -112,8 +112,12 @@ class HostLoad:
             last = now
             if self._gpu:
                 try:
-                    out = subprocess.run(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,"
-                                          "nounits", "-i", "0"], capture_output=True, text=True, timeout=5).stdout
+                    out = subprocess.run(
+                        ["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits", "-i", "0"],
+                        capture_output=True,
+                        text=True,
+                        timeout=5,
+                    ).stdout
                     self.gpu.append(float(out.split()[0]))
                 except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
                     self._gpu = False
@@ -136,11 +140,42 @@ class HostLoad:
         return out
 
 
-def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, workers: int, sandbox: str,
-               seed: int, pool: str | None = None, tree: Path = ROOT, jobs: int | None = None,
-               job_workers: int | None = None, ab: tuple[str, str] | None = None) -> dict:
-    argv = [sys.executable, "-m", "judge", "grade", str(roster), "--problem", str(problem.id), "--out", str(out),
-            "--executor", executor, "--sandbox", sandbox, "--seed", str(seed), "--no-progress", "--device", device]
+def run_config(
+    problem,
+    roster: Path,
+    out: Path,
+    *,
+    device: str,
+    executor: str,
+    workers: int,
+    sandbox: str,
+    seed: int,
+    pool: str | None = None,
+    tree: Path = ROOT,
+    jobs: int | None = None,
+    job_workers: int | None = None,
+    ab: tuple[str, str] | None = None,
+) -> dict:
+    argv = [
+        sys.executable,
+        "-m",
+        "judge",
+        "grade",
+        str(roster),
+        "--problem",
+        str(problem.id),
+        "--out",
+        str(out),
+        "--executor",
+        executor,
+        "--sandbox",
+        sandbox,
+        "--seed",
+        str(seed),
+        "--no-progress",
+        "--device",
+        device,
+    ]
     if pool is not None:
         argv += ["--pool", pool]
     argv += ["--jobs", str(workers)] if device == "cpu" else ["--gpus", ",".join(str(g) for g in range(workers))]
@@ -171,15 +206,26 @@ def run_config(problem, roster: Path, out: Path, *, device: str, executor: str, 
     waits = _start_waits(out / "results.sqlite")
     split = _time_split(out / "results.sqlite")
     slots = workers if device == "cpu" else (jobs or 0) * workers  # jobs at once: per GPU times the GPUs
-    return {"executor": executor, "workers": workers, "jobs": jobs, "job_workers": job_workers, "pool": pool,
-            "ab": f"{ab[0]}={ab[1]}" if ab else None, "judged": judged,
-            "wall_s": round(wall, 1), "per_hour": round(judged / wall * 3600), "verdicts": verdicts,
-            "host": load.summary(),
-            "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
-            "start_wait_median": round(statistics.median(waits), 2) if waits else None,
-            "pool_stats": summary["run"].get("pool"), "job_spares": summary["run"].get("job_spares"),
-            "gpu_admission": summary["run"].get("gpu_admission"),
-            "time_split": split, "steady": steady_rate(_finish_times(out / "results.sqlite"), slots)}
+    return {
+        "executor": executor,
+        "workers": workers,
+        "jobs": jobs,
+        "job_workers": job_workers,
+        "pool": pool,
+        "ab": f"{ab[0]}={ab[1]}" if ab else None,
+        "judged": judged,
+        "wall_s": round(wall, 1),
+        "per_hour": round(judged / wall * 3600),
+        "verdicts": verdicts,
+        "host": load.summary(),
+        "start_wait_mean": round(statistics.mean(waits), 2) if waits else None,
+        "start_wait_median": round(statistics.median(waits), 2) if waits else None,
+        "pool_stats": summary["run"].get("pool"),
+        "job_spares": summary["run"].get("job_spares"),
+        "gpu_admission": summary["run"].get("gpu_admission"),
+        "time_split": split,
+        "steady": steady_rate(_finish_times(out / "results.sqlite"), slots),
+    }
 
 
 def _query(db: Path, sql: str) -> list[tuple]:
@@ -200,8 +246,10 @@ def _keep_reports(db: Path, where: Path) -> None:
 
 
 def _internal_errors(db: Path) -> list[tuple[str, str]]:
-    return [(s, json.loads(r).get("message", "")[:400])
-            for s, r in _query(db, "SELECT student, report FROM results WHERE verdict = 'IE'")]
+    return [
+        (s, json.loads(r).get("message", "")[:400])
+        for s, r in _query(db, "SELECT student, report FROM results WHERE verdict = 'IE'")
+    ]
 
 
 def _start_waits(db: Path) -> list[float]:
@@ -241,8 +289,14 @@ def steady_rate(finishes: list[float], slots: int) -> dict | None:
     return {"completions": done, "window_s": round(t1 - t0, 1), "per_hour": round(done / (t1 - t0) * 3600)}
 
 
-SPLIT_KEYS = ("tests_seconds", "speed_seconds", "gpu_wait_seconds", "compile_seconds", "start_wait_seconds",
-              "shrink_seconds")
+SPLIT_KEYS = (
+    "tests_seconds",
+    "speed_seconds",
+    "gpu_wait_seconds",
+    "compile_seconds",
+    "start_wait_seconds",
+    "shrink_seconds",
+)
 
 
 def _time_split(db: Path) -> dict:
@@ -253,8 +307,12 @@ def _time_split(db: Path) -> dict:
     by: dict[str, list[dict]] = {}
     for verdict, text in _query(db, "SELECT verdict, report FROM results"):
         report = json.loads(text)
-        by.setdefault(verdict, []).append({"elapsed_seconds": report.get("elapsed_seconds"),
-                                           **{k: (report.get("timing") or {}).get(k) for k in SPLIT_KEYS}})
+        by.setdefault(verdict, []).append(
+            {
+                "elapsed_seconds": report.get("elapsed_seconds"),
+                **{k: (report.get("timing") or {}).get(k) for k in SPLIT_KEYS},
+            }
+        )
     out = {}
     for verdict, items in sorted(by.items()):
         row = {"n": len(items)}
@@ -274,29 +332,56 @@ def main() -> list[dict]:
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--sandbox", default="process")
     ap.add_argument("--executors", default="local,ray")
-    ap.add_argument("--workers", default=None, help="worker counts, e.g. 1,2 (default: 1,2; on a GPU 1 and 2 "
-                                                   "when there are two GPUs)")
-    ap.add_argument("--jobs", default=None, help="on a GPU, submissions judged at once per GPU to compare, "
-                                                 "e.g. 4,6 (default: the command's own, one configuration)")
-    ap.add_argument("--job-workers", default=None,
-                    help="test workers per job to compare, e.g. 1,2 (JUDGE_WORKERS for the grading command; "
-                         "default: its split of the host's cores, judge.grading.executors.workers_per_job)")
-    ap.add_argument("--ab", default=None,
-                    help="NAME=a,b (NAME alone: 0,1): the grading command with that environment variable at each "
-                         "value in turn, the order swapped every round (a switch's A/B side by side)")
+    ap.add_argument(
+        "--workers",
+        default=None,
+        help="worker counts, e.g. 1,2 (default: 1,2; on a GPU 1 and 2 when there are two GPUs)",
+    )
+    ap.add_argument(
+        "--jobs",
+        default=None,
+        help="on a GPU, submissions judged at once per GPU to compare, "
+        "e.g. 4,6 (default: the command's own, one configuration)",
+    )
+    ap.add_argument(
+        "--job-workers",
+        default=None,
+        help="test workers per job to compare, e.g. 1,2 (JUDGE_WORKERS for the grading command; "
+        "default: its split of the host's cores, judge.grading.executors.workers_per_job)",
+    )
+    ap.add_argument(
+        "--ab",
+        default=None,
+        help="NAME=a,b (NAME alone: 0,1): the grading command with that environment variable at each "
+        "value in turn, the order swapped every round (a switch's A/B side by side)",
+    )
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--pool", default=None, help="pool settings to compare, e.g. off,auto (default: the "
-                                                 "command's own default, one configuration)")
+    ap.add_argument(
+        "--pool",
+        default=None,
+        help="pool settings to compare, e.g. off,auto (default: the command's own default, one configuration)",
+    )
     ap.add_argument("--repeat", type=int, default=1, help="rounds of every configuration, interleaved")
-    ap.add_argument("--warm", action="store_true",
-                    help="grade every distinct file of the roster once first, not counted (warm kernel caches)")
-    ap.add_argument("--fresh", action="store_true",
-                    help="every configuration and round grades a roster of its own, its files never seen by a "
-                         "kernel cache (the caches are keyed by a file's content, and real students' files "
-                         "differ): each pays its compiles, as a course's roster does")
-    ap.add_argument("--trees", nargs="+", type=Path, default=None,
-                    help="checkouts to compare side by side: each configuration is graded by each tree's "
-                         "`python -m judge` (run in that folder) in turn, the order swapped every round")
+    ap.add_argument(
+        "--warm",
+        action="store_true",
+        help="grade every distinct file of the roster once first, not counted (warm kernel caches)",
+    )
+    ap.add_argument(
+        "--fresh",
+        action="store_true",
+        help="every configuration and round grades a roster of its own, its files never seen by a "
+        "kernel cache (the caches are keyed by a file's content, and real students' files "
+        "differ): each pays its compiles, as a course's roster does",
+    )
+    ap.add_argument(
+        "--trees",
+        nargs="+",
+        type=Path,
+        default=None,
+        help="checkouts to compare side by side: each configuration is graded by each tree's "
+        "`python -m judge` (run in that folder) in turn, the order swapped every round",
+    )
     args = ap.parse_args()
     keys = args.problem or (["93"] if args.device == "cpu" else ["94"])
     if args.workers:
@@ -331,11 +416,23 @@ def main() -> list[dict]:
                 # do not (2026-12-03 call 3: the first tree's roster compiled ~200 s more, summed over workers).
                 make_roster(problem, args.n, tmp / "warm", distinct=True)
                 first = (args.trees or [ROOT])[0]
-                w = run_config(problem, tmp / "warm", tmp / "out-warm", device=args.device, executor=executors[0],
-                               workers=counts[0], sandbox=args.sandbox, seed=args.seed, pool=pools[0],
-                               tree=first.resolve())
-                print(json.dumps({"warm-up, not counted": w["judged"], "wall_s": w["wall_s"],
-                                  "verdicts": w["verdicts"]}), file=sys.stderr, flush=True)
+                w = run_config(
+                    problem,
+                    tmp / "warm",
+                    tmp / "out-warm",
+                    device=args.device,
+                    executor=executors[0],
+                    workers=counts[0],
+                    sandbox=args.sandbox,
+                    seed=args.seed,
+                    pool=pools[0],
+                    tree=first.resolve(),
+                )
+                print(
+                    json.dumps({"warm-up, not counted": w["judged"], "wall_s": w["wall_s"], "verdicts": w["verdicts"]}),
+                    file=sys.stderr,
+                    flush=True,
+                )
             for round_ in range(args.repeat):
                 for executor in executors:
                     for workers in counts:
@@ -343,19 +440,34 @@ def main() -> list[dict]:
                             trees = args.trees or [ROOT]
                             # Trees and --ab values alternate, their order swapped every round.
                             pairs = [(t, a) for t in trees for a in abs_]
-                            for tree, ab in (pairs if round_ % 2 == 0 else pairs[::-1]):
+                            for tree, ab in pairs if round_ % 2 == 0 else pairs[::-1]:
                                 name = "" if args.trees is None else "-" + tree.resolve().name
-                                out = tmp / (f"out-{executor}-{workers}-{pool}-{jobs}-{round_}{name}"
-                                             + (f"-w{jw}" if jw is not None else "")
-                                             + (f"-{ab[0]}-{ab[1]}" if ab is not None else ""))
+                                out = tmp / (
+                                    f"out-{executor}-{workers}-{pool}-{jobs}-{round_}{name}"
+                                    + (f"-w{jw}" if jw is not None else "")
+                                    + (f"-{ab[0]}-{ab[1]}" if ab is not None else "")
+                                )
                                 roster = tmp / "roster"
                                 if args.fresh:
                                     roster = tmp / f"roster-{out.name}"
-                                    make_roster(problem, args.n, roster, tag=f" ({tmp.name}/{out.name})")  # unique per run of this script too
-                                r = run_config(problem, roster, out, device=args.device,
-                                               executor=executor, workers=workers, sandbox=args.sandbox,
-                                               seed=args.seed, pool=pool, tree=tree.resolve(), jobs=jobs,
-                                               job_workers=jw, ab=ab)
+                                    make_roster(
+                                        problem, args.n, roster, tag=f" ({tmp.name}/{out.name})"
+                                    )  # unique per run of this script too
+                                r = run_config(
+                                    problem,
+                                    roster,
+                                    out,
+                                    device=args.device,
+                                    executor=executor,
+                                    workers=workers,
+                                    sandbox=args.sandbox,
+                                    seed=args.seed,
+                                    pool=pool,
+                                    tree=tree.resolve(),
+                                    jobs=jobs,
+                                    job_workers=jw,
+                                    ab=ab,
+                                )
                                 r["problem"] = f"{problem.id} {problem.slug}"
                                 r["round"] = round_ + 1
                                 r["expected"] = expected
@@ -367,30 +479,40 @@ def main() -> list[dict]:
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     unit = "GPU" if args.device == "cuda" else "interpreter worker"
-    print(f"\n{args.device}, sandbox {args.sandbox}, {args.n} submissions per roster; "
-          f"Python {platform.python_version()}\n")
+    print(
+        f"\n{args.device}, sandbox {args.sandbox}, {args.n} submissions per roster; "
+        f"Python {platform.python_version()}\n"
+    )
     if pools == [None]:
-        print(f"| problem | tree | executor | {unit}s | jobs per GPU | round | submissions | wall | "
-              "submissions/hour | every slot busy: /hour (completions, window) | host CPU busy (saturated) | "
-              "verdicts |")
+        print(
+            f"| problem | tree | executor | {unit}s | jobs per GPU | round | submissions | wall | "
+            "submissions/hour | every slot busy: /hour (completions, window) | host CPU busy (saturated) | "
+            "verdicts |"
+        )
         print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['problem']}{' (' + r['ab'] + ')' if r.get('ab') else ''} | {r.get('tree', '.')} | "
-                  f"{r['executor']} | {r['workers']} | "
-                  f"{r['jobs'] or 'default'} | {r['round']} | {r['judged']} | {r['wall_s']} s | {r['per_hour']} | "
-                  f"{_steady(r)} | {_busy(r)} | {_verdicts(r)} |")
+            print(
+                f"| {r['problem']}{' (' + r['ab'] + ')' if r.get('ab') else ''} | {r.get('tree', '.')} | "
+                f"{r['executor']} | {r['workers']} | "
+                f"{r['jobs'] or 'default'} | {r['round']} | {r['judged']} | {r['wall_s']} s | {r['per_hour']} | "
+                f"{_steady(r)} | {_busy(r)} | {_verdicts(r)} |"
+            )
         return rows
-    print(f"| problem | {unit}s | pool | jobs per GPU | test workers per job | round | submissions | wall | "
-          "submissions/hour | every slot busy: /hour (completions, window) | start-up wait mean | median | "
-          "from the pool (taken / started own / warmed unused) | host CPU busy (saturated) | verdicts |")
+    print(
+        f"| problem | {unit}s | pool | jobs per GPU | test workers per job | round | submissions | wall | "
+        "submissions/hour | every slot busy: /hour (completions, window) | start-up wait mean | median | "
+        "from the pool (taken / started own / warmed unused) | host CPU busy (saturated) | verdicts |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         ps = r.get("pool_stats")
         taken = f"{ps['taken']} / {ps['missed']} / {ps['wasted']}" if ps else "-"
-        print(f"| {r['problem']}{' (' + r['ab'] + ')' if r.get('ab') else ''} | {r['workers']} | {r['pool']} | "
-              f"{r['jobs'] or 'default'} | {r.get('job_workers') or 'default'} | {r['round']} | "
-              f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {_steady(r)} | {r['start_wait_mean']} s | "
-              f"{r['start_wait_median']} s | {taken} | {_busy(r)} | {_verdicts(r)} |")
+        print(
+            f"| {r['problem']}{' (' + r['ab'] + ')' if r.get('ab') else ''} | {r['workers']} | {r['pool']} | "
+            f"{r['jobs'] or 'default'} | {r.get('job_workers') or 'default'} | {r['round']} | "
+            f"{r['judged']} | {r['wall_s']} s | {r['per_hour']} | {_steady(r)} | {r['start_wait_mean']} s | "
+            f"{r['start_wait_median']} s | {taken} | {_busy(r)} | {_verdicts(r)} |"
+        )
     return rows
 
 

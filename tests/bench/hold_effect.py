@@ -4,9 +4,9 @@
 K queued calls of a 4096-element add (the 93 reference) behind torch.cuda._sleep holds of
 several lengths, events around the K calls, per-call medians over 30 samples each.
 """
+
 import importlib.util
 import statistics
-import sys
 from pathlib import Path
 
 import torch
@@ -22,7 +22,10 @@ flush = torch.empty(120 << 20, dtype=torch.uint8, device="cuda")
 ref.add(xs[0], ys[0])
 torch.cuda.synchronize()
 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-s.record(); torch.cuda._sleep(1_000_000); e.record(); e.synchronize()
+s.record()
+torch.cuda._sleep(1_000_000)
+e.record()
+e.synchronize()
 rate = 1e6 / (s.elapsed_time(e) * 1e-3)
 for hold_ms in (2, 5, 10, 20, 40, 80):
     per = []
@@ -39,5 +42,8 @@ for hold_ms in (2, 5, 10, 20, 40, 80):
         per.append((s.elapsed_time(e) * 1e3 / K, early))
     ok = [t for t, early in per if not early]
     med = f"{statistics.median(ok):.3f}" if ok else "-"
-    print(f"hold {hold_ms:5.1f} ms: {med} us per call over {len(ok)} queued samples "
-          f"({len(per) - len(ok)} started early: {statistics.median([t for t, _ in per]):.3f})", flush=True)
+    print(
+        f"hold {hold_ms:5.1f} ms: {med} us per call over {len(ok)} queued samples "
+        f"({len(per) - len(ok)} started early: {statistics.median([t for t, _ in per]):.3f})",
+        flush=True,
+    )

@@ -39,12 +39,22 @@ def cases(tmp: Path, sandbox: str) -> list[tuple[str, list[str], int]]:
         ("bad option (--device tpu)", judge + ["submit", "94", str(SOFTMAX_REF), "--device", "tpu"], 2),
         ("unknown option (--no-such-option)", judge + ["submit", "94", str(SOFTMAX_REF), "--no-such-option"], 2),
         ("bad --sandbox (chroot)", judge + ["submit", "94", str(SOFTMAX_REF), "--sandbox", "chroot"], 2),
-        ("missing entry point (submit 93)",
-         judge + ["submit", "93", str(VECTOR_ADD / "compile_error" / "missing_entry_point.py"), "--sandbox", sandbox], 1),
-        ("wrong arity (submit 93)",
-         judge + ["submit", "93", str(VECTOR_ADD / "compile_error" / "wrong_arity.py"), "--sandbox", sandbox], 1),
-        ("static-scan RJ (submit 93)",
-         judge + ["submit", "93", str(VECTOR_ADD / "rejected" / "exploit_gc_walk.py"), "--sandbox", sandbox], 1),
+        (
+            "missing entry point (submit 93)",
+            judge
+            + ["submit", "93", str(VECTOR_ADD / "compile_error" / "missing_entry_point.py"), "--sandbox", sandbox],
+            1,
+        ),
+        (
+            "wrong arity (submit 93)",
+            judge + ["submit", "93", str(VECTOR_ADD / "compile_error" / "wrong_arity.py"), "--sandbox", sandbox],
+            1,
+        ),
+        (
+            "static-scan RJ (submit 93)",
+            judge + ["submit", "93", str(VECTOR_ADD / "rejected" / "exploit_gc_walk.py"), "--sandbox", sandbox],
+            1,
+        ),
         ("syntax error, --json (submit 94)", judge + ["submit", "94", str(syntax), "--json", "--sandbox", sandbox], 1),
         ("syntax error (bench 94)", judge + ["bench", "94", str(syntax), "--sandbox", sandbox], 1),
         ("yardstick: import torch", [sys.executable, "-c", "import torch"], 0),
@@ -58,8 +68,13 @@ def run_once(argv: list[str]) -> tuple[float, int]:
 
 
 def imports_torch(argv: list[str]) -> bool:
-    proc = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], cwd=ROOT, capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    proc = subprocess.run(
+        [argv[0], "-X", "importtime", *argv[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
     return any(line.rstrip().endswith("| torch") for line in proc.stderr.splitlines())
 
 
@@ -83,8 +98,12 @@ def main() -> int:
         load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
     except OSError:
         load = "?"
-    lines = [f"{args.runs} runs each, interleaved; {os.cpu_count()} cores; load average {load} at the end",
-             "", "| case | exit | torch imported | median s | min s | max s |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"{args.runs} runs each, interleaved; {os.cpu_count()} cores; load average {load} at the end",
+        "",
+        "| case | exit | torch imported | median s | min s | max s |",
+        "|---|---|---|---|---|---|",
+    ]
     bad = 0
     for name, _, want in todo:
         t = times[name]
@@ -93,9 +112,11 @@ def main() -> int:
         if not name.startswith("yardstick"):
             ok = ok and not torch_seen[name] and statistics.median(t) <= 1.5
         bad += not ok
-        lines.append(f"| {name} | {rc}{'' if codes[name] == {want} else f' (want {want})'} | "
-                     f"{'yes' if torch_seen[name] else 'no'} | {statistics.median(t):.2f} | {min(t):.2f} | "
-                     f"{max(t):.2f} |")
+        lines.append(
+            f"| {name} | {rc}{'' if codes[name] == {want} else f' (want {want})'} | "
+            f"{'yes' if torch_seen[name] else 'no'} | {statistics.median(t):.2f} | {min(t):.2f} | "
+            f"{max(t):.2f} |"
+        )
     text = "\n".join(lines)
     print(text)
     if args.markdown:

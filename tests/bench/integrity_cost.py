@@ -7,6 +7,7 @@ imported first, as in a worker; then the medians of N snapshots and of N changed
 
     python tests/bench/integrity_cost.py [--trees DIR ...] [--rounds 3] [-n 40]
 """
+
 import argparse
 import subprocess
 import sys
@@ -38,8 +39,9 @@ def main() -> int:
     args = ap.parse_args()
     for r in range(args.rounds):
         for tree in args.trees:
-            out = subprocess.run([sys.executable, "-c", ONE, str(tree.resolve()), str(args.n)], capture_output=True,
-                                 text=True)
+            out = subprocess.run(
+                [sys.executable, "-c", ONE, str(tree.resolve()), str(args.n)], capture_output=True, text=True
+            )
             print(f"round {r + 1} {tree}: {out.stdout.strip() or out.stderr.strip()[-300:]}", flush=True)
     return 0
 

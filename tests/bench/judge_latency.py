@@ -48,9 +48,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-COLUMNS = ("problem", "ab", "verdict", "wall s", "worker starts", "litter starts", "start s", "cases", "worker s",
-           "golden s", "compiles", "compile s", "tests s", "speed s", "speed start s", "command start s", "elapsed s",
-           "report at s", "exit after s")
+COLUMNS = (
+    "problem",
+    "ab",
+    "verdict",
+    "wall s",
+    "worker starts",
+    "litter starts",
+    "start s",
+    "cases",
+    "worker s",
+    "golden s",
+    "compiles",
+    "compile s",
+    "tests s",
+    "speed s",
+    "speed start s",
+    "command start s",
+    "elapsed s",
+    "report at s",
+    "exit after s",
+)
 
 
 def fresh_copy(path: Path) -> Path:
@@ -91,13 +109,22 @@ def _run_timed(cmd: list, cwd: Path, env: dict):
     proc.wait()
     for t in readers:
         t.join()
-    done = subprocess.CompletedProcess(cmd, proc.returncode, b"".join(out).decode(errors="replace"),
-                                       b"".join(err).decode(errors="replace"))
+    done = subprocess.CompletedProcess(
+        cmd, proc.returncode, b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace")
+    )
     return done, (seen[0] if seen else None)
 
 
-def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: dict | None = None,
-            root: Path = ROOT, fresh: bool = False) -> dict:
+def measure(
+    pid: str,
+    device: str,
+    sandbox: str,
+    speed: bool,
+    seed: int,
+    env: dict | None = None,
+    root: Path = ROOT,
+    fresh: bool = False,
+) -> dict:
     import os
     import shutil
 
@@ -105,8 +132,21 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
 
     p = find_problem(pid)
     judged = fresh_copy(p.reference_path) if fresh else p.reference_path
-    cmd = [sys.executable, "-m", "judge", "submit", str(p.id), str(judged), "--json", "--seed", str(seed),
-           "--device", device, "--sandbox", sandbox]
+    cmd = [
+        sys.executable,
+        "-m",
+        "judge",
+        "submit",
+        str(p.id),
+        str(judged),
+        "--json",
+        "--seed",
+        str(seed),
+        "--device",
+        device,
+        "--sandbox",
+        sandbox,
+    ]
     if not speed:
         cmd.append("--no-speed")
     t0 = time.monotonic()
@@ -117,8 +157,12 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
     try:
         report = json.loads(r.stdout)
     except json.JSONDecodeError:
-        return {"problem": f"{p.id} {p.slug}", "verdict": f"exit {r.returncode}", "wall s": wall,
-                "error": r.stderr.strip().splitlines()[-1:] if r.stderr.strip() else []}
+        return {
+            "problem": f"{p.id} {p.slug}",
+            "verdict": f"exit {r.returncode}",
+            "wall s": wall,
+            "error": r.stderr.strip().splitlines()[-1:] if r.stderr.strip() else [],
+        }
     if os.environ.get("BENCH_REPORTS"):  # every full report kept, to read timing and the speed run's phases
         keep = Path(os.environ["BENCH_REPORTS"])
         keep.mkdir(parents=True, exist_ok=True)
@@ -132,20 +176,32 @@ def measure(pid: str, device: str, sandbox: str, speed: bool, seed: int, env: di
     ab = " ".join(f"{k}={v}" for k, v in (env or {}).items()) or None
     if root != ROOT or env is None and os.environ.get("JUDGE_LATENCY_TREES"):
         ab = f"tree {root.name if root != ROOT else '.'}"
-    return {"problem": f"{p.id} {p.slug}" + (" (fresh copy)" if fresh else ""), "ab": ab,
-            "verdict": report.get("verdict"), "wall s": wall, "speed start s": phases.get("start_seconds"),
-            "worker starts": t.get("worker_starts"), "litter starts": t.get("litter_starts"),
-            "start s": t.get("worker_start_seconds"), "cases": t.get("cases"), "worker s": t.get("worker_seconds"),
-            "golden s": t.get("golden_seconds"),
-            "compiles": t.get("kernels_compiled"), "compile s": t.get("compile_seconds"),
-            "tests s": t.get("tests_seconds"), "speed s": t.get("speed_seconds"),
-            "speed": (report.get("speed") or {}).get("reason"),
-            "replay settle s": t.get("replay_settle_seconds"), "groups s": t.get("group_seconds"),
-            "elapsed s": report.get("elapsed_seconds"), "command start s": t.get("command_start_seconds"),
-            "report at s": None if t_report is None else round(t_report - t0, 3),
-            "exit after s": None if t_report is None else round(wall - (t_report - t0), 3),
-            "command torch s": t.get("command_torch_seconds"),
-            "phases": {k: v for k, v in phases.items() if k.endswith("_seconds") and not k.startswith("replay_")}}
+    return {
+        "problem": f"{p.id} {p.slug}" + (" (fresh copy)" if fresh else ""),
+        "ab": ab,
+        "verdict": report.get("verdict"),
+        "wall s": wall,
+        "speed start s": phases.get("start_seconds"),
+        "worker starts": t.get("worker_starts"),
+        "litter starts": t.get("litter_starts"),
+        "start s": t.get("worker_start_seconds"),
+        "cases": t.get("cases"),
+        "worker s": t.get("worker_seconds"),
+        "golden s": t.get("golden_seconds"),
+        "compiles": t.get("kernels_compiled"),
+        "compile s": t.get("compile_seconds"),
+        "tests s": t.get("tests_seconds"),
+        "speed s": t.get("speed_seconds"),
+        "speed": (report.get("speed") or {}).get("reason"),
+        "replay settle s": t.get("replay_settle_seconds"),
+        "groups s": t.get("group_seconds"),
+        "elapsed s": report.get("elapsed_seconds"),
+        "command start s": t.get("command_start_seconds"),
+        "report at s": None if t_report is None else round(t_report - t0, 3),
+        "exit after s": None if t_report is None else round(wall - (t_report - t0), 3),
+        "command torch s": t.get("command_torch_seconds"),
+        "phases": {k: v for k, v in phases.items() if k.endswith("_seconds") and not k.startswith("replay_")},
+    }
 
 
 def fmt(v) -> str:
@@ -171,14 +227,22 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-speed", action="store_true", help="submit --no-speed (GPU only matters)")
     ap.add_argument("--markdown", type=Path, default=None, help="append the dated table to this file")
-    ap.add_argument("--ab", default=None,
-                    help="an environment switch judged =0 and =1 in turn (VAR=A,B: =A and =B)")
-    ap.add_argument("--trees", nargs=2, type=Path, default=None, metavar="DIR",
-                    help="two checkouts judged in turn (each one's python -m judge, run in its folder)")
+    ap.add_argument("--ab", default=None, help="an environment switch judged =0 and =1 in turn (VAR=A,B: =A and =B)")
+    ap.add_argument(
+        "--trees",
+        nargs=2,
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="two checkouts judged in turn (each one's python -m judge, run in its folder)",
+    )
     ap.add_argument("--rounds", type=int, default=1, help="rounds of the --ab or --trees pair")
     ap.add_argument("--warm", action="store_true", help="one untimed submit of the first problem first")
-    ap.add_argument("--fresh", action="store_true",
-                    help="judge a copy of the reference with a comment of its own each time (its kernels compile)")
+    ap.add_argument(
+        "--fresh",
+        action="store_true",
+        help="judge a copy of the reference with a comment of its own each time (its kernels compile)",
+    )
     args = ap.parse_args()
     if args.ab and args.trees:
         ap.error("--ab and --trees: one at a time")
@@ -205,8 +269,9 @@ def main() -> int:
             elif args.trees:
                 variants = [(None, t) for t in trees][:: 1 if r % 2 == 0 else -1]
             for env, root in variants:
-                row = measure(pid, args.device, args.sandbox, not args.no_speed, args.seed, env, root=root,
-                              fresh=args.fresh)
+                row = measure(
+                    pid, args.device, args.sandbox, not args.no_speed, args.seed, env, root=root, fresh=args.fresh
+                )
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     text = table(rows)
@@ -215,11 +280,13 @@ def main() -> int:
         import torch
         import triton
 
-        stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
         where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU (interpreter)"
         with args.markdown.open("a") as f:
-            f.write(f"\n### {stamp}: judge latency, {where}\n\ntorch {torch.__version__}, triton {triton.__version__},"
-                    f" sandbox {args.sandbox}, seed {args.seed}\n\n{text}\n")
+            f.write(
+                f"\n### {stamp}: judge latency, {where}\n\ntorch {torch.__version__}, triton {triton.__version__},"
+                f" sandbox {args.sandbox}, seed {args.seed}\n\n{text}\n"
+            )
     return 0 if all(r.get("verdict") == "AC" for r in rows) else 1
 
 

@@ -48,6 +48,7 @@ def child(samples: int) -> dict:
 
     from judge.problems import find_problem
     from judge.shared import bench_inputs
+
     sys.path.insert(0, str(ROOT / "tests" / "bench"))
     from calibrate import load_entry
 
@@ -106,9 +107,9 @@ def child(samples: int) -> dict:
         for _ in range(3):
             [fn(*a) for a in sets]
         torch.cuda.synchronize()
-        row["stream"] = timed(sets, lambda: [fn(*a) for a in sets], samples)
+        row["stream"] = timed(sets, lambda: [fn(*a) for a in sets], samples)  # noqa: F821
         pad, sets = make_sets(512 * 1237)
-        row["stream2"] = timed(sets, lambda: [fn(*a) for a in sets], samples)
+        row["stream2"] = timed(sets, lambda: [fn(*a) for a in sets], samples)  # noqa: F821
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -118,7 +119,7 @@ def child(samples: int) -> dict:
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             outs = [fn(*a) for a in sets]
-        row["graph"] = timed(sets, lambda: g.replay(), samples)
+        row["graph"] = timed(sets, lambda: g.replay(), samples)  # noqa: F821
         del g, outs, sets, pad
         torch.cuda.empty_cache()
         out[pid] = row
@@ -138,15 +139,25 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     runs = []
     for p in range(args.procs):
-        done = subprocess.run([sys.executable, __file__, "--child", "--samples", str(args.samples)],
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", "--samples", str(args.samples)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         line = [x for x in done.stdout.splitlines() if x.startswith("RESULT ")]
         if not line:
             print(f"process {p} failed:\n{done.stderr[-3000:]}", file=sys.stderr)
             continue
         runs.append(json.loads(line[0][7:]))
-        print(f"process {p}: " + ", ".join(f"{pid} " + "/".join(f"{r[w] * 1e6:.3f}" for w in ("stream", "stream2", "graph"))
-                                            for pid, r in runs[-1].items()), flush=True)
+        print(
+            f"process {p}: "
+            + ", ".join(
+                f"{pid} " + "/".join(f"{r[w] * 1e6:.3f}" for w in ("stream", "stream2", "graph"))
+                for pid, r in runs[-1].items()
+            ),
+            flush=True,
+        )
     (args.out / "launch_gaps.json").write_text(json.dumps(runs, indent=1))
     print("\n| problem | shape | K | way | per process (us per call) | spread max/min-1 |")
     print("|---|---|---|---|---|---|")
@@ -156,8 +167,10 @@ def main() -> int:
             if not xs:
                 continue
             params = runs[0][pid]["params"]
-            print(f"| {pid} | {', '.join(f'{k}={v}' for k, v in params.items())} | {runs[0][pid]['K']} | {way} | "
-                  f"{' '.join(f'{x:.3f}' for x in xs)} | {100 * (max(xs) / min(xs) - 1):.1f}% |")
+            print(
+                f"| {pid} | {', '.join(f'{k}={v}' for k, v in params.items())} | {runs[0][pid]['K']} | {way} | "
+                f"{' '.join(f'{x:.3f}' for x in xs)} | {100 * (max(xs) / min(xs) - 1):.1f}% |"
+            )
     return 0
 
 

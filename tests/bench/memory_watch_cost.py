@@ -12,6 +12,7 @@ watching process spent per wall second, and the host's process count (what each 
 --trees A B runs the same measurement with each checkout's judge package in turn (a fresh process each),
 ROUNDS rounds, the order swapped every round.
 """
+
 import argparse
 import json
 import os
@@ -58,8 +59,12 @@ def main() -> int:
     trees = [t.resolve() for t in args.trees] if args.trees else [ROOT]
     for r in range(args.rounds):
         for tree in trees[:: 1 if r % 2 == 0 else -1]:
-            out = subprocess.run([sys.executable, "-c", ONE, str(tree), str(args.workers), str(args.seconds)],
-                                 capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+            out = subprocess.run(
+                [sys.executable, "-c", ONE, str(tree), str(args.workers), str(args.seconds)],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            )
             row = json.loads(out.stdout) if out.returncode == 0 else {"error": out.stderr[-500:]}
             print(json.dumps({"round": r + 1, "tree": str(tree), "workers": args.workers, **row}), flush=True)
     return 0

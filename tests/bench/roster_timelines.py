@@ -64,8 +64,11 @@ def what_the_waits_waited_for(jobs: list[tuple[str, list[dict], float]]) -> list
                 continue
             # Named by the span of the same thread that overlaps it most, a group's aside (a case's span lies
             # inside its hold, a replay's around it).
-            overlap = [(min(b, sb) - max(a, sa), n) for sa, sb, n, t in spans
-                       if t == tid and n != HOLD and not n.startswith("group ") and min(b, sb) > max(a, sa)]
+            overlap = [
+                (min(b, sb) - max(a, sa), n)
+                for sa, sb, n, t in spans
+                if t == tid and n != HOLD and not n.startswith("group ") and min(b, sb) > max(a, sa)
+            ]
             label = max(overlap)[1] if overlap else "(no other span)"
             holds.append((a, b, job, label.split(" (")[0] if label.startswith(("case (", "refill (")) else label))
         # A speed run's own hold of the GPU to itself: from its wait's end to its last exclusive phase's end. A
@@ -121,8 +124,10 @@ def main(folder: str) -> None:
     print(f"speed runs that timed: {n}\n\n| phase | median s | sum s |\n|---|---|---|")
     for name, vals in timed.items():
         print(f"| {name} | {statistics.median(vals):.2f} | {sum(vals):.1f} |")
-    print(f"\nspeed runs spawned ahead that never timed: {len(untimed)}\n\n| job | first to last span s | "
-          "starts, warm-ups, checks ahead s |\n|---|---|---|")
+    print(
+        f"\nspeed runs spawned ahead that never timed: {len(untimed)}\n\n| job | first to last span s | "
+        "starts, warm-ups, checks ahead s |\n|---|---|---|"
+    )
     for name, span, work in sorted(untimed):
         print(f"| {name} | {span:.1f} | {work:.1f} |")
     if lined_up and len(lined_up) == len(files) and any(e["name"] == HOLD for _, ev, _ in lined_up for e in ev):
@@ -130,8 +135,10 @@ def main(folder: str) -> None:
         by = defaultdict(list)
         for wait, label, _ in waits:
             by[label].append(wait)
-        print(f"\nwhat the speed runs' waits for the lock (over 1 ms) waited for last: {len(waits)}\n\n"
-              "| the hold that ended last, named by its span | waits | their median s | their sum s |\n|---|---|---|---|")
+        print(
+            f"\nwhat the speed runs' waits for the lock (over 1 ms) waited for last: {len(waits)}\n\n"
+            "| the hold that ended last, named by its span | waits | their median s | their sum s |\n|---|---|---|---|"
+        )
         for label, vals in sorted(by.items(), key=lambda kv: -sum(kv[1])):
             print(f"| {label} | {len(vals)} | {statistics.median(vals):.2f} | {sum(vals):.1f} |")
     print("\n| span | seconds over all jobs |\n|---|---|")

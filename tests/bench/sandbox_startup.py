@@ -26,29 +26,31 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the judge without installing it (the GPU machine)
 
+from judge.channel import WorkerChannel
 from judge.problems import find_problem
 from judge.sandbox import get_backend
 from judge.sandbox.base import Job, Limits
-from judge.channel import WorkerChannel
 
 SUBMISSION = find_problem("93").directory / "submissions" / "accepted" / "masked_block.py"
 
 
-LIMITS = Limits(case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256,
-                gpu_memory_mb=16 << 10)
+LIMITS = Limits(
+    case_seconds=60, run_seconds=600, memory_mb=4096, output_bytes=1 << 20, processes=256, gpu_memory_mb=16 << 10
+)
 
 
 def one_start(backend, device: str, expect_pooled: bool = False) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as scratch:
-        job = Job(submission=SUBMISSION, scratch=Path(scratch), device=device, interpret=device == "cpu",
-                  limits=LIMITS)
+        job = Job(submission=SUBMISSION, scratch=Path(scratch), device=device, interpret=device == "cpu", limits=LIMITS)
         t0 = time.perf_counter()
         worker = WorkerChannel(backend, job)
         hello = worker.start(submission_entry="add", arity=2, threads=1)
         t1 = time.perf_counter()
         if not hello.ok or worker.pooled != expect_pooled:
-            raise SystemExit(f"{backend.name}: the worker did not start as asked (ok={hello.ok}, "
-                             f"pooled={worker.pooled}): {worker.output_text()[-300:]}")
+            raise SystemExit(
+                f"{backend.name}: the worker did not start as asked (ok={hello.ok}, "
+                f"pooled={worker.pooled}): {worker.output_text()[-300:]}"
+            )
         worker.close()
         t2 = time.perf_counter()
     return t1 - t0, t2 - t1
@@ -56,7 +58,8 @@ def one_start(backend, device: str, expect_pooled: bool = False) -> tuple[float,
 
 def pooled_starts(backend, device: str, runs: int, settle: float) -> list[tuple[float, float]]:
     """Each run: a fresh pool warms one worker of this kind, waits ``settle`` s, and a job takes it."""
-    from judge.pool import client as pool_client, server as pool_server
+    from judge.pool import client as pool_client
+    from judge.pool import server as pool_server
 
     out = []
     for _ in range(runs):
@@ -64,8 +67,13 @@ def pooled_starts(backend, device: str, runs: int, settle: float) -> list[tuple[
         pool_client.use(server.path)
         try:
             with tempfile.TemporaryDirectory() as scratch:
-                job = Job(submission=SUBMISSION, scratch=Path(scratch), device=device, interpret=device == "cpu",
-                          limits=LIMITS)
+                job = Job(
+                    submission=SUBMISSION,
+                    scratch=Path(scratch),
+                    device=device,
+                    interpret=device == "cpu",
+                    limits=LIMITS,
+                )
                 server.warm(backend, job)
                 time.sleep(settle)
                 server.drain()  # no replacement: it would import torch beside the start being timed
@@ -98,15 +106,21 @@ def main():
         med = statistics.median(starts)
         base = med if name == "process" else base
         extra = f"{med - base:+.2f} s" if base is not None else "-"
-        print(f"{name:<8} {med:>10.2f} s {min(starts):>6.2f}-{max(starts):<5.2f}s {extra:>17} "
-              f"{statistics.median(closes):>10.2f} s", flush=True)
+        print(
+            f"{name:<8} {med:>10.2f} s {min(starts):>6.2f}-{max(starts):<5.2f}s {extra:>17} "
+            f"{statistics.median(closes):>10.2f} s",
+            flush=True,
+        )
         if args.pool:
             settle = args.settle if args.settle is not None else 2 * med
             pstarts, pcloses = zip(*pooled_starts(backend, args.device, args.runs, settle))
             pmed = statistics.median(pstarts)
-            print(f"{name + '+pool':<8} {pmed:>10.2f} s {min(pstarts):>6.2f}-{max(pstarts):<5.2f}s "
-                  f"{pmed - med:>+15.2f} s {statistics.median(pcloses):>10.2f} s   (settled {settle:.1f} s; the "
-                  f"extra is against {name} without the pool)", flush=True)
+            print(
+                f"{name + '+pool':<8} {pmed:>10.2f} s {min(pstarts):>6.2f}-{max(pstarts):<5.2f}s "
+                f"{pmed - med:>+15.2f} s {statistics.median(pcloses):>10.2f} s   (settled {settle:.1f} s; the "
+                f"extra is against {name} without the pool)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

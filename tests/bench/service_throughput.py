@@ -64,21 +64,42 @@ def pick_files(problems, n: int, verdicts) -> list[tuple]:
     order = [v for v in verdicts if by_verdict[v]]
     if not order:
         raise SystemExit("no corpus files with those verdicts")
-    return [by_verdict[order[i % len(order)]][(i // len(order)) % len(by_verdict[order[i % len(order)]])]
-            for i in range(n)]
+    return [
+        by_verdict[order[i % len(order)]][(i // len(order)) % len(by_verdict[order[i % len(order)]])] for i in range(n)
+    ]
 
 
 class Service:
     def __init__(self, state: Path, tokens: Path, jobs: int, max_examples: int, sandbox: str):
-        argv = [sys.executable, "-m", "judge", "serve", "--port", "0", "--device", "cpu", "--sandbox", sandbox,
-                "--state", str(state), "--tokens", str(tokens), "--jobs", str(jobs), "--rate-limit", "off",
-                "--max-pending", "0"]
+        argv = [
+            sys.executable,
+            "-m",
+            "judge",
+            "serve",
+            "--port",
+            "0",
+            "--device",
+            "cpu",
+            "--sandbox",
+            sandbox,
+            "--state",
+            str(state),
+            "--tokens",
+            str(tokens),
+            "--jobs",
+            str(jobs),
+            "--rate-limit",
+            "off",
+            "--max-pending",
+            "0",
+        ]
         if max_examples:
             argv += ["--max-examples", str(max_examples)]
         self.argv = argv
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                     env=env)
+        self.proc = subprocess.Popen(
+            argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        )
         first = self.proc.stderr.readline()
         match = re.search(r"http://[\d.]+:\d+", first)
         if not match:
@@ -90,10 +111,12 @@ class Service:
         self.reader.start()
 
     def call(self, method, path, body=None, token=None):
-        request = urllib.request.Request(self.url + path, method=method,
-                                         data=json.dumps(body).encode() if body is not None else None,
-                                         headers={"Content-Type": "application/json",
-                                                  **({"Authorization": f"Bearer {token}"} if token else {})})
+        request = urllib.request.Request(
+            self.url + path,
+            method=method,
+            data=json.dumps(body).encode() if body is not None else None,
+            headers={"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})},
+        )
         try:
             with urllib.request.urlopen(request, timeout=120) as r:
                 return r.status, json.loads(r.read())
@@ -116,8 +139,16 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def burst(problems, n: int = 50, students: int | None = None, jobs: int = 2, max_examples: int = 1,
-          sandbox: str = "process", timeout: float = 1800, poll_every: float = 1.0) -> dict:
+def burst(
+    problems,
+    n: int = 50,
+    students: int | None = None,
+    jobs: int = 2,
+    max_examples: int = 1,
+    sandbox: str = "process",
+    timeout: float = 1800,
+    poll_every: float = 1.0,
+) -> dict:
     """Post N submissions from STUDENTS students (default: one each) at once; wait for all; return the figures
     and the checks (``checks``: name -> held)."""
     students = students or n
@@ -142,9 +173,12 @@ def burst(problems, n: int = 50, students: int | None = None, jobs: int = 2, max
                 # A distinct file per submission (a comment at the end), as real submissions are; the bytes as
                 # they are (some CE files are not UTF-8), as the page's upload sends them.
                 data = path.read_bytes() + f"\n# {owner[i]} {i}\n".encode()
-                return svc.call("POST", "/submissions", {"problem": p.id, "filename": path.name,
-                                                         "source": base64.b64encode(data).decode()},
-                                people[owner[i]])
+                return svc.call(
+                    "POST",
+                    "/submissions",
+                    {"problem": p.id, "filename": path.name, "source": base64.b64encode(data).decode()},
+                    people[owner[i]],
+                )
 
             barrier = time.monotonic()
             with concurrent.futures.ThreadPoolExecutor(n) as pool:
@@ -197,31 +231,67 @@ def burst(problems, n: int = 50, students: int | None = None, jobs: int = 2, max
     finished = [ln.split()[1] for ln in svc.lines if ln.startswith("job ")]
     elapsed = [(datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() for a, b in spans if a and b]
     got = collections.Counter(d.get("verdict") for d in docs.values())
-    mismatches = [(subs[i][1].name, subs[i][2], docs[j].get("verdict")) for i, j in enumerate(ids)
-                  if j in docs and docs[j].get("verdict") != subs[i][2]]
-    checks = {"all posts 202": not refused, "distinct ids": len(set(ids)) == n, "all done": len(docs) == n,
-              f"{n} stored": stored == n, f"{n} results": results == n, "started once": tuple(attempts) == (1, 1),
-              "finished once": sorted(finished) == sorted(ids), "verdicts as the corpus": not mismatches}
-    return {"n": n, "students": students, "jobs": jobs, "max_examples": max_examples, "argv": svc.argv, "up": up,
-            "posted": posted, "wall": wall, "verdicts": dict(sorted(got.items())), "mismatches": mismatches,
-            "refused": refused, "job_mean": sum(elapsed) / max(len(elapsed), 1), "job_max": max(elapsed, default=0),
-            "status_calls": len(latencies), "p50_ms": _percentile(latencies, 0.5) * 1000,
-            "p95_ms": _percentile(latencies, 0.95) * 1000, "max_ms": max(latencies, default=0) * 1000,
-            "load_before": load_before, "load_after": os.getloadavg(), "cores": os.cpu_count(), "checks": checks}
+    mismatches = [
+        (subs[i][1].name, subs[i][2], docs[j].get("verdict"))
+        for i, j in enumerate(ids)
+        if j in docs and docs[j].get("verdict") != subs[i][2]
+    ]
+    checks = {
+        "all posts 202": not refused,
+        "distinct ids": len(set(ids)) == n,
+        "all done": len(docs) == n,
+        f"{n} stored": stored == n,
+        f"{n} results": results == n,
+        "started once": tuple(attempts) == (1, 1),
+        "finished once": sorted(finished) == sorted(ids),
+        "verdicts as the corpus": not mismatches,
+    }
+    return {
+        "n": n,
+        "students": students,
+        "jobs": jobs,
+        "max_examples": max_examples,
+        "argv": svc.argv,
+        "up": up,
+        "posted": posted,
+        "wall": wall,
+        "verdicts": dict(sorted(got.items())),
+        "mismatches": mismatches,
+        "refused": refused,
+        "job_mean": sum(elapsed) / max(len(elapsed), 1),
+        "job_max": max(elapsed, default=0),
+        "status_calls": len(latencies),
+        "p50_ms": _percentile(latencies, 0.5) * 1000,
+        "p95_ms": _percentile(latencies, 0.95) * 1000,
+        "max_ms": max(latencies, default=0) * 1000,
+        "load_before": load_before,
+        "load_after": os.getloadavg(),
+        "cores": os.cpu_count(),
+        "checks": checks,
+    }
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--problem", action="append", default=None, help="A problem whose corpus to post (repeat; "
-                                                                      "default 93).")
+    ap.add_argument(
+        "--problem", action="append", default=None, help="A problem whose corpus to post (repeat; default 93)."
+    )
     ap.add_argument("-n", type=int, default=50, help="Submissions posted at once (default 50).")
     ap.add_argument("--students", type=int, default=None, help="Students they come from (default: one each).")
     ap.add_argument("--jobs", type=int, default=2, help="judge serve --jobs (default 2).")
-    ap.add_argument("--max-examples", type=int, default=1,
-                    help="judge serve --max-examples: drawn cases per group (default 1; 0: each problem's own).")
+    ap.add_argument(
+        "--max-examples",
+        type=int,
+        default=1,
+        help="judge serve --max-examples: drawn cases per group (default 1; 0: each problem's own).",
+    )
     ap.add_argument("--sandbox", default="process", help="judge serve --sandbox (default process).")
-    ap.add_argument("--poll-every", type=float, default=1.0,
-                    help="Seconds between a student's status calls while jobs are pending (default 1).")
+    ap.add_argument(
+        "--poll-every",
+        type=float,
+        default=1.0,
+        help="Seconds between a student's status calls while jobs are pending (default 1).",
+    )
     ap.add_argument("--p95-ms", type=float, default=None, help="Fail when the status calls' p95 is above this.")
     ap.add_argument("--timeout", type=float, default=1800, help="Seconds to wait for the last job.")
     args = ap.parse_args()
@@ -229,32 +299,43 @@ def main() -> int:
     if None in problems or args.n < 1 or args.jobs < 1 or args.max_examples < 0 or (args.students or 1) < 1:
         print("bad arguments: unknown problem, or -n/--jobs/--students below 1", file=sys.stderr)
         return 2
-    r = burst(problems, args.n, args.students, args.jobs, args.max_examples, args.sandbox, args.timeout,
-              args.poll_every)
+    r = burst(
+        problems, args.n, args.students, args.jobs, args.max_examples, args.sandbox, args.timeout, args.poll_every
+    )
     checks = dict(r["checks"])
     if args.p95_ms is not None:
         checks[f"p95 <= {args.p95_ms:g} ms"] = r["p95_ms"] <= args.p95_ms
     failed = [k for k, ok in checks.items() if not ok]
     problems_s = ", ".join(f"{p.id} {p.slug}" for p in problems)
     print(f"service: {' '.join(r['argv'][1:])}", file=sys.stderr)
-    print(f"host: {platform.node()} ({platform.machine()}, {r['cores']} cores), load average before "
-          f"{' '.join(f'{x:.2f}' for x in r['load_before'])}, after {' '.join(f'{x:.2f}' for x in r['load_after'])}",
-          file=sys.stderr)
-    print(f"{r['n']} submissions from {r['students']} students ({problems_s}), --jobs {r['jobs']}, max_examples "
-          f"{r['max_examples'] or 'spec'}: healthy after {r['up']:.1f} s; all posted (202) in {r['posted']:.2f} s; "
-          f"all judged and stored in {r['wall']:.1f} s ({r['n'] / r['wall'] * 3600:.0f}/hour); per job, claimed to "
-          f"stored: mean {r['job_mean']:.1f} s, max {r['job_max']:.1f} s; verdicts {r['verdicts']}", file=sys.stderr)
-    print(f"status calls meanwhile: {r['status_calls']}, p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, max "
-          f"{r['max_ms']:.1f} ms", file=sys.stderr)
+    print(
+        f"host: {platform.node()} ({platform.machine()}, {r['cores']} cores), load average before "
+        f"{' '.join(f'{x:.2f}' for x in r['load_before'])}, after {' '.join(f'{x:.2f}' for x in r['load_after'])}",
+        file=sys.stderr,
+    )
+    print(
+        f"{r['n']} submissions from {r['students']} students ({problems_s}), --jobs {r['jobs']}, max_examples "
+        f"{r['max_examples'] or 'spec'}: healthy after {r['up']:.1f} s; all posted (202) in {r['posted']:.2f} s; "
+        f"all judged and stored in {r['wall']:.1f} s ({r['n'] / r['wall'] * 3600:.0f}/hour); per job, claimed to "
+        f"stored: mean {r['job_mean']:.1f} s, max {r['job_max']:.1f} s; verdicts {r['verdicts']}",
+        file=sys.stderr,
+    )
+    print(
+        f"status calls meanwhile: {r['status_calls']}, p50 {r['p50_ms']:.1f} ms, p95 {r['p95_ms']:.1f} ms, max "
+        f"{r['max_ms']:.1f} ms",
+        file=sys.stderr,
+    )
     for name, want, have in r["mismatches"]:
         print(f"  {name}: expected {want}, got {have}", file=sys.stderr)
     if r["refused"]:
         print(f"  refused: {r['refused'][:3]}", file=sys.stderr)
     verdicts = ", ".join(f"{v} {c}" for v, c in r["verdicts"].items())
-    print(f"| {problems_s} | {r['n']} / {r['students']} | {r['jobs']} | {r['max_examples'] or 'spec'} | "
-          f"{r['posted']:.2f} s | {r['wall']:.1f} s | {r['n'] / r['wall'] * 3600:.0f} | {r['p95_ms']:.0f} ms "
-          f"(load {r['load_before'][0]:.1f}) | {verdicts} | "
-          f"{'all held' if not failed else 'FAILED: ' + ', '.join(failed)} |")
+    print(
+        f"| {problems_s} | {r['n']} / {r['students']} | {r['jobs']} | {r['max_examples'] or 'spec'} | "
+        f"{r['posted']:.2f} s | {r['wall']:.1f} s | {r['n'] / r['wall'] * 3600:.0f} | {r['p95_ms']:.0f} ms "
+        f"(load {r['load_before'][0]:.1f}) | {verdicts} | "
+        f"{'all held' if not failed else 'FAILED: ' + ', '.join(failed)} |"
+    )
     return 0 if not failed else 1
 
 

@@ -38,8 +38,22 @@ def bench(pid: str, budget: float, out: Path, tag: str, extra=()) -> dict:
     from judge.problems import find_problem
 
     p = find_problem(pid)
-    cmd = [sys.executable, "-m", "judge", "bench", str(p.id), str(p.reference_path), "--json", "--device", "cuda",
-           "--sandbox", "process", "--speed-budget", str(budget), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "judge",
+        "bench",
+        str(p.id),
+        str(p.reference_path),
+        "--json",
+        "--device",
+        "cuda",
+        "--sandbox",
+        "process",
+        "--speed-budget",
+        str(budget),
+        *extra,
+    ]
     t0 = time.monotonic()
     r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     wall = time.monotonic() - t0
@@ -62,8 +76,10 @@ def num(v, fmt="{:.1f}") -> str:
 
 
 def references_table(reports: dict) -> str:
-    lines = ["| problem | shape | mode | reference time | GB/s | TFLOP/s | % roofline | ref vs PyTorch | PyTorch time |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| problem | shape | mode | reference time | GB/s | TFLOP/s | % roofline | ref vs PyTorch | PyTorch time |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for pid, rep in reports.items():
         speed = rep.get("speed") or {}
         if not speed.get("shapes"):
@@ -74,16 +90,20 @@ def references_table(reports: dict) -> str:
             w = row
             gbps = w["bytes"] / t / 1e9 if w.get("bytes") else None
             tflops = w["flops"] / t / 1e12 if w.get("flops") else None
-            lines.append(f"| {pid} | {shape_text(row['params'])} | {row['mode']} | {t * 1e6:.1f} us | {num(gbps, '{:,.0f}')}"
-                         f" | {num(tflops)} | {num(row.get('reference_roofline_pct'))}% | "
-                         f"{num(row.get('reference_vs_pytorch'), '{:.3f}x')} | "
-                         f"{num(row.get('pytorch_time_s') and row['pytorch_time_s'] * 1e6)} us |")
+            lines.append(
+                f"| {pid} | {shape_text(row['params'])} | {row['mode']} | {t * 1e6:.1f} us | {num(gbps, '{:,.0f}')}"
+                f" | {num(tflops)} | {num(row.get('reference_roofline_pct'))}% | "
+                f"{num(row.get('reference_vs_pytorch'), '{:.3f}x')} | "
+                f"{num(row.get('pytorch_time_s') and row['pytorch_time_s'] * 1e6)} us |"
+            )
     return "\n".join(lines)
 
 
 def stability_table(runs: dict) -> str:
-    lines = ["| problem | runs | geomean speedups (reference vs itself) | spread (max-min)/median | rounds | stopped |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| problem | runs | geomean speedups (reference vs itself) | spread (max-min)/median | rounds | stopped |",
+        "|---|---|---|---|---|---|",
+    ]
     for pid, reps in runs.items():
         vals = [r["speed"]["geomean_speedup"] for r in reps if (r.get("speed") or {}).get("geomean_speedup")]
         if not vals:
@@ -94,8 +114,10 @@ def stability_table(runs: dict) -> str:
         spread = (max(vals) - min(vals)) / med
         rounds = ", ".join(str(r["speed"]["rounds"]) for r in reps if r.get("speed"))
         stopped = ", ".join(str(r["speed"].get("stopped")) for r in reps if r.get("speed"))
-        lines.append(f"| {pid} | {len(vals)} | {', '.join(f'{v:.4f}' for v in vals)} | {100 * spread:.2f}% | "
-                     f"{rounds} | {stopped} |")
+        lines.append(
+            f"| {pid} | {len(vals)} | {', '.join(f'{v:.4f}' for v in vals)} | {100 * spread:.2f}% | "
+            f"{rounds} | {stopped} |"
+        )
     return "\n".join(lines)
 
 
@@ -105,15 +127,19 @@ def header() -> str:
 
     from judge.timing import ceilings
 
-    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     name = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
-    text = (f"\n## {stamp}: {name}\n\ndriver {ceilings.driver_version()}, torch {torch.__version__}, "
-            f"triton {triton.__version__}, Python {sys.version.split()[0]}\n")
+    text = (
+        f"\n## {stamp}: {name}\n\ndriver {ceilings.driver_version()}, torch {torch.__version__}, "
+        f"triton {triton.__version__}, Python {sys.version.split()[0]}\n"
+    )
     if torch.cuda.is_available():
         c = ceilings.get(0)
         rates = ", ".join(f"{k} {v / 1e12:.0f}" for k, v in c["matmul_flops_per_s"].items())
-        text += (f"\nMeasured ceilings: copy {c['copy_bytes_per_s'] / 1e9:,.0f} GB/s (read + write), "
-                 f"matmul TFLOP/s {rates}; L2 {c['l2_bytes'] >> 20} MiB.\n")
+        text += (
+            f"\nMeasured ceilings: copy {c['copy_bytes_per_s'] / 1e9:,.0f} GB/s (read + write), "
+            f"matmul TFLOP/s {rates}; L2 {c['l2_bytes'] >> 20} MiB.\n"
+        )
     return text
 
 
@@ -152,8 +178,11 @@ def main() -> int:
         try:
             reports[pid] = bench(pid, args.budget, args.out, "reference")
             sp = reports[pid].get("speed") or {}
-            print(f"{pid}: {reports[pid].get('verdict')} {reports[pid].get('message')} "
-                  f"({reports[pid]['wall_seconds']:.0f} s, {sp.get('rounds')} rounds)", flush=True)
+            print(
+                f"{pid}: {reports[pid].get('verdict')} {reports[pid].get('message')} "
+                f"({reports[pid]['wall_seconds']:.0f} s, {sp.get('rounds')} rounds)",
+                flush=True,
+            )
         except Exception:  # noqa: BLE001 - one problem's failure must not stop the rest
             traceback.print_exc()
     text += "\n### References vs PyTorch and the roofline\n\n" + references_table(reports) + "\n"
@@ -171,12 +200,21 @@ def main() -> int:
             except Exception:  # noqa: BLE001
                 traceback.print_exc()
     if runs:
-        text += (f"\n### Stability: the reference benchmarked against itself {args.runs} times "
-                 f"(budget {args.stability_budget:g} s of rounds each)\n\n" + stability_table(runs) + "\n")
+        text += (
+            f"\n### Stability: the reference benchmarked against itself {args.runs} times "
+            f"(budget {args.stability_budget:g} s of rounds each)\n\n" + stability_table(runs) + "\n"
+        )
         save(text)
     if args.latency and not late("latency"):
-        cmd = [sys.executable, str(ROOT / "tests" / "bench" / "judge_latency.py"), *args.latency, "--device", "cuda",
-               "--markdown", str(args.out / "latency.md")]
+        cmd = [
+            sys.executable,
+            str(ROOT / "tests" / "bench" / "judge_latency.py"),
+            *args.latency,
+            "--device",
+            "cuda",
+            "--markdown",
+            str(args.out / "latency.md"),
+        ]
         r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         print(r.stdout[-4000:], r.stderr[-2000:], flush=True)
         if (args.out / "latency.md").exists():

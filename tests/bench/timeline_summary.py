@@ -17,7 +17,6 @@ import json
 import sys
 from collections import defaultdict
 
-
 REPLY = "the worker's reply"
 
 
@@ -49,13 +48,17 @@ def summarise(events: list[dict]) -> str:
         for e in starts:
             a = e["args"]
             done = (e["ts"] + e["dur"]) / 1e6
-            lines.append(f"  at {done:6.2f} s  imports {a.get('imports_seconds')}  waited {a.get('waited_seconds')}"
-                         f"  pooled {a.get('pooled')}")
+            lines.append(
+                f"  at {done:6.2f} s  imports {a.get('imports_seconds')}  waited {a.get('waited_seconds')}"
+                f"  pooled {a.get('pooled')}"
+            )
 
     lanes = sorted(t for t in by_thread if t.startswith("judge-lane"))
     if lanes:
-        lines.append("lanes: cases, first-last s, busy s (inputs+send / golden / reply [compile; worker inputs/call/after]"
-                     " / check), idle s")
+        lines.append(
+            "lanes: cases, first-last s, busy s (inputs+send / golden / reply [compile; worker inputs/call/after]"
+            " / check), idle s"
+        )
     for t in lanes:
         evs = sorted(by_thread[t], key=lambda e: e["ts"])
         cases = [e for e in evs if e["name"].startswith(("case (", "refill ("))]
@@ -70,11 +73,15 @@ def summarise(events: list[dict]) -> str:
         # The worker's own split of its seconds (inputs made / the call / the work after it), where its
         # replies carry one. The worker starts once the inputs are sent, while the judge computes its golden
         # answer, so its seconds may be more than the reply's wait (which begins after the golden answer).
-        own = [sum(float(e["args"].get(f"worker_{k}_seconds") or 0) for e in cases) for k in ("inputs", "call", "after")]
+        own = [
+            sum(float(e["args"].get(f"worker_{k}_seconds") or 0) for e in cases) for k in ("inputs", "call", "after")
+        ]
         worker = f"; worker {own[0]:.2f}/{own[1]:.2f}/{own[2]:.2f}" if any(own) else ""
-        lines.append(f"  {t}: {len(cases)}, {first:6.2f}-{last:6.2f} s, busy {busy:6.2f} "
-                     f"({part['inputs, sent']:.2f} / {part['golden answer']:.2f} / {part[REPLY]:.2f}"
-                     f" [{compile_s:.2f}{worker}] / {part['check']:.2f}), idle {last - first - busy:6.2f}")
+        lines.append(
+            f"  {t}: {len(cases)}, {first:6.2f}-{last:6.2f} s, busy {busy:6.2f} "
+            f"({part['inputs, sent']:.2f} / {part['golden answer']:.2f} / {part[REPLY]:.2f}"
+            f" [{compile_s:.2f}{worker}] / {part['check']:.2f}), idle {last - first - busy:6.2f}"
+        )
     return "\n".join(lines)
 
 

@@ -4,6 +4,7 @@ checked output or a replay's output crosses). Two trees side by side, alternatin
 processes each time; e.g. ``python tests/bench/wire_transfer.py --trees out/before . --runs 3``.
 
 Not a test: a speed claim, so a benchmark (docs/measurements/)."""
+
 import argparse
 import os
 import statistics
@@ -36,8 +37,11 @@ def receiver(root: str, n: int, device: str) -> dict:
 
     if device == "cuda":
         torch.zeros(1, device="cuda")  # the judge's CUDA context exists before an output arrives
-    p = subprocess.Popen([sys.executable, __file__, "--send", root, "--n", str(n), "--device", device],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, __file__, "--send", root, "--n", str(n), "--device", device],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     if hasattr(wire, "widen_pipe"):
         wire.widen_pipe(p.stdout.fileno())  # as judge.channel does, where the tree has it
     rd = wire.Reader(p.stdout.fileno())
@@ -73,8 +77,11 @@ def main() -> None:
     got = {t: [] for t in a.trees}
     for _ in range(a.runs):
         for t in a.trees:
-            out = subprocess.run([sys.executable, __file__, "--receive", os.path.abspath(t), "--n", str(a.n),
-                                  "--device", a.device], capture_output=True, text=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--receive", os.path.abspath(t), "--n", str(a.n), "--device", a.device],
+                capture_output=True,
+                text=True,
+            )
             if out.returncode:
                 sys.exit(out.stderr[-2000:])
             import json
@@ -82,11 +89,15 @@ def main() -> None:
             r = json.loads(out.stdout.strip().splitlines()[-1])
             got[t].append(r)
             print(t, {k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()}, flush=True)
-    print(f"| tree | MiB | device | runs | encode s | read s | decode s | total s (median) |\n|---|---|---|---|---|---|---|---|")
+    print(
+        "| tree | MiB | device | runs | encode s | read s | decode s | total s (median) |\n|---|---|---|---|---|---|---|---|"
+    )
     for t, rs in got.items():
         med = {k: statistics.median(r[k] for r in rs) for k in ("encode", "read", "decode", "total")}
-        print(f"| {t} | {a.n * 4 >> 20} | {a.device} | {len(rs)} | {med['encode']:.3f} | {med['read']:.3f} | "
-              f"{med['decode']:.3f} | {med['total']:.3f} |" + ("" if all(r["ok"] for r in rs) else " WRONG VALUES"))
+        print(
+            f"| {t} | {a.n * 4 >> 20} | {a.device} | {len(rs)} | {med['encode']:.3f} | {med['read']:.3f} | "
+            f"{med['decode']:.3f} | {med['total']:.3f} |" + ("" if all(r["ok"] for r in rs) else " WRONG VALUES")
+        )
 
 
 if __name__ == "__main__":

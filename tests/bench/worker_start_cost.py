@@ -48,8 +48,10 @@ def measure(n: int) -> dict:
     procs = [subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True) for _ in range(n)]
     rows = [json.loads(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
     wall = time.perf_counter() - t0
-    steps = {k: {"median": round(statistics.median(r[k] for r in rows), 3), "max": round(max(r[k] for r in rows), 3)}
-             for k in rows[0]}
+    steps = {
+        k: {"median": round(statistics.median(r[k] for r in rows), 3), "max": round(max(r[k] for r in rows), 3)}
+        for k in rows[0]
+    }
     return {"processes": n, "wall_s": round(wall, 3), **steps}
 
 

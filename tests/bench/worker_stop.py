@@ -35,9 +35,15 @@ def main() -> int:
     interpret = args.device == "cpu"
     opts = Options(device=args.device, interpret=interpret, sandbox="process")
     for n in args.counts:
-        job = Job(submission=p.reference_path, scratch=Path(tempfile.mkdtemp()), device=args.device,
-                  interpret=interpret, limits=limits_for(p, opts), gpu=0 if args.device == "cuda" else None,
-                  cache=intake.kernel_cache(p.reference_path, args.device, interpret))
+        job = Job(
+            submission=p.reference_path,
+            scratch=Path(tempfile.mkdtemp()),
+            device=args.device,
+            interpret=interpret,
+            limits=limits_for(p, opts),
+            gpu=0 if args.device == "cuda" else None,
+            cache=intake.kernel_cache(p.reference_path, args.device, interpret),
+        )
         workers = Workers(p, job, ProcessBackend(), threads=1, count=n)
         if workers.start() is not None:
             print(f"{n} workers: the first did not start", file=sys.stderr)

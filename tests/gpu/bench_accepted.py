@@ -61,13 +61,28 @@ def main() -> int:
     t0 = time.monotonic()
     results = []
     bad = 0
-    for pid, path in files(args.problems)[args.skip:]:
+    for pid, path in files(args.problems)[args.skip :]:
         left = args.deadline - (time.monotonic() - t0)
         if left < 30:
             print(f"--  {pid} {path.relative_to(ROOT)}: skipped ({left:.0f} s left)", flush=True)
             continue
-        argv = [sys.executable, "-m", "judge", "bench", pid, str(path), "--json", "--no-pytorch", "--device", "cuda",
-                "--sandbox", args.sandbox, "--speed-budget", str(args.budget), "--no-progress"]
+        argv = [
+            sys.executable,
+            "-m",
+            "judge",
+            "bench",
+            pid,
+            str(path),
+            "--json",
+            "--no-pytorch",
+            "--device",
+            "cuda",
+            "--sandbox",
+            args.sandbox,
+            "--speed-budget",
+            str(args.budget),
+            "--no-progress",
+        ]
         t = time.monotonic()
         try:
             proc = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=left)
@@ -80,11 +95,22 @@ def main() -> int:
         phases = (report.get("speed") or {}).get("phases") or {}
         ok = report.get("verdict") == "AC"
         bad += not ok
-        results.append({"problem": pid, "file": str(path.relative_to(ROOT)), "verdict": report.get("verdict"),
-                        "message": report.get("message"), "phases": phases, "seconds": round(seconds, 1),
-                        "details": report.get("details")})
-        print(f"{'ok ' if ok else 'BAD'} {pid} {report.get('verdict'):<4} {seconds:5.1f}s replays={phases.get('replays')} "
-              f"{path.relative_to(ROOT)}: {str(report.get('message'))[:200]}", flush=True)
+        results.append(
+            {
+                "problem": pid,
+                "file": str(path.relative_to(ROOT)),
+                "verdict": report.get("verdict"),
+                "message": report.get("message"),
+                "phases": phases,
+                "seconds": round(seconds, 1),
+                "details": report.get("details"),
+            }
+        )
+        print(
+            f"{'ok ' if ok else 'BAD'} {pid} {report.get('verdict'):<4} {seconds:5.1f}s replays={phases.get('replays')} "
+            f"{path.relative_to(ROOT)}: {str(report.get('message'))[:200]}",
+            flush=True,
+        )
         (args.out / "bench_accepted.json").write_text(json.dumps(results, indent=1))
     print(f"{len(results)} benched, {bad} not AC, {time.monotonic() - t0:.0f} s", flush=True)
     return 1 if bad else 0

@@ -19,5 +19,7 @@ for name in sys.argv[1:]:
     pid = problem.get("id") if isinstance(problem, dict) else problem
     groups = " ".join(f"{g['name']}={g['verdict']}" for g in report.get("groups", []))
     mark = "AC" if report.get("verdict") == "AC" else "not AC"
-    print(f"{pid or path.stem}: {mark} verdict={report.get('verdict')} "
-          f"score={report.get('score')}/{report.get('max_score')} {groups} :: {report.get('message', '')[:300]}")
+    print(
+        f"{pid or path.stem}: {mark} verdict={report.get('verdict')} "
+        f"score={report.get('score')}/{report.get('max_score')} {groups} :: {report.get('message', '')[:300]}"
+    )

@@ -73,8 +73,10 @@ def main() -> int:
     for module, c in rows + [("all", totals)]:
         counted = sum(c.values()) - c["equivalent"] - c["not run"]
         share = c["killed"] / counted if counted else 1.0
-        print(f"{module:32} {sum(c.values()):7} {c['killed']:7} {c['survived']:8} {c['no tests']:8} "
-              f"{c['equivalent']:6} {100 * share:7.1f}%")
+        print(
+            f"{module:32} {sum(c.values()):7} {c['killed']:7} {c['survived']:8} {c['no tests']:8} "
+            f"{c['equivalent']:6} {100 * share:7.1f}%"
+        )
     for module, names in survivors.items():
         print(f"\nsurvivors in {module} ({len(names)}):")
         for name in names:
@@ -87,10 +89,14 @@ def main() -> int:
     counted = sum(totals.values()) - totals["equivalent"] - totals["not run"]
     share = totals["killed"] / counted if counted else 1.0
     if totals["not run"]:
-        print(f"\n{totals['not run']} mutants not run (an interrupted run, or a run of chosen mutants): the share "
-              "is of those run; run tests/mutation/run.sh again for all of them")
-    print(f"\nkilled {totals['killed']} of {counted} non-equivalent mutants ({100 * share:.1f}%; the bar is "
-          f"{100 * BAR:.0f}%)")
+        print(
+            f"\n{totals['not run']} mutants not run (an interrupted run, or a run of chosen mutants): the share "
+            "is of those run; run tests/mutation/run.sh again for all of them"
+        )
+    print(
+        f"\nkilled {totals['killed']} of {counted} non-equivalent mutants ({100 * share:.1f}%; the bar is "
+        f"{100 * BAR:.0f}%)"
+    )
     return 0 if share >= BAR and not totals["not run"] else 1
 
 

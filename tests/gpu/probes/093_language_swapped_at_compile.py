@@ -3,6 +3,7 @@ tests/gpu/probes/judge_without_scan.py). On a GPU Triton reads a kernel's langua
 this file swaps tl.store for a do-nothing builtin just around its first launch (the one that compiles) and
 puts it back before returning, so the cached kernel stores nothing while the language looks untouched after
 every call. The worker compares Triton's language where a kernel compiles (launches._wrap_compile): RJ."""
+
 # expect-gpu: triton.language.store (Triton's language
 import torch
 import triton
@@ -13,13 +14,13 @@ import triton.language as tl
 def add_kernel(x_ptr, y_ptr, out_ptr, n, sx, sy, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs * sx, mask=mask) + tl.load(y_ptr + offs * sy, mask=mask),
-             mask=mask)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * sx, mask=mask) + tl.load(y_ptr + offs * sy, mask=mask), mask=mask)
 
 
 @tl.core.builtin
-def _stores_nothing(pointer, value=None, mask=None, boundary_check=(), cache_modifier="", eviction_policy="",
-                    _semantic=None):
+def _stores_nothing(
+    pointer, value=None, mask=None, boundary_check=(), cache_modifier="", eviction_policy="", _semantic=None
+):
     return None
 
 

@@ -54,8 +54,9 @@ def main() -> int:
         o1, l1 = bench_inputs._attention_plain(q, k, v, causal, scale)
         o2, l2 = bench_inputs._attention(q, k, v, causal, scale)
         o3, l3 = bench_inputs._attention(q, k, v, causal, scale)
-        row["same_shapes"] = (o1.shape == o2.shape and o1.dtype == o2.dtype and l1.shape == l2.shape
-                              and l1.dtype == l2.dtype)
+        row["same_shapes"] = (
+            o1.shape == o2.shape and o1.dtype == o2.dtype and l1.shape == l2.shape and l1.dtype == l2.dtype
+        )
         row["o_max_abs_diff"] = (o1.float() - o2.float()).abs().max().item()
         row["o_max_abs"] = o1.float().abs().max().item()
         row["lse_max_abs_diff"] = (l1 - l2).abs().max().item()
@@ -63,8 +64,13 @@ def main() -> int:
         again = bench_inputs.make(specs, 12345, "cuda")
         row["make_repeatable"] = all(torch.equal(x, y) for x, y in zip(args, again) if isinstance(x, torch.Tensor))
         # The fused lse may differ from the float32 one by float32 rounding of the sums, o by a few of its ulps.
-        row["ok"] = (row["same_shapes"] and row["fused_repeatable"] and row["make_repeatable"]
-                     and row["lse_max_abs_diff"] < 1e-3 and row["o_max_abs_diff"] < 2e-2)
+        row["ok"] = (
+            row["same_shapes"]
+            and row["fused_repeatable"]
+            and row["make_repeatable"]
+            and row["lse_max_abs_diff"] < 1e-3
+            and row["o_max_abs_diff"] < 2e-2
+        )
         ok = ok and row["ok"]
         print(json.dumps(row), flush=True)
         del args, again, o1, o2, o3, l1, l2, l3

@@ -19,14 +19,54 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 CASES = [
-    dict(b=2, h=8, n=4096, d=64, dtype="float16", layout="contiguous", causal=True, sm_scale="default",
-         values="normal", seed=1),
-    dict(b=1, h=4, n=2049, d=128, dtype="bfloat16", layout="bnhd", causal=False, sm_scale="default",
-         values="normal", seed=2),
-    dict(b=2, h=3, n=600, d=64, dtype="float16", layout="contiguous", causal=False, sm_scale="default",
-         values="peaky", seed=3),
-    dict(b=1, h=2, n=37, d=16, dtype="bfloat16", layout="contiguous", causal=True, sm_scale="default",
-         values="negative", seed=4),
+    dict(
+        b=2,
+        h=8,
+        n=4096,
+        d=64,
+        dtype="float16",
+        layout="contiguous",
+        causal=True,
+        sm_scale="default",
+        values="normal",
+        seed=1,
+    ),
+    dict(
+        b=1,
+        h=4,
+        n=2049,
+        d=128,
+        dtype="bfloat16",
+        layout="bnhd",
+        causal=False,
+        sm_scale="default",
+        values="normal",
+        seed=2,
+    ),
+    dict(
+        b=2,
+        h=3,
+        n=600,
+        d=64,
+        dtype="float16",
+        layout="contiguous",
+        causal=False,
+        sm_scale="default",
+        values="peaky",
+        seed=3,
+    ),
+    dict(
+        b=1,
+        h=2,
+        n=37,
+        d=16,
+        dtype="bfloat16",
+        layout="contiguous",
+        causal=True,
+        sm_scale="default",
+        values="negative",
+        seed=4,
+    ),
 ]
 
 
@@ -50,9 +90,13 @@ def main() -> int:
         for name, i in (("q", 0), ("o", 3), ("lse", 4), ("do", 5)):
             a, b = cpu[i].values, gpu[i].values
             diffs[name] = int((a != b).sum().item()) if a.shape == b.shape and a.device == b.device else -1
-        row = {"case": params, "cpu_s": round(t1 - t0, 3), "gpu_s": round(t2 - t1, 3), "differing": diffs,
-               "strides_same": all(x.strides() == y.strides() for x, y in zip(cpu, gpu)
-                                   if isinstance(x, kit.TensorInput))}
+        row = {
+            "case": params,
+            "cpu_s": round(t1 - t0, 3),
+            "gpu_s": round(t2 - t1, 3),
+            "differing": diffs,
+            "strides_same": all(x.strides() == y.strides() for x, y in zip(cpu, gpu) if isinstance(x, kit.TensorInput)),
+        }
         same = same and row["strides_same"] and all(v == 0 for v in diffs.values())
         print(json.dumps(row), flush=True)
     print("forward inputs:", "identical" if same else "NOT identical")

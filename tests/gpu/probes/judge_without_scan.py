@@ -7,6 +7,7 @@ number that starts the file's folder (problems/093-vector-add/...) or its name (
 
     python3 tests/gpu/probes/judge_without_scan.py FILE [FILE ...]
 """
+
 import os
 import re
 import sys
@@ -29,17 +30,27 @@ def main() -> int:
         m = re.search(r"^# expect-gpu: (.*)$", text, re.M)
         path = Path(f).resolve()
         number = re.match(r"(\d{3})[-_]", path.name) or next(
-            (re.match(r"(\d{3})-", p.name) for p in path.parents if re.match(r"\d{3}-", p.name)), None)
+            (re.match(r"(\d{3})-", p.name) for p in path.parents if re.match(r"\d{3}-", p.name)), None
+        )
         pid = str(int(number.group(1)))
         expect = m.group(1).strip() if m else None
         t = time.perf_counter()
-        options = Options(sandbox="process", seed=1, device="cuda", interpret=False, static_scan=False,
-                          group=os.environ.get("NOSCAN_GROUP", "small-ragged") or None)
+        options = Options(
+            sandbox="process",
+            seed=1,
+            device="cuda",
+            interpret=False,
+            static_scan=False,
+            group=os.environ.get("NOSCAN_GROUP", "small-ragged") or None,
+        )
         report = Session(find_problem(pid), Path(f), options).run()
         ok = report.verdict.value != "AC" and (expect is None or expect in (report.message or ""))
         bad += not ok
-        print(f"{'ok ' if ok else 'BAD'} {report.verdict.value} {Path(f).name} ({time.perf_counter() - t:.1f} s)"
-              f" expect={expect!r}: {(report.message or '')[:400]}", flush=True)
+        print(
+            f"{'ok ' if ok else 'BAD'} {report.verdict.value} {Path(f).name} ({time.perf_counter() - t:.1f} s)"
+            f" expect={expect!r}: {(report.message or '')[:400]}",
+            flush=True,
+        )
     return 1 if bad else 0
 
 

@@ -11,8 +11,8 @@ kernels, stops it and reads its records (profiling.stop); one JSON line per roun
 
     python tests/gpu/probes/profiler_start.py [--rounds 6] [--runs 2]
 """
+
 import argparse
-import json
 import subprocess
 import sys
 import time

@@ -10,6 +10,7 @@ recurs.
 
     python tests/gpu/probes/spy_summary.py RAW.txt [--top 30]
 """
+
 import argparse
 import collections
 import re
@@ -30,7 +31,7 @@ def kind_of(cmdline: str) -> str:
 
 
 def frame_key(frame: str) -> str:
-    """"name (path:line)" -> "name (path)": a function, whatever line it was on."""
+    """ "name (path:line)" -> "name (path)": a function, whatever line it was on."""
     if " (" not in frame:
         return frame
     name, _, where = frame.partition(" (")
