@@ -25,8 +25,7 @@ def leave(code: int):
 
     By then the workers have been ended and the scratch folders removed (judge.session, judge.pool), and
     nothing but daemon threads is left; what the teardown would still do is free torch's and every module's
-    objects one by one: 0.55-0.67 s of a 4.5 s ``submit 94`` on the 2-core CPU machine
-    (tests/bench/RESULTS.md, 2026-12-02 fourth session).
+    objects one by one, a noticeable part of a short ``submit`` (docs/measurements: the CPU sessions).
     """
     import os
 

@@ -4,11 +4,9 @@ Triton 3.6 builds two kinds of C module with the host's C compiler, on a kernel'
 into the kernel cache it uses, and loads them from there ever after: ``cuda_utils`` (one source per Triton
 version) and a ``__triton_launcher`` per launcher source (made from the kernel's argument types and
 constants). A submission's cache is its content's own (judge.intake.kernel_cache), so every new file starts
-with neither, and each of its workers builds them at its first launch. On the H200 each lane's first
-compiling case took 0.6-0.97 s on softmax's reference, against 0.14-0.16 s per kernel after it, and 1.9-2.7
-s on 98's (three kernels) against 0.31 s per kernel (tests/gpu/RESULTS.md, 2026-12-05 third session). With
-this module, on an H100, each lane's first compile fell from 1.02 to 0.60 s per kernel (94) and from 0.93 to
-0.71 s (98), which one pair of whole submits could not tell from noise (2026-12-05 fourth session, call 1).
+with neither, and each of its workers builds them at its first launch, which made each lane's first
+compiling case several times slower than the later ones. This module builds them once per driver version and
+copies them into each new cache (docs/measurements: worker starts).
 
 The speed run's trusted workers (the problem's reference, the PyTorch baseline) run the judge's own files
 and keep their caches under the judge's cache root (``workers/<problem>-<name>/triton-cache``), which no

@@ -68,10 +68,9 @@ class GpuShare:
         """Make this process's CUDA context, and cuBLAS's, in a thread while the workers are handed over.
 
         The judge's own first GPU work (its first golden answer, or the first inputs made on the GPU) made
-        them lazily, and every lane's first case waited for it at once: each lane's first golden answer took
-        1.04 s (94, H200) and 1.51 s (94, H100), against under 0.01 s for the later ones; 98's first inputs
-        0.41-0.48 s (tests/gpu/RESULTS.md, 2026-12-05 fourth session). Under the GPU lock shared, as a case:
-        nothing runs on the GPU while another judge times."""
+        them lazily, and every lane's first case waited for it at once: a lane's first golden answer took a
+        second or more against milliseconds for the later ones (docs/measurements: submit latency on a GPU).
+        Under the GPU lock shared, as a case: nothing runs on the GPU while another judge times."""
         if self.options.device != "cuda" or self.options.interpret:
             return None
 

@@ -72,12 +72,10 @@ def auto_workers(device: str, interpret: bool, gpu_gib: float | None = None, gpu
     before any tensor); the judge computes its golden answers in a thread per
     worker. In the interpreter every worker keeps a core busy, so one per core
     but one, which the judge's own work needs (Hypothesis, the golden models,
-    the replay worker's start), at most 4: on 2 cores one worker judged 93's
-    reference in 7.4 s against 10.3 s with two, 98's in 16.0 s against 20.1 s
-    (tests/bench/RESULTS.md, 2026-12-01 evening). On a GPU a worker's case is mostly its kernels' compiles,
-    which run on the host's cores (Triton's LLVM passes and ptxas: 98's reference spent 25-27 s of each
-    lane's 27-31 s compiling on the H200, tests/gpu/RESULTS.md, 2026-12-05 third session), so one per core
-    but four (the judge's own process, its golden answers and checks, and the ptxas children), at most
+    the replay worker's start), at most 4: on 2 cores one worker judges faster than two
+    (docs/measurements: the CPU sessions). On a GPU a worker's case is mostly its kernels' compiles,
+    which run on the host's cores (Triton's LLVM passes and ptxas: most of each lane's time for 98's
+    reference), so one per core but four (the judge's own process, its golden answers and checks, and the ptxas children), at most
     MAX_GPU_WORKERS, and no more than one per ``gpu_memory_mb`` (the problem's per-worker cap) of the
     device's memory. The ``workers`` setting (judge.settings: JUDGE_WORKERS) overrides it. ``gpu_gib``: the
     device's memory when already known (judge.pool.head_start reads it without torch, from nvidia-smi).
@@ -129,10 +127,9 @@ def replay_workers(device: str, interpret: bool, lone: bool) -> int:
     The ``replay_workers`` setting (judge.settings: JUDGE_REPLAY_WORKERS) overrides it.
 
     Why three: each replay compiles the file's kernels for its case before it runs (1-4 s a replay for
-    flash-backward), so two replay workers fell behind 98's twelve test workers, and its groups waited
-    1.9-4.5 s for their last replays after the tests; with three, 0.04-0.06 s, and the reference's submit
-    took 35.0-35.7 s against 35.4-44.3 s (four: 35.6 s, no better). On an H100 of 16 cores, side by side,
-    tests/gpu/RESULTS.md, 2026-12-06."""
+    flash-backward), so two replay workers fall behind 98's twelve test workers and its groups wait seconds
+    for their last replays after the tests; with three the wait is gone, and four are no better
+    (docs/measurements: the GPU sessions)."""
     import os
 
     from judge.settings import settings

@@ -216,7 +216,7 @@ def fresh_inputs(problem, params: dict, original: list, run_seed: int | None = N
     secret as the cases' own seeds, which the worker never sees either, and the same in every run with that
     seed. A kernel wrong on some values only is found out by the replay's values now and then (the corpus's
     96 wrong_answer/stats_in_input_dtype.py: a group earlier than the drawn cases' failure, one run in
-    several, 2026-12-05); with fresh values from the OS that made a fixed seed's group results differ
+    several); with fresh values from the OS that made a fixed seed's group results differ
     from run to run, whatever the number of workers.
 
     (the fresh case's parameters, its inputs); None if the problem's make_inputs

@@ -5,7 +5,7 @@ import builtins as _builtins
 
 # The modules a submission may import (each with its submodules, less what the lists below forbid): Triton,
 # PyTorch, and the parts of the standard library a host function might use. Anything else that is installed
-# is refused: a red team of 2026-12-03 reached ctypes through yaml.unsafe_load("!!python/name:...") (any
+# is refused: a red team reached ctypes through yaml.unsafe_load("!!python/name:...") (any
 # loader that resolves names in data is such a door: pickle's kin, pydoc, logging.config, jinja2, sympy's
 # eval), so a list of doors to close is never done. A module that is not installed is left to the import,
 # which fails (CE, "cannot import module"): the scan never turns a typo into RJ.
@@ -182,7 +182,7 @@ NAME_LOOKUPS = {"getattr", "hasattr"}
 
 # Methods that Triton's launch and its interpreter call on objects a file can reach without naming them (a
 # dtype's to_ir, the builder's create_*, the jit module's mangle_type, a tensor's data_ptr): assigned as an
-# attribute anywhere (`def put(m, f): m.to_ir = f`), they are refused by name (red team of 2026-12-04).
+# attribute anywhere (`def put(m, f): m.to_ir = f`), they are refused by name, as a red team did.
 LAUNCH_METHODS = frozenset(
     {
         "to_ir",
@@ -301,7 +301,7 @@ FORBIDDEN_NAMES = {
             "InterpretedFunction",
             "FunctionRewriter",
             # the interpreter's own globals, which its rewrite copies into the file's module at a
-            # kernel's first launch (_interpreter: its load and store; red team of 2026-12-04)
+            # kernel's first launch (_interpreter: its load and store, as a red team did)
             "_interpreter",
             "GridExecutor",
             "_patch_lang",
@@ -315,7 +315,7 @@ FORBIDDEN_NAMES = {
         "reaches Triton's interpreter machinery (a kernel's hooks, memory at any address)",
     ),
     # The built-in functions' module under another module's attribute (dataclasses.builtins): a kernel's
-    # range or min falls through to it (red team of 2026-12-04).
+    # range or min falls through to it, as a red team did.
     "builtins": "reaches the built-in functions (which a kernel calls)",
     # An interpreted kernel runs the code its rewriter made; swapping it runs another body than the source's.
     "rewriter": "rewires what a kernel runs",

@@ -26,7 +26,7 @@ def start(
     ]
     replayer = members[0] if count == 1 else Replayers(members)
     # Started now, it imports torch and Triton while the submission's worker does: cheaper than
-    # waiting for it at the first replay wherever a core is free (tests/bench/RESULTS.md).
+    # waiting for it at the first replay wherever a core is free.
     replayer.prestart()
     return Proofs(
         replayer,

@@ -104,10 +104,8 @@ class SpeedStage:
     def drop(self, claim) -> None:
         """A group failed, so no speed run follows: the one spawned ahead (its workers, its warm-up and checks
         ahead) is stopped now, in a thread of its own, not once the later groups are over. Kept to the end, it
-        took cores and the GPU beside the later groups, and beside other jobs' cases: in a roster of 18 wrong
-        and 18 accepted softmax files on the H200, 14 of the wrong ones started a speed run's workers, and
-        their starts, warm-ups and checks ahead took 11-40 s each, for nothing (tests/gpu/RESULTS.md,
-        2026-12-05 fourth session, call 3). The session's end waits for the thread (close)."""
+        took cores and the GPU beside the later groups, and beside other jobs' cases, for tens of seconds and
+        for nothing (docs/measurements: grading throughput). The session's end waits for the thread (close)."""
         run, self._run = self._run, None
         if run is None:
             return
@@ -120,9 +118,8 @@ class SpeedStage:
         self._dropped.start()
 
     def prestart(self, scratch: Path, claim) -> None:
-        """Spawn the speed run's workers once the first test group has passed, so that their start (8.8-11.5 s
-        each on the H200, in parallel: tests/gpu/RESULTS.md) overlaps the later groups instead of following
-        them. Not before (unless options.speed_early: a lone submit on a GPU): a submission that fails its
+        """Spawn the speed run's workers once the first test group has passed, so that their start (seconds
+        each) overlaps the later groups instead of following them. Not before (unless options.speed_early: a lone submit on a GPU): a submission that fails its
         first group, as most wrong ones do, costs no speed workers."""
         if self._run is not None:
             return

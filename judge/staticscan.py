@@ -308,7 +308,7 @@ class _Scanner(ast.NodeVisitor):
             last = (_dotted(base) or "").split(".")[-1]
             if last in LANGUAGE_CLASSES:
                 # A dtype of the file's own has its to_ir called with the interpreter's builder inside a launch
-                # (red team of 2026-12-04, third pass).
+                # (as a red team did).
                 self.add(
                     node,
                     f"class {node.name}({last})",
@@ -322,7 +322,7 @@ class _Scanner(ast.NodeVisitor):
                 self.add(node, f"global {name}", FORBIDDEN_NAMES[name])
             elif name in BUILTIN_NAMES:
                 # A function that rebinds range or min in the module's globals changes what a kernel calls
-                # (the interpreter runs a kernel in them; red team of 2026-12-04).
+                # (the interpreter runs a kernel in them, as a red team did).
                 self.add(node, f"global {name}", "rebinds a built-in name that kernels call")
         self.generic_visit(node)
 

@@ -18,7 +18,7 @@ ENTRY_MAX_DEPTH = 4  # Triton's entries are flat: one directory of files
 # What one copy_entries call copies at most, in entries and in bytes: 98's reference compiles about 550
 # variants of a few hundred KiB each. A worker that filled its cache with thousands of entries of the
 # largest size an entry may have would otherwise have the judge copy every one of them into the content's
-# cache when it closed (PooledProc.close: noticed in the fifth session of 2026-12-05), and again into each
+# cache when it closed (PooledProc.close), and again into each
 # next worker's.
 COPY_MAX_ENTRIES = 4096
 COPY_MAX_BYTES = 8 << 30
@@ -72,15 +72,15 @@ def copy_entries(src: Path, dest: Path, names: list[str] | None = None) -> int:
     the worker's to rewrite after it was checked), at most ENTRY_MAX_ITEMS files and directories of
     ENTRY_MAX_BYTES in all, ENTRY_MAX_DEPTH deep. An entry with anything else in it (a link, a FIFO, a
     device), or that changes under the walk, is left out whole; the others are copied still. So nothing
-    outside the worker's cache is ever read (a black-box attack of 2026-12-04 on the first version: a hard
+    outside the worker's cache is ever read (a black-box attack on the first version: a hard
     link and a linked ``src`` brought a host file in, deep nesting raised).
 
     ``dest`` may be mounted into a live worker too (a sibling's cache, a content cache): so each entry is
     built in a staging directory beside ``dest`` (its parent, which no sandbox mounts) and moved in by one
     rename, which replaces nothing (a name already there is skipped) and never follows a link the worker
     put in its way. Built inside ``dest`` (the first version), the worker could swap the half-built entry
-    for a link to any host directory and have the rest written there, as the judge (a red-team helper,
-    2026-12-05, under bwrap: a trusted cache's module replaced by its own bytes).
+    for a link to any host directory and have the rest written there, as the judge (a red team did, under
+    bwrap: a trusted cache's module replaced by its own bytes).
 
     At most COPY_MAX_ENTRIES entries and COPY_MAX_BYTES bytes in one call: the rest is left where it is (a
     kernel not copied is compiled again where it is needed)."""
@@ -160,7 +160,7 @@ def _copy_file(src_fd: int, name: str, seen, dest: Path, budget: dict) -> bool:
 
     Not a sparse one (fewer blocks on disk than its size needs, past SPARSE_SLACK): Triton writes none, and a
     worker's sparse files cost it no disk where their copies would cost the host theirs in full, in every
-    sibling's cache (a red-team helper, 2026-12-05: 8 entries of no disk became 2048 MiB). A file system that
+    sibling's cache (a red team made 8 entries of no disk into gigabytes of copies). A file system that
     compresses may make an honest file look sparse: it is then compiled again, not copied."""
     fd = os.open(name, _FILE_FLAGS, dir_fd=src_fd)
     try:

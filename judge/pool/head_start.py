@@ -82,7 +82,7 @@ def head_start(problem, submission: Path, options) -> PoolServer | None:
     # They are this file's alone, so they mount its content cache itself, as the session's own workers would:
     # a kernel variant one of them compiles is there for the others, and two that need it at once compile it
     # once (judge.untrusted.compile_lock) instead of once each in caches of their own (the first wave of
-    # cases; 98's reference, 2026-12-04: 488 compiles and loads for about 222 variants). The replay worker
+    # cases: about twice as many compiles as variants for 98's reference, without it). The replay worker
     # keeps a cache of its own (judge.replay). They are forked as a litter (judge.sandbox.litter).
     server.warm(backend, job, n=count, own_cache=True, litter=True)
     if options.replay:

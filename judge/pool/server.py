@@ -303,9 +303,8 @@ class PoolServer:
 
         head_start waits here before the judge imports torch. The spawns run in the pool's spawn thread,
         and while the main thread imports torch (Python holding the GIL nearly throughout) each spawn's
-        Python steps wait their turn for it: on the H200 the nine spawns of a lone submit took 0.3-1.3 s each,
-        one after the other, so the last test worker began importing about 3 s after the first and was
-        handed over at 8.4 s against 5.3 s (tests/gpu/RESULTS.md, 2026-12-05 third session, call 2)."""
+        Python steps wait their turn for it: a lone submit's spawns went one after the other, and its last
+        test worker began importing seconds after the first (docs/measurements: worker starts)."""
         deadline = time.monotonic() + timeout
         with self._lock:
             while any(self._spawning.values()):

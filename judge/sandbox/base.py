@@ -56,11 +56,10 @@ def yields_cores(job: Job, backend) -> bool:
     judge.untrusted.replay lowers its own and takes the normal one back once its imports are done, or after
     YIELD_SECONDS at the latest): the interpreter's replay worker, on an idle host.
 
-    In interpreter mode the judge, its case worker and the replay worker all import torch at once (about
-    1 s of a core each), and on 2 cores the third import slowed the other two: 93's reference took 0.6 s
-    more with the replay check, +30% of a 2.5 s command, though its replays take 0.2 s
-    (tests/bench/RESULTS.md, 2026-12-04, third session). Started low, the replay worker imports on what the
-    two leave idle. Not on a busy host (a batch of jobs, other work): there it would only wait. Not on a GPU,
+    In interpreter mode the judge, its case worker and the replay worker all import torch at once (a second
+    of a core each), and on 2 cores the third import slows the other two by more than the replays
+    themselves cost (docs/measurements: the CPU sessions). Started low, the replay worker imports on what
+    the two leave idle. Not on a busy host (a batch of jobs, other work): there it would only wait. Not on a GPU,
     where the replay worker's compiles are what the groups' end waits for, and only where ``backend`` (a
     Backend) declares ``lowers_priority``. Plain
     ``nice`` would weigh nothing: each worker runs in a session of its own, and with the kernel's autogroups
@@ -77,9 +76,8 @@ def yields_cores(job: Job, backend) -> bool:
 def _idle_cores() -> bool:
     """Whether the runnable tasks now (/proc/stat's procs_running) are at most the cores this process may use
     and two: the judge's own start (its main thread, the case worker importing beside it, the thread
-    spawning this one) fills two cores' worth and more. With four busy loops on 2 cores the replay worker
-    started low made 94's reference 12.8-13.0 s against 10.6-11.0 s (2026-12-04); with this check it does
-    not start low there."""
+    spawning this one) fills two cores' worth and more. On a busier host a replay worker started low only
+    waits, and the whole submit with it."""
     try:
         with open("/proc/stat") as f:
             running = next(int(line.split()[1]) for line in f if line.startswith("procs_running"))
@@ -249,9 +247,9 @@ def worker_env(job: Job, *, code_root: str, scratch: str, cache: str | None = No
 
 # The host's process table (parent -> children), read once for every watcher of this process. A judge watches each
 # of its workers' trees ten times a second (judge.channel's memory watch, the pool's memory op), and each scan
-# reads every /proc/PID/stat on the host: on the H200 py-spy found 55% of a softmax `submit`'s judge-process
-# samples in that scan, 8 workers and a replay worker each scanning on its own (tests/gpu/RESULTS.md, 2026-12-05
-# call 2). One table serves every watcher for TABLE_SECONDS; a process forked since is seen by the next scan.
+# reads every /proc/PID/stat on the host: with a scan per watcher, that scan was most of a GPU submit's judge
+# process (docs/measurements: worker starts). One table serves every watcher for TABLE_SECONDS; a process forked
+# since is seen by the next scan.
 TABLE_SECONDS = 0.05
 _table: tuple[float, dict[int, list[int]]] = (-1.0, {})
 _table_lock = threading.Lock()

@@ -208,7 +208,7 @@ class BwrapBackend(Backend):
         if share > 1:
             # A litter's (judge.sandbox.litter): each child its own scratch of the worker's size, SCRATCH/<i>
             # (judge.untrusted.litter moves it there), so that one child cannot use what its siblings leave
-            # free (a red-team file of 2026-12-05 was AC in a litter and RTE without, "no space left").
+            # free (a red-team file was AC in a litter and RTE without, "no space left").
             args += ["--size", str(16 << 20), "--tmpfs", SCRATCH]
             for i in range(share):
                 args += ["--size", str(scratch_bytes), "--tmpfs", f"{SCRATCH}/{i}"]

@@ -72,17 +72,17 @@ class Cgroup:
         sandbox, judge.sandbox.litter: a cgroup of its own for each child, inside the litter's).
 
         It is also one entity of the CPU scheduler, weighted as ``cpu_share`` processes (a litter: its
-        children) at this process's nice: under contention its processes share that, however many they are. Without it, under cgroup
-        v1, a fork bomb's 256 spinning processes each weighed as much as the judge's threads, and a 2-core host
-        gave no verdict in 400 s (a red-team file of 2026-12-06, with a litter or without). Under v2 the cgroup
-        has the cpu controller where its parent hands it down (the root does on the GPU machines)."""
+        children) at this process's nice: under contention its processes share that, however many they are.
+        Without it, under cgroup v1, a fork bomb's hundreds of spinning processes each weigh as much as the
+        judge's threads, and a small host gives no verdict for minutes (a red-team file, with a litter or
+        without). Under v2 the cgroup has the cpu controller where its parent hands it down."""
         name = f"{PREFIX}{os.getpid()}-{secrets.token_hex(4)}"
         if not _swept.is_set():
             _swept.set()
             sweep_stale()
         if (ROOT / "cgroup.controllers").is_file():
             # Our own cgroup first (a delegated subtree); as root, the top of
-            # the tree too: on the H200 machine the judge sits in a cgroup
+            # the tree too: where the judge sits in a cgroup
             # that holds processes, so it cannot hand the memory and pids
             # controllers down (cgroup v2's no-internal-processes rule), while
             # the root cgroup has them enabled for its children.
