@@ -25,7 +25,7 @@ SCHEMA = {
     # The entry point as a factory (judge.calls): "namespace" = called once per worker with a fresh secret
     # operator namespace; what it returns is the callable the cases call.
     "factory": str,
-    "rules": {"allow": [str]},  # static-scan rules this problem lifts (judge.staticscan.ALLOWABLE)
+    "rules": {"allow": [str]},  # static-scan rules this problem lifts (judge.problem_schema.ALLOWABLE)
     "compile": {"backend": str, "backend_interpret": str},  # groups with call = "compile"
     "grad": {"wrt": [int], "outputs": [{"name": str, "dtype": str, "scope": str}]},  # groups with call = "grad"
     "limits": {

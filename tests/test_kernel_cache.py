@@ -324,7 +324,7 @@ def add(x, y):
 @pytest.mark.parametrize("pooled", [False, True], ids=["spawned", "pooled"])
 @pytest.mark.parametrize("name", ["process", "bwrap", "docker"])
 def test_a_worker_that_fills_its_kernel_cache_is_killed_and_ole(name, pooled, tmp_path, monkeypatch):
-    """The cache is watched while the worker runs (judge.kernel_store.written, judge.channel): past
+    """The cache is watched while the worker runs (judge.kernel_store.too_much, judge.channel): past
     JUDGE_SUBMISSION_CACHE_GB (4 GB by default; 8 MB here) the worker is killed, and the reason is the
     output limit's (OLE), not the host's disk."""
     import time

@@ -56,7 +56,7 @@ def test_two_workers_give_the_verdicts_of_one(pid, path):
 
 # Right in its own process on its first two calls (a case and its refill) by arithmetic on the inputs' bytes,
 # which only the replay check sees, and plainly wrong from the third call on. The replay of the group's first
-# case runs beside the next cases (judge.session._start_replay), so the wrong case fails first in time; the
+# case runs beside the next cases (judge.session_replays.start), so the wrong case fails first in time; the
 # group's failure must still be the replay's finding, which comes first in the cases' order.
 REPLAYED_THEN_WRONG = """
 import numpy as np
