@@ -22,6 +22,8 @@ from pathlib import Path
 import click
 
 from judge import timeline
+from judge.cli_bench import bench_overrides, plot_speed, speed_options
+from judge.cli_bench import register as register_bench
 from judge.cli_common import (
     EXIT_AC,
     EXIT_INTERNAL,
@@ -34,6 +36,7 @@ from judge.cli_common import (
     leave,
     named_on_command_line,
     problem_or_exit,
+    progress_option,
     resolve_device,
     sandbox_help,
     sandbox_or_exit,
@@ -41,9 +44,9 @@ from judge.cli_common import (
     write_new_file,
 )
 from judge.cli_corpus import register as register_corpus
+from judge.cli_sandbox import register as register_sandbox
 from judge.grading.cli import register as register_grading
 from judge.settings import SettingError, settings
-from judge.verdicts import Verdict
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -130,7 +133,7 @@ def _judge_options(fn):
             default=None,
             help="Processes and threads the worker may hold (sandboxes; overrides the spec).",
         ),
-        _progress_option,
+        progress_option,
         click.option(
             "--save-case",
             "save_case",
@@ -144,53 +147,6 @@ def _judge_options(fn):
     for opt in reversed(options):
         fn = opt(fn)
     return fn
-
-
-_progress_option = click.option(
-    "--progress/--no-progress",
-    "progress",
-    default=None,
-    help="Live progress on stderr (default: on when stderr is a terminal and without --json).",
-)
-
-
-def _speed_options(fn):
-    options = [
-        click.option(
-            "--ci-target",
-            type=float,
-            default=None,
-            help="Stop timing when the speedup's 95% interval is within +-this (default 0.01: 1%).",
-        ),
-        click.option(
-            "--speed-budget",
-            type=float,
-            default=None,
-            help="Seconds of timed rounds at most (default: the problem's [bench] budget_seconds).",
-        ),
-        click.option("--max-rounds", type=int, default=None, help="Rounds at most (default 30)."),
-        click.option(
-            "--plot",
-            "plot_path",
-            type=click.Path(path_type=Path),
-            default=None,
-            help="Write a PNG of the speed results here (needs matplotlib: pip install -e '.[plot]').",
-        ),
-    ]
-    for opt in reversed(options):
-        fn = opt(fn)
-    return fn
-
-
-def _bench_overrides(ci_target, speed_budget, max_rounds, **extra):
-    return {"ci_target": ci_target, "budget_seconds": speed_budget, "max_rounds": max_rounds, **extra}
-
-
-def _plot(speed, path):
-    if path is not None and speed.get("shapes"):
-        from judge.timing.render import plot
-
-        err(plot(speed, path))
 
 
 def _run(
@@ -382,7 +338,7 @@ def _run(
             end_head_start(early)
         timeline.write()
     _print_report(report, as_json)
-    _plot(report.speed, plot_path)
+    plot_speed(report.speed, plot_path)
     from judge.verdicts import Verdict
 
     leave(EXIT_AC if report.verdict is Verdict.AC else EXIT_INTERNAL if report.verdict is Verdict.IE else EXIT_REJECTED)
@@ -425,7 +381,7 @@ def _print_report(report, as_json: bool) -> None:
     is_flag=True,
     help="Time the PyTorch baseline in the speed run too (no points; `judge bench` always does).",
 )
-@_speed_options
+@speed_options
 @click.option(
     "--pool-socket",
     hidden=True,
@@ -444,140 +400,9 @@ def submit(problem, file, no_speed, with_pytorch, ci_target, speed_budget, max_r
         quick=False,
         speed=not no_speed,
         plot_path=plot_path,
-        bench=_bench_overrides(ci_target, speed_budget, max_rounds, torch_baseline=True if with_pytorch else None),
+        bench=bench_overrides(ci_target, speed_budget, max_rounds, torch_baseline=True if with_pytorch else None),
         **kw,
     )
-
-
-@cli.command("bench")
-@click.argument("problem")
-@click.argument("file", type=click.Path(path_type=Path))
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON report (and nothing else) on stdout.")
-@click.option(
-    "--device",
-    type=click.Choice(["cuda", "cpu"]),
-    default=None,
-    help="Where to run (default: cuda when a GPU is there; cpu runs the interpreter: no speed claim).",
-)
-@click.option("--interpret", is_flag=True, help="Run kernels in Triton's interpreter (always so on cpu).")
-@click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
-@click.option("--gpu", type=int, default=None, help="Index of the GPU to use (default 0).")
-@click.option("--shapes", default=None, help="Only these bench shapes, by index (e.g. 0,2).")
-@click.option("--no-pytorch", is_flag=True, help="Do not time the PyTorch baseline.")
-@_progress_option
-@_speed_options
-def bench_cmd(
-    problem,
-    file,
-    as_json,
-    device,
-    interpret,
-    sandbox,
-    gpu,
-    shapes,
-    no_pytorch,
-    progress,
-    ci_target,
-    speed_budget,
-    max_rounds,
-    plot_path,
-):
-    """Time FILE against the reference (and PyTorch) on PROBLEM's bench shapes: speedups with 95% intervals."""
-    p = problem_or_exit(problem)
-    if p.kind != "kernel":
-        usage(f"problem {p.id} ({p.slug}) is answered by hand: there is nothing to time (use submit)")
-    if not p.spec.get("bench", {}).get("shapes"):
-        usage(f"problem {p.id} ({p.slug}) has no speed part ([bench] shapes): there is nothing to time (use submit)")
-    check_file(file)
-    sandbox_or_exit(sandbox)
-    only = None
-    if shapes:
-        try:
-            only = [int(x) for x in shapes.split(",") if x.strip()]
-        except ValueError:
-            usage("--shapes takes indices separated by commas, e.g. 0,2")
-    from judge.options import Options
-    from judge.timing.command import refused
-
-    # As in _run: the command line and the file's source first, without torch.
-    early_device, early_interpret = device_without_torch(device, interpret)
-    if sandbox != "auto":
-        from judge.sandbox import get_backend
-
-        why = get_backend(sandbox).unavailable(early_device)
-        if why:
-            usage(f"--sandbox {sandbox}: {why}")
-    report = refused(p, file, Options(device=early_device, interpret=early_interpret, sandbox=sandbox))
-    if report is not None:
-        _print_bench(p, file, report, as_json)
-        sys.exit(EXIT_REJECTED)
-
-    from judge.progress import NO_PROGRESS, for_terminal
-
-    shown = for_terminal(progress, as_json)
-    say = err if shown is NO_PROGRESS else shown.log
-
-    def fail(message):
-        shown.close()
-        usage(message)
-
-    try:
-        with shown.blocking("loading torch"):
-            device, interpret, note = resolve_device(device, interpret, fail)
-        if note:
-            say(note)
-        from judge.timing.command import bench
-
-        overrides = _bench_overrides(ci_target, speed_budget, max_rounds, only=only)
-        if no_pytorch:
-            overrides["torch_baseline"] = False
-        options = Options(
-            device=device, interpret=interpret, sandbox=sandbox, gpu=gpu, bench=overrides, log=say, progress=shown
-        )
-        report = bench(p, file, options)
-    except KeyboardInterrupt:
-        shown.close()
-        err("interrupted")
-        sys.exit(130)
-    except Exception as exc:  # noqa: BLE001 - one line, not a traceback
-        shown.close()
-        if settings().debug:
-            raise
-        err(f"{internal_error(exc)} (set JUDGE_DEBUG=1 for the traceback)")
-        sys.exit(EXIT_INTERNAL)
-    finally:
-        shown.close()
-    _print_bench(p, file, report, as_json)
-    _plot(report.get("speed") or {}, plot_path)
-    sys.exit(
-        EXIT_AC
-        if report["verdict"] == Verdict.AC
-        else EXIT_INTERNAL
-        if report["verdict"] == Verdict.IE
-        else EXIT_REJECTED
-    )
-
-
-def _print_bench(p, file, report: dict, as_json: bool) -> None:
-    if as_json:
-        from judge.report import finite_json
-
-        click.echo(json.dumps(finite_json(report), indent=2, allow_nan=False))
-        return
-    from rich.console import Console
-    from rich.markup import escape
-
-    from judge.timing.render import render_speed
-
-    console = Console(highlight=False, soft_wrap=True)
-    console.print(
-        f"[bold]Problem {p.id} · {escape(p.title)}[/bold]   {escape(str(file))}  "
-        f"[dim]speed run, sandbox {report['mode']['sandbox']}[/dim]"
-    )
-    render_speed(report.get("speed") or {}, console)
-    for n in report.get("notes") or []:
-        console.print(f"[yellow]note:[/yellow] {escape(n)}")
-    console.print(f"{report['verdict']}: {escape(report['message'])}")
 
 
 @cli.command()
@@ -589,62 +414,8 @@ def test(problem, file, **kw):
     _run(problem, file, quick=True, **kw)
 
 
-@cli.group()
-def sandbox():
-    """Sandbox backends: what is available here, and building the Docker images."""
-
-
-@sandbox.command("status")
-@click.option("--device", type=click.Choice(["cuda", "cpu"]), default="cpu", show_default=True)
-def sandbox_status(device):
-    """Which backends can run here, and what `--sandbox auto` picks."""
-    from judge.sandbox import BACKENDS, choose_auto, get_backend
-
-    for name in BACKENDS:
-        backend = get_backend(name)
-        why = backend.unavailable(device)
-        click.echo(f"{name:<8} {'available' if why is None else 'unavailable: ' + why}")
-    chosen, note = choose_auto(device)
-    click.echo(f"auto     -> {chosen.name}" + (f" ({note})" if note else ""))
-
-
-@sandbox.command("build")
-@click.option("--kind", type=click.Choice(["cpu", "gpu"]), default="cpu", show_default=True)
-@click.option("--base", default=None, help="Base image (cpu: judge-base:bookworm from sandbox/make-base.sh).")
-@click.option(
-    "--ca-bundle",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="CA bundle for pip inside the build (TLS-intercepting networks).",
-)
-@click.option(
-    "--wheels",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Install these wheels instead of fetching them.",
-)
-@click.option("--online", is_flag=True, help="Let pip inside the build download the packages.")
-@click.option("--tag", default=None)
-def sandbox_build(kind, base, ca_bundle, wheels, online, tag):
-    """Build the worker image for the docker backend."""
-    from judge.sandbox.images import build
-
-    try:
-        built = build(
-            kind,
-            base=base,
-            ca_bundle=ca_bundle,
-            wheels=wheels,
-            online=online,
-            tag=tag,
-            log=lambda m: click.echo(m, err=True),
-        )
-    except Exception as exc:  # noqa: BLE001 - one line, not a traceback
-        err(f"image build failed: {type(exc).__name__}: {str(exc).strip().splitlines()[-1] if str(exc) else ''}")
-        sys.exit(EXIT_INTERNAL)
-    click.echo(built)
-
-
+register_bench(cli)
+register_sandbox(cli)
 register_corpus(cli)
 register_grading(cli)
 

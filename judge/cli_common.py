@@ -142,6 +142,14 @@ def sandbox_or_exit(name: str) -> str:
     return name
 
 
+progress_option = click.option(
+    "--progress/--no-progress",
+    "progress",
+    default=None,
+    help="Live progress on stderr (default: on when stderr is a terminal and without --json).",
+)
+
+
 def sandbox_help() -> str:
     from judge.sandbox import describe
 
