@@ -189,7 +189,8 @@ CORPUS = [("AC", P93.reference_path)] + [
 
 
 @pytest.mark.corpus
-@pytest.mark.parametrize("name", ["process", "bwrap"])
+# bwrap in the README's command (a real sandbox's pool), the process backend under -m full.
+@pytest.mark.parametrize("name", [pytest.param("process", marks=pytest.mark.full), "bwrap"])
 def test_the_pool_gives_the_verdicts_the_judge_gives_without_it(name, tmp_path, monkeypatch):
     usable(name)
     options = Options(sandbox=name, seed=7, device="cpu", interpret=True, speed=False, workers=1)

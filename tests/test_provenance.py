@@ -102,21 +102,32 @@ def test_every_way_to_a_report_replays_every_passing_case(how, tmp_path):
 
 
 R93 = ROOT / "problems" / "093-vector-add" / "submissions"
+# One file per kind of finding runs in the README's command (a pointer made an integer, the replay check, data
+# from outside); the others, which each close one more way through the same layers, under -m full.
+_FULL = pytest.mark.full
 CHANNELS = [
-    ("rejected/exploit7_pointer_compared_with_int.py", "RJ", "converts a pointer to an integer (line"),
-    ("rejected/exploit7_output_at_aligned_address.py", "RJ", "converts a pointer to an integer (line"),
-    ("rejected/exploit7_data_key.py", "RJ", "the replay check"),
-    ("rejected/exploit7_host_address_as_pointer.py", "RJ", "converts an integer to a pointer (line"),
-    ("wrong_answer/exploit7_flag_written_through_proc_mem.py", "WA", ""),
-    ("rejected/exploit7_string_past_the_record.py", "RJ", "data from outside your kernels reached out"),
-    ("rejected/exploit7_nan_payload_argument.py", "RJ", "data from outside your kernels reached out"),
-    ("rejected/exploit7_constexpr_set_order.py", "RJ", "a set (its order follows its items' hashes"),
+    pytest.param("rejected/exploit7_pointer_compared_with_int.py", "RJ", "converts a pointer to an integer (line"),
+    pytest.param(
+        "rejected/exploit7_output_at_aligned_address.py", "RJ", "converts a pointer to an integer (line", marks=_FULL
+    ),
+    pytest.param("rejected/exploit7_data_key.py", "RJ", "the replay check"),
+    pytest.param(
+        "rejected/exploit7_host_address_as_pointer.py", "RJ", "converts an integer to a pointer (line", marks=_FULL
+    ),
+    pytest.param("wrong_answer/exploit7_flag_written_through_proc_mem.py", "WA", "", marks=_FULL),
+    pytest.param("rejected/exploit7_string_past_the_record.py", "RJ", "data from outside your kernels reached out"),
+    pytest.param(
+        "rejected/exploit7_nan_payload_argument.py", "RJ", "data from outside your kernels reached out", marks=_FULL
+    ),
+    pytest.param(
+        "rejected/exploit7_constexpr_set_order.py", "RJ", "a set (its order follows its items' hashes", marks=_FULL
+    ),
 ]
 
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("scan", [False, pytest.param(True, marks=pytest.mark.full)], ids=["scan-off", "scan-on"])
-@pytest.mark.parametrize("name,verdict,text", CHANNELS, ids=[Path(c[0]).stem for c in CHANNELS])
+@pytest.mark.parametrize("name,verdict,text", CHANNELS, ids=[Path(c.values[0]).stem for c in CHANNELS])
 def test_each_way_to_tell_the_worker_from_its_replay_fails(name, verdict, text, scan):
     options = Options(sandbox="process", seed=1, device="cpu", interpret=True, speed=False, static_scan=scan)
     report = Session(find_problem("93"), R93 / name, options).run()

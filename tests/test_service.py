@@ -583,7 +583,7 @@ def test_kill_the_service_mid_job_then_restart(tmp_path, how):
 
 @pytest.mark.corpus
 @pytest.mark.timeout(1800)  # 200 job processes: minutes on 2 free cores, half an hour on a shared, loaded host
-@pytest.mark.parametrize("n,students", [(16, 4), pytest.param(200, 20, marks=pytest.mark.full)])
+@pytest.mark.parametrize("n,students", [(8, 4), pytest.param(200, 20, marks=pytest.mark.full)])
 def test_a_burst_is_judged_once_and_none_is_lost(capsys, n, students):
     """tests/bench/service_throughput.py's burst: N submissions (the answers problems' corpora, 101-104) from
     STUDENTS students, posted at once: every job done once, none lost, each with its corpus verdict. CI runs 16
