@@ -19,7 +19,7 @@ import threading
 import time
 
 from judge import kernel_store
-from judge.replies import parsers, records
+from judge.replies import fields, parsers, records
 from judge.sandbox import Backend, Job
 from judge.sandbox import base as sandbox_base
 from judge.sandbox.base import signal_name
@@ -295,7 +295,7 @@ class WorkerChannel:
         message, payloads = self._recv(timeout, max_bytes)
         try:
             return parse(message, payloads, **expect)
-        except parsers.MalformedReply as exc:
+        except fields.MalformedReply as exc:
             self._kill("protocol", f"a malformed reply: {exc}")
             raise WorkerDied("protocol", f"the worker's reply was not valid: {exc}") from None
 

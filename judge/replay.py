@@ -16,7 +16,7 @@ case (judge.rules.outputs against judge.expected's answers for the fresh
 inputs); if they do not, the verdict is RJ, with a message that names the
 output and the launch that last wrote it.
 
-What is decided here, and what it means:
+What is decided here and in judge.replay_verdict, and what it means:
 
 * a record that does not add up (a kernel the file does not define at top
   level, memory referenced beyond its end, inputs of other sizes) is RJ: the
@@ -53,13 +53,12 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import expected, kit, rules, timeline
+from judge import expected, kit, replay_verdict, timeline
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
-from judge.replay_input import NOTE, encode, fresh_inputs, label, outside_source, tensor_refs, validate
+from judge.replay_input import NOTE, encode, fresh_inputs, validate
 from judge.replies import parsers, records
-from judge.rules import outputs as output_rules
 from judge.sandbox.base import REPLAY_MODULE
-from judge.shared import kernel_source, oom, wire
+from judge.shared import kernel_source, wire
 from judge.verdicts import Outcome, Verdict
 
 PREFIX = "the replay check"  # every RJ of this layer starts with it
@@ -81,17 +80,6 @@ class Skipped:
     # case gets the verdict its kernels earned alone (judge.proofs).
     limits: bool = False
     reason: str = ""  # of a limit: "timeout", "memory", "output", or "run" (the run's own limit came first)
-
-
-COMPILE_HINT = (
-    "in the interpreter a kernel body runs as Python, so Python calls, lists, loops over elements and "
-    "a tensor's .handle work there; a GPU compiles only Triton: tl operations on blocks, constexpr "
-    "arithmetic, the file's own @triton.jit functions"
-)
-NAME_HINT = (
-    "a kernel may use only Triton, math, its arguments and the file's own @triton.jit functions and "
-    "constants (a GPU compiles nothing else)"
-)
 
 
 # --------------------------------------------------------------------------- the replay worker
@@ -430,7 +418,7 @@ class Replayer:
             self.timing["replay_compiled_in_run"] += result.compiled
         t0 = time.monotonic()
         try:
-            return self._judge(trace, reply, result, answers, device)
+            return replay_verdict.outcome(self.problem, trace, reply, result, answers, device)
         finally:
             self._spent("replay_judge_seconds", t0)
 
@@ -448,155 +436,3 @@ class Replayer:
         now = time.monotonic()
         self.timing[key] += now - since
         return now
-
-    def _written_here(self, trace, result: records.ReplayResult) -> Outcome | None:
-        """RJ when a launch that computed an output replayed alone left it as it was in the worker, while it held
-        data from outside the kernels: the kernel ran otherwise in the judged process (honest only when replayed),
-        and the answer returned there came from elsewhere. An honest launch that happens to write the values
-        already there is no finding: outside data in an output is what makes it one."""
-        names = [o.name for o in self.problem.outputs]
-        for i, ref in enumerate(trace.outputs):
-            w = result.writers[i] if i < len(result.writers) else None
-            if ref is None or w is None or w >= len(trace.events):
-                continue
-            e = trace.events[w]
-            if e.kind != "launch" or e.unchanged is None or ref.storage not in e.unchanged:
-                continue
-            reached, through = outside_source(trace, ref.storage)
-            if not reached:
-                continue
-            name = names[i] if i < len(names) else "the output"
-            how = f"through {label(trace, through)}" if through is not None else "returned as it is"
-            return Outcome(
-                Verdict.RJ,
-                f"replayed alone on fresh inputs, {label(trace, w)} computed {name}; in your "
-                f"process the same launch left {name} as it was, holding data from outside "
-                f"your kernels ({how}): the kernel did not do there what it does replayed",
-                {"replay": "not written here", "event": label(trace, w)},
-            )
-        return None
-
-    def _judge(self, trace, reply, result: records.ReplayResult, answers, device) -> Outcome | None:
-        if not result.ok:
-            where = label(trace, result.event) if 0 <= result.event < len(trace.events) else "the record"
-            err = result.error
-            full = oom.device_full(err.message) if rules.gpu_full() else None
-            if full:  # the replay worker is the judge's: a GPU filled by other work is no finding against the file
-                return Outcome(Verdict.IE, f"the replay check could not run ({where}): {full}", {"replay": "capacity"})
-            if result.kind == "record":
-                return Outcome(
-                    Verdict.RJ,
-                    f"the record of the call could not be replayed ({where}): {err.message}",
-                    {"replay": "record"},
-                )
-            if result.kind == "rule":
-                return Outcome(Verdict.RJ, f"{where}: {err.message}", {"replay": "rule", "error": err.as_dict()})
-            if result.kind == "compile":
-                # The interpreter ran it as Python; Triton's compiler, for a GPU, refuses it (judge.untrusted.frontend).
-                return Outcome(
-                    Verdict.CE,
-                    f"the replay check: {where} would not compile for a GPU (sm_{kernel_source.COMPILE_ARCH}), "
-                    f"though the interpreter ran it: {err.message}",
-                    {"replay": "compile", "error": err.as_dict(), "hint": COMPILE_HINT},
-                )
-            line = f" (line {err.line}: {err.code})" if err.line and err.code else ""
-            text = f"replayed alone on fresh inputs, {where} failed: {err.type}: {err.message.splitlines()[0] if err.message else ''}{line}"
-            details = {"replay": "error", "error": err.as_dict()}
-            if err.type == "NameError":
-                details["hint"] = NAME_HINT
-            return Outcome(Verdict.RJ, text, details)
-        wrong = output_rules.check(self.problem, reply.returned, result.outputs, answers, device)
-        if wrong is None:
-            return self._written_here(trace, result)
-        names = [o.name for o in self.problem.outputs]
-        name = wrong.details.get("output") or next((n for n in names if wrong.message.startswith(n)), None)
-        index = names.index(name) if name in names else 0
-        ref = trace.outputs[index] if index < len(trace.outputs) else None
-        writer = result.writers[index] if index < len(result.writers) else None
-        if writer is not None and writer >= len(trace.events):
-            writer = None  # only a broken replay worker says so: name nothing rather than something wrong
-        given = max(
-            (
-                k
-                for k, e in enumerate(trace.events)
-                if e.kind == "launch" and ref is not None and any(r.storage == ref.storage for r in tensor_refs(e))
-            ),
-            default=None,
-        )
-        written = f"last written by {label(trace, writer)}" if writer is not None else "no recorded event wrote it"
-        if given is not None and (writer is None or trace.events[writer].kind != "launch"):
-            who = f"{label(trace, given)} was the last launch given it; {written}"
-        elif given is None and writer is not None and trace.events[writer].kind != "launch":
-            who = f"no launch was given it; {written}"
-        else:
-            who = written
-        name = name or "the output"
-        text = f"replayed alone on fresh inputs, the recorded launches did not compute {name}: {wrong.message} ({who})"
-        reached, through = outside_source(trace, ref.storage) if ref is not None else (False, None)
-        details = {k: v for k, v in wrong.details.items()}
-        if reached:
-            how = f"through {label(trace, through)}" if through is not None else "returned as it is"
-            text = f"data from outside your kernels reached {name} (memory the call did not make, {how}): {text}"
-            details["outside"] = True
-        details["replay"] = "wrong"
-        if writer is not None:
-            details["event"] = label(trace, writer)
-        return Outcome(Verdict.RJ, text, details)
-
-
-class Replayers:
-    """Several replay workers for one run, used as one Replayer by the test groups: each replay takes a free
-    one. A lone ``submit`` on a GPU has two (replay_workers): 98's reference sent 31 replays through one
-    worker, busy 31 s of its 36 s of tests, and the groups then waited 7-9 s at their end for the last ones
-    (tests/gpu/RESULTS.md, 2026-12-05 second session, call 1)."""
-
-    def __init__(self, members: list[Replayer]):
-        import queue
-
-        self.members = members
-        self._free: queue.Queue = queue.Queue()
-        for m in members:
-            self._free.put(m)
-
-    def prestart(self) -> None:
-        for m in self.members:
-            m.prestart()
-
-    def wait_ready(self) -> None:
-        for m in self.members:
-            m.wait_ready()
-
-    def release(self) -> None:
-        for m in self.members:
-            m.release()
-
-    def stop(self) -> None:
-        for m in self.members:
-            m.stop()
-
-    def close(self) -> None:
-        for m in self.members:
-            m.close()
-
-    @property
-    def timing(self) -> dict:
-        out: dict = {}
-        for m in self.members:
-            for key, value in m.timing.items():
-                out[key] = out.get(key, 0) + value
-        return out
-
-    def _on_free(self, replay):
-        """``replay(member)`` on a free member, waited for when none is."""
-        member = self._free.get()
-        try:
-            return replay(member)
-        finally:
-            self._free.put(member)
-
-    def check(self, params: dict, inputs: list, reply, device: str, shared=contextlib.nullcontext, time_left=None):
-        return self._on_free(lambda m: m.check(params, inputs, reply, device, shared=shared, time_left=time_left))
-
-    def check_bench(self, params: dict, specs: list, outputs, device: str, shared=contextlib.nullcontext):
-        """A speed run's replay of a checked call (Replayer.check_bench) on a free member."""
-        return self._on_free(lambda m: m.check_bench(params, specs, outputs, device, shared=shared))

@@ -10,7 +10,8 @@ from judge import progress as progress_words
 from judge.options import Options, replay_workers
 from judge.problems import Group, Problem
 from judge.proofs import Proofs
-from judge.replay import Replayer, Replayers
+from judge.replay import Replayer
+from judge.replayers import Replayers
 from judge.sandbox import Job
 from judge.verdicts import Outcome
 

@@ -7,7 +7,7 @@
 * judge.untrusted.replay: the record replayed alone, on fresh inputs, by the
   replay worker through the judge's own channel;
 * judge.replay_input: checking a record (validate), following outside memory;
-* judge.replay: turning a replay's result into a verdict.
+* judge.replay_verdict: turning a replay's result into a verdict.
 
 End to end (a whole judging run, the corpus's exploits that only the replay
 catches) is tests/test_anticheat_runtime.py and the corpus itself.
@@ -27,6 +27,7 @@ import torch
 
 from judge.replay_input import encode, outside_source, validate
 from judge.replies import parsers, records
+from judge.replies.trace import _trace_value, parse_trace
 from judge.shared import kernel_source, tracing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,7 +198,7 @@ def test_the_record_crosses_back_unchanged():
         ]
     )
     record, _ = encode(trace)
-    again = parsers.parse_trace(json.loads(json.dumps(record)), [])
+    again = parse_trace(json.loads(json.dumps(record)), [])
     assert again.events == trace.events and again.outputs == trace.outputs
 
 
@@ -382,7 +383,7 @@ def _frames(parsed, fresh_input):
 
 def test_the_replay_worker_recomputes_the_call_on_fresh_inputs(recorded):
     path, out = recorded
-    parsed = parsers.parse_trace(out["entry"]["record"], [])
+    parsed = parse_trace(out["entry"]["record"], [])
     assert validate(parsed, set(kernel_source.kernel_names(path.read_text())), {0: 80}, "cpu", "sub.py") is None
     fresh = torch.randn(20, generator=torch.Generator().manual_seed(7))
     result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
@@ -398,7 +399,7 @@ def test_the_replay_worker_recomputes_the_call_on_fresh_inputs(recorded):
 def test_the_replay_uses_outside_bytes_as_recorded(recorded):
     path, out = recorded
     rec = out["with_outside"]
-    parsed = parsers.parse_trace(rec["record"], [bytes.fromhex(f) for f in rec["frames"]])
+    parsed = parse_trace(rec["record"], [bytes.fromhex(f) for f in rec["frames"]])
     fresh = torch.randn(20)
     result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
     assert result.ok and torch.allclose(result.outputs[0].tensor, fresh[4:] + 1)
@@ -409,7 +410,7 @@ def test_a_tensor_descriptor_is_recorded_and_rebuilt(recorded):
     rec = out["with_descriptor"]["record"]
     launch = rec["events"][-1]
     assert launch["args"][0]["tensor_descriptor"]["block_shape"] == [16]
-    parsed = parsers.parse_trace(rec, [])
+    parsed = parse_trace(rec, [])
     assert validate(parsed, set(kernel_source.kernel_names(path.read_text())), {0: 80}, "cpu", "sub.py") is None
     fresh = torch.randn(20)
     result = _replay(path, encode(parsed)[0], _frames(parsed, fresh))
@@ -422,7 +423,7 @@ def test_a_kernel_that_reaches_past_triton_fails_in_the_replay(tmp_path, recorde
     _, out = recorded
     path = tmp_path / "sub.py"
     path.write_text(SUBMISSION.replace("return v * 2.0", "return helper(v)") + "\ndef helper(v):\n    return v * 2.0\n")
-    parsed = parsers.parse_trace(out["entry"]["record"], [])
+    parsed = parse_trace(out["entry"]["record"], [])
     result = _replay(path, encode(parsed)[0], _frames(parsed, torch.randn(20)))
     assert not result.ok and result.kind == "compile" and result.error.type == "CompilationError"
     assert "helper" in result.error.message
@@ -430,7 +431,7 @@ def test_a_kernel_that_reaches_past_triton_fails_in_the_replay(tmp_path, recorde
 
 def test_a_forged_reference_is_refused_by_the_replay_worker_too(recorded):
     path, out = recorded
-    parsed = parsers.parse_trace(out["entry"]["record"], [])
+    parsed = parse_trace(out["entry"]["record"], [])
     record = encode(parsed)[0]
     record["events"][-1]["args"][0] = {"ref": [0, 0, [1000], [1], "float32"]}  # beyond the input's 80 bytes
     result = _replay(path, record, _frames(parsed, torch.randn(20)))
@@ -446,7 +447,7 @@ def test_the_compile_pass_stands_in_for_tensors_with_their_dtype_and_alignment(r
     from judge.untrusted.replay import CompilePass, ReplayError
 
     path, out = recorded
-    record = encode(parsers.parse_trace(out["entry"]["record"], []))[0]
+    record = encode(parse_trace(out["entry"]["record"], []))[0]
     cp = CompilePass({}, [], "cpu", str(path))
     for entry in record["storages"]:
         cp.sizes[entry["id"]] = entry["nbytes"]
@@ -471,17 +472,15 @@ def test_the_compile_pass_stands_in_for_tensors_with_their_dtype_and_alignment(r
 
 
 def _judge(result, trace=None):
+    from judge import replay_verdict
     from judge.problems import find_problem
-    from judge.replay import Replayer
 
     problem = find_problem("93")
-    r = Replayer.__new__(Replayer)
-    r.problem = problem
     trace = trace or _trace([ALLOC, _launch(_ref(0), _ref(1), 4)])
     reply = records.CaseResult(1, "torch.Tensor", (), (), records.Evidence(), trace)
     x = torch.tensor([1.0, 2.0, 3.0, 4.0])
     answers = __import__("judge.expected", fromlist=["answers"]).answers(problem, [x, x], "float32", "cpu")
-    return r._judge(trace, reply, result, answers, "cpu")
+    return replay_verdict.outcome(problem, trace, reply, result, answers, "cpu")
 
 
 def _returned(values):
@@ -586,7 +585,7 @@ def test_two_replay_workers_replay_two_cases_at_once_and_their_time_is_summed(mo
     from concurrent.futures import ThreadPoolExecutor
 
     from judge.options import replay_workers
-    from judge.replay import Replayers
+    from judge.replayers import Replayers
 
     both_in = threading.Barrier(2, timeout=10)
 
@@ -631,18 +630,18 @@ def test_scalars_are_recorded_exactly_and_strings_whole_or_not_at_all():
     payload = struct.unpack("<d", struct.pack("<Q", 0x7FFC000000000123))[0]
     for value in (payload, -0.0, float("inf"), 1e-310, 0.1):
         recorded = json.loads(json.dumps(rec.value(value)))  # as it crosses the pipe
-        parsed = parsers._trace_value(recorded, "test")
+        parsed = _trace_value(recorded, "test")
         back = Replay({}, [], "cpu", "x.py").value({"float": parsed.value})
         assert struct.pack("<d", back) == struct.pack("<d", value), (value, recorded)
     whole = "s" * tracing.MAX_STRING
-    assert rec.value(whole) == whole and parsers._trace_value(whole, "test") == whole
+    assert rec.value(whole) == whole and _trace_value(whole, "test") == whole
     long = rec.value("s" * (tracing.MAX_STRING + 1))
     assert long == {
         "opaque": f"string of {tracing.MAX_STRING + 1} characters (at most {tracing.MAX_STRING} are recorded)"
     }
     trace = records.Trace(
         storages=(),
-        events=(records.TraceEvent("launch", kernel="k", grid=(1,), args=(parsers._trace_value(long, "t"),)),),
+        events=(records.TraceEvent("launch", kernel="k", grid=(1,), args=(_trace_value(long, "t"),)),),
         outputs=(),
     )
     found = validate(trace, {"k"}, {}, "cpu", "f.py")

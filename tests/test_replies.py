@@ -13,7 +13,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.replies import parsers, records
+from judge.replies import fields, parsers, records
 from judge.shared import wire
 
 OK_CASE = {
@@ -163,7 +163,7 @@ def test_good_hello_and_bench_replies():
 )
 def test_malformed_case_replies_are_named(broken, why):
     payloads = [] if broken.get("status") == "error" else PAYLOAD
-    with pytest.raises(parsers.MalformedReply, match=why):
+    with pytest.raises(fields.MalformedReply, match=why):
         parsers.parse_case_reply(broken, payloads, expect_id=3)
 
 
@@ -195,7 +195,7 @@ def test_the_replay_workers_compile_pass_reply_is_counts_and_seconds_only():
         (dict(OK_COMPILED, seconds=float("nan")), []),
         (dict(OK_COMPILED, type="replay_result"), []),
     ):
-        with pytest.raises(parsers.MalformedReply):
+        with pytest.raises(fields.MalformedReply):
             parsers.parse_compile_reply(bad, frames, expect_id=3)
 
 
@@ -237,12 +237,12 @@ def _with(path, value, base=TRACE):
     ],
 )
 def test_malformed_records_are_named(broken, frames, why):
-    with pytest.raises(parsers.MalformedReply, match=why):
+    with pytest.raises(fields.MalformedReply, match=why):
         parsers.parse_case_reply(broken, frames, expect_id=3)
 
 
 def test_extra_tensor_frames_are_refused():
-    with pytest.raises(parsers.MalformedReply, match="more tensor frames"):
+    with pytest.raises(fields.MalformedReply, match="more tensor frames"):
         parsers.parse_case_reply(OK_CASE, PAYLOAD * 2, expect_id=3)
 
 
@@ -250,7 +250,7 @@ def test_long_strings_are_cut_not_carried():
     r = parsers.parse_case_reply(
         dict(OK_CASE, status="error", error={"category": "runtime", "message": "x" * 10**6}), [], expect_id=3
     )
-    assert len(r.error.message) == parsers.MAX_TEXT
+    assert len(r.error.message) == fields.MAX_TEXT
 
 
 def test_strings_come_out_printable_and_encodable():
@@ -340,7 +340,7 @@ def _parse_or_malformed(parser, message, payloads):
             else {}
         )
         result = parser(message, payloads, **expect)
-    except parsers.MalformedReply:
+    except fields.MalformedReply:
         return None
     json.dumps(getattr(result, "__dict__", {}), default=str)  # a record is plain, printable data
     return result

@@ -1457,7 +1457,7 @@ def test_a_profiler_clock_the_reference_disagrees_with_judges_nobody(tmp_path):
 
 
 def test_the_clock_fields_of_a_bench_reply_are_parsed_with_bounds():
-    from judge.replies.parsers import MalformedReply
+    from judge.replies.fields import MalformedReply
 
     reply = _reply(
         times=[1e-4],

@@ -2,8 +2,9 @@
 
 A worker shares its process with hostile code, so a reply is data of unknown
 shape until it has been read here. Each ``parse_*`` function of
-:mod:`judge.replies.parsers` takes the JSON object and the raw tensor frames the
-wire layer delivered (judge.shared.wire already bounded the frame sizes and the
+:mod:`judge.replies.parsers` (the record of a call: :mod:`judge.replies.trace`;
+the field checks both are built of: :mod:`judge.replies.fields`) takes the JSON
+object and the raw tensor frames the wire layer delivered (judge.shared.wire already bounded the frame sizes and the
 declared tensor bytes) and returns a frozen record of :mod:`judge.replies.records`,
 or raises ``MalformedReply`` with a one-line reason. Past this point the judge
 reads attributes of known types and sizes, never the raw dict: no code

@@ -173,7 +173,8 @@ class Workers:
             )
             started.append((name, WorkerChannel(backend, job), entry, trusted))  # spawned: they start in parallel
             if name == "submission" and self.replay:
-                from judge.replay import Replayer, Replayers
+                from judge.replay import Replayer
+                from judge.replayers import Replayers
 
                 golden = torch_device(self.gpu) if self.device == "cuda" else "cpu"
                 members = [

@@ -276,7 +276,7 @@ class Replays:
 
         self.verifier, self.what, self.shared = verifier, what, shared
         self.pending: list = []  # (shape, specs, call, future of the replay's finding)
-        # One thread per replay worker: each replay takes a free one (judge.replay.Replayers).
+        # One thread per replay worker: each replay takes a free one (judge.replayers.Replayers).
         replayer = verifier.workers.replayer
         lanes = len(getattr(replayer, "members", [replayer]))
         self.pool = ThreadPoolExecutor(lanes, thread_name_prefix="judge-bench-replay") if replayer else None
