@@ -245,7 +245,7 @@ class Replayer:
 
     def precompile(self, trace: records.Trace | None) -> None:
         """On a GPU, before the replay takes the GPU: the replay worker compiles the record's kernels without
-        running them (judge.untrusted.replay.CompilePass), so that the replay, which holds the GPU shared,
+        running them (judge.untrusted.record_replay.CompilePass), so that the replay, which holds the GPU shared,
         spends that time on the GPU's work alone. A compile is CPU work; held shared, it kept another judge's
         speed run waiting (a judge times only once the cases and replays in flight are done).
 
@@ -364,7 +364,7 @@ class Replayer:
         )
         if isinstance(found, Outcome) and found.details.get("replay") == "wrong" and not found.details.get("outside"):
             # Wrong on the fresh inputs; the session runs them in the submission's worker too (a kernel
-            # that is wrong on some values is WA, not RJ: see Session._execute).
+            # that is wrong on some values is WA, not RJ: see judge.session.Session).
             found = replace(found, case=fresh_params)
         return found
 

@@ -9,39 +9,37 @@ its own answers (judge.expected); the parsed reply is judged
 verdict, the speed run follows on a GPU (judge.timing), and the report is
 built. This process never imports the submission.
 
-Its parts, each given what it needs: one case through a worker
-(judge.case_call), the replays of passing cases (judge.session_replays), the
-speed run spawned ahead and run last (judge.speed_stage), and the GPU shared
-with other judges on the host (judge.gpu_share).
+Its parts, each given what it needs: the groups' loop, drawing and running
+each group's cases through this session (judge.group_loop), one case through
+a worker (judge.case_call), the replays of passing cases
+(judge.session_replays), the speed run spawned ahead and run last
+(judge.speed_stage), and the GPU shared with other judges on the host
+(judge.gpu_share).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import shlex
 import shutil
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from judge import calls, intake, kernel_store, kit, session_replays, timeline
 from judge import progress as progress_words
 from judge.case_call import CaseCall
-from judge.cases import canonical, derive_seed, expand_examples
+from judge.cases import canonical, derive_seed
 from judge.exchange import Exchange, Workers
 from judge.gpu_claim import GpuClaim, Refused, handed_over
 from judge.gpu_share import GpuShare
-from judge.groups import CaseFailed, draw_cases, run_cases, run_group
+from judge.group_loop import NOT_RUN, GroupLoop
 from judge.judgement import judge_refill
-from judge.lanes import LaneOutcome, Lanes, Plan
+from judge.lanes import LaneOutcome, Plan
 from judge.options import (
     Options,
     limits_for,
     no_speed_run,
-    planned_cases,
     replay_workers,
     session_workers,
     torch_device,
@@ -52,12 +50,6 @@ from judge.proofs import Proofs
 from judge.sandbox import Job
 from judge.speed_stage import SpeedStage
 from judge.verdicts import GroupResult, Outcome, Report, Verdict, worst
-
-BF16_NOTE = (
-    "bfloat16 was not tested: Triton's interpreter computes bfloat16 on raw bits, "
-    "so its results would be wrong for any kernel; it is tested on a GPU"
-)
-NOT_RUN = "not run"
 
 
 class Session:
@@ -75,11 +67,9 @@ class Session:
         self.started = 0.0
         self.timing: dict = {}
         self._cache: dict[str, Outcome] = {}  # case key -> outcome (Hypothesis replays cases while shrinking)
-        self._frozen = False  # after a worker death or the run's limit, the group's other cases are not run
-        self._lanes: Lanes | None = None  # the workers' threads, running the groups' cases ahead (judge.lanes)
-        self._plans: list[Plan] = []  # the groups' cases, drawn, as the lanes take them
+        self.frozen = False  # after a worker death or the run's limit, the group's other cases are not run
         self._worker_locks: dict[int, threading.RLock] = {}  # id(worker) -> held by the thread using it
-        self._first: dict[str, str] = {}  # group -> its first case (canonical): refilled
+        self.first: dict[str, str] = {}  # group -> its first case (canonical): refilled
         # Every passing case's replay (judge.proofs): run beside the lanes, settled at the group's end.
         self.replays: Proofs | None = None
         self.replay_on = options.replay
@@ -93,8 +83,8 @@ class Session:
             golden_device=self.golden_device,
             case_seconds=self.limits.case_seconds,
         )
-        self._shrinking = False  # the group's first failure was found: its cases now are Hypothesis's tries
-        self._tries = 0  # cases run while shrinking the group's failure
+        self.shrinking = False  # the group's first failure was found: its cases now are Hypothesis's tries
+        self.tries = 0  # cases run while shrinking the group's failure
         self._lane_compiling: dict[int, bool] = {}  # lane -> its last reply compiled new kernels (GPU)
         self.speed = SpeedStage(
             problem,
@@ -107,6 +97,7 @@ class Session:
             timing=self.timing,
         )
         self.claim: GpuClaim | None = None  # the GPU memory this run reserved (judge.gpu_claim), from run()
+        self.groups = GroupLoop(self)  # the groups' cases drawn and run in turn, through run_case and lane_case
 
     # ------------------------------------------------------------------ entry
 
@@ -182,7 +173,7 @@ class Session:
             if failure is not None:
                 return self._report(failure.verdict, failure.message, [], failure.details)
             groups_started = time.monotonic()
-            groups = self._run_groups(scratch)
+            groups = self.groups.run(scratch)
             loading = self.workers.load_failure()  # (another worker could not load the file)
             if loading is not None:
                 return self._report(loading.verdict, f"in one of its workers: {loading.message}", [], loading.details)
@@ -210,77 +201,6 @@ class Session:
             shutil.rmtree(scratch, ignore_errors=True)
             kernel_store.drop_if_oversized(job.cache)  # a file that wrote into its cache, not compiled
 
-    def _run_groups(self, scratch: Path) -> list[GroupResult]:
-        """Every selected group in turn; a group after one whose verdict stops later groups is not run.
-
-        A group whose cases all passed does not wait for its replays: the next group's cases run while the
-        replay worker catches up (98's reference on the H200 waited 12-16 s at group ends for them,
-        tests/gpu/RESULTS.md, 2026-12-04 call 9). Its result is settled, in the groups' order, before the
-        result of any later group that failed, and at the end. A finding there that stops later groups
-        turns the groups run after it into "not run", as if it had been found at its own group's end: the
-        results are the ones the groups would have had one after another."""
-        results: list[GroupResult] = []
-        open_runs: list[_GroupRun] = []  # passed their cases; replays not settled yet
-
-        def stopped() -> Verdict | None:
-            return next((r.verdict for r in results if r.verdict.stops_later_groups), None)
-
-        def settle_open() -> None:
-            while open_runs:
-                run = open_runs.pop(0)
-                if stopped() is not None:
-                    results.append(_not_run(run.group, stopped()))
-                    continue
-                results.append(self._finish_group(run))
-
-        if self.options.case is None and len(self.workers.all) > 1:
-            self._lanes = Lanes(self.workers.all, self._lane_case, self.workers.up, self.progress.case_done)
-        try:
-            last = len(self._selected_groups()) - 1
-            if self._lanes is not None and last > 0:
-                # Every group's cases drawn now (the lanes start on the first group's as soon as it is drawn),
-                # so that the last group's first case can go first (judge.lanes: Lanes.early).
-                self._plan(last)
-                self._lanes.early(last)
-            for g in self._selected_groups():
-                if stopped() is not None:
-                    results.append(_not_run(g, stopped()))
-                    continue
-                t_group = time.monotonic()
-                run = self._run_group(g)
-                if run.failure is None and self._defer_replays():
-                    open_runs.append(run)
-                else:
-                    settle_open()
-                    results.append(_not_run(g, stopped()) if stopped() is not None else self._finish_group(run))
-                self.timing.setdefault("group_seconds", {})[g.name] = round(time.monotonic() - t_group, 3)
-                timeline.add(f"group {g.name}", t_group, time.monotonic())
-                if all(x.passed for x in results):  # (the open ones passed their cases)
-                    self.speed.prestart(scratch, self.claim)
-                else:
-                    self.speed.drop(self.claim)
-            settle_open()
-        finally:
-            if self._lanes is not None:
-                if stopped() is not None:
-                    # A failure stopped the later groups: a case run ahead for one of them (the last group's
-                    # first case, taken early, say) is not waited for; its worker is stopped, and the lane's
-                    # wait ends as that worker's death, in a group no one judges.
-                    for ex in self._lanes.running_ahead():
-                        ex.stop()
-                self._lanes.close()
-                self.timing["cases_ahead"] = self._lanes.ran_ahead  # taken before their group's turn
-        return results
-
-    def _defer_replays(self) -> bool:
-        """Whether a passing group's replays may be settled later."""
-        return self.replays is not None
-
-    def _selected_groups(self) -> list[Group]:
-        if self.options.group is None:
-            return list(self.problem.groups)
-        return [g for g in self.problem.groups if g.name == self.options.group]
-
     # ------------------------------------------------------------------ cases
 
     def run_case(self, group: Group, params: dict) -> Outcome:
@@ -291,25 +211,25 @@ class Session:
         with self._lock:
             if key in self._cache:
                 outcome = self._cache[key]
-                self._frozen = self._frozen or _freezes(outcome)
+                self.frozen = self.frozen or _freezes(outcome)
                 return outcome
-            if self._frozen:
+            if self.frozen:
                 # A worker died (or the run's time ran out) on an earlier case of
                 # this group; shrinking further would cost a full limit per try.
                 return Outcome(Verdict.AC, NOT_RUN)
         # (A case asked for while shrinking is one of Hypothesis's tries at a smaller failure: the group has
         # failed already, so it is not replayed.)
-        outcome = self._run_new(group, params, self.workers.first, replay=not self._shrinking)
+        outcome = self._run_new(group, params, self.workers.first, replay=not self.shrinking)
         with self._lock:
-            self._frozen = self._frozen or _freezes(outcome)
-            shrinking = self._shrinking
+            self.frozen = self.frozen or _freezes(outcome)
+            shrinking = self.shrinking
             if shrinking:
-                self._tries += 1
+                self.tries += 1
         if not shrinking:
             self.progress.case_done()
         return outcome
 
-    def _lane_case(self, plan: Plan, i: int, ex: Exchange) -> LaneOutcome:
+    def lane_case(self, plan: Plan, i: int, ex: Exchange) -> LaneOutcome:
         """Case ``i`` of a group's plan, run by a lane on its worker ``ex`` (judge.lanes), into the cache."""
         params = plan.cases[i]
         with self._lock:
@@ -372,7 +292,7 @@ class Session:
             self.replays.passed(group.name, params, last, replayable, self.gpu.shared)
         return outcome
 
-    def _settle_replays(self, group: Group, order: dict, failed_at: int | None) -> tuple[dict, Outcome] | None:
+    def settle_replays(self, group: Group, order: dict, failed_at: int | None) -> tuple[dict, Outcome] | None:
         """The group's replays (judge.session_replays.settle): the first finding before its first failing case,
         as (params, outcome), or None."""
         if self.replays is None:
@@ -406,8 +326,8 @@ class Session:
     def _phase_of(self, lane: int) -> tuple[str, str]:
         """(phase, detail) of a case about to run on ``lane``: a try while shrinking a failure, else a compiling
         case on a GPU (the lane's first, or one after a case that compiled new kernels), else testing."""
-        if self._shrinking:
-            return progress_words.SHRINKING, f"try {self._tries + 1}"
+        if self.shrinking:
+            return progress_words.SHRINKING, f"try {self.tries + 1}"
         if self.options.device == "cuda" and not self.options.interpret and self._lane_compiling.get(lane, True):
             return progress_words.COMPILING, ""
         return progress_words.TESTING, ""
@@ -440,145 +360,9 @@ class Session:
     def _wants_refill(self, group: Group, params: dict) -> bool:
         """The group's first case (when it passes), and one case in eight: decided by the case alone, so
         that the same cases are refilled whichever worker runs them, in whatever order."""
-        if self._first.get(group.name) == canonical(params):
+        if self.first.get(group.name) == canonical(params):
             return True
         return derive_seed("refill?", canonical(params)) % 8 == 0
-
-    # ------------------------------------------------------------------ groups
-
-    def _run_group(self, group: Group) -> _GroupRun:
-        """Run a group's cases (Hypothesis, with the lanes running them ahead); its replays may still be in
-        flight: _finish_group takes them."""
-        opts = self.options
-        interp = opts.interpret
-        domain, examples, n, salt = self._drawing(group)
-        self._frozen = False
-        self._shrinking, self._tries = False, 0
-        selected = [g.name for g in self._selected_groups()]
-        where = (selected.index(group.name) + 1, len(selected))
-        ran = {"n": 0}
-        dtypes = domain.get("dtype")
-        if interp and "bfloat16" in (dtypes if isinstance(dtypes, list) else [dtypes]) and BF16_NOTE not in self.notes:
-            self.notes.append(BF16_NOTE)
-
-        order: dict[str, int] = {}  # case key -> when the group's run first asked for it
-        failed_at: list[int] = []  # the first failing case's place in that order
-        passed: list[dict] = []  # the passing cases, in that order
-        shrink_from: list[float] = []  # when the group's first failure came back (its shrinking starts)
-
-        def counted(params):
-            outcome = self.run_case(group, params)
-            key = canonical(params)
-            if key not in order:
-                order[key] = len(order)
-                if outcome.passed and outcome.message != NOT_RUN and not failed_at:
-                    passed.append(params)
-            if outcome.message != NOT_RUN:
-                ran["n"] += 1
-            if not outcome.passed:
-                self._shrinking = True  # Hypothesis's next cases are tries at a smaller failing one
-                if not failed_at:
-                    failed_at.append(order[key])
-                    shrink_from.append(time.monotonic())
-            return outcome
-
-        if opts.case is not None:
-            self.progress.group(group.name, *where, planned=1)
-            self._first[group.name] = canonical(opts.case)
-            failure = run_cases([opts.case], counted)
-        elif self._lanes is not None:
-            # The lanes run the group's cases (judge.lanes); its drawn cases, and the next group's, which
-            # the lanes take once this group's are all handed out, are drawn here meanwhile.
-            index = where[0] - 1
-            plan = self._plan(index)
-            self.progress.group(group.name, *where, planned=len(plan.cases))
-            self._lanes.begin(index)
-            if index + 1 < len(selected):
-                self._plan(index + 1)
-            self._lanes.wait(index)
-            self._frozen = False  # the shrinking pass decides again, in the cases' order
-        else:
-            cases = self._draw(group)
-            self.progress.group(group.name, *where, planned=len(cases))
-        if opts.case is None:
-            failure = run_group(
-                domain, examples, n, salt, counted, interpret=interp, shrink_seconds=opts.shrink_seconds
-            )
-            if shrink_from:  # what finding a smaller failing case cost (the tries, and cases run ahead)
-                self.timing["shrink_seconds"] = round(
-                    self.timing.get("shrink_seconds", 0.0) + time.monotonic() - shrink_from[0], 3
-                )
-                self.timing["shrink_tries"] = self.timing.get("shrink_tries", 0) + self._tries
-        return _GroupRun(group, order, failed_at[0] if failed_at else None, passed, failure, ran["n"])
-
-    def _drawing(self, group: Group) -> tuple[dict, list[dict], int, str]:
-        """What a group's cases are drawn from: (domain, explicit examples, how many drawn, seed salt)."""
-        interp = self.options.interpret
-        domain = group.domain(interp)
-        salt = f"{self.options.seed}:{self.problem.id}:{group.name}"
-        examples = expand_examples(group.examples, domain, interp, salt)
-        return domain, examples, planned_cases(group, self.options), salt
-
-    def _draw(self, group: Group) -> list[dict]:
-        """The cases run_group will run while they pass, in its order; the first is refilled and replayed."""
-        domain, examples, n, salt = self._drawing(group)
-        cases = draw_cases(domain, examples, n, salt, interpret=self.options.interpret)
-        if cases:
-            self._first[group.name] = canonical(cases[0])
-        return cases
-
-    def _plan(self, index: int) -> Plan:
-        """The ``index``-th selected group's cases for the lanes, drawn (with the ones before it) if not yet."""
-        selected = self._selected_groups()
-        while len(self._plans) <= index:
-            group = selected[len(self._plans)]
-            plan = Plan(len(self._plans), group, self._draw(group))
-            self._plans.append(plan)
-            self._lanes.add(plan)
-        return self._plans[index]
-
-    def _finish_group(self, run: _GroupRun) -> GroupResult:
-        """A group's result once its replays are in: the first replay finding before its first failing case
-        (or, where none of its replays went through, the replays in turn), else what its cases found."""
-        group, failure = run.group, run.failure
-        late = self._settle_replays(group, run.order, run.failed_at)
-        if late is not None:
-            failure = CaseFailed(*late)
-        if failure is None:
-            return GroupResult(group.name, group.about, group.points, True, run.cases_run)
-        return GroupResult(
-            name=group.name,
-            about=group.about,
-            points=group.points,
-            passed=False,
-            cases_run=run.cases_run,
-            verdict=failure.outcome.verdict,
-            case=failure.outcome.case or failure.params,
-            message=failure.outcome.message,
-            details=failure.outcome.details,
-            repro=self._repro(group, failure.outcome.case or failure.params),
-        )
-
-    def _repro(self, group: Group, params: dict) -> str:
-        parts = [
-            "python",
-            "-m",
-            "judge",
-            "test",
-            str(self.problem.id),
-            self.submission.name,
-            "--group",
-            group.name,
-            "--case",
-            json.dumps(params, separators=(",", ":")),
-        ]
-        if self.options.interpret and self.options.device == "cpu":
-            parts += ["--device", "cpu"]
-        elif self.options.interpret:
-            parts += ["--device", self.options.device, "--interpret"]
-        else:
-            parts += ["--device", self.options.device]
-        return shlex.join(parts)
 
     def _stop_tests(self) -> None:
         """The test workers stopped for the speed run, and the replay workers with them."""
@@ -596,7 +380,7 @@ class Session:
         if not groups:
             groups = [
                 GroupResult(g.name, g.about, g.points, False, 0, verdict, skipped="not run: " + message)
-                for g in self._selected_groups()
+                for g in self.groups.selected()
             ]
         notes = list(self.notes) + (self.replays.notes if self.replays is not None else [])
         caveat = self.backend.caveat()
@@ -645,27 +429,3 @@ class Session:
 def _freezes(outcome: Outcome) -> bool:
     """A case after which a group's other cases are not run: a worker death or the run's time limit."""
     return outcome.verdict is Verdict.TLE or bool(outcome.details.get("worker_died"))
-
-
-@dataclass
-class _GroupRun:
-    """A group whose cases have run: what _finish_group needs once its replays are in."""
-
-    group: Group
-    order: dict  # case key -> when the group's run first asked for it
-    failed_at: int | None  # the first failing case's place in that order
-    passed: list  # the passing cases, in that order
-    failure: object  # CaseFailed of its cases, or None
-    cases_run: int
-
-
-def _not_run(group: Group, after: Verdict) -> GroupResult:
-    return GroupResult(
-        group.name,
-        group.about,
-        group.points,
-        False,
-        0,
-        after,
-        skipped=f"not run: an earlier group ended with {after.value}",
-    )

@@ -440,11 +440,11 @@ def test_a_forged_reference_is_refused_by_the_replay_worker_too(recorded):
 
 def test_the_compile_pass_stands_in_for_tensors_with_their_dtype_and_alignment(recorded):
     # What Triton specializes a pointer on is its dtype and its 16-byte alignment: the compile pass ahead of a
-    # replay (judge.untrusted.replay.CompilePass) gives each tensor reference a stand-in with both, the
+    # replay (judge.untrusted.record_replay.CompilePass) gives each tensor reference a stand-in with both, the
     # offset's bytes on an aligned base, as the replay's fresh allocations are. (Its compiles need a GPU: the
     # device calls count what the replays still compiled after it, replay_compiled_in_run.)
     from judge.untrusted.kernel_namespace import load_kernels
-    from judge.untrusted.replay import CompilePass, ReplayError
+    from judge.untrusted.record_replay import CompilePass, ReplayError
 
     path, out = recorded
     record = encode(parse_trace(out["entry"]["record"], []))[0]
@@ -623,7 +623,7 @@ def test_scalars_are_recorded_exactly_and_strings_whole_or_not_at_all():
     strings were cut at 300 characters): floats travel by their bits, strings whole up to a bound, else refused."""
     import struct
 
-    from judge.untrusted.replay import Replay
+    from judge.untrusted.record_replay import Replay
     from judge.untrusted.trace import Recorder
 
     rec = Recorder([], "cpu")

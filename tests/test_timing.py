@@ -1585,7 +1585,7 @@ def _spied_session(monkeypatch, path, events, **extra):
     """A session of 93 in interpreter mode that runs a speed run (as on a GPU), with its groups' ends and the
     speed run's spawn and discard recorded in ``events``."""
     import judge.session as session_mod
-    from judge import speed_stage
+    from judge import group_loop, speed_stage
     from judge.options import Options
     from judge.session import Session
     from judge.timing.speedrun import SpeedRun
@@ -1596,7 +1596,7 @@ def _spied_session(monkeypatch, path, events, **extra):
 
     monkeypatch.setattr(session_mod, "no_speed_run", no_speed_run)
     monkeypatch.setattr(speed_stage, "no_speed_run", no_speed_run)
-    spawn, discard, run_group = SpeedRun.spawn, SpeedRun.discard, session_mod.Session._run_group
+    spawn, discard, run_group = SpeedRun.spawn, SpeedRun.discard, group_loop.GroupLoop.run_group
 
     def spied_spawn(self):
         if self.workers.spawned is None:  # the spawn itself (later calls, from prewarm and run, are no-ops)
@@ -1619,7 +1619,7 @@ def _spied_session(monkeypatch, path, events, **extra):
 
     monkeypatch.setattr(SpeedRun, "spawn", spied_spawn)
     monkeypatch.setattr(SpeedRun, "discard", spied_discard)
-    monkeypatch.setattr(session_mod.Session, "_run_group", spied_group)
+    monkeypatch.setattr(group_loop.GroupLoop, "run_group", spied_group)
     options = Options(
         device="cpu",
         interpret=True,

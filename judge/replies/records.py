@@ -267,8 +267,8 @@ class ReplayResult:
 
 @dataclass(frozen=True)
 class CompileResult:
-    """The replay worker's compile pass over a record (judge.untrusted.replay.CompilePass): how many kernels it
-    compiled (-1: not counted), how many launches it could not compile ahead, and its seconds."""
+    """The replay worker's compile pass over a record (judge.untrusted.record_replay.CompilePass): how many
+    kernels it compiled (-1: not counted), how many launches it could not compile ahead, and its seconds."""
 
     id: int
     compiled: int
