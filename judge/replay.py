@@ -364,7 +364,7 @@ class Replayer:
         )
         if isinstance(found, Outcome) and found.details.get("replay") == "wrong" and not found.details.get("outside"):
             # Wrong on the fresh inputs; the session runs them in the submission's worker too (a kernel
-            # that is wrong on some values is WA, not RJ: see judge.session.Session).
+            # that is wrong on some values is WA, not RJ: see judge.session.Session._execute).
             found = replace(found, case=fresh_params)
         return found
 
