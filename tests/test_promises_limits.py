@@ -246,9 +246,11 @@ def test_on_a_gpu_workers_follow_the_cores_and_the_devices_memory(cores, n, gib,
 
 def test_judge_workers_overrides_the_count(monkeypatch):
     from judge.options import auto_workers
+    from judge.settings import settings
 
     monkeypatch.setenv("JUDGE_WORKERS", "3")
     assert auto_workers("cpu", True) == 3
+    settings.cache_clear()  # (the judge reads its settings once)
     monkeypatch.setenv("JUDGE_WORKERS", "0")
     assert auto_workers("cpu", True) == 1
 
@@ -363,9 +365,11 @@ def test_replay_workers_a_lone_gpu_submit_gets_more(cores, device, interpret, lo
 
 def test_judge_replay_workers_overrides_the_replay_count(monkeypatch):
     from judge.options import replay_workers
+    from judge.settings import settings
 
     monkeypatch.setenv("JUDGE_REPLAY_WORKERS", "5")
     assert replay_workers("cpu", True, False) == 5
+    settings.cache_clear()  # (the judge reads its settings once)
     monkeypatch.setenv("JUDGE_REPLAY_WORKERS", "0")
     assert replay_workers("cpu", True, False) == 1
 
