@@ -12,8 +12,8 @@ from pathlib import Path
 
 import click
 
-from judge.cli_common import EXIT_INTERNAL, err, output_folder, problem_or_exit, sandbox_help, sandbox_or_exit, usage
-from judge.grading.cli_checks import device_and_slots, pool_size_or_exit, rubric_or_exit
+from judge.cli_common import EXIT_INTERNAL, err, output_folder, problem_or_exit, sandbox_or_exit, usage
+from judge.grading.cli_checks import device_and_slots, job_options, pool_size_or_exit, rubric_or_exit
 from judge.grading.cli_platforms import gradescope, prairielearn
 from judge.grading.cli_serve import serve, serve_tokens
 
@@ -36,17 +36,7 @@ from judge.grading.cli_serve import serve, serve_tokens
     help="cuda: --jobs jobs per GPU; cpu: interpreter jobs (default: cuda when a GPU is there).",
 )
 @click.option("--gpus", default=None, help="GPU indices to use, e.g. 0,1 (default: all).")
-@click.option(
-    "--jobs",
-    type=int,
-    default=None,
-    help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
-    "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
-    "(default: one per 4 cores).",
-)
-@click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
-@click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")
+@job_options
 @click.option(
     "--seed", type=int, default=None, help="Judge seed (default: from the rubric's secret, else drawn once per store)."
 )

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judge.cli_common import usage
+import click
+
+from judge.cli_common import sandbox_help, usage
 from judge.settings import settings
 
 
@@ -95,3 +97,24 @@ def staff_token(token_file: Path | None) -> str | None:
         except OSError as exc:
             usage(f"cannot read the token file {token_file}: {exc.strerror}")
     return settings().serve_token
+
+
+def job_options(command):
+    """The options ``grade`` and ``serve`` share: how many jobs at once, in which sandbox, on which executor."""
+    for option in reversed(
+        [
+            click.option(
+                "--jobs",
+                type=int,
+                default=None,
+                help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
+                "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
+                "(default: one per 4 cores).",
+            ),
+            click.option("--sandbox", default="auto", show_default=True, help=sandbox_help()),
+            click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True),
+            click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one)."),
+        ]
+    ):
+        command = option(command)
+    return command

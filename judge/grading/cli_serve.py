@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from judge.cli_common import err, output_folder, sandbox_help, sandbox_or_exit, usage
-from judge.grading.cli_checks import device_and_slots, pool_size_or_exit, rubric_or_exit, staff_token
+from judge.cli_common import err, output_folder, sandbox_or_exit, usage
+from judge.grading.cli_checks import device_and_slots, job_options, pool_size_or_exit, rubric_or_exit, staff_token
 from judge.settings import settings
 
 
@@ -17,17 +17,7 @@ from judge.settings import settings
 @click.option("--port", type=int, default=8321, show_default=True, help="0 picks a free port (printed).")
 @click.option("--device", type=click.Choice(["cuda", "cpu"]), default=None)
 @click.option("--gpus", default=None, help="GPU indices (default: all); --jobs submissions per GPU at a time.")
-@click.option(
-    "--jobs",
-    type=int,
-    default=None,
-    help="Jobs at once at most: per GPU on a GPU host (default: from its cores; the GPU's memory, "
-    "shared with every judge on the host, admits them), else interpreter jobs on the CPU "
-    "(default: one per 4 cores).",
-)
-@click.option("--sandbox", default="auto", show_default=True, help=sandbox_help())
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True)
-@click.option("--ray-address", default=None, help="An existing Ray cluster (default: start a local one).")
+@job_options
 @click.option(
     "--state",
     type=click.Path(path_type=Path),
