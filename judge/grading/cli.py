@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from judge.cli_common import EXIT_INTERNAL, err, output_folder, problem_or_exit, sandbox_or_exit, usage
-from judge.grading.cli_checks import device_and_slots, job_options, pool_size_or_exit, rubric_or_exit
+from judge.grading.cli_checks import device_and_slots, job_options, pool_option, pool_size_or_exit, rubric_or_exit
 from judge.grading.cli_platforms import gradescope, prairielearn
 from judge.grading.cli_serve import serve, serve_tokens
 
@@ -51,15 +51,7 @@ from judge.grading.cli_serve import serve, serve_tokens
     help="Seconds after which a judging job is killed (an IE, retried on the next run).",
 )
 @click.option("--no-progress", is_flag=True, help="No progress bar.")
-@click.option(
-    "--pool",
-    "pool",
-    default=None,
-    metavar="N|auto|off",
-    help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
-    "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
-    "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).",
-)
+@pool_option
 def grade(
     roster,
     problem_keys,

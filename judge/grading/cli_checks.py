@@ -118,3 +118,15 @@ def job_options(command):
     ):
         command = option(command)
     return command
+
+
+# The worker pool's size, as ``grade`` and ``serve`` take it (pool_size_or_exit reads it).
+pool_option = click.option(
+    "--pool",
+    "pool",
+    default=None,
+    metavar="N|auto|off",
+    help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
+    "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
+    "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).",
+)

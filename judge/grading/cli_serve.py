@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from judge.cli_common import err, output_folder, sandbox_or_exit, usage
-from judge.grading.cli_checks import device_and_slots, job_options, pool_size_or_exit, rubric_or_exit, staff_token
+from judge.grading.cli_checks import (
+    device_and_slots,
+    job_options,
+    pool_option,
+    pool_size_or_exit,
+    rubric_or_exit,
+    staff_token,
+)
 from judge.settings import settings
 
 
@@ -67,15 +74,7 @@ from judge.settings import settings
     help="Drawn cases per group for every job (default: each problem's own); for demos, tests and "
     "benchmarks, as it tests less.",
 )
-@click.option(
-    "--pool",
-    "pool",
-    default=None,
-    metavar="N|auto|off",
-    help="Warm workers kept per kind (torch and Triton imported, no submission yet), handed to the "
-    "jobs, one submission each: auto = as many as one job holds, at most 4; off (or 0): every "
-    "job starts its own (default: $JUDGE_POOL, else auto; not with --executor ray).",
-)
+@pool_option
 @click.option("--session-hours", type=float, default=12, show_default=True, help="How long a login of the pages lasts.")
 def serve(
     host,
