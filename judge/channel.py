@@ -18,7 +18,7 @@ import secrets
 import threading
 import time
 
-from judge import kernel_store
+from judge import kernel_store, starvation
 from judge.replies import fields, parsers, records
 from judge.sandbox import Backend, Job
 from judge.sandbox import base as sandbox_base
@@ -35,7 +35,8 @@ ENVIRONMENT_SECONDS = 300.0
 
 
 class WorkerDied(Exception):
-    """The worker stopped answering. ``reason``: timeout, memory, output, crash, protocol."""
+    """The worker stopped answering. ``reason``: timeout, memory, output, crash, protocol, or starved (its
+    time ran out while the host, not the worker, used it: judge.starvation)."""
 
     def __init__(self, reason: str, detail: str):
         super().__init__(detail)
@@ -98,6 +99,7 @@ class WorkerChannel:
         self.printed = bytearray()
         self.printed_total = 0
         self.killed_for: tuple[str, str] | None = None
+        self._deadline: starvation.Deadline | None = None  # the last wait's (whether the host starved it)
         self.peak_memory = 0
         self._done = threading.Event()
         self._threads = [
@@ -188,6 +190,14 @@ class WorkerChannel:
             pressed = self._pressed_against_memory_limit()
             if pressed is not None:
                 self._kill("memory", pressed)
+            deadline = self._deadline
+            if deadline is not None and deadline.starved():
+                self._kill(
+                    "starved",
+                    f"the host kept the worker from a core: it waited {deadline.waited:.1f} s of "
+                    f"{time.monotonic() - deadline.start:.1f} s for one, and its own time stayed under the "
+                    f"limit of {deadline.limit:g} s",
+                )
             self._kill("timeout", str(exc))
         elif isinstance(exc, wire.OutputLimitExceeded):
             self._kill("output", str(exc))
@@ -208,8 +218,8 @@ class WorkerChannel:
         self._kill("protocol", str(exc))
         return WorkerDied("protocol", f"the worker's reply was not valid: {exc}")
 
-    def _recv(self, timeout: float, max_bytes: int):
-        deadline = time.monotonic() + timeout
+    def _recv(self, timeout: float, max_bytes: int, stretch: float = starvation.STRETCH):
+        self._deadline = deadline = starvation.Deadline(timeout, self.proc.pids, stretch=stretch)
         try:
             message, payloads = self.reader.recv(max_bytes, deadline)
         except (wire.ProtocolError, OSError) as exc:
@@ -269,7 +279,7 @@ class WorkerChannel:
         try:
             message, _ = self._recv(max(deadline, ENVIRONMENT_SECONDS), 0)
         except WorkerDied as died:
-            if died.reason in ("crash", "protocol", "timeout"):
+            if died.reason in ("crash", "protocol", "timeout", "starved"):
                 raise WorkerStartFailed(f"the worker could not start ({died.detail}): {self._last_line()}") from None
             raise
         if message.get("type") != "ready":
@@ -286,13 +296,15 @@ class WorkerChannel:
         """Send a request; the judge computes its expected answers while the worker runs."""
         self._send(message, tensors)
 
-    def receive(self, parse, *, timeout: float, max_bytes: int, **expect):
-        """The next reply, parsed by ``parse`` (a judge.replies parser) into a typed record.
+    def receive(self, parse, *, timeout: float, max_bytes: int, stretch: float = starvation.STRETCH, **expect):
+        """The next reply, parsed by ``parse`` (a judge.replies parser) into a typed record. ``timeout`` counts
+        the worker's own time: time the host kept it from a core moves the deadline on, up to ``stretch`` times
+        ``timeout`` (judge.starvation; 1: a plain wall-clock deadline).
 
         A reply that does not parse is a worker that broke the protocol: it is
         killed, and the caller gets WorkerDied("protocol") like any other death.
         """
-        message, payloads = self._recv(timeout, max_bytes)
+        message, payloads = self._recv(timeout, max_bytes, stretch)
         try:
             return parse(message, payloads, **expect)
         except fields.MalformedReply as exc:

@@ -172,6 +172,13 @@ class Proofs:
                     self.notes.append(found.note)
 
     def limit_outcome(self, found: Skipped) -> Outcome:
+        if found.reason == "starved":
+            return Outcome(
+                Verdict.IE,
+                "the replay check of a passing case could not be finished: the host's other work kept its "
+                "worker from a core (judge it again on a quieter machine)",
+                {"replay": found.reason},
+            )
         if found.reason == "run" or found.reason not in LIMITS:
             return Outcome(
                 Verdict.TLE,

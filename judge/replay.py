@@ -53,7 +53,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from judge import expected, kit, replay_verdict, timeline
+from judge import expected, kit, replay_verdict, starvation, timeline
 from judge.channel import WorkerChannel, WorkerDied, WorkerStartFailed
 from judge.replay_input import NOTE, encode, fresh_inputs, validate
 from judge.replies import parsers, records
@@ -79,7 +79,9 @@ class Skipped:
     # replays one timed call per shape, lets such a shape go with a note (judge.timing.verify); a test
     # case gets the verdict its kernels earned alone (judge.proofs).
     limits: bool = False
-    reason: str = ""  # of a limit: "timeout", "memory", "output", or "run" (the run's own limit came first)
+    # of a limit: "timeout", "memory", "output", "run" (the run's own limit came first), or "starved" (the host's
+    # other work, not the kernels, used the time: judge.starvation)
+    reason: str = ""
 
 
 # --------------------------------------------------------------------------- the replay worker
@@ -261,8 +263,13 @@ class Replayer:
             self.replay_id += 1
             with timeline.span("replay: compile pass"):
                 self.channel.send_case({"type": "compile", "id": self.replay_id, "trace": record}, [])
+                timeout = self._timeout()[0]
                 done = self.channel.receive(
-                    parsers.parse_compile_reply, timeout=self._timeout()[0], max_bytes=1 << 16, expect_id=self.replay_id
+                    parsers.parse_compile_reply,
+                    timeout=timeout,
+                    max_bytes=1 << 16,
+                    stretch=self._stretch(timeout),
+                    expect_id=self.replay_id,
                 )
             self.timing["replay_precompiled"] += max(0, done.compiled)
         except (WorkerStartFailed, WorkerDied):
@@ -392,16 +399,18 @@ class Replayer:
                 parsers.parse_replay_reply,
                 timeout=max(timeout, 0.1),
                 max_bytes=8 * input_bytes + (1 << 20),
+                stretch=self._stretch(timeout),
                 expect_id=self.replay_id,
             )
             self._spent("replay_wait_seconds", t0)
         except WorkerDied as died:
             self.stop()
-            if died.reason in ("timeout", "memory", "output"):
+            if died.reason in ("timeout", "memory", "output", "starved"):
                 why = {
                     "timeout": "did not finish in time",
                     "memory": "ran out of memory",
                     "output": "printed more than the limit",
+                    "starved": "was kept from a core by the host's other work",
                 }[died.reason]
                 reason = "run" if died.reason == "timeout" and by_run else died.reason
                 return Skipped(f"{NOTE}: the replay {why}", limits=True, reason=reason)
@@ -426,10 +435,19 @@ class Replayer:
         """(seconds a wait for the replay worker may take now, whether the run's limit is what bounds it): twice
         the case's limit, never past the run's (a kernel that stalls only when replayed runs no longer)."""
         own = 2 * self.job.limits.case_seconds
-        left = self._time_left() if self._time_left is not None else None
+        left = self._left()
         if left is not None and left < own:
             return left, True
         return own, False
+
+    def _stretch(self, timeout: float) -> float:
+        """How far the host's starving the replay worker may move a wait's deadline (judge.starvation): never
+        past the run's limit."""
+        left = self._left()
+        return starvation.STRETCH if left is None else max(1.0, min(starvation.STRETCH, left / max(timeout, 0.1)))
+
+    def _left(self) -> float | None:
+        return self._time_left() if self._time_left is not None else None
 
     def _spent(self, key: str, since: float) -> float:
         """Add the seconds since ``since`` to timing[key]; now (the next part's start)."""

@@ -39,6 +39,7 @@ DEATHS = {
     "output": Verdict.OLE,
     "crash": Verdict.RTE,
     "protocol": Verdict.RJ,  # a forged or malformed reply
+    "starved": Verdict.IE,  # the host's other work, not the file, used its time (judge.starvation)
 }
 
 # How an exception the worker reported maps to a verdict (judge.replies.records.ErrorInfo.category).

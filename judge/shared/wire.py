@@ -22,6 +22,7 @@ import os
 import select
 import struct
 import time
+from collections.abc import Callable
 
 PROTOCOL_VERSION = 1
 # The worker's exit status when its reply descriptor no longer leads where it did at start-up: someone
@@ -108,6 +109,10 @@ def send(fd: int, message: dict, tensors: list | None = None) -> None:
 # --------------------------------------------------------------------------- reading
 
 
+# A reader's deadline, in time.monotonic() seconds: none, a fixed one, or one asked again on each wait.
+Deadline = float | Callable[[], float] | None
+
+
 class Reader:
     """Reads frames from a file descriptor with a deadline and size limits."""
 
@@ -115,7 +120,7 @@ class Reader:
         self.fd = fd
         self._buf = bytearray()
 
-    def _fill(self, n: int, deadline: float | None) -> None:
+    def _fill(self, n: int, deadline: Deadline) -> None:
         while len(self._buf) < n:
             if not self._wait(deadline):
                 continue
@@ -129,17 +134,18 @@ class Reader:
         del self._buf[:n]
         return out
 
-    def _wait(self, deadline: float | None) -> bool:
-        """Whether the descriptor is readable before the deadline (checked again each second)."""
+    def _wait(self, deadline: Deadline) -> bool:
+        """Whether the descriptor is readable before the deadline (checked again each second). A callable
+        deadline is asked each time: it may move on (judge.starvation.Deadline)."""
         if deadline is None:
             return True
-        left = deadline - time.monotonic()
+        left = (deadline() if callable(deadline) else deadline) - time.monotonic()
         if left <= 0:
             raise ChannelTimeout("timed out waiting for the worker")
         ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
         return bool(ready)
 
-    def read_frame(self, max_len: int, deadline: float | None = None, *, direct: bool = False) -> bytes | mmap.mmap:
+    def read_frame(self, max_len: int, deadline: Deadline = None, *, direct: bool = False) -> bytes | mmap.mmap:
         """One frame's bytes: ``bytes``, or with ``direct`` and a long frame, a writable buffer of its own (an
         anonymous mapping read into directly, no copy after the kernel's; the caller owns it)."""
         self._fill(_LEN.size, deadline)
@@ -171,7 +177,7 @@ class Reader:
             view.release()
         return out
 
-    def recv(self, max_tensor_bytes: int, deadline: float | None = None):
+    def recv(self, max_tensor_bytes: int, deadline: Deadline = None):
         """Read one message; returns (dict, [each tensor frame's bytes: bytes, or a buffer of its own for a long
         frame]) after validating framing."""
         raw = self.read_frame(MAX_JSON_FRAME, deadline)
