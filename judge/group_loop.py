@@ -74,6 +74,8 @@ class GroupLoop:
                 self._plan(last)
                 self.lanes.early(last)
             for g in self.selected():
+                if self._found_early(open_runs):
+                    settle_open()
                 if stopped() is not None:
                     results.append(_not_run(g, stopped()))
                     continue
@@ -102,6 +104,11 @@ class GroupLoop:
                 self.lanes.close()
                 self.session.timing["cases_ahead"] = self.lanes.ran_ahead  # taken before their group's turn
         return results
+
+    def _found_early(self, open_runs: list[_GroupRun]) -> bool:
+        """Whether a replay of a group still open came back with a finding that stops the later groups."""
+        proofs = self.session.replays
+        return proofs is not None and any(proofs.found_early(run.group.name) for run in open_runs)
 
     def _defer_replays(self) -> bool:
         """Whether a passing group's replays may be settled later."""

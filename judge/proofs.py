@@ -97,6 +97,22 @@ class Proofs:
         with self._one:
             return self.replayer.check(params, inputs, reply, self.device, shared=shared, time_left=self.time_left)
 
+    def found_early(self, group: str) -> bool:
+        """Whether one of ``group``'s replays already came back with a finding that stops the later groups (a
+        rule broken, a limit run out). The group loop then settles at once: the groups it would still run could
+        only end "not run" (a cheat's later groups and every later replay would otherwise run first)."""
+        with self._lock:
+            pending = list(self._pending.get(group, []))
+        for _, _, f in pending:
+            if not f.done() or f.cancelled() or f.exception() is not None:
+                continue
+            found = f.result()
+            if isinstance(found, Outcome) and found.verdict.stops_later_groups:
+                return True
+            if isinstance(found, Skipped) and found.limits:
+                return True
+        return False
+
     def settle(self, group: str, order: dict, failed_at: int | None, again, judged, progress=None):
         """The group's replays, waited for: the first finding, in the order the group's run asked for the cases,
         that comes before its first failing case, as (params, outcome); or None. The same finding as if each
