@@ -27,6 +27,14 @@ def check_source(path: Path) -> tuple[str | None, int | None]:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         return f"{name} is not valid UTF-8 text (byte {exc.start}, line {line})", line
+    declared = _declared_encoding(data)
+    if declared is not None:
+        line = 1 if b"coding" in data.split(b"\n", 1)[0] else 2  # a cookie counts on line 1 or 2 only
+        return (
+            f"{name} declares the source encoding {declared}; submissions are UTF-8 and may declare no other "
+            "(Python would read another text than the judge)",
+            line,
+        )
     try:
         ast.parse(text, filename=name)
     except SyntaxError as exc:
@@ -34,6 +42,23 @@ def check_source(path: Path) -> tuple[str | None, int | None]:
     except (RecursionError, MemoryError, ValueError) as exc:
         return f"{name} cannot be parsed: {type(exc).__name__}", None
     return None, None
+
+
+def _declared_encoding(data: bytes) -> str | None:
+    """The encoding a coding cookie declares when it is not UTF-8, else None.
+
+    The judge reads every file as UTF-8 (the scan, the replay's kernels, the worker's copy of the text);
+    Python's import follows the cookie. Under another codec the same bytes are another program: in UTF-7 a
+    comment can hold statements (``+AAo-`` is a newline) that the scan never sees."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:  # an unknown codec, or a cookie that contradicts a BOM
+        return str(exc).rsplit(":", 1)[-1].strip() or "unknown"
+    normal = encoding.lower().replace("_", "-")
+    return None if normal in ("utf-8", "utf-8-sig") else encoding
 
 
 # Names through which a module can gain a global without a statement that binds it (a namespace written by

@@ -102,6 +102,8 @@ FORBIDDEN_ATTRIBUTES = {
     "triton.runtime.interpreter": "reaches the interpreter's machinery (memory at any address, a kernel's hooks)",
     "os.environ": "reads the environment",
     "os.getenv": "reads the environment",
+    "os.environb": "reads the environment",
+    "os.getenvb": "reads the environment",
     "os.putenv": "changes the environment",
     "os.system": "runs shell commands",
     "os.popen": "runs shell commands",

@@ -107,6 +107,8 @@ REFUSED = {
     "empty": ("\n\n", "CE", "is empty"),
     "binary": (b"\x7fELF\x00\x01\x02", "CE", "binary file"),
     "not_utf8": (b"# caf\xe9\ndef add(x, y):\n    return x\n", "CE", "not valid UTF-8"),
+    # In UTF-7 "+AAo-" is a newline: a comment to the scan, an import of gc to Python (red team 4).
+    "cookie": (b"# coding: utf-7\n# +AAo-import gc\ndef add(x, y):\n    return x\n", "CE", "encoding utf-7"),
     "missing": ("def vector_add(x, y):\n    return x\n", "CE", "does not define 'add'"),
     "arity": ("def add(xy):\n    return xy\n", "CE", "must accept 2 positional arguments"),
     "scan": ("import gc\n\ndef add(x, y):\n    return x\n", "RJ", "import gc"),

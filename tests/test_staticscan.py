@@ -66,6 +66,8 @@ def test_each_rule_trips(source, code):
     [
         ("import os as o\nv = o.environ['JUDGE_SEED']", "o.environ"),
         ("from os import environ", "from os import environ"),
+        ("import os\nv = os.environb[b'JUDGE_SEED']", "os.environb"),
+        ("from os import environb", "from os import environb"),
         ("import torch.cuda as c\ns = c.Stream()", "c.Stream"),
         ("from torch import cuda\ncuda.synchronize = lambda: None", "cuda.synchronize = ..."),
         ("import time as t\nt.perf_counter = lambda: 0.0", "t.perf_counter = ..."),

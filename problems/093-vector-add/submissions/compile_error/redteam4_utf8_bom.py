@@ -1,0 +1,21 @@
+﻿"""Red team 4: an honest file saved with a UTF-8 byte-order mark (as some Windows editors do). Python imports it;
+the judge's precheck parses the decoded text with the mark still in it and says CE. A false CE, kept here so that a
+fix (decode as utf-8-sig everywhere the judge reads the file: precheck, scan, worker, replay) moves it to accepted."""
+# expect: U+FEFF
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, sx, sy, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * sx, mask=mask) + tl.load(y_ptr + offs * sy, mask=mask), mask=mask)
+
+
+def add(x, y):
+    n = x.numel()
+    out = torch.empty(n, dtype=x.dtype, device=x.device)
+    add_kernel[(triton.cdiv(n, 1024),)](x, y, out, n, x.stride(0), y.stride(0), BLOCK=1024)
+    return out
