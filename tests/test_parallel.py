@@ -40,7 +40,7 @@ def _judge(pid, path, workers, case_seconds=10):
 @pytest.mark.corpus
 @pytest.mark.parametrize(
     "pid,path",
-    [f if i < 3 else pytest.param(*f, marks=pytest.mark.full) for i, f in enumerate(FILES)],
+    [f if i < 2 else pytest.param(*f, marks=pytest.mark.full) for i, f in enumerate(FILES)],
     ids=[f[1].stem for f in FILES],
 )
 def test_two_workers_give_the_verdicts_of_one(pid, path):
