@@ -31,3 +31,9 @@ def _fresh_settings():
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return ROOT
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow tests (those that judge files end to end, marked ``corpus``) first, the quick ones after: with
+    ``pytest -n`` each worker then ends on quick tests, not on a long one the other worker waits out."""
+    items.sort(key=lambda item: item.get_closest_marker("corpus") is None)
