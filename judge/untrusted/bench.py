@@ -130,6 +130,10 @@ class BenchState(Sampling):
 
     def run(self, msg: dict) -> dict:
         """Handle one bench request; returns the reply (without tensors)."""
+        with streams.timed():
+            return self._run(msg)
+
+    def _run(self, msg: dict) -> dict:
         from judge.untrusted import constants, guard, integrity, launches, profiling, spawns
 
         torch = self.torch
