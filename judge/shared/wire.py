@@ -43,6 +43,15 @@ DTYPES = {
     "uint8": 1,
     "bool": 1,
 }
+# Devices whose tensors' values can be read into a frame. A tensor of another device (meta) or dtype (float8)
+# crosses as its descriptor alone, so that the judge can say what is wrong with it (judge.rules.outputs).
+DEVICES = ("cpu", "cuda")
+
+
+def can_carry(dtype: str, device: str) -> bool:
+    """Whether a tensor of this dtype (its wire name) on this device crosses with its values."""
+    return dtype in DTYPES and device.split(":")[0] in DEVICES
+
 
 _LEN = struct.Struct(">Q")
 MAX_JSON_FRAME = 1 << 20  # a JSON frame over 1 MiB is never legitimate
@@ -217,12 +226,17 @@ def tensor_nbytes(desc) -> int:
     shape = desc.get("shape")
     if dtype not in DTYPES:
         raise ProtocolError(f"dtype {dtype!r} may not cross the boundary")
+    check_shape(shape)
+    return math.prod(shape) * DTYPES[dtype]
+
+
+def check_shape(shape) -> None:
+    """Raises ProtocolError unless ``shape`` (from the wire) is a list of at most 8 sizes."""
     if not isinstance(shape, list) or len(shape) > 8:
         raise ProtocolError("a shape must be a list of at most 8 sizes")
     for s in shape:
         if not isinstance(s, int) or isinstance(s, bool) or s < 0 or s > 1 << 40:
             raise ProtocolError(f"bad size {s!r} in shape")
-    return math.prod(shape) * DTYPES[dtype]
 
 
 def torch_dtype(name: str):

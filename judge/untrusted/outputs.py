@@ -39,14 +39,22 @@ def describe_outputs(result, copy: bool = False) -> tuple[list[dict], list[bytes
                 }
             )
             continue
+        dtype, device = wire.dtype_name(item.dtype), str(item.device)
+        if not wire.can_carry(dtype, device):
+            # No values to send (a meta tensor has none; float8 has no wire form): what it is, for a WA that
+            # names its dtype or device.
+            outputs.append(
+                {"kind": "tensor", "dtype": dtype, "shape": list(item.shape), "device": device, "sent": False}
+            )
+            continue
         st = item.untyped_storage()
         outputs.append(
             {
                 "kind": "tensor",
-                "dtype": wire.dtype_name(item.dtype),
+                "dtype": dtype,
                 "shape": list(item.shape),
                 "strides": list(item.stride()),
-                "device": str(item.device),
+                "device": device,
                 "ptr_range": (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None,
             }
         )
