@@ -109,6 +109,7 @@ NO_VALUES = {
     "099-compile-safe-add/submissions/wrong_answer/custom_op_without_fake.py",
     "099-compile-safe-add/submissions/wrong_answer/no_autograd.py",
     "099-compile-safe-add/submissions/wrong_answer/plain_jit_wrapper.py",
+    "099-compile-safe-add/submissions/wrong_answer/redteam4_fake_impl_lies_about_shape.py",
 }
 
 
