@@ -103,6 +103,8 @@ NO_VALUES = {
     "093-vector-add/submissions/wrong_answer/wrong_shape.py",
     "093-vector-add/submissions/wrong_answer/redteam4_returns_float8_view.py",
     "093-vector-add/submissions/wrong_answer/redteam4_returns_meta_tensor.py",
+    "093-vector-add/submissions/wrong_answer/redteam4b_output_expanded_past_memory.py",
+    "093-vector-add/submissions/wrong_answer/redteam4b_output_nine_dims.py",
     "095-matmul/submissions/wrong_answer/returns_float32.py",
     "097-flash-attention-forward/submissions/wrong_answer/redteam4_namedtuple_return.py",
     # 99's call modes fail these before any value: a graph break, no gradient (judge.calls)

@@ -136,11 +136,13 @@ def _across(result):
         (GOLD_LSE.float().view(torch.float8_e4m3fn), "lse has dtype float8_e4m3fn; expected float32"),
         (torch.empty(2, device="meta"), "lse is on meta; expected it on the input's device (cpu)"),
         (torch.empty(2, dtype=torch.complex64), "lse has dtype complex64; expected float32"),
+        (GOLD_LSE.float().view(2, *[1] * 8), "lse has shape (2, 1, 1, 1, 1, 1, 1, 1, 1); expected (2,)"),
+        (torch.empty(1).expand(1 << 41), "lse has shape (2199023255552,); expected (2,)"),
     ],
 )
 def test_a_tensor_the_wire_cannot_carry_is_described_and_a_wrong_answer(returned, message):
-    """A float8 view or a meta tensor crosses as its descriptor alone: WA naming its dtype or device (red team 4:
-    RJ, a reply not valid, and RTE, before)."""
+    """A float8 view, a meta tensor, nine dimensions, an expanded view of 2**41 elements cross as their descriptor
+    alone: WA naming the dtype, device or shape (red team 4: RJ, a reply not valid, RTE or MLE before)."""
     outs = _across((GOLD_O.float(), returned))
     assert outs[1].kind == "tensor" and outs[1].tensor is None
     wrong = _check(ATTENTION, "tuple", list(outs))
@@ -157,6 +159,8 @@ def test_a_tensor_the_wire_can_carry_never_crosses_without_its_values():
         parse_outputs([unsent], [])
     with pytest.raises(MalformedReply, match="shape"):
         parse_outputs([{**unsent, "device": "meta", "shape": "x"}], [])
+    with pytest.raises(MalformedReply, match="shape"):
+        parse_outputs([{**unsent, "shape": [1] * 65}], [])
     assert _across(GOLD_O.float())[0].tensor.equal(GOLD_O.float())
 
 

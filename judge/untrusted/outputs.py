@@ -39,13 +39,12 @@ def describe_outputs(result, copy: bool = False) -> tuple[list[dict], list[bytes
                 }
             )
             continue
-        dtype, device = wire.dtype_name(item.dtype), str(item.device)
-        if not wire.can_carry(dtype, device):
-            # No values to send (a meta tensor has none; float8 has no wire form): what it is, for a WA that
-            # names its dtype or device.
-            outputs.append(
-                {"kind": "tensor", "dtype": dtype, "shape": list(item.shape), "device": device, "sent": False}
-            )
+        dtype, device, shape = wire.dtype_name(item.dtype), str(item.device), [int(s) for s in item.shape]
+        if not wire.can_carry(dtype, device, shape):
+            # No values to send (a meta tensor has none; float8 has no wire form; an expanded view may stand for
+            # more bytes than any memory): what it is, for a WA that names its dtype, device or shape.
+            shape = shape[: wire.MAX_DESCRIBED_DIMS]
+            outputs.append({"kind": "tensor", "dtype": dtype, "shape": shape, "device": device, "sent": False})
             continue
         st = item.untyped_storage()
         outputs.append(

@@ -127,7 +127,7 @@ class Recorder:
 
     def ref(self, t) -> dict:
         dtype = wire.dtype_name(t.dtype)
-        if not wire.can_carry(dtype, t.device.type):
+        if not wire.can_carry(dtype, t.device.type, ()):  # its shape is the record's to bound
             return {"opaque": f"a tensor of dtype {dtype} on {t.device.type}"}
         return {
             "ref": [
@@ -340,4 +340,4 @@ class Recorder:
 
 
 def _carried(x, torch) -> bool:
-    return type(x) is torch.Tensor and wire.can_carry(wire.dtype_name(x.dtype), str(x.device))
+    return type(x) is torch.Tensor and wire.can_carry(wire.dtype_name(x.dtype), str(x.device), x.shape)
