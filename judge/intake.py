@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judge import precheck, staticscan
+from judge.shared import kernel_source
 from judge.verdicts import Verdict
 
 
@@ -40,7 +41,7 @@ def check_source(
     reason, _line = precheck.check_source(path)
     if reason:
         return Refusal(Verdict.CE, reason)
-    text = path.read_text()
+    text = kernel_source.read_source(path)
     impure = _impure_constexpr_functions(text)
     if impure is not None:
         return impure
@@ -80,7 +81,6 @@ def check_source(
 def _impure_constexpr_functions(text: str) -> Refusal | None:
     """RJ for a @triton.constexpr_function that is not a pure function of its arguments (judge.shared.kernel_source:
     the replay check relies on it computing the same in the judged worker and replayed alone)."""
-    from judge.shared import kernel_source
 
     try:
         impure = kernel_source.extract(text).impure

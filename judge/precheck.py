@@ -23,7 +23,7 @@ def check_source(path: Path) -> tuple[str | None, int | None]:
     if b"\x00" in data:
         return f"{name} is a binary file, not Python source", None
     try:
-        text = data.decode("utf-8")
+        text = data.decode("utf-8-sig")  # as Python reads it: a leading byte-order mark is no character
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         return f"{name} is not valid UTF-8 text (byte {exc.start}, line {line})", line

@@ -113,7 +113,7 @@ class Replayer:
         self.golden_device = golden_device
         self.file = job.submission.name
         try:
-            self.kernels = set(kernel_source.kernel_names(job.submission.read_text(encoding="utf-8")))
+            self.kernels = set(kernel_source.kernel_names(kernel_source.read_source(job.submission)))
         except (OSError, UnicodeDecodeError):
             self.kernels = set()
         self.scratch = Path(tempfile.mkdtemp(prefix="judge-replay-"))

@@ -92,6 +92,9 @@ FORBIDDEN_ATTRIBUTES = {
     "sys.modules": "swaps modules",
     "sys.settrace": "traces the judge's code",
     "sys.setprofile": "traces the judge's code",
+    # Process state the judge's own code in the worker runs under (red team 4).
+    "sys.addaudithook": "runs the file's code inside the judge's own (an audit hook sees every event)",
+    "sys.setrecursionlimit": "changes the recursion limit the judge's own code runs under",
     "sys.path": "changes where modules are imported from (code the scan never read)",
     "sys.meta_path": "changes how modules are imported (code the scan never read)",
     "sys.path_hooks": "changes how modules are imported (code the scan never read)",

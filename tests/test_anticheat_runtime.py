@@ -9,6 +9,7 @@ no runtime check catches yet is listed in problems/README.md ("Exploit
 corpus"), not here.
 """
 
+import json
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,24 @@ def test_rejected_without_the_static_scan(pid, path, expect):
     assert report.verdict.value != "AC", report.message
     if expect is not None:
         assert report.verdict.value == "RJ" and expect in report.message, f"{report.verdict.value}: {report.message}"
+
+
+# Process state the file sets that the judge's own code in the worker runs under (red team 4): refused by the
+# scan; with it off, the worker's failure is the file's (RTE), never IE.
+@pytest.mark.corpus
+@pytest.mark.full
+@pytest.mark.parametrize(
+    "name,expect",
+    [
+        ("redteam4_audit_hook_in_judges_code.py", "in the middle of a case"),
+        ("redteam4_recursion_limit_low.py", "RecursionError"),
+    ],
+)
+def test_process_state_the_file_sets_is_its_own_failure_without_the_scan(name, expect):
+    options = Options(sandbox="process", seed=1, device="cpu", interpret=True, static_scan=False, group="small-ragged")
+    report = Session(find_problem("93"), R93 / name, options).run()
+    assert report.verdict.value == "RTE", f"{report.verdict.value}: {report.message}"
+    assert expect in json.dumps(report.to_json()), report.message
 
 
 REPLAY_ONLY = [c for c in CASES if "replay" in c[2]]

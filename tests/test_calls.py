@@ -124,6 +124,19 @@ SUBMISSION = textwrap.dedent("""
         register_autograd(namespace + "::" + name, lambda ctx, g: (g, g))
         return add
 
+    def liar(namespace):
+        @torch.library.custom_op(namespace + "::liar", mutates_args=())
+        def op(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            out = torch.empty_like(x)
+            add_kernel[(triton.cdiv(x.numel(), 64),)](x, y, out, x.numel(), BLOCK=64)
+            return out
+
+        @op.register_fake
+        def _(x, y):
+            return torch.empty(x.numel() + 1, dtype=torch.float64, device=x.device)
+
+        return op
+
     def plain(x, y):
         out = torch.empty_like(x)
         add_kernel[(triton.cdiv(x.numel(), 64),)](x, y, out, x.numel(), BLOCK=64)
@@ -140,7 +153,7 @@ DRIVER = textwrap.dedent("""
     import torch, triton, importlib.util
     import torch._dynamo
     from judge.untrusted import guard, own_ops
-    from judge.untrusted.compiled import CompileFailed, Compiled
+    from judge.untrusted.compiled import CompileFailed, Compiled, FakeMismatch
     guard.install(sys.argv[1], interpret=True, namespace="ns_secret", compiling=True)
     spec = importlib.util.spec_from_file_location("submission", sys.argv[1])
     sub = importlib.util.module_from_spec(spec); sys.modules["submission"] = sub; spec.loader.exec_module(sub)
@@ -158,6 +171,12 @@ DRIVER = textwrap.dedent("""
                 r = c.run(x, y)
             out["compiled"] = {"graph": c.graph_ops, "own": dict(w.own_launches), "ops": dict(w.ops),
                                "right": bool(torch.equal(r, x + y))}
+    c = Compiled(sub.liar("ns_secret"), "eager", "ns_secret", os.path.realpath(sys.argv[1]))
+    c.build([x, y])
+    try:
+        out["liar"] = c.run(x, y).shape[0]
+    except FakeMismatch as exc:
+        out["liar"] = str(exc)
     try:
         Compiled(sub.plain, "eager", "ns_secret", os.path.realpath(sys.argv[1])).build([x, y])
         out["plain"] = "compiled"
@@ -173,7 +192,7 @@ DRIVER = textwrap.dedent("""
 def test_the_worker_looks_into_the_namespaces_operator(tmp_path):
     """Under the watch, an operator of the namespace the judge gave is the file's own: counted, and its body's
     operators watched like a wrapper's (x + y inside it is named); compiled with Dynamo its graph holds it and
-    the compiled code runs under the watch; a bare launch breaks the graph, named at the file's line; an
+    the compiled code runs under the watch, its outputs held to the graph's (a lying fake); a bare launch breaks the graph, named at the file's line; an
     operator library for another namespace is recorded."""
     sub = tmp_path / "mine.py"
     sub.write_text(SUBMISSION)
@@ -187,6 +206,10 @@ def test_the_worker_looks_into_the_namespaces_operator(tmp_path):
     )  # the allocation and the launch, for the replay
     assert got["cheat"]["ops"] == {"add": 1} and got["cheat"]["own_ops"] == {"add2": 1}, got
     assert got["compiled"] == {"graph": ["<ns>::add"], "own": {"add_kernel": 1}, "ops": {}, "right": True}, got
+    assert got["liar"] == (  # a fake that lies about the output: not compile-safe (red team 4: AC before)
+        "the traced graph's output 1 (from your operator's fake implementation, register_fake) is shape (101,), "
+        "dtype float64 on cpu; the operator returned shape (100,), dtype float32 on cpu"
+    ), got
     message, frames = got["plain"]
     assert "graph break" in message and "a Triton kernel launched outside a registered operator" in message
     assert frames and frames[-1]["function"] == "plain"

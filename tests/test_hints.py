@@ -101,11 +101,17 @@ NO_VALUES = {
     "093-vector-add/submissions/wrong_answer/returns_tuple.py",
     "093-vector-add/submissions/wrong_answer/writes_into_input.py",
     "093-vector-add/submissions/wrong_answer/wrong_shape.py",
+    "093-vector-add/submissions/wrong_answer/redteam4_returns_float8_view.py",
+    "093-vector-add/submissions/wrong_answer/redteam4_returns_meta_tensor.py",
+    "093-vector-add/submissions/wrong_answer/redteam4b_output_expanded_past_memory.py",
+    "093-vector-add/submissions/wrong_answer/redteam4b_output_nine_dims.py",
     "095-matmul/submissions/wrong_answer/returns_float32.py",
+    "097-flash-attention-forward/submissions/wrong_answer/redteam4_namedtuple_return.py",
     # 99's call modes fail these before any value: a graph break, no gradient (judge.calls)
     "099-compile-safe-add/submissions/wrong_answer/custom_op_without_fake.py",
     "099-compile-safe-add/submissions/wrong_answer/no_autograd.py",
     "099-compile-safe-add/submissions/wrong_answer/plain_jit_wrapper.py",
+    "099-compile-safe-add/submissions/wrong_answer/redteam4_fake_impl_lies_about_shape.py",
 }
 
 

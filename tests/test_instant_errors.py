@@ -112,6 +112,9 @@ REFUSED = {
     "missing": ("def vector_add(x, y):\n    return x\n", "CE", "does not define 'add'"),
     "arity": ("def add(xy):\n    return xy\n", "CE", "must accept 2 positional arguments"),
     "scan": ("import gc\n\ndef add(x, y):\n    return x\n", "RJ", "import gc"),
+    # A byte-order mark is no character to Python: the scan reads what follows it (red team 4).
+    "bom_scan": (b"\xef\xbb\xbfimport gc\n\ndef add(x, y):\n    return x\n", "RJ", "import gc"),
+    "bom_arity": (b"\xef\xbb\xbfdef add(xy):\n    return xy\n", "CE", "must accept 2 positional arguments"),
 }
 
 
@@ -130,6 +133,24 @@ def test_a_file_refused_from_its_source_is_answered_without_torch(tmp_path, kind
         assert all(g["skipped"] and g["verdict"] == verdict for g in report["groups"])
     else:
         assert f"{verdict} " in r.stdout and needle in r.stdout and "score 0 /" in r.stdout
+
+
+def test_a_byte_order_mark_is_read_as_python_reads_it(tmp_path):
+    """An honest file saved with a UTF-8 byte-order mark goes on to the worker (red team 4: a false CE before);
+    every reader of the submission's text (the precheck, the scan, the worker's copy, the replay's kernels)
+    drops the mark as Python's import does."""
+    from judge.intake import check_source
+    from judge.shared import kernel_source
+
+    bom = CORPUS / "accepted" / "redteam4_utf8_bom.py"
+    assert bom.read_bytes().startswith(b"\xef\xbb\xbf")  # the corpus file keeps its mark
+    assert precheck.check_source(bom) == (None, None)
+    assert check_source(bom, entry="add", arity=2) is None
+    text = kernel_source.read_source(bom)
+    assert not text.startswith("\ufeff") and kernel_source.kernel_names(text) == ["add_kernel"]
+    twice = write(tmp_path, "twice.py", b"\xef\xbb\xbf\xef\xbb\xbfdef add(x, y):\n    return x\n")
+    reason, _ = precheck.check_source(twice)  # Python refuses a second mark too
+    assert reason is not None and "U+FEFF" in reason
 
 
 def test_bench_refuses_a_syntax_error_without_torch(tmp_path):

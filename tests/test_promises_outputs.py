@@ -118,6 +118,52 @@ def test_each_item_must_be_an_exact_tensor_on_the_device_with_its_dtype_and_shap
     assert wrong is not None and wrong.verdict is Verdict.WA and wrong.message == message
 
 
+def _across(result):
+    """What the judge reads of RESULT: described by the worker's code, framed and parsed as a reply is."""
+    from judge.replies.parsers import parse_outputs
+    from judge.untrusted.outputs import describe_outputs
+
+    described, frames = describe_outputs(result)
+    for d in described:
+        d.pop("ptr_range", None)
+        d.pop("strides", None)
+    return parse_outputs(described, [bytes(raw) for _, raw in frames])
+
+
+@pytest.mark.parametrize(
+    "returned,message",
+    [
+        (GOLD_LSE.float().view(torch.float8_e4m3fn), "lse has dtype float8_e4m3fn; expected float32"),
+        (torch.empty(2, device="meta"), "lse is on meta; expected it on the input's device (cpu)"),
+        (torch.empty(2, dtype=torch.complex64), "lse has dtype complex64; expected float32"),
+        (GOLD_LSE.float().view(2, *[1] * 8), "lse has shape (2, 1, 1, 1, 1, 1, 1, 1, 1); expected (2,)"),
+        (torch.empty(1).expand(1 << 41), "lse has shape (2199023255552,); expected (2,)"),
+    ],
+)
+def test_a_tensor_the_wire_cannot_carry_is_described_and_a_wrong_answer(returned, message):
+    """A float8 view, a meta tensor, nine dimensions, an expanded view of 2**41 elements cross as their descriptor
+    alone: WA naming the dtype, device or shape (red team 4: RJ, a reply not valid, RTE or MLE before)."""
+    outs = _across((GOLD_O.float(), returned))
+    assert outs[1].kind == "tensor" and outs[1].tensor is None
+    wrong = _check(ATTENTION, "tuple", list(outs))
+    assert wrong is not None and wrong.verdict is Verdict.WA and wrong.message == message
+
+
+def test_a_tensor_the_wire_can_carry_never_crosses_without_its_values():
+    """The worker's side is not trusted to say a tensor has no values: only one the wire cannot carry may."""
+    from judge.replies.fields import MalformedReply
+    from judge.replies.parsers import parse_outputs
+
+    unsent = {"kind": "tensor", "dtype": "float32", "shape": [2], "device": "cpu", "sent": False}
+    with pytest.raises(MalformedReply, match="came without its bytes"):
+        parse_outputs([unsent], [])
+    with pytest.raises(MalformedReply, match="shape"):
+        parse_outputs([{**unsent, "device": "meta", "shape": "x"}], [])
+    with pytest.raises(MalformedReply, match="shape"):
+        parse_outputs([{**unsent, "shape": [1] * 65}], [])
+    assert _across(GOLD_O.float())[0].tensor.equal(GOLD_O.float())
+
+
 def test_an_output_on_the_gpu_is_on_the_inputs_device_whatever_its_index():
     on_gpu = [_out(GOLD_O.float(), device="cuda:1"), _out(GOLD_LSE.float(), device="cuda")]
     assert _check(ATTENTION, "tuple", on_gpu, device="cuda") is None

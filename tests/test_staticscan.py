@@ -28,7 +28,9 @@ def _allowed(path: Path) -> tuple:
 
 @pytest.mark.parametrize("path", CLEAN, ids=lambda p: str(p.relative_to(ROOT)))
 def test_accepted_solutions_raise_nothing(path):
-    assert staticscan.scan(path.read_text(), _allowed(path)) == []
+    from judge.shared.kernel_source import read_source
+
+    assert staticscan.scan(read_source(path), _allowed(path)) == []  # as the judge reads it (a BOM dropped)
 
 
 def test_a_lifted_rule_is_lifted_for_its_problem_only():
@@ -68,6 +70,10 @@ def test_each_rule_trips(source, code):
         ("from os import environ", "from os import environ"),
         ("import os\nv = os.environb[b'JUDGE_SEED']", "os.environb"),
         ("from os import environb", "from os import environb"),
+        ("import sys as s\ns.addaudithook(print)", "s.addaudithook"),
+        ("from sys import addaudithook", "from sys import addaudithook"),
+        ("import sys\nsys.setrecursionlimit(60)", "sys.setrecursionlimit"),
+        ("from sys import setrecursionlimit as lim", "from sys import setrecursionlimit"),
         ("import torch.cuda as c\ns = c.Stream()", "c.Stream"),
         ("from torch import cuda\ncuda.synchronize = lambda: None", "cuda.synchronize = ..."),
         ("import time as t\nt.perf_counter = lambda: 0.0", "t.perf_counter = ..."),

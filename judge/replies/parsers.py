@@ -139,6 +139,9 @@ def parse_outputs(items, payloads: list) -> tuple[Returned, ...]:
                 )
             )
             continue
+        if o.get("sent") is False:
+            out.append(_unsent(o))
+            continue
         desc = {"dtype": o.get("dtype"), "shape": o.get("shape")}
         try:
             size = wire.tensor_nbytes(desc)
@@ -161,6 +164,21 @@ def parse_outputs(items, payloads: list) -> tuple[Returned, ...]:
         )
     _need(next(frames, None) is None, "more tensor frames than tensor outputs")
     return tuple(out)
+
+
+def _unsent(o: dict) -> Returned:
+    """A returned tensor described without its values: only one whose dtype, device or shape the wire cannot carry
+    (judge.shared.wire.can_carry), so that every tensor the output rule compares has its values."""
+    dtype = _text(o.get("dtype"), "an output's dtype", 40)
+    device = _text(o.get("device"), "an output's device", 40)
+    try:
+        wire.check_shape(o.get("shape"), wire.MAX_DESCRIBED_DIMS, 1 << 63)
+    except wire.ProtocolError as exc:
+        raise MalformedReply(f"an output tensor: {exc}") from None
+    _need(not wire.can_carry(dtype, device, o["shape"]), "an output tensor the wire can carry came without its bytes")
+    return Returned(
+        "tensor", dtype=dtype, shape=tuple(o["shape"]), device=device, derived=_bool(o.get("derived"), "derived")
+    )
 
 
 # --------------------------------------------------------------------------- messages

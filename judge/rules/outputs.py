@@ -44,10 +44,10 @@ def check(problem, returned: str, outputs, expected, device: str, inputs_modifie
             return Outcome(Verdict.WA, f"{name} must be exactly a torch.Tensor, not {out.type}")
         if out.device.split(":")[0] != device:
             return Outcome(Verdict.WA, f"{name} is on {out.device}; expected it on the input's device ({device})")
-        if out.tensor.dtype != dtype:
-            return Outcome(Verdict.WA, f"{name} has dtype {_dn(out.tensor.dtype)}; expected {_dn(dtype)}")
-        if list(out.tensor.shape) != list(gold.shape):
-            return Outcome(Verdict.WA, f"{name} has shape {tuple(out.tensor.shape)}; expected {tuple(gold.shape)}")
+        if out.dtype != _dn(dtype):
+            return Outcome(Verdict.WA, f"{name} has dtype {out.dtype}; expected {_dn(dtype)}")
+        if list(out.shape) != list(gold.shape):
+            return Outcome(Verdict.WA, f"{name} has shape {tuple(out.shape)}; expected {tuple(gold.shape)}")
     if inputs_modified:
         which = ", ".join(f"argument {i + 1}" for i in inputs_modified)
         return Outcome(

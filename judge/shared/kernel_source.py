@@ -479,6 +479,15 @@ def _impurities(fn: ast.FunctionDef, kept: set[str], modules: dict | None = None
     return out
 
 
+def read_source(path) -> str:
+    """The text of the file at ``path`` as Python's import reads it: UTF-8, a leading byte-order mark dropped
+    (raises OSError, UnicodeDecodeError). Every part of the judge that reads a submission's text reads it
+    here, so that the scan, the kernels the replay compiles and the text the worker holds its kernels to are
+    the program Python runs."""
+    with open(path, "rb") as f:
+        return f.read().decode("utf-8-sig")
+
+
 def kernel_names(source: str) -> list[str]:
     """The names of the file's top-level ``@triton.jit`` functions ([] if it does not parse)."""
     try:

@@ -43,6 +43,24 @@ DTYPES = {
     "uint8": 1,
     "bool": 1,
 }
+# Devices whose tensors' values can be read into a frame. A tensor of another device (meta), dtype (float8) or
+# shape (more than MAX_DIMS sizes, one over MAX_SIZE) crosses as its descriptor alone, so that the judge can
+# say what is wrong with it (judge.rules.outputs).
+DEVICES = ("cpu", "cuda")
+MAX_DIMS = 8
+MAX_SIZE = 1 << 40
+MAX_DESCRIBED_DIMS = 64  # of a shape sent without values: the sizes after these are left out
+
+
+def can_carry(dtype: str, device: str, shape) -> bool:
+    """Whether a tensor of this dtype (its wire name), device and shape crosses with its values."""
+    return (
+        dtype in DTYPES
+        and device.split(":")[0] in DEVICES
+        and len(shape) <= MAX_DIMS
+        and all(0 <= s <= MAX_SIZE for s in shape)
+    )
+
 
 _LEN = struct.Struct(">Q")
 MAX_JSON_FRAME = 1 << 20  # a JSON frame over 1 MiB is never legitimate
@@ -217,12 +235,17 @@ def tensor_nbytes(desc) -> int:
     shape = desc.get("shape")
     if dtype not in DTYPES:
         raise ProtocolError(f"dtype {dtype!r} may not cross the boundary")
-    if not isinstance(shape, list) or len(shape) > 8:
-        raise ProtocolError("a shape must be a list of at most 8 sizes")
-    for s in shape:
-        if not isinstance(s, int) or isinstance(s, bool) or s < 0 or s > 1 << 40:
-            raise ProtocolError(f"bad size {s!r} in shape")
+    check_shape(shape)
     return math.prod(shape) * DTYPES[dtype]
+
+
+def check_shape(shape, dims: int = MAX_DIMS, size: int = MAX_SIZE) -> None:
+    """Raises ProtocolError unless ``shape`` (from the wire) is a list of at most ``dims`` sizes up to ``size``."""
+    if not isinstance(shape, list) or len(shape) > dims:
+        raise ProtocolError(f"a shape must be a list of at most {dims} sizes")
+    for s in shape:
+        if not isinstance(s, int) or isinstance(s, bool) or s < 0 or s > size:
+            raise ProtocolError(f"bad size {s!r} in shape")
 
 
 def torch_dtype(name: str):

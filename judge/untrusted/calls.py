@@ -113,7 +113,17 @@ class Compile(Direct):
         self.compiled = c
 
     def invoke(self, args):
-        return self.compiled.run(*args)
+        from judge.untrusted.compiled import FakeMismatch
+
+        try:
+            return self.compiled.run(*args)
+        except FakeMismatch as exc:
+            raise ContractError(
+                "FakeMismatch",
+                str(exc),
+                hint="register_fake must return what the operator returns: same shape, dtype and device "
+                "(torch.empty_like of the result the operator computes)",
+            ) from None
 
     def amend(self, evidence: dict, outputs: list) -> None:
         """The graph Dynamo captured, and what Inductor's lowered graphs hold: Inductor launches its own

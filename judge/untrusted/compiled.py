@@ -128,6 +128,22 @@ def _compile_failure(exc) -> BaseException | None:
     return None
 
 
+class FakeMismatch(Exception):
+    """The compiled code returned a tensor other than the one the traced graph promised."""
+
+
+def _promise(v) -> tuple | None:
+    """What the traced graph says an output is (its shape, dtype and device type), for a tensor."""
+    import torch
+
+    return (tuple(v.shape), v.dtype, v.device.type) if isinstance(v, torch.Tensor) else None
+
+
+def _said(p: tuple) -> str:
+    shape, dtype, device = p
+    return f"shape {shape}, dtype {str(dtype).removeprefix('torch.')} on {device}"
+
+
 class Compiled:
     """One case's compiled function: built on stand-ins (``build``), run on the case's inputs (``run``)."""
 
@@ -138,6 +154,7 @@ class Compiled:
         self._compiled = None
         self._order: list = []
         self._result = None  # how the function's return value is made of the graph's outputs
+        self._promised: list = []  # each graph output as the trace saw it (_promise), from the fake values
 
     def build(self, args) -> None:
         import torch
@@ -158,6 +175,7 @@ class Compiled:
             if any(op.startswith("<ns>::") for op in self.graph_ops):
                 self._compiled = self._backend(gm, list(example_inputs))
             stubs[:] = _outputs_of(gm)
+            self._promised = [_promise(s) for s in stubs]
             return lambda *_: tuple(stubs)
 
         fn = self.fn
@@ -198,6 +216,17 @@ class Compiled:
         """The compiled code on the case's own inputs (the watched call)."""
         inputs = [args[i] if isinstance(i, int) else i[1] for i in self._order]
         outs = self._compiled(*inputs)  # as Dynamo's bytecode calls a backend's product: positionally
+        # The graph was built on the operator's fake implementation (register_fake, or triton_op's own
+        # trace): an operator that returns another tensor than its fake says is not compile-safe, since what
+        # torch.compile plans around it (buffers, the ops after it) follows the fake.
+        for i, (promised, out) in enumerate(zip(self._promised, outs)):
+            got = _promise(out)
+            if promised is not None and got != promised:
+                raise FakeMismatch(
+                    f"the traced graph's output {i + 1} (from your operator's fake implementation, register_fake) "
+                    f"is {_said(promised)}; the operator returned "
+                    + (_said(got) if got is not None else type(out).__qualname__)
+                )
         if isinstance(self._result, int):
             return outs[self._result]
         kind, picks = self._result

@@ -81,8 +81,7 @@ def _bind(ns: dict, b: kernel_source.Bind) -> None:
 
 def load_kernels(path: str, interpret: bool) -> tuple[dict, list[str], list[str]]:
     """(the namespace holding the file's kernels and constants, the kernels' names, what could not be defined)."""
-    with open(path, encoding="utf-8") as f:
-        source = f.read()
+    source = kernel_source.read_source(path)
     extracted = kernel_source.extract(source)
     ns, skipped = _define(extracted, path)
     if interpret:

@@ -39,14 +39,21 @@ def describe_outputs(result, copy: bool = False) -> tuple[list[dict], list[bytes
                 }
             )
             continue
+        dtype, device, shape = wire.dtype_name(item.dtype), str(item.device), [int(s) for s in item.shape]
+        if not wire.can_carry(dtype, device, shape):
+            # No values to send (a meta tensor has none; float8 has no wire form; an expanded view may stand for
+            # more bytes than any memory): what it is, for a WA that names its dtype, device or shape.
+            shape = shape[: wire.MAX_DESCRIBED_DIMS]
+            outputs.append({"kind": "tensor", "dtype": dtype, "shape": shape, "device": device, "sent": False})
+            continue
         st = item.untyped_storage()
         outputs.append(
             {
                 "kind": "tensor",
-                "dtype": wire.dtype_name(item.dtype),
+                "dtype": dtype,
                 "shape": list(item.shape),
                 "strides": list(item.stride()),
-                "device": str(item.device),
+                "device": device,
                 "ptr_range": (st.data_ptr(), st.data_ptr() + st.nbytes()) if st.nbytes() else None,
             }
         )

@@ -18,7 +18,7 @@ import sys
 import time
 from time import monotonic as _now  # bound before the file loads: its patching of time changes nothing here
 
-from judge.shared import wire
+from judge.shared import kernel_source, wire
 from judge.untrusted.errors import GPU_ALLOWED, classify, text_of
 from judge.untrusted.outputs import describe_outputs, kind_of
 from judge.untrusted.worker_start import take_protocol_fds, warm_compiler
@@ -110,8 +110,7 @@ class Worker:
         # The file's text before anything of it runs: what Triton compiles of its kernels is held against it
         # (integrity.rewired). A str, so the integrity snapshot of this object keeps its value too.
         try:
-            with open(self.path, encoding="utf-8") as f:
-                self.source = f.read()
+            self.source = kernel_source.read_source(self.path)
         except (OSError, UnicodeDecodeError):
             self.source = None
         self.device = setup["device"]

@@ -127,8 +127,8 @@ class Recorder:
 
     def ref(self, t) -> dict:
         dtype = wire.dtype_name(t.dtype)
-        if dtype not in wire.DTYPES:
-            return {"opaque": f"a tensor of dtype {dtype}"}
+        if not wire.can_carry(dtype, t.device.type, ()):  # its shape is the record's to bound
+            return {"opaque": f"a tensor of dtype {dtype} on {t.device.type}"}
         return {
             "ref": [
                 self.storage_of(t),
@@ -161,10 +161,12 @@ class Recorder:
                 return {"opaque": "a tensor whose memory cannot be read"}
         if isinstance(v, (tuple, list)) and depth < tracing.MAX_DEPTH and len(v) <= tracing.MAX_SEQ:
             return {"tuple" if isinstance(v, tuple) else "list": [self.value(x, depth + 1) for x in v]}
+        # A dtype or device the replay cannot make (float8, meta) is no value it replays.
         if isinstance(v, torch.dtype):
-            return {"torch_dtype": wire.dtype_name(v)}
+            name = wire.dtype_name(v)
+            return {"torch_dtype": name} if name in wire.DTYPES else {"opaque": f"the dtype {name}"}
         if isinstance(v, torch.device):
-            return {"device": str(v)}
+            return {"device": str(v)} if v.type in wire.DEVICES else {"opaque": f"the device {v.type}"}
         if isinstance(v, torch.layout):
             return {"layout": str(v).removeprefix("torch.")}
         if isinstance(v, torch.memory_format):
@@ -286,8 +288,8 @@ class Recorder:
         made = []
         items = list(result) if isinstance(result, (tuple, list)) else [result]
         for item in items:
-            if not isinstance(item, torch.Tensor):
-                made.append(None)
+            if not isinstance(item, torch.Tensor) or item.device.type not in wire.DEVICES:
+                made.append(None)  # a meta tensor has no memory to record
                 continue
             st = item.untyped_storage()
             known = self.by_ptr.get((st.device.type, st.data_ptr()))
@@ -308,7 +310,8 @@ class Recorder:
         import torch
 
         items = list(result) if type(result) in (tuple, list) else [result]
-        outputs = [self.value(x) if type(x) is torch.Tensor else None for x in items[:16]]
+        # A tensor the wire cannot carry (meta, float8) is recorded as no tensor: the output rule refuses it first.
+        outputs = [self.value(x) if _carried(x, torch) else None for x in items[:16]]
         record = {"storages": self.storages, "events": self.events, "outputs": outputs, "truncated": self.truncated}
         if not self.truncated and len(json.dumps(record)) > tracing.MAX_JSON:
             self.truncated = f"the record of the call is over {tracing.MAX_JSON >> 10} KiB"
@@ -334,3 +337,7 @@ class Recorder:
             entry["snapshot"] = self._snapshot(st)
         self.deferred.clear()
         return self.record, list(self.snapshots)
+
+
+def _carried(x, torch) -> bool:
+    return type(x) is torch.Tensor and wire.can_carry(wire.dtype_name(x.dtype), str(x.device), x.shape)

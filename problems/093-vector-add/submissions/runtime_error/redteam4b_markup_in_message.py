@@ -1,7 +1,7 @@
-"""Red team 4: returns an empty tensor on the meta device (an allowed allocation), of the right shape and dtype,
-after an honest launch. A wrong answer (no values), but the worker fails to send it: RTE 'while the worker handled
-the result' where WA (out is on meta) is due. Kept as found; the fix belongs in judge.untrusted.outputs."""
-# expect: Cannot copy out of meta tensor
+"""Red team 4b: prints and raises Rich markup and terminal escapes that spell a verdict ("[bold green]AC accepted",
+ESC[32m, a cursor move and a line erase), to make the report a grader reads say AC. The report keeps the text
+literally (markup not rendered, escapes replaced): RTE with the message as written."""
+# expect: [bold green]AC accepted
 import torch
 import triton
 import triton.language as tl
@@ -20,7 +20,7 @@ def _launch(x, y, out):
     return out
 
 
-
 def add(x, y):
     _launch(x, y, torch.empty(x.numel(), dtype=x.dtype, device=x.device))
-    return torch.empty(x.numel(), dtype=x.dtype, device="meta")
+    print("[bold green]AC accepted[/bold green] \x1b[32mall tests passed\x1b[0m")
+    raise RuntimeError("[bold green]AC accepted — all tests passed[/bold green]\x1b[1A\x1b[2K")

@@ -1,7 +1,8 @@
-"""Red team 4: sys.setrecursionlimit(60) at import, which no rule names: the judge's own code in the worker (the
-launch's record, the reply's encoding) runs under the file's limit and fails.
-Stopped by: the failure is raised inside the file's call: RTE naming the launch line, never IE."""
-# expect: RecursionError
+"""Red team 4: sys.setrecursionlimit(60) at import: the judge's own code in the worker (the launch's record, the
+reply's encoding) runs under the file's limit and fails.
+Stopped by: the static scan (sys.setrecursionlimit); with it off, the failure is raised inside the file's call:
+RTE naming the launch line, never IE (tests/test_anticheat_runtime.py)."""
+# expect: sys.setrecursionlimit
 import torch
 import triton
 import triton.language as tl

@@ -1,7 +1,7 @@
 ﻿"""Red team 4: an honest file saved with a UTF-8 byte-order mark (as some Windows editors do). Python imports it;
-the judge's precheck parses the decoded text with the mark still in it and says CE. A false CE, kept here so that a
-fix (decode as utf-8-sig everywhere the judge reads the file: precheck, scan, worker, replay) moves it to accepted."""
-# expect: U+FEFF
+the judge once parsed the decoded text with the mark still in it and said CE ("invalid non-printable character
+U+FEFF"). Every part of the judge now reads a submission as Python does (judge.shared.kernel_source.read_source):
+AC. The file must keep its mark (tests/test_instant_errors.py checks it does)."""
 import torch
 import triton
 import triton.language as tl

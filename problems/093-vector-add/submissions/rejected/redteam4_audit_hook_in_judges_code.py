@@ -1,7 +1,8 @@
-"""Red team 4: sys.addaudithook, which no rule names: once armed (after the first call) the hook raises at every
-audited event of the process, the judge's own code in the worker included (its imports, opens, compiles).
-Stopped by: the worker's own failure is the file's: RTE (the process exited in the middle of a case), never IE."""
-# expect: in the middle of a case
+"""Red team 4: sys.addaudithook: once armed (after the first call) the hook raises at every audited event of the
+process, the judge's own code in the worker included (its imports, opens, compiles).
+Stopped by: the static scan (sys.addaudithook); with it off, the worker's failure is the file's: RTE (the process
+exited in the middle of a case), never IE (tests/test_anticheat_runtime.py)."""
+# expect: sys.addaudithook
 import torch
 import triton
 import triton.language as tl

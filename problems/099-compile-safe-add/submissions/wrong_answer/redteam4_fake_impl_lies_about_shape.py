@@ -1,6 +1,8 @@
 """Red team 4: register_fake says the operator returns n + 1 float64 elements; the real one returns n of the input's
-dtype. AC in the interpreter (the eager backend runs the real op; nothing holds the traced outputs against the
-real ones): arguably WA, since such an op is not compile-safe (a graph built on the fake's metadata is wrong)."""
+dtype. Once AC in the interpreter (the eager backend runs the real op). Such an op is not compile-safe: what
+torch.compile plans around it follows the fake. The compiled call holds each output against what the traced graph
+promised (judge.untrusted.compiled): WA in the compiled group, naming the fake."""
+# expect: from your operator's fake implementation
 import torch
 import triton
 import triton.language as tl

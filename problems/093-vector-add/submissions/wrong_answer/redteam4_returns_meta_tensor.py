@@ -1,7 +1,7 @@
-"""Red team 4: the right sums returned reinterpreted as float8_e4m3fn (an allowed view): exactly a torch.Tensor, of
-a dtype the wire does not carry. A wrong answer, but the judge refuses the worker's reply as invalid: RJ where WA
-(a wrong dtype) is the verdict due. Kept as found; the fix belongs in judge.untrusted.outputs (describe, not send)."""
-# expect: may not cross the boundary
+"""Red team 4: returns an empty tensor on the meta device (an allowed allocation), of the right shape and dtype,
+after an honest launch. Once RTE (the worker failed to send it); now the worker describes such a tensor without
+its values (judge.untrusted.outputs) and the output rule names its device: WA."""
+# expect: out is on meta
 import torch
 import triton
 import triton.language as tl
@@ -22,5 +22,5 @@ def _launch(x, y, out):
 
 
 def add(x, y):
-    out = _launch(x, y, torch.empty(x.numel(), dtype=x.dtype, device=x.device))
-    return out.view(torch.float8_e4m3fn)
+    _launch(x, y, torch.empty(x.numel(), dtype=x.dtype, device=x.device))
+    return torch.empty(x.numel(), dtype=x.dtype, device="meta")
