@@ -12,6 +12,9 @@ loaded to judge the case: the caller says so (IE), plainly.
 Both figures come from Linux's per-thread scheduler statistics (``/proc/PID/task/TID/schedstat``: nanoseconds on
 a CPU, nanoseconds waiting on a run queue), read for the worker's host pids (judge.sandbox.base.Process.pids,
 the sandbox's processes too, which sleep). Where they cannot be read, nothing is stretched: a plain deadline.
+They are first read once a wait has lasted ``BASELINE_AFTER`` (listing a worker's processes and threads takes
+milliseconds, as long as a case on a GPU): a reply that comes sooner costs nothing, and a wait is credited
+with what the host took from it after that point.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable
 # How far past its limit a starved worker's deadline may move: a worker that got a quarter of a core still
 # finishes a case that takes it the whole limit; one that got less is the host's problem, said as IE.
 STRETCH = 4.0
+BASELINE_AFTER = 0.2  # seconds into a wait before the worker's figures are first read
 
 
 def _threads(pids) -> dict[int, tuple[int, int]]:
@@ -53,8 +57,9 @@ class Deadline:
         self.at = self.start + seconds
         self.most = self.start + seconds * max(stretch, 1.0)
         self._pids = pids
-        self._base = _threads(self._safe_pids()) if stretch > 1.0 else None
-        self.waited = 0.0  # the longest wait for a core of any of the worker's threads, when last read
+        self._stretches = stretch > 1.0
+        self._base: dict | None = None  # the worker's figures when first read (BASELINE_AFTER into the wait)
+        self.waited = 0.0  # the longest wait for a core of any of the worker's threads since then, when last read
 
     def _safe_pids(self) -> set[int]:
         try:
@@ -63,7 +68,8 @@ class Deadline:
             return set()
 
     def charged(self, now: float | None = None) -> float:
-        """Seconds of the limit the worker has used: its wall time less the host's share of it."""
+        """Seconds of the limit the worker has used: its wall time less the host's share of it (all of the wall
+        time before the figures were first read)."""
         now = time.monotonic() if now is None else now
         wall = now - self.start
         if self._base is None:
@@ -78,6 +84,8 @@ class Deadline:
 
     def __call__(self) -> float:
         now = time.monotonic()
+        if self._stretches and self._base is None and now - self.start >= BASELINE_AFTER:
+            self._base = _threads(self._safe_pids())
         if now < self.at or self.at >= self.most:
             return self.at
         owed = self.limit - self.charged(now)

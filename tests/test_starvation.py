@@ -102,9 +102,9 @@ def test_a_worker_that_crowds_itself_buys_no_time():
     try:
         time.sleep(1.0)  # (its children started)
         deadline = starvation.Deadline(1.0, lambda: _descendants(worker.pid))
-        time.sleep(2.0)
+        _wait_past(deadline, 2.0)
         charged = deadline.charged()
-        wall_less_waits = time.monotonic() - deadline.start - deadline.waited
+        wall_less_waits = time.monotonic() - deadline.start - deadline.waited  # (waits since the first read)
         assert charged > 2 * wall_less_waits, (charged, wall_less_waits)
     finally:
         for pid in _descendants(worker.pid) - {worker.pid}:
@@ -176,3 +176,15 @@ def test_a_case_slowed_by_the_host_is_not_a_time_limit_exceeded(tmp_path, crowde
 
     report = json.loads(done.stdout)
     assert report["verdict"] == "AC", (report["verdict"], report.get("message"), done.stderr[-2000:])
+
+
+def test_a_quick_reply_reads_no_figures():
+    """A reply within BASELINE_AFTER (a case on a GPU takes milliseconds) costs no listing of the worker's
+    processes: the deadline asks for them only once a wait has lasted that long."""
+    asked = []
+    deadline = starvation.Deadline(1.0, lambda: asked.append(1) or set())
+    deadline()
+    assert asked == []
+    time.sleep(starvation.BASELINE_AFTER + 0.05)
+    deadline()
+    assert asked == [1]

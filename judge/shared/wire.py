@@ -153,14 +153,14 @@ class Reader:
         return out
 
     def _wait(self, deadline: Deadline) -> bool:
-        """Whether the descriptor is readable before the deadline (checked again each second). A callable
-        deadline is asked each time: it may move on (judge.starvation.Deadline)."""
+        """Whether the descriptor is readable before the deadline (checked again each quarter second). A
+        callable deadline is asked each time: it may move on (judge.starvation.Deadline)."""
         if deadline is None:
             return True
         left = (deadline() if callable(deadline) else deadline) - time.monotonic()
         if left <= 0:
             raise ChannelTimeout("timed out waiting for the worker")
-        ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
+        ready, _, _ = select.select([self.fd], [], [], min(left, 0.25))
         return bool(ready)
 
     def read_frame(self, max_len: int, deadline: Deadline = None, *, direct: bool = False) -> bytes | mmap.mmap:
